@@ -1,0 +1,99 @@
+"""``capaudit query`` (plain SQL over the store) and ``capaudit demo``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from capaudit.cli.common import DbOption, console, db_path, open_store
+from capaudit.errors import InputError
+
+
+def run_query(store, sql: str):
+    import duckdb
+
+    try:
+        cur = store.con.execute(sql)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(f"query failed: {first}", fix="check the SQL; "
+                         "tables: caption_sets, captions, runs, metrics, caption_details, "
+                         "annotation_sources, instance_categories, chair_gt, demographics") from None
+    return cols, rows
+
+
+def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
+          as_csv: bool = typer.Option(False, "--csv", help="Print CSV"),
+          as_json: bool = typer.Option(False, "--json", help="Print JSON lines"),
+          write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
+          db: Path = DbOption):
+    """Run SQL against the store (read-only unless --write)."""
+    store = open_store(db, read_only=not write)
+    cols, rows = run_query(store, sql)
+    if as_csv:
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows)
+    elif as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(dict(zip(cols, r)), default=str) + "\n")
+    else:
+        table = Table(*cols)
+        for r in rows:
+            table.add_row(*["" if v is None else str(v) for v in r])
+        console.print(table)
+
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
+
+
+def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True) -> dict:
+    """A fresh database from the bundled 1,000-image sample, then ``audit compare``."""
+    from capaudit.io.annotation_store import add_annotations
+    from capaudit.io.ingest import add_caption_set
+    from capaudit.store import Store
+
+    for suffix in ("", ".wal"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    store = Store(db)
+    for name, file in (("coco", "coco_captions.json"), ("oscar", "oscar.jsonl"),
+                       ("nic", "nic.jsonl")):
+        add_caption_set(store, name, DEMO_DIR / file)
+    add_annotations(store, "instances", DEMO_DIR / "instance_categories.jsonl")
+    add_annotations(store, "chair-gt", DEMO_DIR / "chair_gt.jsonl")
+    add_annotations(store, "demographics", DEMO_DIR / "demographics.jsonl")
+    out = {"store": store, "sets": ["coco", "oscar", "nic"]}
+    if run_audit:
+        try:
+            from capaudit.audit.compare import compare_sets
+        except ModuleNotFoundError:
+            return out
+        out["compare"] = compare_sets(store, out["sets"], report_dir=report_dir or
+                                      Path("capaudit-demo-report"))
+    return out
+
+
+def demo(db: Path = typer.Option(Path("capaudit-demo.duckdb"), "--db",
+                                 help="Where to build the demo database (replaced)"),
+         report: Path = typer.Option(Path("capaudit-demo-report"), "--report",
+                                     help="Folder for report.md / report.html")):
+    """Build a fresh demo database from bundled COCO data and compare coco, oscar and nic."""
+    result = build_demo(db, report)
+    console.print(f"demo database: {db} (sets: {', '.join(result['sets'])})")
+    if "compare" in result:
+        from capaudit.audit.compare import print_compare
+        print_compare(result["compare"])
+        console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
+    console.print(f"try: capaudit query --db {db} \"SELECT * FROM metrics LIMIT 10\"")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("query")(query)
+    app.command("demo")(demo)

@@ -1,0 +1,102 @@
+"""``capaudit sets``: register, list, inspect, remove and export caption sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from capaudit.cli.common import DbOption, console, open_store, progress
+
+sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption sets.")
+
+
+@sets_app.command("add")
+def add(name: str = typer.Argument(..., help="Name for the set"),
+        path: Path = typer.Argument(..., help="Caption file or folder"),
+        fmt: str = typer.Option("auto", "--format", "-f", help="coco, sharegpt4v, fusecap, "
+                                "capsfusion, jsonl, csv, parquet, webdataset, hf or auto"),
+        id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
+        caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
+        replace: bool = typer.Option(False, "--replace", help="Overwrite a set of that name"),
+        db: Path = DbOption):
+    """Register a caption file as a named set (adding the same file again is a no-op)."""
+    from capaudit.io.ingest import add_caption_set
+
+    store = open_store(db)
+    with progress(transient=True) as bar:
+        task = bar.add_task(f"ingesting {path.name}", total=None)
+        result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
+                                 caption_col=caption_col,
+                                 on_batch=lambda n: bar.advance(task, n))
+    info = result.info
+    verb = "added" if result.added else "already present (same file), nothing to do:"
+    console.print(f"{verb} [bold]{info.name}[/]: {info.n_captions:,} captions of "
+                  f"{info.n_images:,} images ({info.format})")
+
+
+@sets_app.command("list")
+def list_sets(db: Path = DbOption):
+    """List the registered caption sets."""
+    store = open_store(db)
+    table = Table("name", "format", "captions", "images", "parent", "source")
+    for s in store.list_sets():
+        table.add_row(s.name, s.format or "", f"{s.n_captions:,}", f"{s.n_images:,}",
+                      s.parent or "", s.source_path or "")
+    console.print(table)
+
+
+def set_summary(store, name: str, samples: int = 5) -> dict:
+    """Rows, images, captions per image and sample captions of a set."""
+    info = store.get_set(name)
+    stats = store.one(
+        "SELECT count(*), count(DISTINCT image_key), count(image_id), "
+        "avg(length(caption)) FROM captions WHERE set_id = ?", [info.set_id])
+    rows = store.sql("SELECT image_key, caption FROM captions WHERE set_id = ? "
+                     "ORDER BY row_idx LIMIT ?", [info.set_id, samples])
+    return {"info": info, "rows": stats[0], "images": stats[1], "with_coco_id": stats[2],
+            "captions_per_image": stats[0] / stats[1] if stats[1] else 0.0,
+            "mean_chars": stats[3] or 0.0, "samples": rows}
+
+
+@sets_app.command("show")
+def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
+         db: Path = DbOption):
+    """Rows, images, captions per image and sample captions of a set."""
+    s = set_summary(open_store(db, read_only=True), name, samples)
+    info = s["info"]
+    console.print(f"[bold]{info.name}[/] ({info.format}) from {info.source_path}")
+    console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}")
+    console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
+                  f"{s['captions_per_image']:.2f}  with COCO id {s['with_coco_id']:,}  "
+                  f"mean chars {s['mean_chars']:.1f}")
+    table = Table("image", "caption")
+    for key, cap in s["samples"]:
+        table.add_row(key, cap)
+    console.print(table)
+
+
+@sets_app.command("remove")
+def remove(name: str, db: Path = DbOption):
+    """Remove a set and its captions."""
+    store = open_store(db)
+    with store.transaction():
+        store.delete_set(name)
+    console.print(f"removed {name}")
+
+
+@sets_app.command("export")
+def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parquet or webdataset"),
+           out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
+           db: Path = DbOption):
+    """Export a set's captions (written to a temporary name, then renamed into place)."""
+    from capaudit.io.export import export_set
+
+    store = open_store(db, read_only=True)
+    path = export_set(store, name, to, out)
+    console.print(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sets_app, name="sets")

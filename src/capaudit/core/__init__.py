@@ -1,0 +1,1 @@
+"""Shared machinery: registries, configuration, run provenance."""

@@ -1,0 +1,97 @@
+"""Configuration with precedence CLI > YAML (``configs/``) > defaults.
+
+Every command resolves its configuration through :func:`resolve`, and the
+resolved mapping (plus seed and package versions, see :func:`provenance`) is
+saved beside every output, so a number can always be traced to its settings.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from capaudit.errors import InputError
+
+PACKAGES = ("capaudit", "duckdb", "numpy", "pyarrow", "nltk", "textblob", "typer", "rich",
+            "torch", "transformers", "spacy", "ai-edge-litert", "ray")
+
+
+def _deep_merge(base: dict, over: Mapping) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_yaml(path: str | Path) -> dict:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("config file not found", path=path, fix="pass an existing YAML file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML ({exc.__class__.__name__})", path=path,
+                         fix="correct the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise InputError("config must be a mapping at top level", path=path)
+    return data
+
+
+def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
+            cli: Mapping | None = None, section: str | None = None) -> dict:
+    """Merge defaults, then the YAML file (its ``section`` if given), then CLI values.
+
+    CLI values that are ``None`` mean "not given" and do not override.
+    """
+    cfg = dict(defaults)
+    if yaml_path:
+        data = load_yaml(yaml_path)
+        if section:
+            data = data.get(section, {}) or {}
+        cfg = _deep_merge(cfg, data)
+    if cli:
+        cfg = _deep_merge(cfg, cli)
+    return cfg
+
+
+def package_versions(names=PACKAGES) -> dict[str, str]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(config: Mapping, seed: int | None = None, command: str | None = None) -> dict:
+    """What is saved beside every output: resolved config, seed, versions."""
+    return {
+        "command": command if command is not None else " ".join(sys.argv),
+        "config": dict(config),
+        "seed": seed,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "versions": package_versions(),
+    }
+
+
+def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
+                     command: str | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(provenance(config, seed, command), indent=2, default=str),
+                    encoding="utf-8")
+    return path

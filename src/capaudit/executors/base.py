@@ -1,0 +1,39 @@
+"""The executor contract and its registry.
+
+Why an executor abstraction: the enrichment work is "apply a pure shard
+function to a list of shard tasks". Whether that happens in this process, in
+a local process pool or on a Ray cluster must not change a single output
+byte, so the executors only *schedule*; all output writing (tmp + rename +
+marker) happens inside the shard function itself. Results come back as they
+complete, so the caller can drive a progress bar.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from capaudit.core.registry import Registry
+
+
+class Executor(Protocol):
+    """Runs ``fn(task)`` for each task; yields (task, result) as they complete."""
+
+    name: str
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+EXECUTORS: Registry = Registry("executor")
+EXECUTORS.register("local", "capaudit.executors.local:LocalExecutor", version="1",
+                   description="in-process (1 worker) or a local process pool")
+EXECUTORS.register("ray", "capaudit.executors.ray:RayExecutor", version="1", extra="ray",
+                   description="Ray tasks on a local or remote cluster (--address auto)")
+
+
+def get_executor(name: str, workers: int = 1, **options) -> Executor:
+    """Instantiate a registered executor by name."""
+    return EXECUTORS.get(name)(workers=workers, **options)

@@ -1,0 +1,1 @@
+"""Input and output: caption readers, annotations, shards, exports."""

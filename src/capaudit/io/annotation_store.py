@@ -1,0 +1,134 @@
+"""Annotations in the store: add them once, use them in every audit.
+
+``capaudit annotations add KIND PATH`` loads a file with
+:mod:`capaudit.io.annotations` and stores it under a name (default: the
+kind). :func:`resolve_annotations` then builds the :class:`Annotations` an
+audit needs: a file given on the command line wins, else the stored source
+of that kind (the named one, or the most recent).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+
+from capaudit.errors import InputError
+from capaudit.io import annotations as ann
+from capaudit.io.ingest import fingerprint
+
+KINDS = ("instances", "chair-gt", "demographics")
+
+
+def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
+                    replace: bool = False) -> tuple[str, int]:
+    """Load and store an annotation file; returns (source name, images)."""
+    if kind not in KINDS:
+        raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
+    path = Path(path)
+    name = name or kind
+    if kind == "instances":
+        cats, counts = ann.load_instances(path)
+        rows = [(iid, c, (counts or {}).get(iid, {}).get(c)) for iid, cs in cats.items() for c in cs]
+        table, n = "instance_categories", len(cats)
+        arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
+                          "category": [r[1] for r in rows],
+                          "count": pa.array([r[2] for r in rows], pa.int32())})
+        empty = [iid for iid, cs in cats.items() if not cs]
+        if empty:  # keep images with no instances: recall skips them, CHAIR needs them
+            arrow = pa.concat_tables([arrow, pa.table({
+                "source": [name] * len(empty), "image_id": empty,
+                "category": pa.array([None] * len(empty), pa.string()),
+                "count": pa.array([None] * len(empty), pa.int32())})])
+    elif kind == "chair-gt":
+        gt = ann.load_chair_gt(path)
+        rows = [(iid, o) for iid, objs in gt.items() for o in objs]
+        table, n = "chair_gt", len(gt)
+        arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
+                          "object": [r[1] for r in rows]})
+    else:
+        gender, skin = ann.load_demographics(path)
+        ids = sorted(set(gender) | set(skin))
+        table, n = "demographics", len(ids)
+        arrow = pa.table({"source": [name] * len(ids), "image_id": ids,
+                          "gender": [gender.get(i) for i in ids],
+                          "skin_tone": [skin.get(i) for i in ids]})
+    sha = fingerprint(path)
+    with store.transaction():
+        existing = store.one("SELECT kind, sha256 FROM annotation_sources WHERE name = ?", [name])
+        if existing:
+            if existing[1] == sha and existing[0] == kind:
+                return name, n
+            if not replace:
+                raise InputError(f"annotations named '{name}' already exist with other content",
+                                 fix="pass --replace or --name")
+            store.con.execute(f"DELETE FROM {existing_table(existing[0])} WHERE source = ?",
+                              [name])
+            store.con.execute("DELETE FROM annotation_sources WHERE name = ?", [name])
+        store.con.register("_ann", arrow)
+        try:
+            store.con.execute(f"INSERT INTO {table} SELECT * FROM _ann")
+        finally:
+            store.con.unregister("_ann")
+        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images) "
+                          "VALUES (?, ?, ?, ?, ?)", [name, kind, str(path.resolve()), sha, n])
+    return name, n
+
+
+def existing_table(kind: str) -> str:
+    return {"instances": "instance_categories", "chair-gt": "chair_gt",
+            "demographics": "demographics"}[kind]
+
+
+def _stored_source(store, kind: str, name: str | None) -> str | None:
+    if name:
+        row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
+                        [name, kind])
+        if not row:
+            raise InputError(f"no stored {kind} annotations named '{name}'",
+                             fix="see capaudit annotations list")
+        return row[0]
+    row = store.one("SELECT name FROM annotation_sources WHERE kind = ? "
+                    "ORDER BY added_at DESC LIMIT 1", [kind])
+    return row[0] if row else None
+
+
+def _grouped(rows) -> dict[int, frozenset[str]]:
+    out: dict[int, set] = defaultdict(set)
+    for iid, value in rows:
+        s = out[iid]
+        if value is not None:
+            s.add(value)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def resolve_annotations(store=None, instances: str | Path | None = None,
+                        chair_gt: str | Path | None = None,
+                        demographics: str | Path | None = None) -> ann.Annotations:
+    """Files given win; otherwise the most recent stored source of each kind."""
+    result = ann.Annotations()
+    if instances:
+        result.instances, result.instance_counts = ann.load_instances(instances)
+        result.sources["instances"] = str(instances)
+    elif store is not None and (src := _stored_source(store, "instances", None)):
+        result.instances = _grouped(store.sql(
+            "SELECT image_id, category FROM instance_categories WHERE source = ?", [src]))
+        result.sources["instances"] = f"store:{src}"
+    if chair_gt:
+        result.chair_gt = ann.load_chair_gt(chair_gt)
+        result.sources["chair_gt"] = str(chair_gt)
+    elif store is not None and (src := _stored_source(store, "chair-gt", None)):
+        result.chair_gt = _grouped(store.sql(
+            "SELECT image_id, object FROM chair_gt WHERE source = ?", [src]))
+        result.sources["chair_gt"] = f"store:{src}"
+    if demographics:
+        result.gender, result.skin_tone = ann.load_demographics(demographics)
+        result.sources["demographics"] = str(demographics)
+    elif store is not None and (src := _stored_source(store, "demographics", None)):
+        rows = store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?",
+                         [src])
+        result.gender = {r[0]: r[1] for r in rows if r[1]}
+        result.skin_tone = {r[0]: r[2] for r in rows if r[2]}
+        result.sources["demographics"] = f"store:{src}"
+    return result

@@ -1,0 +1,90 @@
+"""Register a caption file as a named set in the store.
+
+Streams the reader's Arrow batches straight into DuckDB inside one
+transaction: bad input found half-way (an empty caption at row 812,345)
+rolls everything back, so the store never holds half a set. Adding the same
+file (same sha256, format and options) again is a no-op; a changed file under
+an existing name needs ``replace=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from capaudit.errors import InputError
+from capaudit.io.readers.base import detect_format, get_reader, read_head, refuse_pickle
+from capaudit.store.db import SetInfo, Store
+
+
+@dataclass
+class AddResult:
+    info: SetInfo
+    added: bool  # False when the same file was already registered under this name
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 of a file, or of a folder's files (names and bytes, sorted)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
+    """Refuse a missing or empty caption, naming its row (1-based record number)."""
+    caps = batch.column("caption")
+    bad = pc.or_kleene(pc.is_null(caps),
+                       pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(caps)), 0))
+    bad = pc.fill_null(bad, True)
+    if pc.any(bad).as_py():
+        idx = pc.index(bad, True).as_py()
+        raise InputError("empty or missing caption", path=path, row=start_row + idx + 1,
+                         fix="drop the record or give it a caption")
+
+
+def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,
+                    replace: bool = False, id_col: str | None = None,
+                    caption_col: str | None = None,
+                    on_batch: Callable[[int], None] | None = None) -> AddResult:
+    path = Path(path)
+    if not name or not name.strip():
+        raise InputError("the set name is empty", fix="give the set a name")
+    if not path.exists():
+        raise InputError("no such file or folder", path=path, fix="check the path")
+    refuse_pickle(path, read_head(path, 8))
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    reader = get_reader(fmt, id_col=id_col, caption_col=caption_col)
+    options = {"id_col": id_col, "caption_col": caption_col}
+    sha = fingerprint(path)
+    existing = store.find_set(name)
+    if existing is not None and not replace:
+        if existing.sha256 == sha and existing.format == fmt and existing.options == options:
+            return AddResult(existing, added=False)
+        raise InputError(f"a caption set named '{name}' already exists with other content",
+                         fix="pass --replace to overwrite it, or choose another name")
+    with store.transaction():
+        if existing is not None:
+            store.delete_set(name)
+        set_id = store.create_set(name, source_path=str(path.resolve()), format=fmt, sha256=sha,
+                                  options=options)
+        row = 0
+        for batch in reader.read(path):
+            check_batch(batch, path, row)
+            row += store.append_captions(set_id, batch, row)
+            if on_batch:
+                on_batch(batch.num_rows)
+        if row == 0:
+            raise InputError("the file holds no captions", path=path)
+        store.finalize_set(set_id)
+    return AddResult(store.get_set(name), added=True)

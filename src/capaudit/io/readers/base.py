@@ -1,0 +1,120 @@
+"""Caption readers: one registry, one small class per input format.
+
+A reader turns a file (or folder) into a stream of Arrow record batches with
+the columns ``image_key`` (text id as given), ``image_id`` (integer COCO id
+or null for custom ids) and ``caption``, plus an optional ``meta`` JSON
+string. Streaming batches keep memory flat for million-caption files; the
+driver in :mod:`capaudit.io.ingest` validates each batch (empty or missing
+captions) and names the offending row.
+
+``--format auto`` asks each reader's :meth:`CaptionReader.sniff` in turn.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from capaudit.core.registry import Registry
+from capaudit.errors import InputError
+
+READERS: Registry = Registry("caption format")
+
+SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
+                    ("caption", pa.string()), ("meta", pa.string())])
+
+PICKLE_SUFFIXES = {".pkl", ".pickle", ".p", ".pt", ".pth", ".joblib", ".npy"}
+PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+class CaptionReader:
+    """Base class; subclasses set ``name`` and implement :meth:`read`."""
+
+    name = "base"
+    version = "1"
+
+    def __init__(self, id_col: str | None = None, caption_col: str | None = None,
+                 batch_size: int = 200_000, **options):
+        self.id_col = id_col
+        self.caption_col = caption_col
+        self.batch_size = batch_size
+        self.options = options
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:  # pragma: no cover - overridden
+        return False
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:  # pragma: no cover
+        raise NotImplementedError
+
+
+def make_batch(keys, ids, captions, metas=None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(keys, pa.string()), pa.array(ids, pa.int64()),
+         pa.array(captions, pa.string()),
+         pa.array(metas if metas is not None else [None] * len(keys), pa.string())],
+        schema=SCHEMA)
+
+
+def read_head(path: Path, n: int = 65536) -> bytes:
+    if path.is_dir():
+        return b""
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def refuse_pickle(path: Path, head: bytes) -> None:
+    if path.suffix.lower() in PICKLE_SUFFIXES or head.startswith(PICKLE_MAGIC):
+        raise InputError("pickle files are refused, never loaded: unpickling can run arbitrary "
+                         "code", path=path, fix="convert it to JSONL, JSON, CSV or parquet")
+
+
+def load_json_document(path: Path):
+    """Load a whole JSON document with one-line errors (line number from the parser)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
+                         fix="re-encode the file as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})",
+                         path=path, fix="repair the JSON, or use JSONL with one object per line") \
+            from None
+
+
+def detect_format(path: Path) -> str:
+    """Pick a reader by asking each one to sniff the file."""
+    head = read_head(path)
+    refuse_pickle(path, head)
+    for name in SNIFF_ORDER:
+        if READERS.get(name).sniff(path, head):
+            return name
+    raise InputError("cannot tell the caption format", path=path,
+                     fix=f"pass --format, one of: {', '.join(READERS.names())}")
+
+
+SNIFF_ORDER = ["webdataset", "hf", "parquet", "coco", "sharegpt4v", "capsfusion", "fusecap",
+               "jsonl", "csv"]
+
+
+def get_reader(fmt: str, **options) -> CaptionReader:
+    return READERS.get(fmt)(**options)
+
+
+for _name, _target in {
+    "coco": "capaudit.io.readers.coco:CocoReader",
+    "sharegpt4v": "capaudit.io.readers.llava:ShareGPT4VReader",
+    "fusecap": "capaudit.io.readers.llava:FuseCapReader",
+    "capsfusion": "capaudit.io.readers.tabular:CapsFusionReader",
+    "jsonl": "capaudit.io.readers.tabular:JsonlReader",
+    "csv": "capaudit.io.readers.tabular:CsvReader",
+    "parquet": "capaudit.io.readers.tabular:ParquetReader",
+    "webdataset": "capaudit.io.readers.webdataset:WebDatasetReader",
+    "hf": "capaudit.io.readers.hf:HFDiskReader",
+}.items():
+    READERS.register(_name, _target, version="1")

@@ -1,0 +1,56 @@
+"""COCO captions JSON (``images`` + ``annotations``), several captions per image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from capaudit.errors import InputError
+from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
+
+
+class CocoReader(CaptionReader):
+    name = "coco"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        if path.is_dir() or path.suffix.lower() != ".json":
+            return False
+        text = head.lstrip()
+        return text.startswith(b"{") and any(
+            k in head for k in (b'"annotations"', b'"images"', b'"licenses"', b'"info"'))
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        data = load_json_document(path)
+        if not isinstance(data, dict) or "annotations" not in data:
+            raise InputError("not a COCO captions file: no 'annotations' list", path=path,
+                             fix="use --format jsonl/json for other layouts")
+        names = {}
+        for img in data.get("images", []) or []:
+            if "id" in img:
+                names[int(img["id"])] = img.get("file_name") or str(img["id"])
+        keys, ids, caps = [], [], []
+        for i, ann in enumerate(data["annotations"]):
+            row = i + 1
+            if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
+                raise InputError(f"annotation {row} lacks 'image_id' or 'caption'", path=path,
+                                 row=row, fix="each annotation needs image_id and caption")
+            iid = ann["image_id"]
+            try:
+                iid = int(iid)
+            except (TypeError, ValueError):
+                raise InputError(f"annotation {row} has a non-integer image_id {iid!r}",
+                                 path=path, row=row) from None
+            if names and iid not in names:
+                raise InputError(f"annotation {row} refers to unknown image id {iid}", path=path,
+                                 row=row, fix="add the image to 'images' or drop the annotation")
+            keys.append(str(iid))
+            ids.append(iid)
+            caps.append(ann["caption"] if isinstance(ann["caption"], str) else None)
+            if len(keys) >= self.batch_size:
+                yield make_batch(keys, ids, caps)
+                keys, ids, caps = [], [], []
+        if keys:
+            yield make_batch(keys, ids, caps)

@@ -1,0 +1,188 @@
+"""JSONL, CSV, parquet and CapsFusion files, read by DuckDB in streaming batches.
+
+DuckDB parses these formats in C++ and hands Arrow batches over without
+Python lists, which is what makes million-caption ingestion fast and flat in
+memory. When DuckDB rejects a file we re-scan it in Python only to name the
+exact bad row (the error path, never the hot path).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pyarrow as pa
+
+from capaudit.errors import InputError
+from capaudit.io.imageids import SQL_PARSE_IMAGE_ID
+from capaudit.io.readers.base import SCHEMA, CaptionReader
+
+ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
+CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
+
+
+def _q(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _qi(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _DuckReader(CaptionReader):
+    id_candidates = ID_CANDIDATES
+    caption_candidates = CAPTION_CANDIDATES
+
+    def source(self, path: Path) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def diagnose(self, path: Path, exc: Exception) -> InputError:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return InputError(f"cannot read as {self.name} ({first[:200]})", path=path,
+                          fix="check the file format or pass --format")
+
+    def _pick(self, cols: list[str], given: str | None, candidates, what: str, path: Path,
+              flag: str, required: bool) -> str | None:
+        if given:
+            if given not in cols:
+                raise InputError(f"no column '{given}' (columns: {', '.join(cols)})", path=path,
+                                 fix=f"pass {flag} with one of those columns")
+            return given
+        for cand in candidates:
+            if cand in cols:
+                return cand
+        if required:
+            raise InputError(f"no {what} column found (columns: {', '.join(cols)})", path=path,
+                             fix=f"pass {flag} naming the {what} column")
+        return None
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        con = duckdb.connect()
+        src = self.source(path)
+        try:
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        except duckdb.Error as exc:
+            raise self.diagnose(path, exc) from None
+        cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
+                         "--caption-col", True)
+        idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
+                         False)
+        if idc is None:
+            key_sql, id_sql = "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
+        else:
+            key_sql = f"CAST({_qi(idc)} AS VARCHAR)"
+            id_sql = SQL_PARSE_IMAGE_ID.format(col=_qi(idc))
+        sql = (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
+               f"CAST({_qi(cap)} AS VARCHAR) AS caption, NULL::VARCHAR AS meta FROM {src}")
+        try:
+            reader = con.sql(sql).to_arrow_reader(self.batch_size)
+            for batch in reader:
+                yield batch.cast(SCHEMA) if batch.schema != SCHEMA else batch
+        except duckdb.Error as exc:
+            raise self.diagnose(path, exc) from None
+        finally:
+            con.close()
+
+
+def _scan_lines(path: Path, check) -> InputError | None:
+    with open(path, "rb") as fh:
+        for row, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return InputError("not valid UTF-8", path=path, row=row,
+                                  fix="re-encode the file as UTF-8")
+            err = check(row, text)
+            if err:
+                return err
+    return None
+
+
+class JsonlReader(_DuckReader):
+    name = "jsonl"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        if path.is_dir():
+            return False
+        first = head.lstrip().split(b"\n", 1)[0]
+        return path.suffix.lower() in {".jsonl", ".ndjson"} or (
+            first.startswith(b"{") and first.rstrip().endswith(b"}"))
+
+    def source(self, path: Path) -> str:
+        return (f"read_json({_q(path)}, format='newline_delimited', "
+                f"maximum_object_size=67108864, sample_size=-1)")
+
+    def diagnose(self, path: Path, exc: Exception) -> InputError:
+        def check(row, text):
+            if not text.strip():
+                return None
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError as e:
+                return InputError(f"malformed JSON ({e.msg})", path=path, row=row,
+                                  fix="one JSON object per line")
+            if not isinstance(rec, dict):
+                return InputError("line is not a JSON object", path=path, row=row,
+                                  fix="one JSON object per line")
+            return None
+        return _scan_lines(path, check) or super().diagnose(path, exc)
+
+
+class CsvReader(_DuckReader):
+    name = "csv"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
+
+    def source(self, path: Path) -> str:
+        delim = "\t" if path.suffix.lower() == ".tsv" else ","
+        return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
+
+    def diagnose(self, path: Path, exc: Exception) -> InputError:
+        return _scan_lines(path, lambda row, text: None) or super().diagnose(path, exc)
+
+
+class ParquetReader(_DuckReader):
+    name = "parquet"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        return not path.is_dir() and head[:4] == b"PAR1"
+
+    def source(self, path: Path) -> str:
+        return f"read_parquet({_q(path)})"
+
+
+class CapsFusionReader(_DuckReader):
+    """CapsFusion releases: columns ``laion_2b``, ``laion_coco``, ``capsfusion``.
+
+    The user picks which caption column to audit (``--caption-col``, default
+    ``capsfusion``); the image id is ``image_url``/``image`` when present,
+    else the row number, kept as text.
+    """
+
+    name = "capsfusion"
+    caption_candidates = ("capsfusion",)
+    id_candidates = ("image_id", "image", "image_url", "url", "id", "key")
+    COLUMNS = ("laion_2b", "laion_coco", "capsfusion")
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        return not path.is_dir() and b"laion_coco" in head and b"capsfusion" in head
+
+    def source(self, path: Path) -> str:
+        head = open(path, "rb").read(4)
+        if head == b"PAR1":
+            return f"read_parquet({_q(path)})"
+        fmt = "array" if head.lstrip().startswith(b"[") else "auto"
+        return f"read_json({_q(path)}, format='{fmt}', sample_size=-1)"
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        if self.caption_col and self.caption_col not in self.COLUMNS:
+            raise InputError(f"unknown CapsFusion caption column '{self.caption_col}'",
+                             path=path, fix=f"use --caption-col one of {', '.join(self.COLUMNS)}")
+        yield from super().read(path)

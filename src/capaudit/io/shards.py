@@ -1,0 +1,239 @@
+"""Webdataset shards: the unit of work for enrichment and detection.
+
+Why shards: a run over a million images must survive being killed at any
+moment. Each shard is processed as a whole, its output written under a
+temporary name and renamed into place (rename is atomic on one file system),
+and only then a completion marker is written holding the counts and the hash
+of the configuration that produced it. A rerun skips the shards whose marker
+exists with the same config hash, so work is neither lost nor duplicated.
+
+Two layouts are read, both as plain tar files (``KEY.EXT`` members, grouped
+by key): the one ``capaudit shards build`` writes (``KEY.jpg`` + ``KEY.json``
+with ``image_id`` and ``captions``) and the one img2dataset writes
+(``KEY.jpg``, ``KEY.txt``, ``KEY.json`` with ``caption``/``key``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capaudit.errors import InputError
+from capaudit.io.imageids import parse_image_id
+from capaudit.io.readers.webdataset import iter_samples, shard_paths
+
+IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
+MARKER_SUFFIX = ".done.json"
+
+
+@dataclass
+class Sample:
+    """One image with its captions, as read from a shard."""
+
+    key: str
+    image_id: int | None
+    image: bytes | None
+    image_ext: str | None
+    captions: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def image_sha256(self) -> str | None:
+        return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
+
+
+# -- small atomic-file helpers ------------------------------------------------------
+def config_hash(config: Mapping) -> str:
+    """Stable short hash of a JSON-able configuration (key order does not matter)."""
+    text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to ``path.tmp-PID``, fsync, rename: readers never see half a file."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def marker_path(out_dir: Path, shard_name: str) -> Path:
+    return Path(out_dir) / (Path(shard_name).stem + MARKER_SUFFIX)
+
+
+def write_marker(out_dir: Path, shard_name: str, cfg_hash: str, counts: Mapping) -> Path:
+    """The completion marker: written last, so its presence means the shard is whole."""
+    path = marker_path(out_dir, shard_name)
+    atomic_write_bytes(path, json.dumps({"shard": shard_name, "config_hash": cfg_hash,
+                                         **counts}, sort_keys=True, default=str).encode())
+    return path
+
+
+def read_marker(out_dir: Path, shard_name: str) -> dict | None:
+    path = marker_path(out_dir, shard_name)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a torn marker cannot happen with atomic writes; treat as missing
+
+
+def is_done(out_dir: Path, shard_name: str, cfg_hash: str) -> bool:
+    marker = read_marker(out_dir, shard_name)
+    return bool(marker and marker.get("config_hash") == cfg_hash)
+
+
+def clean_tmp(out_dir: Path) -> int:
+    """Remove leftovers of killed writers (``*.tmp-PID``); returns how many."""
+    n = 0
+    for p in Path(out_dir).glob("*.tmp-*"):
+        p.unlink(missing_ok=True)
+        n += 1
+    return n
+
+
+# -- reading ------------------------------------------------------------------------
+def list_shards(path: str | Path) -> list[Path]:
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such shard folder or file", path=path, fix="check --shards")
+    return shard_paths(path)
+
+
+def read_shard(tar_path: str | Path) -> Iterator[Sample]:
+    """Yield the samples of one shard in tar order (both layouts, see module doc)."""
+    tar_path = Path(tar_path)
+    for row, (key, files) in enumerate(iter_samples(tar_path), start=1):
+        meta: dict = {}
+        if "json" in files:
+            try:
+                meta = json.loads(files["json"].decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                raise InputError(f"sample '{key}' has malformed JSON", path=tar_path,
+                                 row=row) from None
+        if isinstance(meta.get("captions"), list):
+            caps = [c for c in meta["captions"] if isinstance(c, str)]
+        elif isinstance(meta.get("caption"), str):
+            caps = [meta["caption"]]
+        elif "txt" in files:
+            caps = [files["txt"].decode("utf-8", errors="replace")]
+        else:
+            caps = []
+        ext = next((e for e in IMAGE_EXTS if e in files), None)
+        iid = meta.get("image_id")
+        iid = parse_image_id(iid) if iid is not None else parse_image_id(key)
+        yield Sample(key=key, image_id=iid, image=files.get(ext) if ext else None,
+                     image_ext=ext, captions=caps, meta=meta)
+
+
+# -- writing ------------------------------------------------------------------------
+def _add_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), 0, 0o644  # mtime 0: byte-identical reruns
+    tf.addfile(info, io.BytesIO(data))
+
+
+def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
+                cfg_hash: str) -> dict:
+    """Write ``shard_name`` (.tar), its parquet index and its marker, atomically."""
+    out_dir = Path(out_dir)
+    buf = io.BytesIO()
+    rows = {"key": [], "image_id": [], "file_name": [], "n_captions": [], "image_sha256": []}
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for s in samples:
+            _add_member(tf, f"{s.key}.{s.image_ext}", s.image or b"")
+            meta = {**s.meta, "image_id": s.image_id, "captions": s.captions}
+            _add_member(tf, f"{s.key}.json", json.dumps(meta, sort_keys=True).encode())
+            rows["key"].append(s.key)
+            rows["image_id"].append(s.image_id)
+            rows["file_name"].append(s.meta.get("file_name"))
+            rows["n_captions"].append(len(s.captions))
+            rows["image_sha256"].append(s.image_sha256)
+    tar_path = out_dir / shard_name
+    atomic_write_bytes(tar_path, buf.getvalue())
+    index = pa.table({"key": pa.array(rows["key"], pa.string()),
+                      "image_id": pa.array(rows["image_id"], pa.int64()),
+                      "file_name": pa.array(rows["file_name"], pa.string()),
+                      "n_captions": pa.array(rows["n_captions"], pa.int32()),
+                      "image_sha256": pa.array(rows["image_sha256"], pa.string())})
+    sink = pa.BufferOutputStream()
+    pq.write_table(index, sink)
+    atomic_write_bytes(tar_path.with_suffix(".parquet"), sink.getvalue().to_pybytes())
+    counts = {"samples": len(rows["key"]), "captions": sum(rows["n_captions"])}
+    write_marker(out_dir, shard_name, cfg_hash, counts)
+    return counts
+
+
+def _group_captions(captions: pa.Table) -> tuple[dict[int, list[str]], dict[str, list[str]]]:
+    by_id: dict[int, list[str]] = {}
+    by_key: dict[str, list[str]] = {}
+    for key, iid, cap in zip(captions.column("image_key").to_pylist(),
+                             captions.column("image_id").to_pylist(),
+                             captions.column("caption").to_pylist()):
+        if iid is not None:
+            by_id.setdefault(int(iid), []).append(cap)
+        by_key.setdefault(str(key), []).append(cap)
+    return by_id, by_key
+
+
+def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path, *,
+                 shard_size: int = 1000, set_name: str = "", on_shard=None) -> dict:
+    """Pair images (named by COCO file name or key) with captions and write shards.
+
+    Images without a caption are skipped and counted, never silently: the
+    returned summary says how many. Resumable: shards whose marker matches
+    are kept as they are.
+    """
+    images_dir, out_dir = Path(images_dir), Path(out_dir)
+    if not images_dir.is_dir():
+        raise InputError("not a folder of images", path=images_dir, fix="pass --images DIR")
+    if shard_size < 1:
+        raise InputError("--shard-size must be at least 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clean_tmp(out_dir)
+    by_id, by_key = _group_captions(captions)
+    files = sorted(p for p in images_dir.iterdir()
+                   if p.is_file() and p.suffix.lower().lstrip(".") in IMAGE_EXTS)
+    if not files:
+        raise InputError("no images (.jpg/.png/...) in this folder", path=images_dir)
+    paired, unmatched = [], []
+    for p in files:
+        iid = parse_image_id(p.name)
+        caps = by_id.get(iid) if iid is not None else None
+        caps = caps or by_key.get(p.name) or by_key.get(p.stem)
+        (paired if caps else unmatched).append((p, iid, caps))
+    if not paired:
+        raise InputError(f"no image in this folder matches a caption of set '{set_name}'",
+                         path=images_dir, fix="name images by COCO file name or caption key")
+    cfg = config_hash({"set": set_name, "shard_size": shard_size,
+                       "files": [p.name for p, _, _ in paired]})
+    summary = {"shards": 0, "written": 0, "skipped_done": 0, "samples": len(paired),
+               "unmatched_images": len(unmatched), "config_hash": cfg}
+    for start in range(0, len(paired), shard_size):
+        name = f"shard-{start // shard_size:05d}.tar"
+        summary["shards"] += 1
+        if is_done(out_dir, name, cfg):
+            summary["skipped_done"] += 1
+        else:
+            chunk = paired[start:start + shard_size]
+            samples = (Sample(key=f"{iid:012d}" if iid is not None else p.stem, image_id=iid,
+                              image=p.read_bytes(), image_ext=p.suffix.lower().lstrip("."),
+                              captions=list(caps), meta={"file_name": p.name})
+                       for p, iid, caps in chunk)
+            write_shard(out_dir, name, samples, cfg)
+            summary["written"] += 1
+        if on_shard:
+            on_shard(name)
+    return summary

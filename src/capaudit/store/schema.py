@@ -1,0 +1,93 @@
+"""DuckDB schema of the capaudit store.
+
+One file holds everything a user may want to query with plain SQL:
+
+- ``caption_sets`` / ``captions``: each registered set and its rows;
+- ``annotation_sources`` + ``instance_categories``, ``chair_gt``,
+  ``demographics``: image-level annotations, each row tagged with its source;
+- ``runs``: every command that wrote results (resolved config, seed, package
+  versions, start/end, status);
+- ``metrics``: one row per (run, set, metric, group) with value, n and the
+  bootstrap interval; ``caption_details``: per-caption audit details;
+- ``lic_cache``: LIC results keyed by (fingerprint, config, seed).
+
+``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
+"""
+
+SCHEMA_VERSION = 1
+
+DDL = [
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+    "CREATE SEQUENCE IF NOT EXISTS set_id_seq START 1",
+    """CREATE TABLE IF NOT EXISTS caption_sets (
+        set_id INTEGER PRIMARY KEY,
+        name VARCHAR UNIQUE NOT NULL,
+        source_path VARCHAR,
+        format VARCHAR,
+        sha256 VARCHAR,
+        n_captions BIGINT,
+        n_images BIGINT,
+        parent VARCHAR,
+        options JSON,
+        meta JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS captions (
+        set_id INTEGER NOT NULL,
+        row_idx BIGINT NOT NULL,
+        image_key VARCHAR,
+        image_id BIGINT,
+        caption VARCHAR NOT NULL,
+        meta JSON)""",
+    """CREATE TABLE IF NOT EXISTS annotation_sources (
+        name VARCHAR PRIMARY KEY,
+        kind VARCHAR NOT NULL,
+        path VARCHAR,
+        sha256 VARCHAR,
+        n_images BIGINT,
+        added_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS instance_categories (
+        source VARCHAR, image_id BIGINT, category VARCHAR, count INTEGER)""",
+    "CREATE TABLE IF NOT EXISTS chair_gt (source VARCHAR, image_id BIGINT, object VARCHAR)",
+    """CREATE TABLE IF NOT EXISTS demographics (
+        source VARCHAR, image_id BIGINT, gender VARCHAR, skin_tone VARCHAR)""",
+    "CREATE SEQUENCE IF NOT EXISTS run_id_seq START 1",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id INTEGER PRIMARY KEY,
+        command VARCHAR,
+        config JSON,
+        seed BIGINT,
+        versions JSON,
+        started_at TIMESTAMP,
+        ended_at TIMESTAMP,
+        status VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS metrics (
+        run_id INTEGER,
+        set_name VARCHAR,
+        metric VARCHAR,
+        grp VARCHAR,
+        value DOUBLE,
+        n BIGINT,
+        ci_low DOUBLE,
+        ci_high DOUBLE,
+        extra JSON)""",
+    """CREATE TABLE IF NOT EXISTS caption_details (
+        run_id INTEGER,
+        set_name VARCHAR,
+        row_idx BIGINT,
+        image_id BIGINT,
+        n_tokens INTEGER,
+        mentioned VARCHAR[],
+        hallucinated VARCHAR[],
+        gender_pred VARCHAR,
+        chair_s BOOLEAN,
+        recall DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS lic_cache (
+        key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+
+
+def migrate(con) -> None:
+    """Create missing tables and record the schema version."""
+    for stmt in DDL:
+        con.execute(stmt)
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])

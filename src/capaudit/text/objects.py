@@ -1,0 +1,161 @@
+"""CHAIR object mentions: which COCO categories a caption talks about.
+
+Why two modes: published CHAIR numbers come from LisaAnne/Hallucination's
+``utils/chair.py``, quirks included, and an audit must be able to reproduce
+them exactly (``mode="reference"``, the default). Its known misses are real,
+though, so ``mode="corrected"`` fixes them and is reported *beside* the
+reference value, never instead of it.
+
+Reference rules (applied to lowercased, treebank-tokenized, singularized
+tokens; see :mod:`capaudit.text.singularize`):
+
+1. pairs of tokens are read left to right; a pair found in the two-word
+   table is consumed whole (``motor bike``, ``traffic light``, ...,
+   ``baby dog`` -> ``dog``, ``passenger jet`` -> ``jet``, ``bow tie`` ->
+   ``tie``, ``toilet seat`` -> ``toilet``, ``wine glas`` -> ``wine glass``);
+   ``home plate`` and ``train track`` are consumed but map to no category;
+2. if a caption has both ``toilet`` and ``seat``, every ``seat`` is dropped;
+3. each remaining word found in the synonym list maps to its category. The
+   list is ``chair_synonyms.txt`` split on ``", "`` after ``strip()``,
+   exactly as the reference does, so entries written with two spaces
+   (``" motor bike"``, ``" cheesecake"``) can never match, and ``iPhone``
+   never matches a lowercased caption.
+
+Corrected mode, each fix on purpose:
+
+* synonyms are stripped and lowercased: ``motor bike``, ``cheesecake`` and
+  ``iphone`` become detectable;
+* singularization keeps real singulars (``bus`` stays ``bus``, not ``bu``)
+  and maps ``ties`` -> ``tie``, ``collies``/``doggies`` -> dog words
+  (:func:`~capaudit.text.singularize.singularize_corrected`);
+* the three-word ``stove top oven`` is matched (the reference checks only
+  pairs, so it counts ``stove`` and ``oven`` as two ovens);
+* ``hair dryer`` (the common spelling) maps to ``hair drier``.
+
+A mention is ``(word, category, token index, sentence index)``; ``word`` is
+the matched (singular / joined) form, as in the reference's ``words`` list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["ObjectLexicon", "get_lexicon", "MODES"]
+
+MODES = ("reference", "corrected")
+
+DOUBLE_WORDS = ["motor bike", "motor cycle", "air plane", "traffic light", "street light",
+                "traffic signal", "stop light", "fire hydrant", "stop sign", "parking meter",
+                "suit case", "sports ball", "baseball bat", "baseball glove", "tennis racket",
+                "wine glass", "hot dog", "cell phone", "mobile phone", "teddy bear", "hair drier",
+                "potted plant", "bow tie", "laptop computer", "stove top oven", "home plate",
+                "train track"]
+ANIMAL_WORDS = ["bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra",
+                "giraffe", "animal", "cub"]
+VEHICLE_WORDS = ["jet", "train"]
+
+
+def synonyms_path() -> Path:
+    """The packaged copy of the CHAIR synonym list."""
+    return Path(str(resources.files("capaudit") / "data" / "lexicons" / "chair_synonyms.txt"))
+
+
+@dataclass
+class ObjectLexicon:
+    """Synonym table and multi-word rules for one mode, with integer ids for speed."""
+
+    mode: str
+    categories: list[str]                       # category names, file order
+    word_cat: dict[str, int]                    # matchable word -> category index
+    words: list[str] = field(default_factory=list)     # word id -> word
+    word_id: dict[str, int] = field(default_factory=dict)
+    pairs: dict[tuple[str, str], str] = field(default_factory=dict)
+    triples: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    first: frozenset[str] = frozenset()         # first words of pairs / triples
+
+    @classmethod
+    def build(cls, mode: str = "reference", path: str | Path | None = None) -> "ObjectLexicon":
+        if mode not in MODES:
+            from capaudit.errors import InputError
+            raise InputError(f"unknown object mode {mode!r}", fix="use 'reference' or 'corrected'")
+        text = Path(path or synonyms_path()).read_text(encoding="utf-8")
+        categories: list[str] = []
+        word_cat: dict[str, int] = {}
+        for line in text.splitlines():
+            entries = line.strip().split(", ")
+            if mode == "corrected":
+                entries = [e.strip().lower() for e in entries]
+            if not entries[0]:
+                continue
+            cat = entries[0]
+            if cat not in categories:
+                categories.append(cat)
+            for e in entries:  # later lines win, as with the reference's dict
+                word_cat[e] = categories.index(cat)
+        pairs: dict[tuple[str, str], str] = {}
+        for dw in DOUBLE_WORDS:
+            a, _, b = dw.partition(" ")
+            if " " not in b:
+                pairs[(a, b)] = dw
+        for w in ANIMAL_WORDS:
+            pairs[("baby", w)] = w
+            pairs[("adult", w)] = w
+        for w in VEHICLE_WORDS:
+            pairs[("passenger", w)] = w
+        pairs[("bow", "tie")] = "tie"
+        pairs[("toilet", "seat")] = "toilet"
+        pairs[("wine", "glas")] = "wine glass"
+        triples: dict[tuple[str, str, str], str] = {}
+        if mode == "corrected":
+            triples[("stove", "top", "oven")] = "stove top oven"
+            pairs[("hair", "dryer")] = "hair drier"
+        words = sorted(set(word_cat) | set(pairs.values()) | set(triples.values()))
+        first = frozenset({p[0] for p in pairs} | {t[0] for t in triples})
+        return cls(mode, categories, word_cat, words, {w: i for i, w in enumerate(words)},
+                   pairs, triples, first)
+
+    def merge_words(self, toks: list[str]) -> list[tuple[str, int]]:
+        """The reference's double-word pass: ``(word, index of its first token)`` for every token."""
+        out = []
+        i, n = 0, len(toks)
+        pairs, triples, first = self.pairs, self.triples, self.first
+        while i < n:
+            w = toks[i]
+            if w in first and i + 1 < n:
+                if triples and i + 2 < n:
+                    t = triples.get((w, toks[i + 1], toks[i + 2]))
+                    if t is not None:
+                        out.append((t, i))
+                        i += 3
+                        continue
+                p = pairs.get((w, toks[i + 1]))
+                if p is not None:
+                    out.append((p, i))
+                    i += 2
+                    continue
+            out.append((w, i))
+            i += 1
+        return out
+
+    def find(self, toks: list[str]) -> list[tuple[int, int, int]]:
+        """Object mentions in singularized tokens: ``(word id, category index, token index)``."""
+        word_cat, first = self.word_cat, self.first
+        if first.isdisjoint(toks):  # common case: no multi-word candidates, no merging needed
+            hits = [(w, i) for i, w in enumerate(toks) if w in word_cat]
+        else:
+            hits = [(w, i) for w, i in self.merge_words(toks) if w in word_cat]
+        if len(hits) > 1:
+            ws = {w for w, _ in hits}
+            if "toilet" in ws and "seat" in ws:
+                hits = [h for h in hits if h[0] != "seat"]
+        wid = self.word_id
+        return [(wid[w], word_cat[w], i) for w, i in hits]
+
+
+@lru_cache(maxsize=None)
+def get_lexicon(mode: str = "reference") -> ObjectLexicon:
+    """The packaged lexicon for ``mode`` (built once per process)."""
+    return ObjectLexicon.build(mode)

@@ -1,0 +1,206 @@
+"""Per-caption records, computed once and shared by every metric and filter.
+
+Why columnar: an audit touches every caption once (tokenize, singularize,
+find objects, predict gender) and then every metric is a vectorised numpy
+expression over the result. Records are flat arrays -- token counts,
+sentence counts, gender codes, and object mentions in CSR form
+(``m_offsets[i]:m_offsets[i+1]`` are caption ``i``'s mentions) -- so they are
+cheap to pickle between worker processes and cheap to concatenate.
+
+Why fast: identical caption strings are analysed once per process (model
+captions repeat a lot: 22k distinct among oscar's 40k), tokenization has a
+proven-identical fast path (:mod:`capaudit.text.tokenize`), singularization
+is a per-token dict lookup after warm-up, and batches are split into chunks
+processed on ``workers`` processes (fork) with bounded memory per chunk.
+
+Tokens themselves are not kept (100k long captions would cost hundreds of MB).
+For vocabulary we keep the distinct tokens, how many captions use each, and
+for rare tokens the captions that use them (``posting_cap`` at most), which is
+all the vocabulary bootstrap needs (see :mod:`capaudit.audit.bootstrap`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from capaudit.text.gender import gender_code
+from capaudit.text.objects import get_lexicon
+from capaudit.text.singularize import singularize, singularize_corrected
+from capaudit.text.tokenize import tokenize_sentences
+
+__all__ = ["CaptionRecords", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
+
+POSTING_CAP = 64            # rare-token posting lists are kept up to this many captions
+CHUNK = 4096                # captions per work unit
+_CACHE_LIMIT = 200_000      # distinct captions remembered per process and mode
+_CACHE: dict[str, dict[str, tuple]] = {"reference": {}, "corrected": {}}
+
+
+@dataclass(frozen=True)
+class Mention:
+    word: str
+    category: str
+    token: int
+    sentence: int
+
+
+@dataclass
+class CaptionRecords:
+    """Columnar analysis of ``n`` captions (see module docstring)."""
+
+    mode: str
+    n_tokens: np.ndarray          # int32 [n]
+    n_sentences: np.ndarray       # int32 [n]
+    gender: np.ndarray            # int8 [n], 0 neutral / 1 male / 2 female
+    m_offsets: np.ndarray         # int64 [n + 1]
+    m_word: np.ndarray            # int16 [m] word id in the lexicon
+    m_cat: np.ndarray             # int16 [m] category index
+    m_tok: np.ndarray             # int32 [m] token index in the caption
+    m_sent: np.ndarray            # int32 [m] sentence index
+    token_counts: dict[str, int] = field(default_factory=dict)   # token -> captions using it
+    postings: dict[str, list[int]] = field(default_factory=dict)  # token -> first captions
+
+    def __len__(self) -> int:
+        return len(self.n_tokens)
+
+    @property
+    def vocab(self) -> set[str]:
+        return set(self.token_counts)
+
+    @property
+    def categories(self) -> list[str]:
+        return get_lexicon(self.mode).categories
+
+    def mentions(self, i: int) -> list[Mention]:
+        lex = get_lexicon(self.mode)
+        a, b = self.m_offsets[i], self.m_offsets[i + 1]
+        return [Mention(lex.words[w], lex.categories[c], int(t), int(s)) for w, c, t, s in
+                zip(self.m_word[a:b], self.m_cat[a:b], self.m_tok[a:b], self.m_sent[a:b])]
+
+    def mention_caption(self) -> np.ndarray:
+        """Caption index of every mention (int64 [m])."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.m_offsets))
+
+    @classmethod
+    def concat(cls, parts: Sequence["CaptionRecords"], mode: str) -> "CaptionRecords":
+        if not parts:
+            return _empty(mode)
+        offs, base, start = [np.zeros(1, np.int64)], 0, 0
+        counts: dict[str, int] = {}
+        posts: dict[str, list[int]] = {}
+        for p in parts:
+            offs.append(p.m_offsets[1:] + base)
+            base += int(p.m_offsets[-1])
+            for t, c in p.token_counts.items():
+                counts[t] = counts.get(t, 0) + c
+            for t, lst in p.postings.items():
+                cur = posts.setdefault(t, [])
+                if len(cur) < POSTING_CAP:
+                    cur.extend(x + start for x in lst[:POSTING_CAP - len(cur)])
+            start += len(p)
+        posts = {t: lst for t, lst in posts.items() if counts[t] <= POSTING_CAP}
+        cat = np.concatenate
+        return cls(mode, cat([p.n_tokens for p in parts]), cat([p.n_sentences for p in parts]),
+                   cat([p.gender for p in parts]), cat(offs), cat([p.m_word for p in parts]),
+                   cat([p.m_cat for p in parts]), cat([p.m_tok for p in parts]),
+                   cat([p.m_sent for p in parts]), counts, posts)
+
+
+def _empty(mode: str) -> CaptionRecords:
+    z = np.zeros(0, np.int32)
+    return CaptionRecords(mode, z, z, z.astype(np.int8), np.zeros(1, np.int64), z.astype(np.int16),
+                          z.astype(np.int16), z, z)
+
+
+def analyse_caption(caption: str, mode: str = "reference") -> tuple:
+    """``(n_tokens, n_sentences, gender, mentions, distinct tokens)`` of one caption.
+
+    ``mentions`` is a tuple of ``(word id, category, token index, sentence index)``.
+    """
+    sents = tokenize_sentences(caption)
+    sg = singularize if mode == "reference" else singularize_corrected
+    if len(sents) == 1:
+        flat = sents[0]
+    else:
+        flat = [t for s in sents for t in s]
+    found = get_lexicon(mode).find([sg(t) for t in flat])
+    if found and len(sents) > 1:
+        ends, acc = [], 0
+        for s in sents:
+            acc += len(s)
+            ends.append(acc)
+        ments = tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
+    else:
+        ments = tuple((w, c, t, 0) for w, c, t in found)
+    distinct = frozenset(flat)
+    return len(flat), len(sents), gender_code(distinct), ments, distinct
+
+
+def _process_chunk(args: tuple[Sequence[str], str]) -> CaptionRecords:
+    captions, mode = args
+    cache = _CACHE[mode]
+    if len(cache) > _CACHE_LIMIT:
+        cache.clear()
+    n = len(captions)
+    n_tok = np.empty(n, np.int32)
+    n_sent = np.empty(n, np.int32)
+    gen = np.empty(n, np.int8)
+    counts = np.empty(n, np.int64)
+    flat: list[tuple] = []
+    where: dict[str, list[int]] = {}
+    for i, cap in enumerate(captions):
+        r = cache.get(cap)
+        if r is None:
+            if not isinstance(cap, str):
+                cap = "" if cap is None else str(cap)
+            r = cache[cap] = analyse_caption(cap, mode)
+        n_tok[i], n_sent[i], gen[i] = r[0], r[1], r[2]
+        counts[i] = len(r[3])
+        if r[3]:
+            flat.extend(r[3])
+        lst = where.get(cap)
+        if lst is None:
+            where[cap] = [i]
+        else:
+            lst.append(i)
+    tok_counts: dict[str, int] = {}
+    posts: dict[str, list[int]] = {}
+    for cap, idxs in where.items():
+        k = len(idxs)
+        for t in cache[cap][4]:
+            c = tok_counts.get(t)
+            if c is None:
+                tok_counts[t] = k
+                posts[t] = idxs[:POSTING_CAP]
+            else:
+                tok_counts[t] = c + k
+                p = posts[t]
+                if len(p) < POSTING_CAP:
+                    p.extend(idxs[:POSTING_CAP - len(p)])
+    offs = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=offs[1:])
+    m = np.array(flat, dtype=np.int32).reshape(-1, 4)
+    for p in posts.values():
+        p.sort()
+    return CaptionRecords(mode, n_tok, n_sent, gen, offs, m[:, 0].astype(np.int16),
+                          m[:, 1].astype(np.int16), m[:, 2].copy(), m[:, 3].copy(),
+                          tok_counts, {t: p for t, p in posts.items() if tok_counts[t] <= POSTING_CAP})
+
+
+def build_records(captions: Sequence[str], mode: str = "reference", workers: int = 2,
+                  chunk: int = CHUNK) -> CaptionRecords:
+    """Analyse ``captions`` on ``workers`` processes (1 = in this process)."""
+    get_lexicon(mode)  # fail early on a bad mode, and build before forking
+    jobs = [(captions[s:s + chunk], mode) for s in range(0, len(captions), chunk)]
+    if workers <= 1 or len(jobs) <= 1:
+        parts = [_process_chunk(j) for j in jobs]
+    else:
+        ctx = mp.get_context("fork")
+        with ctx.Pool(min(workers, len(jobs))) as pool:
+            parts = list(pool.imap(_process_chunk, jobs))
+    return CaptionRecords.concat(parts, mode)
