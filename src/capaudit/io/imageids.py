@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_COCO_NAME = re.compile(r"(?:^|[/_])(\d{1,12})\.(?:jpg|jpeg|png)$", re.IGNORECASE)
+# basename is all digits, or COCO_<split><year>_<digits>; "sa_1.jpg" is a custom id
+_COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
+                        re.IGNORECASE)
 _INT = re.compile(r"^\s*\d{1,18}\s*$")
 
 
@@ -37,7 +39,8 @@ def parse_image_id(value) -> int | None:
 SQL_PARSE_IMAGE_ID = (
     "CASE WHEN regexp_matches(CAST({col} AS VARCHAR), '^\\s*\\d{{1,18}}\\s*$') "
     "THEN CAST(trim(CAST({col} AS VARCHAR)) AS BIGINT) "
-    "WHEN regexp_matches(CAST({col} AS VARCHAR), '(^|[/_])\\d{{1,12}}\\.(jpg|jpeg|png)$', 'i') "
+    "WHEN regexp_matches(CAST({col} AS VARCHAR), "
+    "'(^|/)(COCO_[a-z]+\\d{{4}}_)?\\d{{1,12}}\\.(jpg|jpeg|png)$', 'i') "
     "THEN CAST(regexp_extract(CAST({col} AS VARCHAR), '(\\d{{1,12}})\\.(jpg|jpeg|png)$', 1, 'i') AS BIGINT) "
     "ELSE NULL END"
 )

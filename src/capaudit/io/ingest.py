@@ -53,6 +53,25 @@ def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
                          fix="drop the record or give it a caption")
 
 
+def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
+    """Fast path for DuckDB-native formats: one INSERT ... SELECT, then checks in SQL."""
+    import duckdb
+
+    select = reader.select_sql(path, store.con)
+    try:
+        store.con.execute(
+            f"INSERT INTO captions SELECT ?, row_number() OVER () - 1, image_key, image_id, "
+            f"coalesce(caption, ''), meta FROM ({select})", [set_id])
+    except duckdb.Error as exc:
+        raise reader.diagnose(path, exc) from None
+    bad = store.one("SELECT min(row_idx) FROM captions WHERE set_id = ? AND "
+                    "trim(caption) = ''", [set_id])
+    if bad and bad[0] is not None:
+        raise InputError("empty or missing caption", path=path, row=bad[0] + 1,
+                         fix="drop the record or give it a caption")
+    return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
+
+
 def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,
                     replace: bool = False, id_col: str | None = None,
                     caption_col: str | None = None,
@@ -78,12 +97,17 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
             store.delete_set(name)
         set_id = store.create_set(name, source_path=str(path.resolve()), format=fmt, sha256=sha,
                                   options=options)
-        row = 0
-        for batch in reader.read(path):
-            check_batch(batch, path, row)
-            row += store.append_captions(set_id, batch, row)
+        if hasattr(reader, "select_sql"):
+            row = _ingest_sql(store, reader, path, set_id)
             if on_batch:
-                on_batch(batch.num_rows)
+                on_batch(row)
+        else:
+            row = 0
+            for batch in reader.read(path):
+                check_batch(batch, path, row)
+                row += store.append_captions(set_id, batch, row)
+                if on_batch:
+                    on_batch(batch.num_rows)
         if row == 0:
             raise InputError("the file holds no captions", path=path)
         store.finalize_set(set_id)

@@ -98,7 +98,7 @@ def detect_format(path: Path) -> str:
                      fix=f"pass --format, one of: {', '.join(READERS.names())}")
 
 
-SNIFF_ORDER = ["webdataset", "hf", "parquet", "coco", "sharegpt4v", "capsfusion", "fusecap",
+SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "coco", "sharegpt4v", "fusecap",
                "jsonl", "csv"]
 
 

@@ -27,6 +27,10 @@ def _q(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def _q_str(name: str) -> str:
+    return "'" + name.replace("'", "''") + "'"
+
+
 def _qi(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -35,7 +39,7 @@ class _DuckReader(CaptionReader):
     id_candidates = ID_CANDIDATES
     caption_candidates = CAPTION_CANDIDATES
 
-    def source(self, path: Path) -> str:  # pragma: no cover - overridden
+    def source(self, path: Path, columns: list[str] | None = None) -> str:  # pragma: no cover
         raise NotImplementedError
 
     def diagnose(self, path: Path, exc: Exception) -> InputError:
@@ -58,25 +62,38 @@ class _DuckReader(CaptionReader):
                              fix=f"pass {flag} naming the {what} column")
         return None
 
-    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        con = duckdb.connect()
-        src = self.source(path)
+    def select_sql(self, path: Path, con) -> str:
+        """The SELECT that yields image_key, image_id, caption, meta from the file.
+
+        Used directly by the ingest fast path (``INSERT ... SELECT`` inside
+        DuckDB, no Python per row) and by :meth:`read` for streaming batches.
+        """
         try:
-            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+            desc = con.execute(f"DESCRIBE SELECT * FROM {self.source(path)}").fetchall()
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
+        cols = [r[0] for r in desc]
+        types = {r[0]: r[1] for r in desc}
         cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
                          "--caption-col", True)
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
+        src = self.source(path, columns=[c for c in (idc, cap) if c])
         if idc is None:
             key_sql, id_sql = "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
+        elif types[idc] in ("BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT"):
+            key_sql, id_sql = f"CAST({_qi(idc)} AS VARCHAR)", f"CAST({_qi(idc)} AS BIGINT)"
         else:
             key_sql = f"CAST({_qi(idc)} AS VARCHAR)"
-            id_sql = SQL_PARSE_IMAGE_ID.format(col=_qi(idc))
-        sql = (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
-               f"CAST({_qi(cap)} AS VARCHAR) AS caption, NULL::VARCHAR AS meta FROM {src}")
+            id_sql = (f"coalesce(TRY_CAST({_qi(idc)} AS BIGINT), "
+                      f"{SQL_PARSE_IMAGE_ID.format(col=_qi(idc))})")
+        return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
+                f"CAST({_qi(cap)} AS VARCHAR) AS caption, NULL::VARCHAR AS meta FROM {src}")
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        con = duckdb.connect()
         try:
+            sql = self.select_sql(path, con)
             reader = con.sql(sql).to_arrow_reader(self.batch_size)
             for batch in reader:
                 yield batch.cast(SCHEMA) if batch.schema != SCHEMA else batch
@@ -111,9 +128,18 @@ class JsonlReader(_DuckReader):
         return path.suffix.lower() in {".jsonl", ".ndjson"} or (
             first.startswith(b"{") and first.rstrip().endswith(b"}"))
 
-    def source(self, path: Path) -> str:
-        return (f"read_json({_q(path)}, format='newline_delimited', "
-                f"maximum_object_size=67108864, sample_size=-1)")
+    def source(self, path: Path, columns: list[str] | None = None) -> str:
+        """Sample the schema cheaply; read the chosen columns as text.
+
+        Reading only the id and caption columns, typed VARCHAR, means a type
+        change after the sampled rows (an int id turning into a file name)
+        cannot fail half-way through a large file.
+        """
+        if columns:
+            spec = ", ".join(f"{_q_str(c)}: 'VARCHAR'" for c in columns)
+            return (f"read_json({_q(path)}, format='newline_delimited', "
+                    f"maximum_object_size=67108864, columns={{{spec}}})")
+        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
 
     def diagnose(self, path: Path, exc: Exception) -> InputError:
         def check(row, text):
@@ -138,7 +164,7 @@ class CsvReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
-    def source(self, path: Path) -> str:
+    def source(self, path: Path, columns: list[str] | None = None) -> str:
         delim = "\t" if path.suffix.lower() == ".tsv" else ","
         return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
 
@@ -153,7 +179,7 @@ class ParquetReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and head[:4] == b"PAR1"
 
-    def source(self, path: Path) -> str:
+    def source(self, path: Path, columns: list[str] | None = None) -> str:
         return f"read_parquet({_q(path)})"
 
 
@@ -172,9 +198,18 @@ class CapsFusionReader(_DuckReader):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        return not path.is_dir() and b"laion_coco" in head and b"capsfusion" in head
+        if path.is_dir():
+            return False
+        if head[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+            try:
+                names = set(pq.read_schema(path).names)
+            except Exception:  # not a readable parquet: let the parquet reader complain
+                return False
+            return {"laion_coco", "capsfusion"} <= names
+        return b"laion_coco" in head and b"capsfusion" in head
 
-    def source(self, path: Path) -> str:
+    def source(self, path: Path, columns: list[str] | None = None) -> str:
         head = open(path, "rb").read(4)
         if head == b"PAR1":
             return f"read_parquet({_q(path)})"
