@@ -76,6 +76,7 @@ DDL = [
         row_idx BIGINT,
         image_id BIGINT,
         n_tokens INTEGER,
+        n_sentences INTEGER,
         mentioned VARCHAR[],
         hallucinated VARCHAR[],
         gender_pred VARCHAR,

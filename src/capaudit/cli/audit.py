@@ -1,0 +1,141 @@
+"""``capaudit audit``: run, compare, words (and lic / amplification from their modules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List
+
+import typer
+
+from capaudit.cli.common import DbOption, console, open_store
+
+audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
+
+Instances = typer.Option(None, "--instances", help="COCO instances JSON or categories JSONL "
+                         "(default: stored annotations)")
+ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (default: stored)")
+Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
+                            "(default: stored)")
+Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
+                      "see configs/audit.yaml")
+
+
+def _cfg(config, **cli) -> dict:
+    from capaudit.audit.runner import DEFAULTS
+    from capaudit.core.config import resolve
+
+    return resolve(DEFAULTS, config, cli, section="audit")
+
+
+@audit_app.command("run")
+def run(targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
+        instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
+        metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric names"),
+        mode: str = typer.Option(None, "--mode", help="reference (default) or corrected"),
+        corrected: bool = typer.Option(None, "--corrected/--no-corrected",
+                                       help="Also report corrected-mode CHAIR and recall"),
+        n_boot: int = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
+        seed: int = typer.Option(None, "--seed"),
+        workers: int = typer.Option(None, "--workers", help="Processes (2)"),
+        min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
+        json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        config: Path = Config, db: Path = DbOption):
+    """Audit each target; print and store every metric with n and a 95% interval."""
+    from capaudit.audit.compare import Comparison, print_compare, rank
+    from capaudit.audit.runner import run_audit, write_json
+
+    cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
+               workers=workers, min_images=min_images,
+               instances=str(instances) if instances else None,
+               chair_gt=str(chair_gt) if chair_gt else None,
+               demographics=str(demographics) if demographics else None)
+    store = open_store(db)
+    with console.status("auditing"):
+        results = run_audit(store, targets, cfg,
+                            on_target=lambda t: console.log(f"{t.name}: {len(t.captions):,} captions"))
+    run_id = results.get("_run_id")
+    if json_out:
+        write_json(results, json_out)
+    names = [n for n in results if not n.startswith("_")]
+    metrics_seen = list(dict.fromkeys(m for n in names for m in results[n].results))
+    cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
+    if len(names) > 1:
+        rank(cmp)
+    print_compare(cmp)
+    if "recall_disparity" in metrics_seen:
+        for n in names:
+            r = results[n].results["recall_disparity"]
+            if not r.skipped:
+                console.print(f"{n}: recall disparity over m = {r.extra.get('m')} categories")
+    console.print(f"stored as run {run_id} in {store.path}" + (f"; JSON: {json_out}" if json_out else ""))
+
+
+@audit_app.command("compare")
+def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or caption files)"),
+            report: Path = typer.Option(Path("report"), "--report", help="Report folder"),
+            instances: Path = Instances, chair_gt: Path = ChairGT,
+            demographics: Path = Demographics,
+            metrics: str = typer.Option(None, "--metrics"),
+            n_boot: int = typer.Option(None, "--n-boot"), seed: int = typer.Option(None, "--seed"),
+            corrected: bool = typer.Option(None, "--corrected/--no-corrected"),
+            config: Path = Config, db: Path = DbOption):
+    """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
+    from capaudit.audit.compare import compare_sets, print_compare
+
+    cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
+               instances=str(instances) if instances else None,
+               chair_gt=str(chair_gt) if chair_gt else None,
+               demographics=str(demographics) if demographics else None)
+    cmp = compare_sets(open_store(db), sets, report, cfg)
+    print_compare(cmp)
+    console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
+
+
+@audit_app.command("words")
+def words(target: str = typer.Argument(..., help="Set name or caption file"),
+          chair_gt: Path = ChairGT,
+          image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
+          limit: int = typer.Option(20, "--limit", help="Captions to print (0 = all)"),
+          mode: str = typer.Option("reference", "--mode"),
+          json_out: Path = typer.Option(None, "--json", help="Write the reference-style JSON"),
+          db: Path = DbOption):
+    """The CHAIR words of each caption, as the reference script reports them."""
+    from capaudit.audit.engine import chair_words
+    from capaudit.audit.runner import load_target
+    from capaudit.errors import InputError
+    from capaudit.io.annotation_store import resolve_annotations
+
+    store = open_store(db)
+    ann = resolve_annotations(store, chair_gt=chair_gt)
+    if ann.chair_gt is None:
+        raise InputError("no CHAIR ground truth", fix="pass --chair-gt or add it with "
+                         "capaudit annotations add chair-gt FILE")
+    t = load_target(store, target)
+    pairs = [(i, c) for i, c in zip(t.image_ids, t.captions) if not image_id or i in image_id]
+    if limit:
+        pairs = pairs[:limit]
+    out = chair_words([c for _, c in pairs], [i for i, _ in pairs], ann.chair_gt, mode=mode)
+    if json_out:
+        json_out.write_text(json.dumps({"sentences": out}, indent=2))
+    for s in out:
+        console.print(f"[bold]{s['image_id']}[/]: {s['caption']}")
+        console.print(f"  generated:    {s['mscoco_generated_words']}")
+        console.print(f"  ground truth: {s['mscoco_gt_words']}")
+        console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")
+
+
+def register(app: typer.Typer) -> None:
+    try:
+        from capaudit.cli.audit_lic import lic_command
+        audit_app.command("lic")(lic_command)
+    except ModuleNotFoundError as exc:
+        if exc.name != "capaudit.cli.audit_lic":
+            raise
+    try:
+        from capaudit.cli.downstream import amplification_command
+        audit_app.command("amplification")(amplification_command)
+    except (ModuleNotFoundError, ImportError) as exc:
+        if getattr(exc, "name", None) not in ("capaudit.cli.downstream", None):
+            raise
+    app.add_typer(audit_app, name="audit")

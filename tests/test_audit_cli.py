@@ -1,0 +1,89 @@
+"""``audit run / compare / words`` and ``demo`` through the CLI, on the shared data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capaudit.cli.main import main
+
+
+def _ref(shared):
+    return json.loads(shared("references", "reference_metrics_visible.json").read_text())
+
+
+def test_audit_run_json_matches_reference(tmp_path, shared, capsys):
+    ref = _ref(shared)["reference_values"]["nic_val2014_gender"]
+    coco = shared("data", "coco2014")
+    out = tmp_path / "r.json"
+    code = main(["audit", "run", str(shared("data", "captioners", "nic_val2014_gender.jsonl")),
+                 "--instances", str(coco / "instance_categories_val2014.jsonl"),
+                 "--chair-gt", str(coco / "chair_objects_trainval2014.jsonl"),
+                 "--demographics", str(coco / "demographics_val2014.jsonl"),
+                 "--n-boot", "100", "--json", str(out), "--db", str(tmp_path / "a.duckdb")])
+    assert code == 0, capsys.readouterr().err
+    got = json.loads(out.read_text())["sets"]["nic_val2014_gender"]
+    for metric in ("chair_s", "chair_i", "recall", "gender_error", "vocab", "length"):
+        assert got[metric]["value"] == pytest.approx(ref[metric], abs=0.01), metric
+        assert got[metric]["n"] > 0
+    lo, hi = got["chair_s"]["ci"]
+    assert lo < got["chair_s"]["value"] < hi
+    # metrics and per-caption details are queryable in DuckDB
+    capsys.readouterr()
+    assert main(["query", "SELECT metric, round(value, 3) AS v FROM metrics WHERE "
+                 "metric = 'chair_s'", "--json", "--db", str(tmp_path / "a.duckdb")]) == 0
+    rows = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert rows == [{"metric": "chair_s", "v": pytest.approx(ref["chair_s"], abs=0.01)}]
+    assert main(["query", "SELECT count(*) AS n, sum(CAST(chair_s AS INT)) AS h FROM "
+                 "caption_details", "--json", "--db", str(tmp_path / "a.duckdb")]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["n"] == ref["n"]
+    assert 100 * row["h"] / row["n"] == pytest.approx(ref["chair_s"], abs=0.01)
+    assert main(["query", "SELECT status, config FROM runs", "--json",
+                 "--db", str(tmp_path / "a.duckdb")]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["status"] == "ok" and '"n_boot": 100' in run["config"]
+
+
+def test_demo_builds_and_compares(tmp_path, capsys):
+    code = main(["demo", "--db", str(tmp_path / "demo.duckdb"), "--report", str(tmp_path / "rep")])
+    assert code == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "coco" in out and "oscar" in out and "nic" in out
+    for f in ("report.md", "report.html", "chair_s_vs_recall.png", "recall_diff_by_category.png",
+              "provenance.json"):
+        assert (tmp_path / "rep" / f).exists(), f
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "R² =" in md and "(best)" in md and "(worst)" in md
+    metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())["sets"]
+    # the demo's human captions hallucinate nothing against CHAIR ground truth built from them
+    assert metrics["coco"]["chair_s"]["value"] == 0.0
+    assert metrics["nic"]["chair_s"]["value"] > metrics["oscar"]["chair_s"]["value"]
+
+
+def test_audit_words_matches_reference_example(tmp_path, shared, capsys):
+    ex = shared("references", "chair_maxlinn_example")
+    gt = shared("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    out = tmp_path / "w.json"
+    assert main(["audit", "words", str(ex / "example_inputs.jsonl"), "--chair-gt", str(gt),
+                 "--json", str(out), "--db", str(tmp_path / "w.duckdb")]) == 0
+    got = json.loads(out.read_text())["sentences"]
+    want = json.loads((ex / "reference_outputs.json").read_text())["sentences"]
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert g["mscoco_generated_words"] == w["mscoco_generated_words"]
+        assert sorted(g["mscoco_gt_words"]) == sorted(w["mscoco_gt_words"])
+        assert [tuple(x) for x in g["mscoco_hallucinated_words"]] == \
+            [tuple(x) for x in w["mscoco_hallucinated_words"]]
+        assert g["words"] == w["words"]
+
+
+def test_unknown_metric_and_target(tmp_path, capsys):
+    assert main(["audit", "run", "nosuchset", "--db", str(tmp_path / "x.duckdb")]) == 2
+    assert "neither a registered set nor a file" in capsys.readouterr().err
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"image_id": 1, "caption": "a dog"}\n')
+    assert main(["audit", "run", str(f), "--metrics", "chair_z",
+                 "--db", str(tmp_path / "x.duckdb")]) == 2
+    assert "did you mean 'chair_s'" in capsys.readouterr().err
