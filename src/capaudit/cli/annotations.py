@@ -37,11 +37,12 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.annotations import demographics_from_captions
     from capaudit.text.gender import predict_gender
+    from capaudit.text.tokenize import tokenize
 
     store = open_store(db)
     tbl = store.captions(human_set)
     ids = tbl.column("image_id").to_pylist()
-    preds = [predict_gender(c) for c in tbl.column("caption").to_pylist()]
+    preds = [predict_gender(tokenize(c)) for c in tbl.column("caption").to_pylist()]
     labels = demographics_from_captions([i for i in ids], preds, rule=rule)
     target = out or Path(tempfile.mkdtemp()) / "derived_demographics.jsonl"
     with open(target, "w", encoding="utf-8") as fh:
@@ -52,6 +53,35 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
                   f"{len(labels) - n_m:,} female) with rule '{rule}' -> '{name}'")
+
+
+@ann_app.command("build-chair-gt")
+def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set of human captions"),
+                       instances: Path = typer.Option(None, "--instances",
+                                                      help="COCO instances JSON or categories JSONL "
+                                                      "(default: stored instances)"),
+                       name: str = typer.Option("chair-gt", "--name"),
+                       out: Path = typer.Option(None, "--out", help="Also write it as JSONL"),
+                       db: Path = DbOption):
+    """CHAIR ground truth as the reference builds it: instance categories ∪ caption objects."""
+    import json
+    import tempfile
+
+    from capaudit.io.annotation_store import add_annotations, resolve_annotations
+    from capaudit.text.chair_gt import build_chair_gt
+
+    store = open_store(db)
+    ann = resolve_annotations(store, instances=instances)
+    tbl = store.captions(human_set)
+    gt = build_chair_gt(ann.instances, tbl.column("image_id").to_pylist(),
+                        tbl.column("caption").to_pylist(), workers=2)
+    target = out or Path(tempfile.mkdtemp()) / "chair_gt.jsonl"
+    with open(target, "w", encoding="utf-8") as fh:
+        for iid in sorted(gt):
+            fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
+    add_annotations(store, "chair-gt", target, name, replace=True)
+    console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
+                  + (f" and {out}" if out else ""))
 
 
 @ann_app.command("list")

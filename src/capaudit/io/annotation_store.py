@@ -43,7 +43,9 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
                 "count": pa.array([None] * len(empty), pa.int32())})])
     elif kind == "chair-gt":
         gt = ann.load_chair_gt(path)
-        rows = [(iid, o) for iid, objs in gt.items() for o in objs]
+        # images with an empty ground truth keep a row (object NULL): every
+        # object mentioned for them is a hallucination, not an unknown image
+        rows = [(iid, o) for iid, objs in gt.items() for o in (objs or [None])]
         table, n = "chair_gt", len(gt)
         arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
                           "object": [r[1] for r in rows]})
