@@ -1,0 +1,236 @@
+"""``capaudit filter`` (run, log, list) and ``capaudit review`` (export, import).
+
+Thin wrappers over :mod:`capaudit.filters.runner` and :mod:`capaudit.filters.review`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+
+filter_app = typer.Typer(no_args_is_help=True,
+                         help="Filter caption sets (hallucination, gender, critique-revise).")
+review_app = typer.Typer(no_args_is_help=True, help="Human review of flagged captions.")
+
+# options each filter understands (CLI name -> filter option); the rest are refused
+_FILTER_OPTIONS = {
+    "hallucination": {"action", "evidence", "chair_gt", "instances", "detections", "min_score",
+                      "object_mode", "negation", "missing"},
+    "gender-neutral": {"when", "demographics"},
+    "gender-balance": {"by", "demographics", "instances", "chair_gt", "seed", "tolerance",
+                       "min_images", "object_mode"},
+    "critique-revise": {"judge_url", "judge_model", "reviser_url", "reviser_model", "images",
+                        "evidence", "chair_gt", "instances", "detections", "prompt_dir",
+                        "concurrency", "revise", "api_key_env"},
+}
+
+
+def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dict:
+    """Resolve defaults < YAML (section ``filter``) < CLI for filter ``name``."""
+    from capaudit.core.config import resolve
+    from capaudit.errors import InputError
+    from capaudit.filters.base import FILTERS
+
+    cls = FILTERS.get(name)
+    allowed = _FILTER_OPTIONS.get(name, set(cls.defaults))
+    extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
+    if extra:
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        raise InputError(f"filter '{name}' does not use {flags}",
+                         fix=f"its options: {', '.join('--' + k.replace('_', '-') for k in sorted(allowed))}")
+    cfg = resolve(dict(cls.defaults), yaml_path, {k: v for k, v in given.items() if k in allowed},
+                  section="filter")
+    return {k: v for k, v in cfg.items() if k in cls.defaults}
+
+
+def _print_summary(summary: dict, out: str) -> None:
+    console.print(f"[bold]{summary['filter']}[/] -> [bold]{out}[/]: captions "
+                  f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
+                  f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
+                  f"{summary['sentences_dropped']:,} dropped")
+    acts = summary.get("actions", {})
+    console.print("  actions: " + ", ".join(f"{a} {n:,}" for a, n in acts.items() if n))
+    if summary.get("reasons"):
+        console.print("  reasons: " + ", ".join(f"{r} {n:,}"
+                                                for r, n in list(summary["reasons"].items())[:6]))
+    bal = summary.get("balance")
+    if bal:
+        b, a = bal["images_before"], bal["images_after"]
+        console.print(f"  images man/woman: before {b['man']:,}/{b['woman']:,}, after "
+                      f"{a['man']:,}/{a['woman']:,} (labels from {bal['labels_from']})")
+    co = summary.get("cooccurrence")
+    if co:
+        table = Table("object", "man before", "woman before", "man share", "man after",
+                      "woman after", "man share after", title="co-occurrence (most skewed first)")
+        before, after = co["before"], co["after"]
+        key = lambda o: -abs((before[o]["man_share"] or 0.5) - 0.5)  # noqa: E731
+        for o in sorted(before, key=key)[:15]:
+            b, a = before[o], after.get(o, {"man": 0, "woman": 0, "man_share": None})
+            table.add_row(o, str(b["man"]), str(b["woman"]), f"{b['man_share']}", str(a["man"]),
+                          str(a["woman"]), f"{a['man_share']}")
+        console.print(table)
+    refused = summary.get("refused")
+    if refused:
+        console.print(f"[yellow]refused {len(refused)} row(s)[/]:")
+        for r in refused[:10]:
+            console.print(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}")
+
+
+@filter_app.command("run")
+def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption set"),
+        filter_name: str = typer.Option(..., "--filter", help="hallucination, gender-neutral, "
+                                        "gender-balance or critique-revise"),
+        out: str = typer.Option(..., "--out", help="Name of the new (filtered) set"),
+        action: str = typer.Option(None, "--action", help="drop-sentence, drop-caption or flag"),
+        evidence: str = typer.Option(None, "--evidence", help="chair-gt, instances or detector"),
+        chair_gt: str = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL "
+                                     "(or stored annotation source)"),
+        instances: str = typer.Option(None, "--instances", help="Instance categories file "
+                                      "(or stored source)"),
+        detections: str = typer.Option(None, "--detections", help="Detector output JSONL"),
+        min_score: float = typer.Option(None, "--min-score", help="Detector score threshold"),
+        object_mode: str = typer.Option(None, "--object-mode", help="reference or corrected"),
+        negation: bool = typer.Option(None, "--negation/--no-negation",
+                                      help="Skip negated mentions (default on)"),
+        missing: str = typer.Option(None, "--missing", help="Images without evidence: keep/drop"),
+        when: str = typer.Option(None, "--when", help="unknown, contradicted, always (comma list)"),
+        demographics: str = typer.Option(None, "--demographics", help="Image gender labels"),
+        by: str = typer.Option(None, "--by", help="gender-balance: overall or object"),
+        tolerance: float = typer.Option(None, "--tolerance", help="gender-balance per object: "
+                                        "allowed distance of the man share from 0.5"),
+        min_images: int = typer.Option(None, "--min-images", help="gender-balance: objects with "
+                                       "fewer labelled images are ignored"),
+        judge_url: str = typer.Option(None, "--judge-url", help="OpenAI-compatible base URL"),
+        judge_model: str = typer.Option(None, "--judge-model"),
+        reviser_url: str = typer.Option(None, "--reviser-url"),
+        reviser_model: str = typer.Option(None, "--reviser-model"),
+        images: Path = typer.Option(None, "--images", help="Folder with the images (judge)"),
+        prompt_dir: Path = typer.Option(None, "--prompt-dir", help="Folder with critique_*.txt"),
+        concurrency: int = typer.Option(None, "--concurrency", help="Parallel judge calls"),
+        revise: bool = typer.Option(None, "--revise/--no-revise",
+                                    help="critique-revise: rewrite flagged sentences"),
+        seed: int = typer.Option(0, "--seed"),
+        config: Path = typer.Option(None, "--config", help="YAML with a 'filter' section"),
+        replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
+        db: Path = DbOption):
+    """Filter SET into a new set NEWSET linked to its parent; every change is logged."""
+    from capaudit.filters.base import FILTERS
+    from capaudit.filters.runner import run_filter
+
+    given = {"action": action, "evidence": evidence, "chair_gt": chair_gt, "instances": instances,
+             "detections": detections, "min_score": min_score, "object_mode": object_mode,
+             "negation": negation, "missing": missing, "when": when,
+             "demographics": demographics, "by": by, "tolerance": tolerance,
+             "min_images": min_images, "judge_url": judge_url, "judge_model": judge_model,
+             "reviser_url": reviser_url, "reviser_model": reviser_model,
+             "images": str(images) if images else None,
+             "prompt_dir": str(prompt_dir) if prompt_dir else None,
+             "concurrency": concurrency, "revise": revise}
+    if filter_name == "gender-balance":
+        given["seed"] = seed
+    opts = filter_options(filter_name, given, config)
+    store = open_store(db)
+    n = store.get_set(set_name).n_captions
+    cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
+           "version": FILTERS.version(filter_name), "options": opts}
+    with recorded_run(store, cfg, seed) as run_id, progress(transient=True) as bar:
+        task = bar.add_task(f"{filter_name} on {set_name}", total=n)
+        info, summary = run_filter(store, set_name, filter_name, opts, out, replace=replace,
+                                   run_id=run_id, tick=lambda k: bar.advance(task, k))
+    _print_summary(summary.as_dict(), info.name)
+
+
+@filter_app.command("log")
+def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered set"),
+        limit: int = typer.Option(20, "--limit", help="Rows to show (0: none)"),
+        all_actions: bool = typer.Option(False, "--all", help="Also show kept sentences"),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+        db: Path = DbOption):
+    """Show what a filter removed or changed, and why, with the sentence counts."""
+    from capaudit.errors import InputError
+    from capaudit.filters.runner import filter_run_info, log_counts, read_log
+
+    store = open_store(db)
+    store.get_set(set_name)
+    info = filter_run_info(store, set_name)
+    if info is None:
+        raise InputError(f"set '{set_name}' was not made by a filter", fix="pass a --out set "
+                         "of capaudit filter run / review import")
+    counts = log_counts(store, set_name)
+    if as_json:
+        typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "created_at"},
+                               "log_counts": counts}, indent=2, default=str))
+        return
+    console.print(f"[bold]{set_name}[/] = {info['filter']} v{info['version']} of "
+                  f"[bold]{info['parent']}[/] (run {info['run_id']})")
+    _print_summary(info["summary"], set_name)
+    status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
+    console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "
+                  f"{counts['dropped']:,} dropped ({status})")
+    if limit:
+        tbl = read_log(store, set_name, None if all_actions else ("flag", "revise", "drop"), limit)
+        table = Table("row", "sent", "action", "reason", "original", "revised / critique")
+        for r in tbl.to_pylist():
+            tail = r["revised"] or ""
+            if r["critique"]:
+                tail = (tail + " | " if tail else "") + "critique: " + r["critique"]
+            table.add_row(str(r["row_idx"]), str(r["sentence_idx"]), r["action"],
+                          (r["reason"] or "")[:60], (r["original"] or "")[:70], tail[:70])
+        console.print(table)
+
+
+@filter_app.command("list")
+def list_filters():
+    """List the registered filters."""
+    from capaudit.filters.base import FILTERS
+
+    table = Table("name", "version", "description")
+    for name in FILTERS:
+        e = FILTERS.entry(name)
+        table.add_row(name, e.version, e.description)
+    console.print(table)
+
+
+@review_app.command("export")
+def review_export(set_name: str = typer.Argument(..., metavar="SET",
+                                                 help="A filtered set with flags (or any set "
+                                                      "with --all)"),
+                  out: Path = typer.Option(..., "--out", help="CSV or JSONL file to write"),
+                  fmt: str = typer.Option(None, "--format", help="csv or jsonl (default: suffix)"),
+                  all_rows: bool = typer.Option(False, "--all", help="Export every caption"),
+                  db: Path = DbOption):
+    """Write flagged captions for human editors (decision + edited_caption columns)."""
+    from capaudit.filters.review import export_review
+
+    n = export_review(open_store(db), set_name, out, fmt=fmt, all_rows=all_rows)
+    console.print(f"wrote {n:,} caption(s) to review to {out}")
+
+
+@review_app.command("import")
+def review_import(set_name: str = typer.Argument(..., metavar="SET", help="The exported set"),
+                  path: Path = typer.Argument(..., help="The edited CSV/JSONL file"),
+                  out: str = typer.Option(..., "--out", help="Name of the new, reviewed set"),
+                  fmt: str = typer.Option(None, "--format", help="csv or jsonl"),
+                  strict: bool = typer.Option(False, "--strict",
+                                              help="Fail if any row is refused"),
+                  replace: bool = typer.Option(False, "--replace"),
+                  db: Path = DbOption):
+    """Merge editors' changes into a new set, refusing rows whose caption changed since export."""
+    from capaudit.filters.review import import_review
+
+    store = open_store(db)
+    cfg = {"command": "review import", "set": set_name, "file": str(path), "out": out}
+    with recorded_run(store, cfg) as run_id:
+        info, summary, _refused = import_review(store, set_name, path, out, fmt=fmt,
+                                                replace=replace, strict=strict, run_id=run_id)
+    _print_summary(summary.as_dict(), info.name)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(filter_app, name="filter")
+    app.add_typer(review_app, name="review")

@@ -1,0 +1,352 @@
+"""``critique-revise``: a judge labels each sentence, flagged ones are critiqued and rewritten.
+
+The judge is any callable ``chat(messages) -> str`` taking OpenAI-style chat
+messages (a system message, then a user message whose content may hold an
+``image_url`` part with a ``data:`` URL). :func:`make_chat` builds one for an
+OpenAI-compatible server (vLLM, llama.cpp, Ollama, a hosted API): it uses the
+project's backend (:mod:`capaudit.enrich.backends.openai`, retries and
+backoff included) when it is importable, else a minimal ``urllib`` client.
+
+Per caption, in order:
+
+1. **score**: for sentence ``i`` the judge gets the image (when ``images``
+   locates it), the annotated objects (when evidence is given), the earlier
+   sentences ``0..i-1`` as context and sentence ``i``; it answers
+   ``{"supported": bool, "critique": str}`` (``configs/prompts/critique_judge.txt``).
+   Score 1.0 supported, 0.0 not;
+2. **decide**: a supported sentence is kept. An unsupported one goes to the
+   reviser (``critique_revise.txt``, possibly another model) with the context
+   (as already revised), the sentence and the critique, and must return the
+   sentence with minimal edits: it is logged ``revise`` with original,
+   critique and revision; ``DELETE`` or an empty answer drops it. With
+   ``revise=False`` the sentence is only flagged.
+
+A judge answer that cannot be parsed, or a failed call, keeps the sentence
+flagged ``judge-error`` (so it can go to human review); if every call fails
+the run stops with an error naming the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Mapping
+
+from capaudit.errors import CapauditError, InputError
+from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
+                                   SentenceScore)
+
+__all__ = ["CritiqueReviseFilter", "make_chat", "urllib_chat", "backend_chat", "load_prompt",
+           "parse_judgement", "ChatFn", "find_image"]
+
+ChatFn = Callable[[list], str]
+PROMPT_DIR = Path(__file__).resolve().parents[3] / "configs" / "prompts"
+_FALLBACK = {
+    "judge": ("Is every object, attribute and action in the sentence visible in the image?\n"
+              "Annotated objects in the image: {evidence}\nEarlier sentences: <<{context}>>\n"
+              "Sentence: <<{sentence}>>\nAnswer JSON only: "
+              '{{"supported": true or false, "critique": "what is wrong, or empty"}}'),
+    "revise": ("Rewrite the sentence with the smallest edit that fixes the critique; answer "
+               "DELETE if nothing can be kept.\nAnnotated objects in the image: {evidence}\n"
+               "Earlier sentences: <<{context}>>\nSentence: <<{sentence}>>\n"
+               "Critique: {critique}\nAnswer with the revised sentence only."),
+}
+
+
+def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
+    """``critique_{kind}.txt`` from ``prompt_dir`` (default ``configs/prompts``)."""
+    path = Path(prompt_dir or PROMPT_DIR) / f"critique_{kind}.txt"
+    if path.exists():
+        return path.read_text(encoding="utf-8")
+    if prompt_dir is not None:
+        raise InputError("prompt file not found", path=path,
+                         fix=f"write critique_{kind}.txt there or drop --prompt-dir")
+    return _FALLBACK[kind]
+
+
+# -- chat clients --------------------------------------------------------------
+def urllib_chat(base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
+                timeout_s: float = 60.0, params: Mapping | None = None) -> ChatFn:
+    """A minimal OpenAI-compatible client (one POST per call, no retries)."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/chat/completions"
+
+    def chat(messages: list) -> str:
+        body = json.dumps({"model": model, "messages": messages, "temperature": 0,
+                           **dict(params or {})}).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            data = json.loads(resp.read().decode("utf-8"))
+        return (data["choices"][0]["message"]["content"] or "").strip()
+
+    return chat
+
+
+def backend_chat(backend) -> ChatFn:
+    """Adapt a :class:`capaudit.enrich.backends.base.Backend` to ``chat(messages)``."""
+    from capaudit.enrich.backends.base import GenRequest
+
+    def chat(messages: list) -> str:
+        system, texts, image, mime = None, [], None, "image/jpeg"
+        for m in messages:
+            if m["role"] == "system":
+                system = m["content"]
+                continue
+            content = m["content"]
+            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for p in parts:
+                if p.get("type") == "text":
+                    texts.append(p["text"])
+                elif p.get("type") == "image_url":
+                    url = p["image_url"]["url"]
+                    head, _, data = url.partition(",")
+                    mime = head[5:].split(";")[0] or mime
+                    image = base64.b64decode(data)
+        res = backend.generate([GenRequest("\n".join(texts), image, mime, system)])[0]
+        if res.error is not None or res.text is None:
+            raise ConnectionError(res.error or "empty response")
+        return res.text
+
+    return chat
+
+
+def make_chat(base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
+              timeout_s: float = 60.0, max_retries: int = 2) -> ChatFn:
+    """The project's OpenAI backend when present, else :func:`urllib_chat`."""
+    try:
+        from capaudit.enrich.backends.openai import OpenAIBackend
+    except ImportError:
+        return urllib_chat(base_url, model, api_key_env, timeout_s)
+    try:
+        backend = OpenAIBackend(model=model, params={"temperature": 0}, base_url=base_url,
+                                api_key_env=api_key_env or "", concurrency=1,
+                                timeout_s=timeout_s, max_retries=max_retries)
+    except TypeError:  # the backend's options changed: fall back to our own client
+        return urllib_chat(base_url, model, api_key_env, timeout_s)
+    return backend_chat(backend)
+
+
+# -- parsing --------------------------------------------------------------------
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def parse_judgement(text: str) -> tuple[bool, str]:
+    """``(supported, critique)`` from a judge answer (JSON, or a plain yes/no first word)."""
+    m = _JSON.search(text or "")
+    if m:
+        try:
+            data = json.loads(m.group())
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and "supported" in data:
+            sup = data["supported"]
+            if isinstance(sup, str):
+                sup = sup.strip().lower() in ("true", "yes", "1", "supported")
+            return bool(sup), str(data.get("critique") or "").strip()
+    first = re.sub(r"[^a-z]", " ", (text or "").lower()).split()
+    if first and first[0] in ("yes", "supported", "true"):
+        return True, ""
+    if first and first[0] in ("no", "unsupported", "false", "not"):
+        return False, (text or "").strip()
+    raise ValueError(f"cannot parse judge answer: {(text or '')[:80]!r}")
+
+
+def clean_revision(text: str) -> str | None:
+    """The reviser's sentence, or None for DELETE / empty."""
+    t = (text or "").strip()
+    t = re.sub(r"^(revised( sentence)?|sentence)\s*:\s*", "", t, flags=re.I).strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        t = t[1:-1].strip()
+    if t.startswith("<<") and t.endswith(">>"):
+        t = t[2:-2].strip()
+    if not t or t.upper().rstrip(".") == "DELETE":
+        return None
+    return t.splitlines()[0].strip()
+
+
+def find_image(doc: CaptionDoc, images: str | Path | None) -> tuple[bytes, str] | None:
+    """Image bytes for a caption: its image_key as a path, or a COCO file name in ``images``."""
+    cands: list[Path] = []
+    if doc.image_key:
+        p = Path(doc.image_key)
+        cands.append(p)
+        if images:
+            cands.append(Path(images) / p.name)
+    if images and doc.image_id is not None:
+        d = Path(images)
+        iid = int(doc.image_id)
+        cands += [d / f"COCO_val2014_{iid:012d}.jpg", d / f"COCO_train2014_{iid:012d}.jpg",
+                  d / f"{iid:012d}.jpg", d / f"{iid}.jpg"]
+    for p in cands:
+        if p.is_file():
+            mime = "image/png" if p.suffix.lower() == ".png" else "image/jpeg"
+            return p.read_bytes(), mime
+    return None
+
+
+# -- the filter -----------------------------------------------------------------
+class CritiqueReviseFilter(Filter):
+    """A judge labels each sentence as supported or not; flagged ones are critiqued and rewritten."""
+
+    name = "critique-revise"
+    version = "1"
+    defaults: Mapping = {"judge_url": "http://127.0.0.1:8000/v1", "judge_model": "judge",
+                         "reviser_url": None, "reviser_model": None,
+                         "api_key_env": "OPENAI_API_KEY", "images": None, "evidence": None,
+                         "chair_gt": None, "instances": None, "detections": None,
+                         "prompt_dir": None, "revise": True, "concurrency": 4,
+                         "timeout_s": 60.0}
+
+    def __init__(self, judge: ChatFn | None = None, reviser: ChatFn | None = None, **options):
+        super().__init__(**options)
+        self.judge, self.reviser = judge, reviser
+        self.evidence: Mapping[int, Mapping[str, float]] | None = None
+        self._lock = threading.Lock()
+        self.calls = {"judge": 0, "revise": 0, "errors": 0}
+
+    def setup(self, context: FilterContext | None = None) -> None:
+        o = self.options
+        if self.judge is None:
+            self.judge = make_chat(o["judge_url"], o["judge_model"], o["api_key_env"],
+                                   float(o["timeout_s"]))
+        if self.reviser is None:
+            if o["reviser_url"] or o["reviser_model"]:
+                self.reviser = make_chat(o["reviser_url"] or o["judge_url"],
+                                         o["reviser_model"] or o["judge_model"],
+                                         o["api_key_env"], float(o["timeout_s"]))
+            else:
+                self.reviser = self.judge
+        self.prompts = {k: load_prompt(k, o["prompt_dir"]) for k in ("judge", "revise")}
+        kind = o["evidence"] or next((k for k, key in (("chair-gt", "chair_gt"),
+                                                      ("instances", "instances"),
+                                                      ("detector", "detections")) if o[key]), None)
+        if kind:
+            from capaudit.filters.hallucination import load_evidence
+
+            ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
+                   "detector": o["detections"]}[kind]
+            self.evidence = load_evidence(kind, ref, context.store if context else None)
+
+    def _evidence_text(self, doc: CaptionDoc) -> str:
+        if self.evidence is None:
+            return "(not given)"
+        objs = self.evidence.get(doc.image_id) if doc.image_id is not None else None
+        if objs is None:
+            return "(unknown)"
+        return ", ".join(sorted(objs)) or "(none)"
+
+    def _messages(self, kind: str, doc: CaptionDoc, image, **fields) -> list:
+        text = self.prompts[kind].format_map({**fields, "evidence": self._evidence_text(doc)})
+        content: list | str = text
+        if image is not None:
+            data = base64.b64encode(image[0]).decode("ascii")
+            content = [{"type": "text", "text": text},
+                       {"type": "image_url", "image_url": {"url": f"data:{image[1]};base64,{data}"}}]
+        return [{"role": "system", "content": "You are a careful visual fact checker."},
+                {"role": "user", "content": content}]
+
+    def _call(self, kind: str, fn: ChatFn, messages: list) -> str | None:
+        try:
+            out = fn(messages)
+        except CapauditError:
+            raise
+        except Exception:  # network / server failure: recorded, the sentence is flagged
+            with self._lock:
+                self.calls["errors"] += 1
+            return None
+        with self._lock:
+            self.calls[kind] += 1
+        return out
+
+    def score(self, doc: CaptionDoc) -> list[SentenceScore]:
+        image = find_image(doc, self.options["images"])
+        sents = doc.sentences
+        out = []
+        for i, s in enumerate(sents):
+            ans = self._call("judge", self.judge,
+                             self._messages("judge", doc, image,
+                                            context=" ".join(x.strip() for x in sents[:i]),
+                                            sentence=s.strip()))
+            if ans is None:
+                out.append(SentenceScore(i, None, {"error": "judge call failed", "image": image}))
+                continue
+            try:
+                sup, crit = parse_judgement(ans)
+            except ValueError as exc:
+                out.append(SentenceScore(i, None, {"error": str(exc), "image": image}))
+                continue
+            out.append(SentenceScore(i, 1.0 if sup else 0.0,
+                                     {"supported": sup, "critique": crit, "image": image}))
+        return out
+
+    def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
+        decisions = []
+        context: list[str] = []
+        for s, text in zip(scores, doc.sentences):
+            f = s.facts
+            if "error" in f:
+                decisions.append(Decision(s.sentence_idx, "flag", f"judge-error: {f['error']}"))
+                context.append(text.strip())
+                continue
+            if f["supported"]:
+                decisions.append(Decision(s.sentence_idx, "keep", score=s.score))
+                context.append(text.strip())
+                continue
+            crit = f["critique"] or "not supported by the image"
+            if not self.options["revise"]:
+                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge)",
+                                          critique=crit, score=s.score))
+                context.append(text.strip())
+                continue
+            ans = self._call("revise", self.reviser,
+                             self._messages("revise", doc, f["image"], context=" ".join(context),
+                                            sentence=text.strip(), critique=crit))
+            if ans is None:
+                decisions.append(Decision(s.sentence_idx, "flag", "reviser-error",
+                                          critique=crit, score=s.score))
+                context.append(text.strip())
+                continue
+            new = clean_revision(ans)
+            if new is None:
+                decisions.append(Decision(s.sentence_idx, "drop", "unsupported (judge); "
+                                          "reviser deleted it", critique=crit, score=s.score))
+            elif new == text.strip():
+                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge); "
+                                          "reviser left it unchanged", critique=crit,
+                                          score=s.score))
+                context.append(new)
+            else:
+                decisions.append(Decision(s.sentence_idx, "revise", "unsupported (judge); revised",
+                                          revised=new, critique=crit, score=s.score))
+                context.append(new)
+        return CaptionResult(doc, decisions)
+
+    def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
+        docs = list(docs)
+        n_workers = max(1, int(self.options["concurrency"]))
+
+        def one(doc: CaptionDoc) -> CaptionResult:
+            return self.decide(doc, self.score(doc))
+
+        if n_workers == 1 or len(docs) <= 1:
+            results = [one(d) for d in docs]
+        else:
+            with ThreadPoolExecutor(max_workers=n_workers) as pool:
+                results = list(pool.map(one, docs))  # keeps input order
+        if docs and self.calls["errors"] and not (self.calls["judge"] or self.calls["revise"]):
+            raise InputError(f"every call to the judge failed ({self.calls['errors']} calls)",
+                             fix=f"check that an OpenAI-compatible server answers at "
+                                 f"{self.options['judge_url']} (--judge-url)")
+        self.report = {"calls": dict(self.calls)}
+        yield from results

@@ -1,0 +1,259 @@
+"""Run a filter over a stored caption set: new set + sentence-level log, in one transaction.
+
+The output set is registered with its parent's name (``caption_sets.parent``),
+so ``capaudit audit compare PARENT NEWSET`` can show what the filter bought
+and what it cost. Two tables, created here on first use (not part of the
+store's schema files), hold the provenance of every filtered set:
+
+``filter_log``
+    one row per *input sentence*: ``set_name`` (the output set),
+    ``row_idx`` (the parent's row), ``new_row_idx`` (the output row, NULL when
+    the caption left the set), ``image_id``, ``sentence_idx``, ``action``
+    (keep / flag / revise / drop), ``reason``, ``original`` and ``revised``
+    text (original stored for every non-keep row), ``critique``, ``score``.
+    Hence ``count(*) = kept + dropped`` by construction, and
+    :func:`log_counts` checks it from the table itself.
+``filter_runs``
+    one row per output set: parent, filter name and version, run id, the
+    resolved options and the summary (counts, reasons, filter report).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+import pyarrow as pa
+
+from capaudit.errors import InputError
+from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
+                                   FilterContext, FilterSummary)
+
+__all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",
+           "filter_run_info", "FilterOutput", "write_filtered_set"]
+
+LOG_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_log (
+        set_name VARCHAR NOT NULL,
+        filter VARCHAR,
+        run_id INTEGER,
+        row_idx BIGINT,
+        new_row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        action VARCHAR,
+        reason VARCHAR,
+        original VARCHAR,
+        revised VARCHAR,
+        critique VARCHAR,
+        score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS filter_runs (
+        set_name VARCHAR NOT NULL,
+        parent VARCHAR,
+        filter VARCHAR,
+        version VARCHAR,
+        run_id INTEGER,
+        config JSON,
+        summary JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+
+_LOG_SCHEMA = pa.schema([("set_name", pa.string()), ("filter", pa.string()),
+                         ("run_id", pa.int32()), ("row_idx", pa.int64()),
+                         ("new_row_idx", pa.int64()), ("image_id", pa.int64()),
+                         ("sentence_idx", pa.int32()), ("action", pa.string()),
+                         ("reason", pa.string()), ("original", pa.string()),
+                         ("revised", pa.string()), ("critique", pa.string()),
+                         ("score", pa.float64())])
+_OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
+                         ("caption", pa.string()), ("meta", pa.string())])
+
+
+def ensure_tables(con) -> None:
+    for ddl in LOG_DDL:
+        con.execute(ddl)
+
+
+@dataclass
+class FilterOutput:
+    """Everything a run produced, before it is written."""
+
+    captions: pa.Table       # image_key, image_id, caption, meta
+    log: dict[str, list]     # columns of filter_log (without set_name / run_id)
+    summary: FilterSummary
+
+
+def load_docs(store, set_name: str) -> list[CaptionDoc]:
+    tbl = store.captions(set_name, columns="row_idx, image_key, image_id, caption, meta")
+    cols = tbl.to_pydict()
+    docs = []
+    for r, key, iid, cap, meta in zip(cols["row_idx"], cols["image_key"], cols["image_id"],
+                                      cols["caption"], cols["meta"]):
+        try:
+            m = json.loads(meta) if meta else {}
+        except (TypeError, ValueError):
+            m = {}
+        docs.append(CaptionDoc(int(r), iid, cap or "", key, m if isinstance(m, dict) else {}))
+    return docs
+
+
+def apply_filter(filt: Filter, docs: list[CaptionDoc], context: FilterContext | None = None,
+                 tick: Callable[[int], None] | None = None) -> FilterOutput:
+    """Run ``filt`` over ``docs`` (no store writes); returns the new captions, log and summary."""
+    filt.setup(context)
+    summary = FilterSummary(filt.name)
+    out = {k: [] for k in ("image_key", "image_id", "caption", "meta")}
+    log = {k: [] for k in ("filter", "row_idx", "new_row_idx", "image_id", "sentence_idx",
+                           "action", "reason", "original", "revised", "critique", "score")}
+    results: Iterator[CaptionResult] = filt.apply(docs)
+    for n, res in enumerate(results, 1):
+        doc = res.doc
+        if len(res.decisions) != len(doc.spans):
+            raise AssertionError(f"filter {filt.name} decided {len(res.decisions)} sentences of "
+                                 f"row {doc.row_idx}, which has {len(doc.spans)}")
+        summary.add(res)
+        new_row = None
+        if res.kept:
+            new_row = len(out["caption"])
+            meta = {**doc.meta, **res.meta, "parent_row": doc.row_idx, "filter": filt.name}
+            flags = [d.reason for d in res.decisions if d.action == "flag"]
+            if flags:
+                meta["flags"] = flags
+            out["image_key"].append(doc.image_key)
+            out["image_id"].append(doc.image_id)
+            out["caption"].append(res.text())
+            out["meta"].append(json.dumps(meta, default=str))
+        sents = doc.sentences
+        for d in res.decisions:
+            log["filter"].append(filt.name)
+            log["row_idx"].append(doc.row_idx)
+            log["new_row_idx"].append(new_row)
+            log["image_id"].append(doc.image_id)
+            log["sentence_idx"].append(d.sentence_idx)
+            log["action"].append(d.action)
+            log["reason"].append(d.reason or None)
+            log["original"].append(sents[d.sentence_idx] if d.action != "keep" else None)
+            log["revised"].append(d.revised)
+            log["critique"].append(d.critique)
+            log["score"].append(None if d.score is None else float(d.score))
+        if tick is not None and n % 1000 == 0:
+            tick(1000)
+    summary.extra.update(getattr(filt, "report", {}) or {})
+    summary.check()
+    return FilterOutput(pa.Table.from_pydict(out, schema=_OUT_SCHEMA), log, summary)
+
+
+def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, *,
+                       filter_name: str, version: str, config: Mapping[str, Any],
+                       run_id: int | None = None, replace: bool = False):
+    """Register the output set and its log atomically; returns the new set's info."""
+    ensure_tables(store.con)
+    n = len(output.log["row_idx"])
+    log_cols = {"set_name": [out_name] * n, "run_id": [run_id] * n, **output.log}
+    log_tbl = pa.Table.from_pydict({f.name: log_cols[f.name] for f in _LOG_SCHEMA},
+                                   schema=_LOG_SCHEMA)
+    meta = {"filter": filter_name, "version": version, "config": dict(config),
+            "summary": output.summary.as_dict()}
+    if out_name == parent:
+        raise InputError("--out must differ from the input set", fix="choose a new name")
+    with store.transaction() as con:
+        if store.find_set(out_name) is not None:
+            if not replace:
+                raise InputError(f"a caption set named '{out_name}' already exists",
+                                 fix="choose another --out name or pass --replace")
+            store.delete_set(out_name)
+        con.execute("DELETE FROM filter_log WHERE set_name = ?", [out_name])
+        con.execute("DELETE FROM filter_runs WHERE set_name = ?", [out_name])
+        set_id = store.create_set(out_name, source_path=f"filter:{filter_name}", format="filter",
+                                  sha256=None, parent=parent, options=dict(config), meta=meta)
+        store.append_captions(set_id, output.captions, 0)
+        store.finalize_set(set_id)
+        con.register("_capaudit_filter_log", log_tbl)
+        try:
+            con.execute("INSERT INTO filter_log SELECT * FROM _capaudit_filter_log")
+        finally:
+            con.unregister("_capaudit_filter_log")
+        con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
+                    "summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [out_name, parent, filter_name, version, run_id,
+                     json.dumps(dict(config), default=str), output.summary.to_json()])
+    return store.get_set(out_name)
+
+
+def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any] | None = None,
+               out: str | None = None, *, replace: bool = False, run_id: int | None = None,
+               filt: Filter | None = None, tick: Callable[[int], None] | None = None):
+    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``."""
+    if not out:
+        raise InputError("no output set name", fix="pass --out NEWSET")
+    store.get_set(set_name)  # clear error for an unknown input set
+    if filt is None:
+        cls = FILTERS.get(filter_name)
+        filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
+    docs = load_docs(store, set_name)
+    output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    info = write_filtered_set(store, set_name, out, output, filter_name=filt.name,
+                              version=filt.version, config=filt.config(), run_id=run_id,
+                              replace=replace)
+    return info, output.summary
+
+
+# -- reading back ------------------------------------------------------------------
+def _has_tables(store) -> bool:
+    rows = store.sql("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                     "('filter_log', 'filter_runs')")
+    return rows[0][0] == 2
+
+
+def filter_run_info(store, set_name: str) -> dict | None:
+    """The ``filter_runs`` row of an output set (None when it is not a filtered set)."""
+    if not _has_tables(store):
+        return None
+    rows = store.sql("SELECT parent, filter, version, run_id, config, summary, created_at "
+                     "FROM filter_runs WHERE set_name = ?", [set_name])
+    if not rows:
+        return None
+    p, f, v, r, c, s, t = rows[0]
+    return {"set_name": set_name, "parent": p, "filter": f, "version": v, "run_id": r,
+            "config": json.loads(c) if c else {}, "summary": json.loads(s) if s else {},
+            "created_at": t}
+
+
+def read_log(store, set_name: str, actions: tuple[str, ...] | None = ("flag", "revise", "drop"),
+             limit: int | None = None) -> pa.Table:
+    """Log rows of ``set_name`` (default: everything but plain keeps)."""
+    if not _has_tables(store):
+        return pa.Table.from_pylist([], schema=_LOG_SCHEMA)
+    where, params = "set_name = $s", {"s": set_name}
+    if actions:
+        where += " AND action IN (" + ", ".join(f"'{a}'" for a in actions) + ")"
+    q = f"SELECT * FROM filter_log WHERE {where} ORDER BY row_idx, sentence_idx"
+    if limit:
+        q += f" LIMIT {int(limit)}"
+    return store.con.sql(q, params=params).to_arrow_table()
+
+
+def log_counts(store, set_name: str) -> dict:
+    """Counts recomputed from the stored log; ``ok`` says whether in = kept + dropped."""
+    if not _has_tables(store):
+        return {}
+    rows = store.sql("SELECT action, count(*) FROM filter_log WHERE set_name = ? GROUP BY action",
+                     [set_name])
+    by = {a: int(n) for a, n in rows}
+    n_in = sum(by.values())
+    kept = sum(by.get(a, 0) for a in KEPT_ACTIONS)
+    dropped = by.get("drop", 0)
+    caps = store.sql("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
+                     "FROM filter_log WHERE set_name = ?", [set_name])[0]
+    out = {"sentences_in": n_in, "kept": kept, "dropped": dropped, "actions": by,
+           "captions_in": int(caps[0]), "captions_out": int(caps[1])}
+    ok = n_in == kept + dropped and set(by) <= set(KEPT_ACTIONS) | {"drop"}
+    info = store.find_set(set_name)
+    if info is not None:  # the log must also agree with the stored sets
+        ok = ok and info.n_captions == out["captions_out"]
+        parent = store.find_set(info.parent) if info.parent else None
+        if parent is not None:
+            ok = ok and parent.n_captions == out["captions_in"]
+    out["ok"] = ok
+    return out
