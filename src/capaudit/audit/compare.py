@@ -34,6 +34,7 @@ class Comparison:
     report_dir: Path | None = None
     annotations: Any = None
     run_id: int | None = None
+    parent_costs: list[dict] = field(default_factory=list)
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -65,11 +66,53 @@ def compare_sets(store, names: Sequence[str], report_dir: Path | None = Path("re
                 metrics.append(m)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id)
     rank(cmp)
+    cmp.parent_costs = parent_costs(store, cmp)
     if report_dir is not None:
         from capaudit.audit.report import write_report
         cmp.report_dir = Path(report_dir)
         write_report(cmp, cmp.report_dir, cfg)
     return cmp
+
+
+def parent_costs(store, cmp: Comparison) -> list[dict]:
+    """What a filter cost, for each compared set whose parent is compared too.
+
+    Recall over the parent's captions counts every caption the filter dropped
+    as mentioning nothing: the honest recall cost, which the filtered set's
+    own recall (over surviving captions only) hides.
+    """
+    out = []
+    if store is None:
+        return out
+    for name in cmp.names:
+        info = store.find_set(name)
+        if info is None or not info.parent or info.parent not in cmp.names:
+            continue
+        child, parent = cmp.results[name].results, cmp.results[info.parent].results
+        row = {"set": name, "parent": info.parent,
+               "captions": cmp.results[name].meta.get("n_captions"),
+               "parent_captions": cmp.results[info.parent].meta.get("n_captions")}
+        rc, rp = child.get("recall"), parent.get("recall")
+        if rc and rp and not rc.skipped and not rp.skipped and rp.n:
+            row["recall_parent_basis"] = rc.value * rc.n / rp.n
+            row["recall_parent"] = rp.value
+        for m in ("length", "chair_s", "gender_error"):
+            if m in child and m in parent and not child[m].skipped and not parent[m].skipped:
+                row[m] = (parent[m].value, child[m].value)
+        out.append(row)
+    return out
+
+
+def fmt_cost(row: dict) -> str:
+    text = (f"{row['set']} vs parent {row['parent']}: captions {row['captions']:,} of "
+            f"{row['parent_captions']:,} kept")
+    if "recall_parent_basis" in row:
+        text += (f"; recall over the parent's captions {row['recall_parent']:.2f} -> "
+                 f"{row['recall_parent_basis']:.2f} (dropped captions count as no mention)")
+    for m in ("length", "chair_s", "gender_error"):
+        if m in row:
+            text += f"; {m} {row[m][0]:.2f} -> {row[m][1]:.2f}"
+    return text
 
 
 def fmt_value(metric: str, r) -> str:
@@ -116,3 +159,5 @@ def print_compare(cmp: Comparison, console=None) -> None:
                if r.skipped}
     for (n, m), why in skipped.items():
         console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
+    for row in cmp.parent_costs:
+        console.print(fmt_cost(row))

@@ -149,8 +149,14 @@ def load_evidence(kind: str, ref: str | Path | None, store=None) -> dict[int, di
     if kind not in EVIDENCE_KINDS:
         raise InputError(f"unknown evidence '{kind}'", fix=f"use one of {', '.join(EVIDENCE_KINDS)}")
     option = {"chair-gt": "--chair-gt", "instances": "--instances", "detector": "--detections"}[kind]
+    if ref is None and store is not None and kind in ("chair-gt", "instances"):
+        # like audit run: fall back to the most recent stored source of that kind
+        from capaudit.io.annotation_store import _stored_source
+
+        ref = _stored_source(store, kind, None)
     if ref is None:
-        raise InputError(f"evidence '{kind}' needs a file", fix=f"pass {option} FILE")
+        raise InputError(f"evidence '{kind}' needs a file", fix=f"pass {option} FILE, or "
+                         f"store one with capaudit annotations add {kind} FILE")
     path = Path(ref)
     if not path.exists():
         stored = _stored(store, kind, str(ref))

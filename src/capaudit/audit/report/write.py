@@ -67,6 +67,9 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
                if r.skipped]
     if skipped:
         md += ["", "Not computed:"] + [f"- {n} / {m}: {why}" for n, m, why in skipped]
+    if getattr(cmp, "parent_costs", None):
+        from capaudit.audit.compare import fmt_cost
+        md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]
         for p in plots:
