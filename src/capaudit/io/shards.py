@@ -236,4 +236,16 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
             summary["written"] += 1
         if on_shard:
             on_shard(name)
+    atomic_write_bytes(out_dir / "manifest.json", json.dumps(
+        {"captions_set": set_name, "shard_size": shard_size, **summary}, sort_keys=True,
+        indent=1).encode())
     return summary
+
+
+def read_manifest(shards_dir: str | Path) -> dict:
+    """The ``manifest.json`` that ``shards build`` writes (empty for foreign shards)."""
+    p = Path(shards_dir) / "manifest.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}

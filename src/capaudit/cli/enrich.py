@@ -1,0 +1,184 @@
+"""CLI: ``shards build``, ``enrich ADAPTER`` and ``detect``.
+
+Thin wrappers: options are turned into a config (CLI > YAML > defaults), the
+plain functions in :mod:`capaudit.io.shards`, :mod:`capaudit.enrich.runner`
+and the detectors do the work, and this module only prints. The enrich
+summary always lists failed samples (also written to ``failures.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+
+shards_app = typer.Typer(help="Build and inspect webdataset shards.", no_args_is_help=True)
+
+
+@shards_app.command("build")
+def shards_build(images: Path = typer.Option(..., "--images", help="folder of images (COCO file names)"),
+                 captions: str = typer.Option(..., "--captions", help="registered caption set"),
+                 out: Path = typer.Option(..., "--out", help="output folder for the shards"),
+                 shard_size: int = typer.Option(1000, "--shard-size", min=1),
+                 db: Optional[Path] = DbOption):
+    """Pair images with a caption set into webdataset tars + parquet indexes."""
+    from capaudit.io.shards import build_shards
+
+    with open_store(db, read_only=True) as store:
+        table = store.captions(captions)
+    with progress() as bar:
+        task = bar.add_task("shards", total=None)
+        summary = build_shards(images, table, out, shard_size=shard_size, set_name=captions,
+                               on_shard=lambda name: bar.advance(task))
+    console.print(f"{summary['samples']} images in {summary['shards']} shards at {out} "
+                  f"({summary['written']} written, {summary['skipped_done']} already done); "
+                  f"{summary['unmatched_images']} images had no caption in '{captions}'")
+
+
+def _enrich_config(config: Optional[Path], cli: dict) -> dict:
+    from capaudit.core.config import resolve
+    from capaudit.enrich.runner import DEFAULTS
+
+    return resolve(DEFAULTS, config, cli)
+
+
+def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsfusion"),
+           shards: Path = typer.Option(..., "--shards", help="folder of .tar shards"),
+           out: str = typer.Option(..., "--out", help="name of the new caption set"),
+           llm: Optional[str] = typer.Option(None, "--llm", help="openai | transformers | echo"),
+           model: Optional[str] = typer.Option(None, "--model"),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible /v1 URL"),
+           api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
+           concurrency: Optional[int] = typer.Option(None, "--concurrency"),
+           max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+           captioner: Optional[str] = typer.Option(None, "--captioner", help="backend of caption B"),
+           captioner_model: Optional[str] = typer.Option(None, "--captioner-model"),
+           detector: Optional[str] = typer.Option(None, "--detector"),
+           detector_weights: Optional[str] = typer.Option(None, "--detector-weights"),
+           annotations: Optional[str] = typer.Option(None, "--annotations",
+                                                     help="instances file (annotations detector)"),
+           ocr: Optional[str] = typer.Option(None, "--ocr", help="tesseract (off by default)"),
+           captions: Optional[str] = typer.Option(None, "--captions", help="first | all"),
+           executor: str = typer.Option("local", "--executor", help="local | ray"),
+           workers: int = typer.Option(1, "--workers", min=1),
+           address: Optional[str] = typer.Option(None, "--address", help="Ray address (auto)"),
+           work_dir: Optional[Path] = typer.Option(None, "--work-dir",
+                                                   help="shard outputs + markers (default ./capaudit-enrich/OUT)"),
+           cache: Optional[Path] = typer.Option(None, "--cache", help="response cache (sqlite)"),
+           config: Optional[Path] = typer.Option(None, "--config", help="YAML, e.g. configs/enrich.yaml"),
+           limit: Optional[int] = typer.Option(None, "--limit", help="first N shards only"),
+           replace: bool = typer.Option(False, "--replace"),
+           db: Optional[Path] = DbOption):
+    """Enrich captions over shards and register the result as a caption set."""
+    from capaudit.core.config import write_provenance
+    from capaudit.enrich.adapters import ADAPTERS
+    from capaudit.enrich.runner import effective_hash, run_enrich
+    from capaudit.errors import InputError
+    from capaudit.executors import EXECUTORS
+    from capaudit.io.shards import read_manifest
+
+    ADAPTERS.entry(adapter)
+    EXECUTORS.entry(executor)
+    det_opts = {"weights": detector_weights} if detector_weights else {}
+    if annotations:
+        det_opts["path"] = annotations
+    cfg = _enrich_config(config, {
+        "llm": {"backend": llm, "model": model, "params": {"max_tokens": max_tokens},
+                "options": {"base_url": base_url, "api_key_env": api_key_env,
+                            "concurrency": concurrency}},
+        "captioner": {"backend": captioner, "model": captioner_model},
+        "detector": {"name": detector or ("annotations" if annotations else None),
+                     "options": det_opts},
+        "ocr": ocr, "captions": captions})
+    work = work_dir or Path("capaudit-enrich") / out
+    cache_path = str(cache or work / "cache.sqlite")
+    cfg_hash = effective_hash(adapter, cfg)
+    # check the name first (no DB lock is held while the models run: they may take days)
+    with open_store(db) as store:
+        existing = store.find_set(out)
+    if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
+        raise InputError(f"a caption set named '{out}' already exists",
+                         fix="choose another --out or pass --replace")
+    with progress() as bar:
+        task = bar.add_task(f"enrich {adapter}", total=None)
+        summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,
+                             address=address, cache_path=cache_path, limit=limit,
+                             on_start=lambda n, d: bar.update(task, total=n),
+                             on_shard=lambda r: bar.advance(task))
+    table = summary.pop("table")
+    (work / "failures.jsonl").write_text(
+        "".join(json.dumps(f, sort_keys=True) + "\n" for f in summary["failures"]), encoding="utf-8")
+    if table.num_rows == 0:
+        raise InputError("enrichment produced no caption; every sample failed",
+                         path=work / "failures.jsonl")
+    with open_store(db) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
+        meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
+                "work_dir": str(work), "llm": cfg["llm"]["backend"],
+                "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
+        info = store.add_set_from_table(out, table, source=str(shards.resolve()),
+                                        format=f"enrich:{adapter}",
+                                        parent=read_manifest(shards).get("captions_set"),
+                                        meta=meta, replace=store.find_set(out) is not None)
+    write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
+    _print_summary(summary, info, work)
+
+
+def _print_summary(s: dict, info, work: Path) -> None:
+    st = s["stats"]
+    console.print(f"enriched set '{info.name}': {info.n_captions} captions, {info.n_images} images "
+                  f"(shards run {s['shards_run']}, already done {s['shards_skipped']})",
+                  markup=False)
+    console.print(f"samples {s['samples']} | {s['samples_per_s']:.2f} samples/s | "
+                  f"requests {st['requests']} (retries {st['retries']}) | tokens "
+                  f"{st['tokens_in']} in / {st['tokens_out']} out | cache hits {st['cache_hits']}"
+                  f" | failures {len(s['failures'])}", markup=False, soft_wrap=True)
+    for f in s["failures"][:20]:
+        console.print(f"  failed: {f['shard']} {f['key']}: {f['error']}", markup=False)
+    if len(s["failures"]) > 20:
+        console.print(f"  ... {len(s['failures']) - 20} more in {work / 'failures.jsonl'}")
+
+
+def detect(images: List[Path] = typer.Argument(None, help="image files"),
+           shards: Optional[Path] = typer.Option(None, "--shards"),
+           detector: str = typer.Option("ssd-mobilenet", "--detector"),
+           min_score: float = typer.Option(0.4, "--min-score"),
+           detector_weights: Optional[str] = typer.Option(None, "--detector-weights"),
+           annotations: Optional[str] = typer.Option(None, "--annotations"),
+           colors: bool = typer.Option(True, "--colors/--no-colors"),
+           json_out: Optional[Path] = typer.Option(None, "--json", help="write JSONL here")):
+    """Run a detector alone on images or shards: category, score, box (+ colour)."""
+    from capaudit.enrich.detect import detect_records
+    from capaudit.errors import InputError
+
+    if bool(images) == bool(shards):
+        raise InputError("give either IMAGE files or --shards DIR", fix="not both, not neither")
+    opts = {"min_score": min_score} if detector != "annotations" else {}
+    if detector_weights:
+        opts["weights"] = detector_weights
+    if annotations:
+        opts["path"] = annotations
+    records = []
+    fh = open(json_out, "w", encoding="utf-8") if json_out else None
+    try:
+        for rec in detect_records(detector, opts, images=images, shards=shards, colors=colors):
+            records.append(rec)
+            if fh:
+                fh.write(json.dumps(rec, sort_keys=True) + "\n")
+            else:
+                tags = ", ".join(f"{d['category']} {d['score']:.2f}" for d in rec["detections"])
+                console.print(f"{rec['key']}: {tags or '-'}", markup=False)
+    finally:
+        if fh:
+            fh.close()
+    if json_out:
+        console.print(f"{len(records)} images -> {json_out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(shards_app, name="shards")
+    app.command("enrich")(enrich)
+    app.command("detect")(detect)

@@ -1,0 +1,1 @@
+"""Generative caption enrichment (ShareGPT4V-, FuseCap-, CapsFusion-style) over shards."""

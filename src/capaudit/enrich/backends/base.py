@@ -1,0 +1,139 @@
+"""The backend contract: a list of requests in, a list of results out, with counters.
+
+Why batches of requests and not one call: HTTP backends overlap requests
+(bounded concurrency), local models batch them on the device; the adapter
+code does not care which. Failures are results too (``error`` set), so one bad
+sample never drops a shard and every failure can be listed at the end.
+Every backend goes through the same response cache (see :mod:`.cache`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from capaudit.core.registry import Registry
+from capaudit.enrich.backends.cache import ResponseCache
+
+
+@dataclass
+class GenRequest:
+    prompt: str
+    image: bytes | None = None       # raw image bytes; VLM backends send them
+    image_mime: str = "image/jpeg"
+    system: str | None = None
+
+    def image_sha256(self) -> str | None:
+        return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
+
+
+@dataclass
+class GenResult:
+    text: str | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cached: bool = False
+    error: str | None = None
+    attempts: int = 1                # HTTP attempts including retries
+
+@dataclass
+class Stats:
+    """Counters every backend keeps; summed over shards for the final summary."""
+
+    requests: int = 0        # calls that reached the model (not cache hits)
+    retries: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "Stats | Mapping") -> None:
+        data = other if isinstance(other, Mapping) else other.__dict__
+        for k, v in data.items():
+            setattr(self, k, getattr(self, k) + v)
+
+
+@dataclass
+class Backend:
+    """Base class: subclasses implement ``_generate_uncached`` for the cache misses."""
+
+    model: str = ""
+    params: dict = field(default_factory=dict)   # temperature, max_tokens, ...
+    cache: ResponseCache | None = None
+    name: ClassVar[str] = "base"
+
+    def __post_init__(self):
+        self.stats = Stats()
+
+    def cache_key(self, req: GenRequest) -> str:
+        text = json.dumps({"backend": self.name, "model": self.model, "system": req.system,
+                           "prompt": req.prompt, "image": req.image_sha256(),
+                           "params": self.params}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        out: list[GenResult | None] = [None] * len(requests)
+        misses = []
+        for i, req in enumerate(requests):
+            hit = self.cache.get(self.cache_key(req)) if self.cache is not None else None
+            if hit is not None:
+                out[i] = GenResult(hit["text"], hit.get("tokens_in", 0), hit.get("tokens_out", 0),
+                                   cached=True)
+                self.stats.cache_hits += 1
+            else:
+                misses.append(i)
+        if misses:
+            results = self._generate_uncached([requests[i] for i in misses])
+            for i, res in zip(misses, results):
+                out[i] = res
+                if res.error is None:
+                    self.stats.tokens_in += res.tokens_in
+                    self.stats.tokens_out += res.tokens_out
+                    if self.cache is not None:
+                        self.cache.put(self.cache_key(requests[i]),
+                                       {"text": res.text, "tokens_in": res.tokens_in,
+                                        "tokens_out": res.tokens_out})
+                else:
+                    self.stats.failures += 1
+        return out  # type: ignore[return-value]
+
+    def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+class EchoBackend(Backend):
+    """Deterministic stand-in (no model): for dry runs, executor tests and overhead."""
+
+    name = "echo"
+
+    def _generate_uncached(self, requests):
+        self.stats.requests += len(requests)
+        return [GenResult("ECHO " + " ".join(r.prompt.split()[-12:]),
+                          len(r.prompt.split()), 12) for r in requests]
+
+
+BACKENDS: Registry = Registry("backend")
+BACKENDS.register("openai", "capaudit.enrich.backends.openai:OpenAIBackend", version="1",
+                  description="any OpenAI-compatible chat-completions server")
+BACKENDS.register("transformers", "capaudit.enrich.backends.transformers_backend:"
+                  "TransformersBackend", version="1", extra="ml",
+                  description="a local causal LM (path, hub id or 'gemma3-270m')")
+BACKENDS.register("transformers-captioner", "capaudit.enrich.backends.transformers_backend:"
+                  "TransformersCaptionerBackend", version="1", extra="ml",
+                  description="a local image-to-text captioner folder (BLIP, GIT)")
+BACKENDS.register("echo", EchoBackend, version="1", description=EchoBackend.__doc__)
+
+
+def make_backend(name: str, options: Mapping[str, Any], cache_path=None) -> Backend:
+    """Build a backend from its config section (``model``, ``params``, backend options)."""
+    cls = BACKENDS.get(name)
+    opts = dict(options)
+    cache = ResponseCache(cache_path) if cache_path else None
+    return cls(cache=cache, **opts)

@@ -1,0 +1,209 @@
+"""The shard function and the driver that runs it over all shards.
+
+Why this shape: ``process_shard`` is a pure function of (shard, config): it
+builds the worker context once per process, processes the shard, writes
+``shard-N.jsonl`` under a temporary name, renames it, and only then writes
+the completion marker (counts, backend counters, failures, config hash). Any
+executor can run it; a killed run leaves at most a ``*.tmp-PID`` file, which
+the next run deletes, and the shards without a matching marker are redone.
+Shards whose marker lists failures are retried on a rerun (successful
+samples come from the response cache and cost nothing).
+
+The driver (``run_enrich``) then reads the outputs in shard order, so the
+assembled table is identical whatever executor or worker count produced it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt_hash
+from capaudit.enrich.backends.base import Stats, make_backend
+from capaudit.errors import InputError
+from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, list_shards,
+                                read_marker, read_shard)
+
+DEFAULTS: dict = {
+    "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
+    "captioner": {"backend": None, "model": None, "options": {}, "params": {}},
+    "detector": {"name": "ssd-mobilenet", "options": {}},
+    "colors": True,
+    "ocr": None,
+    "captions": "first",
+    "prompts": {},
+    "batch_size": 16,
+}
+
+_CONTEXTS: dict[str, Context] = {}  # per process: models load once per worker
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    shard: str          # path of the input .tar
+    out_dir: str
+    adapter: str
+    config: dict
+    cfg_hash: str
+    cache_path: str | None
+
+
+def output_path(out_dir: Path, shard: str) -> Path:
+    return Path(out_dir) / (Path(shard).stem + ".jsonl")
+
+
+def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Context:
+    adapter = ADAPTERS.get(adapter_name)
+    llm_cfg = config["llm"]
+    llm = make_backend(llm_cfg["backend"], {"model": llm_cfg.get("model") or "",
+                                            "params": llm_cfg.get("params") or {},
+                                            **(llm_cfg.get("options") or {})}, cache_path)
+    ctx = Context(llm=llm, colors=bool(config.get("colors", True)),
+                  captions=config.get("captions", "first"),
+                  prompts={p: load_prompt(p, (config.get("prompts") or {}).get(p))
+                           for p in adapter.prompts})
+    if adapter.needs_captioner:
+        cap = config.get("captioner") or {}
+        if cap.get("backend") or cap.get("model"):
+            ctx.captioner = make_backend(cap.get("backend") or llm_cfg["backend"], {
+                "model": cap.get("model") or llm_cfg.get("model") or "",
+                "params": cap.get("params") or llm_cfg.get("params") or {},
+                **(cap.get("options") or llm_cfg.get("options") or {})}, cache_path)
+    if adapter.needs_detector:
+        from capaudit.enrich.detectors import make_detector
+
+        det = config["detector"]
+        ctx.detector = make_detector(det["name"], det.get("options") or {})
+        if config.get("ocr"):
+            from capaudit.enrich.ocr import OCR
+
+            ctx.ocr = OCR.get(config["ocr"])()
+    return ctx
+
+
+def _context(task: ShardTask) -> Context:
+    if task.cfg_hash not in _CONTEXTS:
+        _CONTEXTS[task.cfg_hash] = build_context(task.adapter, task.config, task.cache_path)
+    return _CONTEXTS[task.cfg_hash]
+
+
+def _snapshot(ctx: Context) -> dict:
+    total = Stats()
+    for b in {id(x): x for x in (ctx.llm, ctx.captioner) if x is not None}.values():
+        total.add(b.stats)
+    return dict(total.__dict__)
+
+
+def process_shard(task: ShardTask) -> dict:
+    """Enrich one shard; returns its marker (counts, counters, failures)."""
+    from capaudit.io.shards import write_marker
+
+    t0 = time.perf_counter()
+    ctx = _context(task)
+    adapter = ADAPTERS.get(task.adapter)()
+    before = _snapshot(ctx)
+    samples = list(read_shard(Path(task.shard)))
+    rows: list[dict] = []
+    bs = max(1, int(task.config.get("batch_size", 16)))
+    for start in range(0, len(samples), bs):
+        rows.extend(adapter.process(samples[start:start + bs], ctx))
+    ok = [r for r in rows if r["error"] is None and r["caption"]]
+    failures = [{"key": r["key"], "image_id": r["image_id"],
+                 "error": r["error"] or "empty caption"} for r in rows if r not in ok]
+    lines = [json.dumps({"key": r["key"], "image_id": r["image_id"], "caption": r["caption"],
+                         "meta": {**r["meta"], "shard": Path(task.shard).name}},
+                        sort_keys=True, default=str) for r in ok]
+    out_dir = Path(task.out_dir)
+    atomic_write_bytes(output_path(out_dir, task.shard),
+                       ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
+    after = _snapshot(ctx)
+    stats = {k: after[k] - before[k] for k in after}
+    counts = {"samples": len(samples), "outputs": len(ok), "failures": failures,
+              "stats": stats, "seconds": time.perf_counter() - t0}
+    write_marker(out_dir, Path(task.shard).name, task.cfg_hash, counts)
+    return {"shard": Path(task.shard).name, **counts}
+
+
+def effective_hash(adapter: str, config: dict) -> str:
+    """Hash of everything that changes outputs: adapter, config and prompt texts."""
+    prompts = {p: prompt_hash(load_prompt(p, (config.get("prompts") or {}).get(p)))
+               for p in ADAPTERS.get(adapter).prompts}
+    keep = {k: v for k, v in config.items() if k not in ("batch_size",)}
+    return config_hash({"adapter": adapter, "config": keep, "prompts": prompts})
+
+
+def plan(shards_dir: str | Path, out_dir: Path, adapter: str, config: dict,
+         cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
+    """(tasks still to do, markers of shards already done)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clean_tmp(out_dir)
+    h = effective_hash(adapter, config)
+    todo, done = [], []
+    for shard in list_shards(Path(shards_dir))[:limit]:
+        marker = read_marker(out_dir, shard.name)
+        if marker and marker.get("config_hash") == h and not marker.get("failures") \
+                and output_path(out_dir, shard.name).exists():
+            done.append(marker)
+        else:
+            todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path))
+    return todo, done
+
+
+def collect(out_dir: Path, shard_names: list[str]) -> pa.Table:
+    """Assemble the outputs in shard order (identical across executors)."""
+    keys, ids, caps, metas = [], [], [], []
+    for name in shard_names:
+        path = output_path(out_dir, name)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            keys.append(rec["key"])
+            ids.append(rec["image_id"])
+            caps.append(rec["caption"])
+            metas.append(json.dumps(rec["meta"], sort_keys=True))
+    return pa.table({"image_key": pa.array(keys, pa.string()), "image_id": pa.array(ids, pa.int64()),
+                     "caption": pa.array(caps, pa.string()), "meta": pa.array(metas, pa.string())})
+
+
+def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config: dict, *,
+               executor: str = "local", workers: int = 1, address: str | None = None,
+               cache_path: str | None = None, limit: int | None = None,
+               on_shard: Callable[[dict], None] | None = None,
+               on_start: Callable[[int, int], None] | None = None) -> dict:
+    """Run the adapter over every shard not yet done; returns the summary and the table."""
+    from capaudit.executors import get_executor
+
+    if config.get("captions") not in ("first", "all"):
+        raise InputError("captions must be 'first' or 'all'")
+    out_dir = Path(out_dir)
+    todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
+    if on_start:
+        on_start(len(todo), len(done))
+    t0 = time.perf_counter()
+    results = []
+    if todo:
+        ex = get_executor(executor, workers=workers, address=address)
+        try:
+            for _, res in ex.map_unordered(process_shard, todo):
+                results.append(res)
+                if on_shard:
+                    on_shard(res)
+        finally:
+            ex.close()
+    elapsed = time.perf_counter() - t0
+    names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
+    stats = Stats()
+    for r in results:
+        stats.add(r["stats"])
+    failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
+    n_samples = sum(r["samples"] for r in results)
+    return {"table": collect(out_dir, names), "shards_total": len(names),
+            "shards_run": len(results), "shards_skipped": len(done), "samples": n_samples,
+            "outputs": sum(r["outputs"] for r in results), "failures": failures,
+            "stats": dict(stats.__dict__), "seconds": elapsed,
+            "samples_per_s": n_samples / elapsed if elapsed > 0 else 0.0,
+            "config_hash": (todo[0].cfg_hash if todo else effective_hash(adapter, config))}

@@ -1,0 +1,118 @@
+"""A loopback OpenAI-compatible server for tests, benchmarks and demos.
+
+Why in the package: the protocol tests, the resume test (a real subprocess
+killed with SIGKILL) and the overhead benchmark all need the same server,
+and users can smoke-test a pipeline offline with it. It binds 127.0.0.1
+only, answers ``POST /v1/chat/completions`` deterministically (the answer
+is derived from the prompt, so caching and resumes are checkable), can fail
+the first N calls with a chosen status, and can sleep per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def answer_for(messages: list) -> str:
+    user = messages[-1]["content"]
+    has_image = isinstance(user, list) and any(p.get("type") == "image_url" for p in user)
+    text = user if isinstance(user, str) else " ".join(p.get("text", "") for p in user
+                                                         if p.get("type") == "text")
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8]
+    line = next((ln for ln in text.splitlines() if ln.lower().startswith(("original caption",
+                                                                          "caption a"))), "")
+    base = line.split(":", 1)[1].strip() if ":" in line else "a photo"
+    kind = "seen" if has_image else "fused"
+    return f"{base} ({kind} {digest})"
+
+
+class FakeOpenAIServer:
+    def __init__(self, delay_s: float = 0.0, fail_first: int = 0, fail_status: int = 429,
+                 retry_after: float | None = None):
+        self.delay_s, self.fail_first, self.fail_status = delay_s, fail_first, fail_status
+        self.retry_after = retry_after
+        self.calls = 0          # all POSTs, including failed ones
+        self.bodies: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.calls += 1
+                    n = server.calls
+                    server.bodies.append(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(n, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, n, body):
+                if server.delay_s:
+                    time.sleep(server.delay_s)
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": "not found"})
+                if n <= server.fail_first:
+                    headers = {"Retry-After": str(server.retry_after)} \
+                        if server.retry_after is not None else {}
+                    return self._send(server.fail_status, {"error": "try later"}, headers)
+                text = answer_for(body["messages"])
+                self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": text}}],
+                                 "usage": {"prompt_tokens": len(json.dumps(body)) // 4,
+                                           "completion_tokens": len(text.split())}})
+
+            def _send(self, status, payload, headers=None):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def main() -> None:  # pragma: no cover - manual smoke runs
+    import argparse
+
+    ap = argparse.ArgumentParser(description="loopback OpenAI-compatible test server")
+    ap.add_argument("--delay", type=float, default=0.0)
+    args = ap.parse_args()
+    with FakeOpenAIServer(delay_s=args.delay) as srv:
+        print(srv.base_url, flush=True)
+        srv.thread.join()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
