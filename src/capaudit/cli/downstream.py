@@ -1,0 +1,216 @@
+"""CLI: ``train-downstream``, ``caption`` and the ``audit amplification`` view.
+
+Thin wrappers over :mod:`capaudit.train_downstream`. Training does not keep the
+database open: DuckDB allows one writing process per file and a fine-tune runs
+for hours, so the captions are read, the store is closed, and the run's resolved
+config, seed and versions go to ``RUN/provenance.json`` beside the checkpoints.
+``caption`` and ``audit amplification`` are short and are recorded as runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from capaudit.cli.common import DbOption, console, err_console, open_store, progress, recorded_run
+
+
+def train_downstream_command(
+    set_name: str = typer.Argument(..., metavar="SET", help="Caption set to train on."),
+    shards: Path = typer.Option(..., "--shards", help="Webdataset shards with the training images."),
+    model: str = typer.Option(..., "--model", help="BLIP captioner folder (or hub name when online)."),
+    out: Path = typer.Option(..., "--out", help="Run folder: checkpoints, log, final model."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs (default 5, as in the paper)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate (default 1e-5)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Micro-batch size (default 32)."),
+    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", help="Micro-batches per step (default 1)."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="auto, fp32, bf16 or fp16."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of init, data order, dropout (default 0)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
+    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps"),
+    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every",
+                                                   help="Steps between checkpoints (also every epoch)."),
+    log_every: Optional[int] = typer.Option(None, "--log-every", help="Steps between log lines."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Caption token cap (default 40)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="DataLoader workers (-1: auto)."),
+    device: Optional[str] = typer.Option(None, "--device", help="auto, cpu, cuda or cuda:N."),
+    config: Optional[Path] = typer.Option(None, "--config", help="YAML (section train_downstream)."),
+    db: Optional[Path] = DbOption,
+):
+    """Fine-tune a BLIP captioner on the images of SHARDS paired with the captions of SET.
+
+    Resumes from OUT/checkpoint.pt when present (same options required)."""
+    from capaudit.core.config import resolve, write_provenance
+    from capaudit.errors import InputError
+    from capaudit.train_downstream.train import TrainConfig, train_downstream
+
+    cli = dict(epochs=epochs, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
+               precision=precision, seed=seed, weight_decay=weight_decay,
+               warmup_steps=warmup_steps, checkpoint_every=checkpoint_every, log_every=log_every,
+               max_tokens=max_tokens, workers=workers, device=device)
+    resolved = resolve(asdict(TrainConfig()), config, cli, section="train_downstream")
+    unknown = set(resolved) - set(asdict(TrainConfig()))
+    if unknown:
+        raise InputError(f"unknown train_downstream settings {sorted(unknown)}", path=config)
+    cfg = TrainConfig(**resolved)
+    for name in ("epochs", "batch_size", "grad_accum", "checkpoint_every", "log_every", "max_tokens"):
+        if getattr(cfg, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be at least 1")
+    store = open_store(db, read_only=True)
+    try:
+        table = store.captions(set_name, columns="image_id, caption")
+    finally:
+        store.close()
+    write_provenance(Path(out) / "provenance.json",
+                     {**asdict(cfg), "set": set_name, "shards": str(shards), "model": model,
+                      "out": str(out)}, cfg.seed)
+    with progress() as bar:
+        task = bar.add_task(f"train {set_name}", total=None)
+
+        def on_step(info: dict) -> None:
+            bar.update(task, completed=info["step"], total=info["total_steps"])
+            if "samples_per_s" in info:
+                err_console.print(
+                    f"step {info['step']}/{info['total_steps']} epoch {info['epoch']} "
+                    f"loss {info['loss']:.4f} lr {info['lr']:.2e} "
+                    f"{info['samples_per_s']:.1f} samples/s peak {info['peak_mem_mb']:.0f} MiB")
+
+        try:
+            summary = train_downstream(table.column("image_id").to_pylist(),
+                                       table.column("caption").to_pylist(), shards, model, out,
+                                       cfg, set_name=set_name, on_step=on_step)
+        except KeyboardInterrupt:
+            err_console.print(f"interrupted: rerun the same command to resume from "
+                              f"{Path(out) / 'checkpoint.pt'} (if a checkpoint was written)")
+            raise
+    if summary.get("already_done"):
+        console.print(f"{out} is already complete ({summary['steps']} steps); nothing to do")
+        return
+    console.print(f"trained on {summary['pairs']} pairs ({summary['unmatched_captions']} captions "
+                  f"without an image), {summary['steps']} steps on {summary['device']} "
+                  f"\\[{summary['precision']}]; model: {Path(out) / 'model'}")
+
+
+def caption_command(
+    model: Path = typer.Option(..., "--model", help="A train-downstream run folder or model folder."),
+    shards: Path = typer.Option(..., "--shards", help="Webdataset shards with the images to caption."),
+    out: str = typer.Option(..., "--out", help="Name of the caption set to register."),
+    beams: int = typer.Option(3, "--beams", help="Beam width (1 = greedy)."),
+    max_length: int = typer.Option(20, "--max-length", help="Max tokens incl. the bos token."),
+    min_length: int = typer.Option(5, "--min-length"),
+    batch_size: int = typer.Option(32, "--batch-size"),
+    device: str = typer.Option("auto", "--device"),
+    precision: str = typer.Option("auto", "--precision", help="auto, fp32, bf16 or fp16."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Caption only the first N images."),
+    replace: bool = typer.Option(False, "--replace", help="Replace a set of the same name."),
+    db: Optional[Path] = DbOption,
+):
+    """Caption every image of SHARDS with MODEL and register the captions as set OUT."""
+    from capaudit.errors import InputError
+    from capaudit.train_downstream.caption import generate_captions, run_info
+
+    store = open_store(db)
+    try:
+        if store.find_set(out) is not None and not replace:
+            raise InputError(f"a caption set named '{out}' already exists",
+                             fix="choose another --out or pass --replace")
+        info = run_info(model)
+        config = {"model": str(model), "shards": str(shards), "beams": beams,
+                  "max_length": max_length, "min_length": min_length, "batch_size": batch_size,
+                  "device": device, "precision": precision, "limit": limit,
+                  "train_set": info.get("set")}
+        with recorded_run(store, config, info.get("seed")) as run_id, progress() as bar:
+            task = bar.add_task(f"caption -> {out}", total=None)
+            table = generate_captions(model, shards, batch_size=batch_size, num_beams=beams,
+                                      max_length=max_length, min_length=min_length,
+                                      device=device, precision=precision, limit=limit,
+                                      on_batch=lambda n: bar.advance(task, n))
+            store.add_set_from_table(out, table, source=str(model), format="downstream",
+                                     parent=info.get("set") or None, replace=replace,
+                                     meta={**config, "run_id": run_id, "training": info})
+    finally:
+        store.close()
+    console.print(f"registered '{out}': {table.num_rows} captions from {model}")
+
+
+def amplification_command(
+    upstream: str = typer.Option(..., "--upstream", help="The training caption set."),
+    downstream: str = typer.Option(..., "--downstream", help="The model's caption set."),
+    instances: Optional[Path] = typer.Option(None, "--instances", help="Audit now with these annotations."),
+    chair_gt: Optional[Path] = typer.Option(None, "--chair-gt"),
+    demographics: Optional[Path] = typer.Option(None, "--demographics"),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metric names."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write the table as Markdown here."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the rows as JSON here."),
+    db: Optional[Path] = DbOption,
+):
+    """Table 2 view: each metric's downstream minus upstream value, with a 95% interval.
+
+    Uses the latest stored `audit run` results of each set; audits a set now when it has none or when annotation files are given (stored annotations otherwise)."""
+    from rich.table import Table
+
+    from capaudit.train_downstream.amplification import amplification, stored_results, to_markdown
+
+    wanted = [m.strip() for m in metrics.split(",")] if metrics else None
+    store = open_store(db)
+    try:
+        for name in (upstream, downstream):
+            store.get_set(name)
+        sides = {}
+        for name in (upstream, downstream):
+            stored = {} if (instances or chair_gt or demographics) else stored_results(store, name)
+            # nothing stored (or annotation files given): audit now, with the given files or
+            # the annotations registered in the store (capaudit annotations add)
+            sides[name] = stored or _audit_now(store, name, instances, chair_gt, demographics,
+                                               wanted)
+        up, down = sides[upstream], sides[downstream]
+        if wanted:
+            up = {k: v for k, v in up.items() if k in wanted}
+            down = {k: v for k, v in down.items() if k in wanted}
+        rows = amplification(up, down)
+        with recorded_run(store, {"upstream": upstream, "downstream": downstream,
+                                  "metrics": wanted}, None) as run_id, store.transaction():
+            for r in rows:
+                if r.delta is not None:
+                    store.write_metric(run_id, downstream, f"amplification.{r.metric}", r.delta,
+                                       r.n_downstream, r.ci_low, r.ci_high, "all",
+                                       {"upstream_set": upstream, **r.as_dict()})
+    finally:
+        store.close()
+    table = Table(title=f"Amplification: {downstream} - {upstream}")
+    for col in ("metric", "upstream", "downstream", "delta", "95% CI", "method"):
+        table.add_column(col, justify="left" if col in ("metric", "method") else "right")
+    f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    for r in rows:
+        ci = f"[{f(r.ci_low)}, {f(r.ci_high)}]" if r.ci_low is not None else "-"
+        table.add_row(r.metric, f(r.upstream), f(r.downstream), f(r.delta), ci, r.method)
+    console.print(table)
+    if report:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(to_markdown(rows, upstream, downstream), encoding="utf-8")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps([r.as_dict() for r in rows], indent=2), encoding="utf-8")
+    return rows
+
+
+def _audit_now(store, name, instances, chair_gt, demographics, metrics):
+    """Audit one set with the engine (imported here: heavy, and built by another module)."""
+    from capaudit.audit.runner import DEFAULTS, audit_target, load_target
+    from capaudit.io.annotation_store import resolve_annotations
+
+    annotations = resolve_annotations(store, instances, chair_gt, demographics)
+    result = audit_target(load_target(store, name), annotations,
+                          {**DEFAULTS, "metrics": metrics, "workers": 1})
+    return {k: v for k, v in result.results.items() if not getattr(v, "skipped", None)}
+
+
+def register(app: typer.Typer) -> None:
+    """Top-level ``train-downstream`` and ``caption``; the lead attaches
+    :func:`amplification_command` to the ``audit`` sub-app as ``amplification``."""
+    app.command("train-downstream")(train_downstream_command)
+    app.command("caption")(caption_command)

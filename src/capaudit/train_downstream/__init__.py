@@ -1,0 +1,9 @@
+"""Downstream experiment: fine-tune a BLIP captioner on a caption set, caption held-out
+images, and compare the model's audit with its training captions' audit (amplification).
+
+Modules: :mod:`data` (shard images joined to a set's captions), :mod:`train`
+(AdamW fine-tuning with atomic, resumable checkpoints), :mod:`caption` (batched
+generation registered as a caption set), :mod:`amplification` (downstream minus
+upstream with intervals), :mod:`tiny` (a random tiny BLIP for tests and benchmarks).
+Nothing heavy is imported here: torch and transformers load inside the functions.
+"""

@@ -1,0 +1,311 @@
+"""Fine-tune ``BlipForConditionalGeneration`` on one caption set, resumably.
+
+Why it is built this way:
+
+- The GCE experiment trains one captioner per caption set for 5 epochs; on COCO
+  train that is hours of GPU time, so a kill must cost at most ``checkpoint_every``
+  steps. ``RUN/checkpoint.pt`` holds model, AdamW, LR schedule, grad scaler, every
+  RNG and the exact data position (epoch, micro-batches done); it is written to a
+  temporary file, fsynced and renamed, so a kill during the write leaves the
+  previous checkpoint intact.
+- The data order of an epoch is a function of (seed, epoch) only
+  (:func:`capaudit.train_downstream.data.epoch_order`), so a resumed run skips the
+  batches already seen and ends at the same step with the same weights as an
+  uninterrupted one.
+- A checkpoint records a fingerprint of the settings that shape the trajectory;
+  resuming with different settings is refused rather than silently mixed.
+- The result ``RUN/model`` is a normal Hugging Face folder (weights, tokenizer,
+  preprocessor) so ``capaudit caption`` and any other tool can load it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from capaudit.errors import InputError, require
+from capaudit.train_downstream.data import (ImagePreprocessor, PairDataset, ShardIndex,
+                                            epoch_order, make_collate, pair_captions)
+
+CHECKPOINT = "checkpoint.pt"
+# settings that change the training trajectory: resuming with other values is refused
+TRAJECTORY_KEYS = ("epochs", "lr", "weight_decay", "batch_size", "grad_accum", "seed",
+                   "warmup_steps", "max_tokens", "precision")
+
+
+@dataclass
+class TrainConfig:
+    """Defaults follow BLIP's COCO captioning fine-tune (lr 1e-5, wd 0.05, cosine, 5 epochs)."""
+
+    epochs: int = 5
+    lr: float = 1e-5
+    weight_decay: float = 0.05
+    batch_size: int = 32
+    grad_accum: int = 1
+    precision: str = "auto"      # auto | fp32 | bf16 | fp16
+    seed: int = 0
+    warmup_steps: int = 0
+    checkpoint_every: int = 500  # optimizer steps; a checkpoint is also written every epoch
+    log_every: int = 50
+    max_tokens: int = 40         # caption length cap in tokens (BLIP uses 40 for COCO)
+    workers: int = -1            # DataLoader workers; -1: 0 on CPU, min(8, cores) on GPU
+    device: str = "auto"         # auto | cpu | cuda | cuda:N
+
+
+def resolve_device(name: str):
+    torch = require("torch", "ml", "downstream training")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda was asked for but no CUDA GPU is visible",
+                         fix="drop --device or pass --device cpu")
+    return dev
+
+
+def resolve_precision(precision: str, device) -> str:
+    torch = require("torch", "ml", "downstream training")
+    if precision == "auto":
+        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise InputError(f"unknown precision '{precision}'", fix="one of auto, fp32, bf16, fp16")
+    if precision == "fp16" and device.type != "cuda":
+        raise InputError("fp16 training needs a CUDA GPU", fix="use --precision bf16 or fp32 on CPU")
+    return precision
+
+
+def load_model_and_tokenizer(model: str | Path):
+    """A local model folder, or a hub name when online; user errors become InputError."""
+    transformers = require("transformers", "ml", "the downstream captioner")
+    src = str(model)
+    path = Path(src)
+    # "org/name" may be a hub name; anything else that does not exist (or whose parent
+    # folder exists, like models/blip-base) is a missing local folder: fail fast, offline
+    looks_local = src.count("/") != 1 or src.startswith((".", "/", "~")) or path.parent.exists()
+    if not path.exists() and looks_local:
+        raise InputError("model folder not found", path=src,
+                         fix="pass a local copy of Salesforce/blip-image-captioning-base")
+    try:
+        net = transformers.BlipForConditionalGeneration.from_pretrained(src)
+        tok = transformers.AutoTokenizer.from_pretrained(src)
+    except (OSError, ValueError) as exc:
+        where = "folder" if path.exists() else "hub name (needs a connection)"
+        raise InputError(f"cannot load a BLIP captioner from this {where} "
+                         f"({str(exc).splitlines()[0]})", path=src,
+                         fix="a folder with config.json, weights and tokenizer files") from None
+    return net, tok
+
+
+def _rng_state() -> dict:
+    import torch
+
+    return {"python": random.getstate(), "numpy": np.random.get_state(),
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_state(state: dict) -> None:
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Write ``state`` atomically: temp file in the same folder, fsync, rename."""
+    import torch
+
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        torch.save(state, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_checkpoint(run: Path) -> dict | None:
+    """The last complete checkpoint of a run, or None; leftovers of killed writes are removed."""
+    import torch
+
+    for tmp in run.glob(f"{CHECKPOINT}.tmp-*"):
+        tmp.unlink(missing_ok=True)
+    path = run / CHECKPOINT
+    if not path.exists():
+        return None
+    # our own file (it holds numpy/python RNG states, which weights_only cannot load)
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def fingerprint(cfg: TrainConfig, set_name: str, n_pairs: int, model: str) -> str:
+    keys = {k: asdict(cfg)[k] for k in TRAJECTORY_KEYS}
+    keys.update(set=set_name, n_pairs=n_pairs, model=str(model))
+    return hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _peak_memory_mb(device) -> float:
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _export(model, tokenizer, model_src: Path, out: Path) -> None:
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    pre = model_src / "preprocessor_config.json"
+    if pre.exists():
+        shutil.copy(pre, tmp / "preprocessor_config.json")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+
+
+def train_downstream(image_ids, captions, shards: str | Path, model: str | Path, out: str | Path,
+                     cfg: TrainConfig, *, set_name: str = "",
+                     on_step: Callable[[dict], None] | None = None) -> dict:
+    """Fine-tune the captioner at ``model`` on (image, caption) pairs; resume if ``out`` has a
+    checkpoint. ``on_step`` gets a dict after every optimizer step (progress bars, tests).
+    Returns the summary also written to ``out/done.json``."""
+    torch = require("torch", "ml", "downstream training")
+    run = Path(out)
+    run.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(cfg.device)
+    cfg.precision = resolve_precision(cfg.precision, device)
+    index = ShardIndex.build(shards)
+    pairs, missing = pair_captions(image_ids, captions, index)
+    if not pairs:
+        raise InputError(f"no caption of set '{set_name}' has its image in the shards "
+                         f"({missing} captions unmatched)", path=shards,
+                         fix="build the shards from the same images (image_id must match)")
+    fp = fingerprint(cfg, set_name, len(pairs), model)
+    refused = InputError("this run folder holds a run made with other settings", path=run,
+                         fix="pass the same options as before, or a new --out")
+    if (run / "done.json").exists() and (run / "model").exists():
+        summary = json.loads((run / "done.json").read_text())
+        if summary.get("fingerprint") != fp:
+            raise refused
+        return {**summary, "already_done": True}
+    ckpt = load_checkpoint(run)
+    if ckpt is not None and ckpt["fingerprint"] != fp:
+        raise refused
+
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    net, tok = load_model_and_tokenizer(model)
+    net.to(device).train()
+    pre = ImagePreprocessor.from_model_dir(model, net.config.vision_config.image_size)
+    dataset = PairDataset(pairs, index, pre)
+    collate = make_collate(tok, net.config.text_config.bos_token_id, cfg.max_tokens)
+
+    n_batches = math.ceil(len(pairs) / cfg.batch_size)
+    steps_per_epoch = math.ceil(n_batches / cfg.grad_accum)
+    total_steps = cfg.epochs * steps_per_epoch
+    decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embedding" not in n]
+    no_decay = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and "embedding" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+
+    def lr_lambda(step: int) -> float:  # linear warmup, then cosine to zero
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        span = max(1, total_steps - cfg.warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - cfg.warmup_steps) / span)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)
+    scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+    step, epoch, batch_in_epoch = 0, 0, 0
+    if ckpt is not None:
+        net.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        sched.load_state_dict(ckpt["scheduler"])
+        scaler.load_state_dict(ckpt["scaler"])
+        _set_rng_state(ckpt["rng"])
+        step, epoch, batch_in_epoch = ckpt["step"], ckpt["epoch"], ckpt["batch_in_epoch"]
+        del ckpt
+    resumed_from = step
+    workers = cfg.workers if cfg.workers >= 0 else (
+        0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+
+    def checkpoint() -> None:
+        e, b = (epoch + 1, 0) if batch_in_epoch >= n_batches else (epoch, batch_in_epoch)
+        save_checkpoint(run / CHECKPOINT, {
+            "fingerprint": fp, "step": step, "epoch": e, "batch_in_epoch": b,
+            "model": net.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(), "scaler": scaler.state_dict(), "rng": _rng_state(),
+            "config": asdict(cfg)})
+
+    log = open(run / "train_log.jsonl", "a", encoding="utf-8")
+    window_loss, window_n, window_t, window_samples = 0.0, 0, time.perf_counter(), 0
+    t_start = time.perf_counter()
+    try:
+        while epoch < cfg.epochs:
+            order = epoch_order(len(pairs), cfg.seed, epoch)[batch_in_epoch * cfg.batch_size:]
+            loader = torch.utils.data.DataLoader(
+                dataset, batch_size=cfg.batch_size, sampler=order, collate_fn=collate,
+                num_workers=workers, pin_memory=device.type == "cuda",
+                persistent_workers=False)
+            opt.zero_grad(set_to_none=True)
+            for mb, batch in enumerate(loader, start=batch_in_epoch):
+                group_start = (mb // cfg.grad_accum) * cfg.grad_accum
+                group_size = min(cfg.grad_accum, n_batches - group_start)
+                batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+                with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                    loss = net(**batch).loss
+                scaler.scale(loss / group_size).backward()
+                window_loss += float(loss.detach())
+                window_n += 1
+                window_samples += batch["pixel_values"].shape[0]
+                if mb + 1 - group_start < group_size:
+                    continue
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+                scaler.step(opt)
+                scaler.update()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                step, batch_in_epoch = step + 1, mb + 1
+                now = time.perf_counter()
+                info = {"step": step, "total_steps": total_steps, "epoch": epoch + 1,
+                        "loss": window_loss / window_n, "lr": sched.get_last_lr()[0]}
+                if step % cfg.log_every == 0 or batch_in_epoch >= n_batches:
+                    dt = now - window_t
+                    info.update(samples_per_s=window_samples / dt if dt else None,
+                                s_per_step=dt / max(1, window_n / group_size),
+                                peak_mem_mb=_peak_memory_mb(device))
+                    log.write(json.dumps(info) + "\n")
+                    log.flush()
+                    window_loss, window_n, window_t, window_samples = 0.0, 0, now, 0
+                if step % cfg.checkpoint_every == 0 or batch_in_epoch >= n_batches:
+                    checkpoint()
+                if on_step is not None:
+                    on_step(info)
+            epoch, batch_in_epoch = epoch + 1, 0
+    finally:
+        log.close()
+    net.eval()
+    _export(net, tok, Path(model), run / "model")
+    summary = {"fingerprint": fp, "set": set_name, "model": str(model), "steps": step, "epochs": cfg.epochs,
+               "pairs": len(pairs), "unmatched_captions": missing, "resumed_from_step": resumed_from,
+               "device": str(device), "precision": cfg.precision,
+               "seconds": round(time.perf_counter() - t_start, 2),
+               "peak_mem_mb": round(_peak_memory_mb(device), 1)}
+    (run / "done.json").write_text(json.dumps(summary, indent=2))
+    return summary
