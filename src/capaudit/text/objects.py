@@ -141,18 +141,51 @@ class ObjectLexicon:
         return out
 
     def find(self, toks: list[str]) -> list[tuple[int, int, int]]:
-        """Object mentions in singularized tokens: ``(word id, category index, token index)``."""
-        word_cat, first = self.word_cat, self.first
-        if first.isdisjoint(toks):  # common case: no multi-word candidates, no merging needed
-            hits = [(w, i) for i, w in enumerate(toks) if w in word_cat]
-        else:
-            hits = [(w, i) for w, i in self.merge_words(toks) if w in word_cat]
+        """Object mentions in singularized tokens: ``(word id, category index, token index)``.
+
+        Same result as :meth:`merge_words` followed by the synonym lookup, but
+        only visits tokens that are synonyms or start a multi-word entry.
+        """
+        word_cat, first, cand = self.word_cat, self.first, self._candidates
+        idx = [i for i, w in enumerate(toks) if w in cand]
+        if not idx:
+            return []
+        hits = []
+        n = len(toks)
+        nxt = 0  # first token not consumed by a multi-word match
+        for i in idx:
+            if i < nxt:
+                continue
+            w = toks[i]
+            if w in first and i + 1 < n:
+                if self.triples and i + 2 < n:
+                    t = self.triples.get((w, toks[i + 1], toks[i + 2]))
+                    if t is not None:
+                        if t in word_cat:
+                            hits.append((t, i))
+                        nxt = i + 3
+                        continue
+                p = self.pairs.get((w, toks[i + 1]))
+                if p is not None:
+                    if p in word_cat:
+                        hits.append((p, i))
+                    nxt = i + 2
+                    continue
+            if w in word_cat:
+                hits.append((w, i))
         if len(hits) > 1:
             ws = {w for w, _ in hits}
             if "toilet" in ws and "seat" in ws:
                 hits = [h for h in hits if h[0] != "seat"]
         wid = self.word_id
         return [(wid[w], word_cat[w], i) for w, i in hits]
+
+    @property
+    def _candidates(self) -> frozenset[str]:
+        c = self.__dict__.get("_cand")
+        if c is None:
+            c = self.__dict__["_cand"] = frozenset(self.word_cat) | self.first
+        return c
 
 
 @lru_cache(maxsize=None)

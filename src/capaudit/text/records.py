@@ -7,11 +7,14 @@ sentence counts, gender codes, and object mentions in CSR form
 (``m_offsets[i]:m_offsets[i+1]`` are caption ``i``'s mentions) -- so they are
 cheap to pickle between worker processes and cheap to concatenate.
 
-Why fast: identical caption strings are analysed once per process (model
-captions repeat a lot: 22k distinct among oscar's 40k), tokenization has a
+Why fast: identical caption strings are analysed once (model captions
+repeat a lot: 22k distinct among oscar's 40k), tokenization has a
 proven-identical fast path (:mod:`capaudit.text.tokenize`), singularization
 is a per-token dict lookup after warm-up, and batches are split into chunks
 processed on ``workers`` processes (fork) with bounded memory per chunk.
+Importing NLTK costs ~5 s (it pulls in scipy) and only the rare captions off
+the tokenizer's fast path need it, so workers hand such chunks back and the
+parent imports NLTK once and reruns them (forked workers inherit it).
 
 Tokens themselves are not kept (100k long captions would cost hundreds of MB).
 For vocabulary we keep the distinct tokens, how many captions use each, and
@@ -21,6 +24,7 @@ all the vocabulary bootstrap needs (see :mod:`capaudit.audit.bootstrap`).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -30,15 +34,14 @@ import numpy as np
 
 from capaudit.text.gender import gender_code
 from capaudit.text.objects import get_lexicon
-from capaudit.text.singularize import singularize, singularize_corrected
-from capaudit.text.tokenize import tokenize_sentences
+from capaudit.text.singularize import SINGULAR_CACHE, singularize, singularize_corrected
+from capaudit.text import tokenize as _tok
+from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 
 __all__ = ["CaptionRecords", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
 
 POSTING_CAP = 64            # rare-token posting lists are kept up to this many captions
 CHUNK = 4096                # captions per work unit
-_CACHE_LIMIT = 200_000      # distinct captions remembered per process and mode
-_CACHE: dict[str, dict[str, tuple]] = {"reference": {}, "corrected": {}}
 
 
 @dataclass(frozen=True)
@@ -120,15 +123,22 @@ def _empty(mode: str) -> CaptionRecords:
 def analyse_caption(caption: str, mode: str = "reference") -> tuple:
     """``(n_tokens, n_sentences, gender, mentions, distinct tokens)`` of one caption.
 
+    Token counts, distinct tokens and gender words use the line tokens, mentions
+    the sentence tokens (see :mod:`capaudit.text.tokenize`).
+
     ``mentions`` is a tuple of ``(word id, category, token index, sentence index)``.
     """
-    sents = tokenize_sentences(caption)
-    sg = singularize if mode == "reference" else singularize_corrected
+    sents, line = tokenize_caption(caption)
     if len(sents) == 1:
         flat = sents[0]
     else:
         flat = [t for s in sents for t in s]
-    found = get_lexicon(mode).find([sg(t) for t in flat])
+    cache = SINGULAR_CACHE[mode]
+    sing = list(map(cache.get, flat))
+    if None in sing:
+        sg = singularize if mode == "reference" else singularize_corrected
+        sing = [sg(t) for t in flat]
+    found = get_lexicon(mode).find(sing)
     if found and len(sents) > 1:
         ends, acc = [], 0
         for s in sents:
@@ -137,70 +147,111 @@ def analyse_caption(caption: str, mode: str = "reference") -> tuple:
         ments = tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
     else:
         ments = tuple((w, c, t, 0) for w, c, t in found)
-    distinct = frozenset(flat)
-    return len(flat), len(sents), gender_code(distinct), ments, distinct
+    distinct = frozenset(line)
+    return len(line), len(sents), gender_code(distinct), ments, distinct
 
 
-def _process_chunk(args: tuple[Sequence[str], str]) -> CaptionRecords:
-    captions, mode = args
-    cache = _CACHE[mode]
-    if len(cache) > _CACHE_LIMIT:
-        cache.clear()
-    n = len(captions)
-    n_tok = np.empty(n, np.int32)
-    n_sent = np.empty(n, np.int32)
-    gen = np.empty(n, np.int8)
-    counts = np.empty(n, np.int64)
-    flat: list[tuple] = []
-    where: dict[str, list[int]] = {}
-    for i, cap in enumerate(captions):
-        r = cache.get(cap)
-        if r is None:
+def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecords:
+    """Analyse distinct captions; token statistics weighted by each caption's multiplicity."""
+    captions, mult, mode = args
+    was_enabled = gc.isenabled()
+    gc.disable()  # millions of small tuples: the cyclic GC would cost ~30% for nothing
+    try:
+        n = len(captions)
+        n_tok, n_sent, gen, counts = [], [], [], []
+        flat: list[tuple] = []
+        tok_counts: dict[str, int] = {}
+        posts: dict[str, list[int]] = {}
+        for i, cap in enumerate(captions):
             if not isinstance(cap, str):
                 cap = "" if cap is None else str(cap)
-            r = cache[cap] = analyse_caption(cap, mode)
-        n_tok[i], n_sent[i], gen[i] = r[0], r[1], r[2]
-        counts[i] = len(r[3])
-        if r[3]:
-            flat.extend(r[3])
-        lst = where.get(cap)
-        if lst is None:
-            where[cap] = [i]
-        else:
-            lst.append(i)
-    tok_counts: dict[str, int] = {}
-    posts: dict[str, list[int]] = {}
-    for cap, idxs in where.items():
-        k = len(idxs)
-        for t in cache[cap][4]:
-            c = tok_counts.get(t)
-            if c is None:
-                tok_counts[t] = k
-                posts[t] = idxs[:POSTING_CAP]
-            else:
-                tok_counts[t] = c + k
-                p = posts[t]
-                if len(p) < POSTING_CAP:
-                    p.extend(idxs[:POSTING_CAP - len(p)])
+            r = analyse_caption(cap, mode)
+            n_tok.append(r[0])
+            n_sent.append(r[1])
+            gen.append(r[2])
+            counts.append(len(r[3]))
+            if r[3]:
+                flat.extend(r[3])
+            k = int(mult[i])
+            for t in r[4]:
+                c = tok_counts.get(t)
+                if c is None:
+                    tok_counts[t] = k
+                    posts[t] = [i]
+                else:
+                    tok_counts[t] = c + k
+                    if c <= POSTING_CAP:
+                        posts[t].append(i)
+    finally:
+        if was_enabled:
+            gc.enable()
     offs = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offs[1:])
     m = np.array(flat, dtype=np.int32).reshape(-1, 4)
-    for p in posts.values():
-        p.sort()
-    return CaptionRecords(mode, n_tok, n_sent, gen, offs, m[:, 0].astype(np.int16),
-                          m[:, 1].astype(np.int16), m[:, 2].copy(), m[:, 3].copy(),
-                          tok_counts, {t: p for t, p in posts.items() if tok_counts[t] <= POSTING_CAP})
+    return CaptionRecords(mode, np.array(n_tok, np.int32), np.array(n_sent, np.int32),
+                          np.array(gen, np.int8), offs, m[:, 0].astype(np.int16),
+                          m[:, 1].astype(np.int16), m[:, 2].copy(), m[:, 3].copy(), tok_counts,
+                          {t: p for t, p in posts.items() if tok_counts[t] <= POSTING_CAP})
+
+
+def _expand(d: CaptionRecords, inv: np.ndarray, mult: np.ndarray) -> CaptionRecords:
+    """Records of distinct captions -> records of all captions (``inv``: caption -> distinct)."""
+    cnt_d = np.diff(d.m_offsets)
+    cnt = cnt_d[inv]
+    offs = np.zeros(len(inv) + 1, np.int64)
+    np.cumsum(cnt, out=offs[1:])
+    total = int(offs[-1])
+    src = np.repeat(d.m_offsets[:-1][inv] - offs[:-1], cnt) + np.arange(total, dtype=np.int64)
+    posts: dict[str, list[int]] = {}
+    if d.postings:
+        order = np.argsort(inv, kind="stable")
+        starts = np.zeros(len(mult) + 1, np.int64)
+        np.cumsum(mult, out=starts[1:])
+        for t, lst in d.postings.items():
+            posts[t] = sorted(int(x) for j in lst for x in order[starts[j]:starts[j + 1]])
+    return CaptionRecords(d.mode, d.n_tokens[inv], d.n_sentences[inv], d.gender[inv], offs,
+                          d.m_word[src], d.m_cat[src], d.m_tok[src], d.m_sent[src],
+                          d.token_counts, posts)
 
 
 def build_records(captions: Sequence[str], mode: str = "reference", workers: int = 2,
                   chunk: int = CHUNK) -> CaptionRecords:
-    """Analyse ``captions`` on ``workers`` processes (1 = in this process)."""
+    """Analyse ``captions`` on ``workers`` processes (1 = in this process).
+
+    Identical captions are analysed once: the distinct captions are split in
+    chunks, analysed, and the result expanded back to every caption.
+    """
     get_lexicon(mode)  # fail early on a bad mode, and build before forking
-    jobs = [(captions[s:s + chunk], mode) for s in range(0, len(captions), chunk)]
+    index: dict[str, int] = {}
+    inv = np.fromiter((index.setdefault(c, len(index)) for c in captions), np.int64, len(captions))
+    distinct = list(index)
+    del index
+    mult = np.bincount(inv, minlength=len(distinct))
+    jobs = [(distinct[s:s + chunk], mult[s:s + chunk], mode) for s in range(0, len(distinct), chunk)]
     if workers <= 1 or len(jobs) <= 1:
         parts = [_process_chunk(j) for j in jobs]
     else:
-        ctx = mp.get_context("fork")
-        with ctx.Pool(min(workers, len(jobs))) as pool:
-            parts = list(pool.imap(_process_chunk, jobs))
-    return CaptionRecords.concat(parts, mode)
+        parts = _run_pool(_deferring_chunk, jobs, workers)
+        redo = [i for i, p in enumerate(parts) if p is None]
+        if redo:  # some caption needs NLTK: import it once here, workers inherit it
+            load_nltk()
+            for i, p in zip(redo, _run_pool(_process_chunk, [jobs[i] for i in redo], workers)):
+                parts[i] = p
+    return _expand(CaptionRecords.concat(parts, mode), inv, mult)
+
+
+def _run_pool(fn, jobs: list, workers: int) -> list:
+    if len(jobs) == 1:
+        return [fn(jobs[0])]
+    ctx = mp.get_context("fork")
+    with ctx.Pool(min(workers, len(jobs))) as pool:
+        return list(pool.imap(fn, jobs))
+
+
+def _deferring_chunk(job: tuple) -> CaptionRecords | None:
+    """Worker entry: give the chunk back (None) rather than import NLTK in every worker."""
+    _tok._DEFER = True
+    try:
+        return _process_chunk(job)
+    except SlowPathDeferred:
+        return None

@@ -23,8 +23,9 @@ after warm-up singularization is a dict lookup.
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
-__all__ = ["singularize", "singularize_corrected", "REFERENCE_EXCEPTIONS", "CORRECTED_EXCEPTIONS"]
+__all__ = ["singularize", "singularize_corrected", "SINGULAR_CACHE", "REFERENCE_EXCEPTIONS", "CORRECTED_EXCEPTIONS"]
 
 REFERENCE_EXCEPTIONS: dict[str, str] = {
     "as": "as",
@@ -52,12 +53,32 @@ CORRECTED_EXCEPTIONS: dict[str, str] = {
 
 @lru_cache(maxsize=None)
 def _textblob():
-    from textblob.en.inflect import singularize as sg
-    return sg
+    """``textblob.en.inflect.singularize`` without importing the textblob package.
+
+    ``import textblob`` imports nltk, which imports scipy: ~5 s per process,
+    more than a whole audit. ``inflect.py`` itself only needs ``re``, so it is
+    loaded as a standalone module; the normal import is the fallback.
+    """
+    try:
+        import importlib.util
+        import sys
+        spec = importlib.util.find_spec("textblob")
+        path = Path(spec.origin).parent / "en" / "inflect.py"
+        name = "_capaudit_textblob_inflect"
+        if name not in sys.modules:
+            ispec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(ispec)
+            sys.modules[name] = mod
+            ispec.loader.exec_module(mod)
+        return sys.modules[name].singularize
+    except Exception:  # pragma: no cover - unusual installs
+        from textblob.en.inflect import singularize as sg
+        return sg
 
 
 _REF_CACHE: dict[str, str] = dict(REFERENCE_EXCEPTIONS)
 _COR_CACHE: dict[str, str] = dict(CORRECTED_EXCEPTIONS)
+SINGULAR_CACHE = {"reference": _REF_CACHE, "corrected": _COR_CACHE}  # token -> singular, per mode
 
 
 def singularize(word: str) -> str:

@@ -12,14 +12,21 @@ treebank") word tokenizer on each sentence. Two problems:
 * NLTK runs ~30 regex substitutions per sentence: far too slow for the
   throughput target (>= 52,000 captions/s on two cores).
 
-So :func:`tokenize_sentences` has a *fast path* for the character set that
-almost every caption uses -- ``a-z 0-9``, whitespace, commas, hyphens,
-``'s`` possessives and sentence-final periods -- where the NLTK rules reduce
-to "split sentences at a period followed by whitespace, split off commas,
-``'s`` and the sentence-final period, then ``str.split``". Everything the
-fast path cannot prove identical (other punctuation, non-ASCII, ``n't``,
-numbers or single letters before a period, ``cannot``/``gonna``-style
-contractions, ``,1`` digit groups, ``..``, ``--``) goes to the slow path,
+The reference's vocabulary and length numbers, however, match NLTK's word
+tokenizer on the whole caption with no sentence split (``preserve_line``;
+e.g. the COCO subset has 7,150 distinct tokens that way, 7,133 with a split),
+so :func:`tokenize_caption` returns both views: sentence tokens (CHAIR,
+mention positions) and line tokens (vocabulary, length, gender words).
+
+:func:`tokenize_caption` has a *fast path* for the character set that
+almost every caption uses -- ``a-z 0-9``, whitespace, commas, colons,
+hyphens, slashes, brackets, ``;@#$%&``, clitics (``'s``, ``n't``, ...) and
+sentence-final periods -- where the NLTK rules reduce to "split sentences
+at a period followed by whitespace, pad commas, colons, brackets and clitics
+with spaces, split off the sentence-final period, then ``str.split``".
+Everything the fast path cannot prove identical (quotes, ``?!``, non-ASCII,
+numbers or single letters before an inner period, ``cannot``/``gonna``-style
+contractions, ``1,000``/``10:30``, ``..``, ``--``) goes to the slow path,
 which *is* NLTK. ``tests/test_text_tokenize.py`` checks fast == slow on every
 caption of every file in ``../shared/data`` plus random strings.
 """
@@ -29,54 +36,116 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["tokenize_sentences", "tokenize", "nltk_tokenize_sentences", "fast_tokenize_sentences"]
+__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize", "nltk_tokenize_sentences",
+           "nltk_line_tokens", "fast_tokenize_caption", "fast_tokenize_sentences"]
 
 # Characters the fast path understands (input already lowercased).
-_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\-]*")
-# Anything that makes NLTK behave beyond the simple rules below.
-_UNSAFE = re.compile(
-    r"\.\S"                                   # period not followed by whitespace/end
-    r"|,[\d,]"                                # 1,000 digit groups; ',,' consumption quirk
-    r"|--"                                    # double dash gets split off
-    r"|(?<![a-z0-9])'"                        # quote not after a word char
-    r"|'(?!s(?![^\s,.]))"                     # anything but a possessive 's
-    r"|cannot|gimme|gonna|gotta|lemme|wanna"  # MacIntyre contractions
-    r"|(?:^|(?<=\s))(?![a-z][a-z\-]*[a-z]\.)\S+\."  # word before a period: not plain alpha
-)
+_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'<>\-/:;@#$%&()\[\]{}]*")
+_BAD_DOT = re.compile(r"\.\S")                       # '..', '3.5', 'a.b': period not before space
+_MID_CHUNK = re.compile(r"(?<!\S)(\S*)\.(?=\s)")     # word before a sentence-internal period
+_ALPHA_WORD = re.compile(r"[a-z][a-z\-]*[a-z]")        # ... must be this (not 'a.', '3.', "x's.")
+_REALIGN = re.compile(r"\.\s+[')\]}]")                # Punkt moves closing brackets back
+_BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd 'll 're 've n't
+    r"(?<![a-z0-9\s])'|(?<!n)'(?!(?:s|m|d|ll|re|ve)(?![^\s,.]))|(?<=n)'(?!t(?![^\s,.]))"
+    r"|(?<=n)'(?=(?:s|m|d|ll|re|ve)(?![^\s,.]))")
+_BAD_COMMA = re.compile(r"[,:][\d,:]")                 # '1,000', '10:30' stay whole; ',,' quirk
+_CONTRACTION = re.compile(r"cannot|gimme|gonna|gotta|lemme|wanna")  # MacIntyre contractions
 _SENT_BREAK = re.compile(r"\.\s+")
+_DOT_CLOSE = re.compile(r"\.[\s>)\]}]*[>)\]}][\s>)\]}]*$")  # '. )' at the end: treebank's final period
+_SPLIT_ALWAYS = re.compile(r"[;@#$%&()\[\]{}<>]")
+_CLITIC = re.compile(r"('s|'m|'d|'ll|'re|'ve|n't)(?![a-z0-9])")
+
+
+def _simple(s: str) -> list[str]:
+    """Treebank tokens of a sentence without a final period, inside the fast-path charset."""
+    if "," in s:
+        s = s.replace(",", " , ")
+    if ":" in s:
+        s = s.replace(":", " : ")
+    if "'" in s:
+        s = _CLITIC.sub(r" \1", s)
+    if _SPLIT_ALWAYS.search(s) is not None:
+        s = _SPLIT_ALWAYS.sub(r" \g<0> ", s)
+    return s.split()
+
+
+def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
+    """``(sentences, line tokens)`` for lowercased ``text``, or None if the fast path does not apply.
+
+    *Line tokens* are NLTK's word tokenizer on the whole caption without a
+    sentence split (``preserve_line=True``): the reference's vocabulary and
+    length use them, and they differ from the sentence tokens only in keeping
+    a sentence-internal period on its word ("sign." instead of "sign", ".").
+    """
+    if _SAFE.fullmatch(text) is None:
+        return None
+    if "'" in text and _BAD_APOS.search(text) is not None:
+        return None
+    if ("," in text or ":" in text) and _BAD_COMMA.search(text) is not None:
+        return None
+    if "--" in text:
+        return None
+    if ("nn" in text or "mm" in text or "tt" in text) and _CONTRACTION.search(text) is not None:
+        return None
+    if "." not in text:
+        toks = _simple(text)
+        return ([toks] if toks else []), toks
+    if _BAD_DOT.search(text) is not None:
+        return None
+    if _DOT_CLOSE.search(text) is not None or _REALIGN.search(text) is not None:
+        return None
+    text = text.strip()
+    body = text[:-1] if text.endswith(".") else text
+    if "." not in body:  # one sentence ending with a period: treebank splits it off
+        toks = _simple(body)
+        toks.append(".")
+        return [toks], toks
+    for m in _MID_CHUNK.finditer(body):
+        w = m.group(1)
+        if w and _ALPHA_WORD.fullmatch(w) is None:
+            return None
+    # every inner period follows an alphabetic word (or stands alone) and is
+    # followed by whitespace: untrained Punkt breaks after each of them.
+    parts = _SENT_BREAK.split(text)
+    sents = [p + "." for p in parts[:-1]]
+    if parts[-1]:
+        sents.append(parts[-1])
+    out = []
+    line: list[str] = []
+    last = len(sents) - 1
+    for k, s in enumerate(sents):
+        if s.endswith("."):
+            body = s[:-1]
+            toks = _simple(body)
+            if k < last and toks and not body[-1:].isspace():
+                line.extend(toks[:-1])
+                line.append(toks[-1] + ".")
+            else:
+                line.extend(toks)
+                line.append(".")
+            toks.append(".")
+        else:
+            toks = _simple(s)
+            line.extend(toks)
+        out.append(toks)
+    return out, line
 
 
 def fast_tokenize_sentences(text: str) -> list[list[str]] | None:
     """Sentences of tokens for lowercased ``text``, or None if the fast path does not apply."""
-    if _SAFE.fullmatch(text) is None or _UNSAFE.search(text) is not None:
-        return None
-    text = text.strip()
-    if not text:
-        return []
-    if "." in text:
-        # every period is followed by whitespace (or ends the text) and preceded
-        # by an alphabetic word or whitespace: untrained Punkt breaks after each.
-        parts = _SENT_BREAK.split(text)
-        last = parts[-1]
-        sents = [p + "." for p in parts[:-1]]
-        if last:
-            sents.append(last)
-    else:
-        sents = [text]
-    out = []
-    for s in sents:
-        final = s.endswith(".")
-        if final:
-            s = s[:-1]
-        if "," in s:
-            s = s.replace(",", " , ")
-        if "'" in s:
-            s = s.replace("'s", " 's")
-        toks = s.split()
-        if final:
-            toks.append(".")
-        out.append(toks)
-    return out
+    r = fast_tokenize_caption(text)
+    return None if r is None else r[0]
+
+
+class SlowPathDeferred(Exception):
+    """Raised in worker processes that should not import NLTK themselves (see records)."""
+
+
+_DEFER = False  # set in pool workers: importing nltk costs ~5 s (it pulls in scipy)
+
+
+def nltk_loaded() -> bool:
+    return _nltk.cache_info().currsize > 0
 
 
 @lru_cache(maxsize=1)
@@ -86,10 +155,31 @@ def _nltk():
     return PunktSentenceTokenizer(), NLTKWordTokenizer()
 
 
+def load_nltk() -> None:
+    """Import NLTK's tokenizers now (before forking workers, so they inherit them)."""
+    _nltk()
+
+
 def nltk_tokenize_sentences(text: str) -> list[list[str]]:
     """The slow, authoritative path: untrained Punkt, then NLTK's word tokenizer per sentence."""
     punkt, word = _nltk()
     return [word.tokenize(s) for s in punkt.tokenize(text)]
+
+
+def nltk_line_tokens(text: str) -> list[str]:
+    """NLTK's word tokenizer on the whole text (``word_tokenize(text, preserve_line=True)``)."""
+    return _nltk()[1].tokenize(text)
+
+
+def tokenize_caption(caption: str) -> tuple[list[list[str]], list[str]]:
+    """``(sentence tokens, line tokens)`` of the lowercased caption (see :func:`fast_tokenize_caption`)."""
+    text = caption.lower()
+    r = fast_tokenize_caption(text)
+    if r is None:
+        if _DEFER and not nltk_loaded():
+            raise SlowPathDeferred(caption)
+        r = nltk_tokenize_sentences(text), nltk_line_tokens(text)
+    return r
 
 
 def tokenize_sentences(caption: str, lower: bool = True) -> list[list[str]]:

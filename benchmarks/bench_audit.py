@@ -1,0 +1,124 @@
+"""Benchmark the upstream audit: captions/s and peak memory.
+
+    PYTHONPATH=src python benchmarks/bench_audit.py [--shared ../shared] [--workers 2]
+
+1. ``oscar_val2014_all.jsonl`` (40,504 short captions), every metric, bootstrap
+   1,000 resamples, on ``--workers`` cores (the reference CHAIR code runs about
+   2,600 captions/s on this machine class; the target is >= 52,000/s).
+2. Long captions (ShareGPT4V length, ~170 tokens) made by concatenating shared
+   COCO human captions: 25k, 50k and 100k captions streamed through
+   :func:`capaudit.audit.engine.audit_stream` (target: 100k in < 60 s), each in a
+   fresh process so its peak RSS is its own: it should stay flat as input grows.
+
+Annotation loading is timed separately (it is done once per session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or ROOT.parent / "shared")
+
+
+def peak_rss_mb() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) / 1024
+
+
+def load_annotations(shared: Path):
+    from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+    coco = shared / "data" / "coco2014"
+    inst, _ = load_instances(coco / "instance_categories_val2014.jsonl")
+    gender, skin = load_demographics(coco / "demographics_val2014.jsonl")
+    return Annotations(instances=inst, chair_gt=load_chair_gt(coco / "chair_objects_trainval2014.jsonl"),
+                       gender=gender, skin_tone=skin)
+
+
+def long_captions(shared: Path, n: int, target_tokens: int = 170):
+    """Yield ``(image_id, caption)``: COCO human captions joined until ~target tokens."""
+    data = json.loads((shared / "data" / "coco2014" / "captions_val2014_subset.json").read_text("utf-8"))
+    caps = [a["caption"].strip() for a in data["annotations"]]
+    ids = [a["image_id"] for a in data["annotations"]]
+    lens = [len(c.split()) + 1 for c in caps]
+    m = len(caps)
+    for i in range(n):
+        j = (i * 7919) % m
+        parts, tok = [], 0
+        while tok < target_tokens:
+            parts.append(caps[j] if caps[j].endswith(".") else caps[j] + ".")
+            tok += lens[j]
+            j = (j + 1) % m
+        yield ids[(i * 7919) % m], " ".join(parts)
+
+
+def bench_short(shared: Path, workers: int, n_boot: int) -> dict:
+    from capaudit.audit.engine import audit_captions
+    t0 = time.perf_counter()
+    ann = load_annotations(shared)
+    t_ann = time.perf_counter() - t0
+    rows = [json.loads(line) for line in open(shared / "data" / "captioners" / "oscar_val2014_all.jsonl")]
+    ids, caps = [r["image_id"] for r in rows], [r["caption"] for r in rows]
+    audit_captions(ids[:2000], caps[:2000], ann, n_boot=10, workers=1)  # import/JIT-free warm-up
+    out = {"captions": len(caps), "annotations_s": round(t_ann, 2)}
+    for nb in (n_boot, 0):
+        t0 = time.perf_counter()
+        res = audit_captions(ids, caps, ann, n_boot=nb, workers=workers)
+        dt = time.perf_counter() - t0
+        out[f"n_boot={nb}"] = {"seconds": round(dt, 3), "captions_per_s": round(len(caps) / dt)}
+    out["values"] = {k: round(v.value, 3) for k, v in res.results.items() if v.value is not None}
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    return out
+
+
+def bench_long(shared: Path, n: int, workers: int, n_boot: int) -> dict:
+    from capaudit.audit.engine import audit_stream
+    ann = load_annotations(shared)
+    base = peak_rss_mb()
+    t0 = time.perf_counter()
+    res = audit_stream(long_captions(shared, n), ann, n_boot=n_boot, workers=workers, chunk_size=20_000)
+    dt = time.perf_counter() - t0
+    return {"captions": n, "mean_tokens": round(res.results["length"].value, 1),
+            "seconds": round(dt, 2), "captions_per_s": round(n / dt), "peak_rss_mb": round(peak_rss_mb(), 1),
+            "peak_rss_after_annotations_mb": round(base, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--long", type=int, default=0, help=argparse.SUPPRESS)  # child mode
+    ap.add_argument("--sizes", default="25000,50000,100000")
+    args = ap.parse_args()
+    if not (args.shared / "data").is_dir():
+        sys.exit(f"shared data not found at {args.shared} (use --shared or CAPAUDIT_SHARED)")
+    if args.long:
+        print(json.dumps(bench_long(args.shared, args.long, args.workers, args.n_boot)))
+        return
+    short = bench_short(args.shared, args.workers, args.n_boot)
+    print(f"oscar_val2014_all: {short['captions']} captions, workers={args.workers}")
+    for k in (f"n_boot={args.n_boot}", "n_boot=0"):
+        print(f"  {k:>12}: {short[k]['seconds']:.3f} s  {short[k]['captions_per_s']:,} captions/s")
+    print(f"  annotations load {short['annotations_s']} s; peak RSS {short['peak_rss_mb']} MB")
+    print(f"  values: {short['values']}")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for n in [int(x) for x in args.sizes.split(",")]:
+        cmd = [sys.executable, __file__, "--shared", str(args.shared), "--workers", str(args.workers),
+               "--n-boot", str(args.n_boot), "--long", str(n)]
+        r = json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+        print(f"long captions: {r['captions']:>7,} x ~{r['mean_tokens']} tokens: {r['seconds']:.1f} s "
+              f"({r['captions_per_s']:,}/s), peak RSS {r['peak_rss_mb']} MB "
+              f"(annotations alone {r['peak_rss_after_annotations_mb']} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Run the upstream audit on one caption set: records once, every metric, intervals.
+
+Why an engine: the CLI, reports, filters and the store all need the same
+thing -- "these captions of these images, with these annotations: every metric
+with n and a 95% interval, plus one row per caption to query in DuckDB". The
+engine builds the per-caption records once (:mod:`capaudit.text.records`,
+on ``workers`` processes), runs each registered metric as a pure function of
+them, bootstraps all metrics together over images, and assembles a pyarrow
+table of per-caption details. A metric whose annotations are missing is
+returned with ``skipped`` set to the reason instead of failing the run.
+
+:func:`chair_words` reproduces the reference CHAIR script's per-caption word
+lists (generated, ground-truth, hallucinated), for ``capaudit audit words``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from capaudit.audit.bootstrap import bootstrap_intervals
+from capaudit.audit.metrics import DEFAULT_METRICS, METRICS
+from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, MetricSkipped
+from capaudit.audit.metrics.chair import caption_hallucinated
+from capaudit.audit.metrics.recall import caption_recall
+from capaudit.io.annotations import Annotations
+from capaudit.text.gender import GENDER_NAMES
+from capaudit.text.objects import get_lexicon
+from capaudit.text.records import CaptionRecords, build_records
+from capaudit.text.singularize import singularize, singularize_corrected
+from capaudit.text.tokenize import tokenize_caption
+
+__all__ = ["AuditResult", "audit_captions", "audit_stream", "audit_records", "chair_words",
+           "CORRECTED_METRICS"]
+
+CORRECTED_METRICS = ("chair_s", "chair_i", "recall")
+
+
+@dataclass
+class AuditResult:
+    results: dict[str, MetricResult]
+    details: pa.Table
+    records: CaptionRecords
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        return {k: r.skipped for k, r in self.results.items() if r.skipped}
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {k: r.to_dict() for k, r in self.results.items()}
+
+
+def _image_id_array(image_ids: Sequence[int | None]) -> np.ndarray:
+    return np.fromiter((-1 if i is None else int(i) for i in image_ids), np.int64, len(image_ids))
+
+
+def audit_records(records: CaptionRecords, image_ids: Sequence[int | None] | np.ndarray,
+                  annotations: Annotations | None, metrics: list[str] | None = None,
+                  n_boot: int = 1000, seed: int = 0, min_images: int = 10,
+                  suffix: str = "", workers: int = 1) -> tuple[dict[str, MetricResult], MetricContext]:
+    """Metrics (with intervals) over already-built records."""
+    ids = image_ids if isinstance(image_ids, np.ndarray) else _image_id_array(image_ids)
+    if len(ids) != len(records):
+        from capaudit.errors import InputError
+        raise InputError(f"{len(ids)} image ids for {len(records)} captions")
+    ctx = MetricContext(records, ids, annotations, min_images)
+    estimates: dict[str, Estimate] = {}
+    results: dict[str, MetricResult] = {}
+    for name in metrics or DEFAULT_METRICS:
+        fn = METRICS.get(name)
+        try:
+            est = fn(ctx)
+        except MetricSkipped as exc:
+            results[name + suffix] = MetricResult(None, 0, extra={}, skipped=str(exc))
+            continue
+        estimates[name + suffix] = est
+    cis = bootstrap_intervals(estimates, ctx.n_units, n_boot, seed, workers=workers)
+    for name, est in estimates.items():
+        value = est.value if est.value is not None else float(est.finalize(est.stats.sum(axis=0)))
+        if value is not None and np.isnan(value):
+            value = None
+        extra = dict(est.extra, mode=records.mode)
+        results[name] = MetricResult(value, est.n, *cis[name], extra=extra)
+    return results, ctx
+
+
+def audit_captions(image_ids: Sequence[int | None], captions: Sequence[str],
+                   annotations: Annotations | None, metrics: list[str] | None = None,
+                   mode: str = "reference", n_boot: int = 1000, seed: int = 0, workers: int = 2,
+                   min_images: int = 10, corrected: bool = False) -> AuditResult:
+    """Audit one caption set.
+
+    ``corrected=True`` adds ``chair_s_corrected``, ``chair_i_corrected`` and
+    ``recall_corrected`` (object mentions in corrected mode) beside the
+    ``mode`` values.
+    """
+    if len(image_ids) != len(captions):
+        from capaudit.errors import InputError
+        raise InputError(f"{len(image_ids)} image ids for {len(captions)} captions")
+    captions = list(captions)
+    ids = _image_id_array(image_ids)
+    records = build_records(captions, mode=mode, workers=workers)
+    results, ctx = audit_records(records, ids, annotations, metrics, n_boot, seed, min_images,
+                                 workers=workers)
+    if corrected and mode != "corrected":
+        wanted = [m for m in (metrics or DEFAULT_METRICS) if m in CORRECTED_METRICS]
+        if wanted:
+            rec2 = build_records(captions, mode="corrected", workers=workers)
+            res2, _ = audit_records(rec2, ids, annotations, wanted, n_boot, seed, min_images,
+                                    suffix="_corrected", workers=workers)
+            results.update(res2)
+    return AuditResult(results, build_details(ctx), records,
+                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": len(captions),
+                        "n_images": int(len(ctx.images))})
+
+
+def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotations | None,
+                 metrics: list[str] | None = None, mode: str = "reference", n_boot: int = 1000,
+                 seed: int = 0, workers: int = 2, min_images: int = 10,
+                 chunk_size: int = 50_000) -> AuditResult:
+    """Like :func:`audit_captions` for an iterable of ``(image_id, caption)`` too big to hold.
+
+    Captions are analysed ``chunk_size`` at a time and dropped; only the compact
+    records are kept, so memory grows with the records (a few bytes per token
+    statistic and mention), not with the caption text.
+    """
+    parts: list[CaptionRecords] = []
+    ids: list[np.ndarray] = []
+    batch_ids: list[int | None] = []
+    batch: list[str] = []
+
+    def flush():
+        parts.append(build_records(batch, mode=mode, workers=workers))
+        ids.append(_image_id_array(batch_ids))
+        batch.clear()
+        batch_ids.clear()
+
+    for iid, cap in rows:
+        batch_ids.append(iid)
+        batch.append(cap)
+        if len(batch) >= chunk_size:
+            flush()
+    if batch or not parts:
+        flush()
+    records = CaptionRecords.concat(parts, mode)
+    all_ids = np.concatenate(ids)
+    results, ctx = audit_records(records, all_ids, annotations, metrics, n_boot, seed, min_images,
+                                 workers=workers)
+    return AuditResult(results, build_details(ctx), records,
+                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": len(records),
+                        "n_images": int(len(ctx.images))})
+
+
+def _list_column(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str]) -> pa.Array:
+    offsets = np.searchsorted(caps, np.arange(n + 1)).astype(np.int32)
+    values = pa.DictionaryArray.from_arrays(pa.array(cats.astype(np.int32)), pa.array(names))
+    return pa.ListArray.from_arrays(pa.array(offsets), values.cast(pa.string()))
+
+
+def build_details(ctx: MetricContext) -> pa.Table:
+    """One row per caption: what every metric saw (for DuckDB queries)."""
+    rec, n = ctx.records, len(ctx.records)
+    caps, cats = ctx.mentioned_pairs
+    cols: dict[str, Any] = {
+        "caption_index": pa.array(np.arange(n, dtype=np.int64)),
+        "image_id": pa.array(ctx.caption_image, mask=~ctx.has_image),
+        "n_tokens": pa.array(rec.n_tokens),
+        "n_sentences": pa.array(rec.n_sentences),
+        "mentioned": _list_column(caps, cats, n, ctx.categories),
+    }
+    try:
+        h = ctx.hallucinated
+        hk = np.unique(ctx.mention_caption[h] * ctx.n_cat + rec.m_cat[h])
+        cols["hallucinated"] = _list_column(hk // ctx.n_cat, hk % ctx.n_cat, n, ctx.categories)
+        cols["chair_s"] = pa.array(caption_hallucinated(ctx), mask=~ctx.has_image)
+    except MetricSkipped:
+        cols["hallucinated"] = pa.nulls(n, pa.list_(pa.string()))
+        cols["chair_s"] = pa.nulls(n, pa.bool_())
+    cols["gender"] = pa.DictionaryArray.from_arrays(pa.array(rec.gender.astype(np.int8)),
+                                                    pa.array(list(GENDER_NAMES)))
+    try:
+        r = caption_recall(ctx)
+        cols["recall"] = pa.array(r, mask=np.isnan(r))
+    except MetricSkipped:
+        cols["recall"] = pa.nulls(n, pa.float64())
+    return pa.table(cols)
+
+
+def chair_words(captions: Sequence[str], image_ids: Sequence[int],
+                chair_gt: Mapping[int, frozenset[str]] | Mapping[int, set[str]],
+                mode: str = "reference") -> list[dict[str, Any]]:
+    """Per caption, the reference CHAIR script's word lists.
+
+    ``mscoco_generated_words``: category of every mention, in caption order;
+    ``mscoco_gt_words``: the image's ground truth; ``mscoco_hallucinated_words``:
+    ``[word, category]`` for mentions not in it; ``words``: the singularized
+    tokens after the double-word merge; ``metrics``: per-caption CHAIRs,
+    CHAIRi and the script's Recall (ground-truth coverage).
+    """
+    lex = get_lexicon(mode)
+    sg = singularize if mode == "reference" else singularize_corrected
+    out = []
+    for cap, iid in zip(captions, image_ids):
+        sents, _ = tokenize_caption(cap)
+        sing = [sg(t) for s in sents for t in s]
+        found = lex.find(sing)
+        gt = set(chair_gt.get(iid, ()))
+        gen = [lex.categories[c] for _, c, _ in found]
+        hall = [[lex.words[w], lex.categories[c]] for w, c, _ in found if lex.categories[c] not in gt]
+        covered = {g for g in gen if g in gt}
+        out.append({
+            "image_id": iid, "caption": cap,
+            "mscoco_hallucinated_words": hall,
+            "mscoco_gt_words": sorted(gt),
+            "mscoco_generated_words": gen,
+            "hallucination_idxs": [t for w, c, t in found if lex.categories[c] not in gt],
+            "words": [w for w, _ in lex.merge_words(sing)],
+            "metrics": {"CHAIRs": int(bool(hall)),
+                        "CHAIRi": len(hall) / len(gen) if gen else 0.0,
+                        "Recall": len(covered) / len(gt) if gt else 0.0},
+        })
+    return out

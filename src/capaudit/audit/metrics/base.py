@@ -1,0 +1,196 @@
+"""Metric registry, result type and the shared per-audit context.
+
+Why this shape: every metric is a pure function of (per-caption records,
+image ids, annotations) that returns *per-image sufficient statistics* and a
+``finalize`` function mapping summed statistics to the value. The engine
+then gets the point value from the column sums and the bootstrap interval
+over images from resampled column sums (:mod:`capaudit.audit.bootstrap`)
+without re-running the metric -- a ratio of sums bootstraps as a ratio of
+resampled sums. Metrics are registered by name (role ``metric``) so the CLI,
+reports and later issues can list and pick them.
+
+A metric whose annotations are missing raises :class:`MetricSkipped`; the
+engine records the reason instead of failing the whole audit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable
+
+import numpy as np
+
+from capaudit.core.registry import Registry
+from capaudit.io.annotations import Annotations
+from capaudit.text.records import CaptionRecords
+
+__all__ = ["METRICS", "MetricResult", "Estimate", "SparseStats", "MetricContext", "MetricSkipped",
+           "ratio"]
+
+METRICS: Registry = Registry("metric")
+
+
+class MetricSkipped(Exception):
+    """The metric cannot be computed on this input (the message says why)."""
+
+
+@dataclass
+class MetricResult:
+    """One metric on one caption set: value, sample size, 95% bootstrap interval."""
+
+    value: float | None
+    n: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    skipped: str | None = None   # reason, when the metric could not be computed
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "n": self.n, "ci": [self.ci_low, self.ci_high]}
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
+
+
+class SparseStats:
+    """Mostly-zero per-unit statistics in coordinate form (e.g. units x categories)."""
+
+    def __init__(self, units: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]):
+        order = np.lexsort((units, cols))  # group by column
+        self.units, self.cols = units[order], cols[order]
+        self.vals = np.asarray(vals, np.float64)[order]
+        self.shape = shape
+        self.ucols, self.starts = np.unique(self.cols, return_index=True)
+
+    def sum(self, axis: int = 0) -> np.ndarray:
+        assert axis == 0
+        return np.bincount(self.cols, weights=self.vals, minlength=self.shape[1])
+
+    def resampled_sums(self, counts: np.ndarray) -> np.ndarray:
+        """``counts @ stats`` for a block of draw counts [b, units] -> [b, k]."""
+        out = np.zeros((self.shape[1], len(counts)))
+        if len(self.units):
+            ct = np.ascontiguousarray(counts.T)  # row gathers are cache friendly
+            contrib = ct[self.units] * self.vals[:, None]
+            out[self.ucols] = np.add.reduceat(contrib, self.starts, axis=0)
+        return out.T
+
+
+@dataclass
+class Estimate:
+    """Per-unit sufficient statistics of a metric (rows = bootstrap units)."""
+
+    stats: np.ndarray | SparseStats                    # float64 [units, k]
+    finalize: Callable[[np.ndarray], np.ndarray]       # [..., k] column sums -> [...] values
+    n: int
+    extra: dict[str, Any] = field(default_factory=dict)
+    # custom bootstrap: f(counts [b, units]) -> values [b]; used instead of stats when set
+    boot: Callable[[np.ndarray], np.ndarray] | None = None
+    value: float | None = None                         # set when not a function of the sums
+    recentre: bool = False  # interval = bootstrap spread around the point value (biased statistics)
+
+
+def ratio(scale: float = 100.0) -> Callable[[np.ndarray], np.ndarray]:
+    """``finalize`` for a two-column (numerator, denominator) statistic."""
+    def fin(s: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return scale * s[..., 0] / s[..., 1]
+    return fin
+
+
+class MetricContext:
+    """Records + image ids + annotations, with the derived arrays metrics share.
+
+    Bootstrap units are images: captions with the same image id share a unit;
+    a caption without an image id is a unit of its own and is left out of
+    every metric that needs image annotations.
+    """
+
+    def __init__(self, records: CaptionRecords, image_ids: np.ndarray,
+                 annotations: Annotations | None, min_images: int = 10):
+        self.records = records
+        self.annotations = annotations or Annotations()
+        self.min_images = min_images
+        ids = np.asarray(image_ids, dtype=np.int64)        # -1 = no image id
+        self.caption_image = ids
+        self.has_image = ids >= 0
+        uniq, inv = np.unique(ids[self.has_image], return_inverse=True)
+        self.images = uniq                                   # unit k < len(uniq) -> image id
+        unit = np.empty(len(ids), np.int64)
+        unit[self.has_image] = inv
+        unit[~self.has_image] = len(uniq) + np.arange(int((~self.has_image).sum()))
+        self.unit = unit
+        self.n_units = len(uniq) + int((~self.has_image).sum())
+        self.categories = records.categories
+        self.n_cat = len(self.categories)
+
+    # ---- helpers -------------------------------------------------------
+    def per_unit(self, values: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
+        """Sum ``values`` (default 1) of captions (``mask``) per unit."""
+        unit = self.unit if mask is None else self.unit[mask]
+        if values is not None and mask is not None:
+            values = values[mask]
+        return np.bincount(unit, weights=values, minlength=self.n_units).astype(np.float64)
+
+    def _image_matrix(self, table: dict[int, frozenset[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Bool [units, categories] from ``{image_id: names}`` and a 'present' mask per unit."""
+        cat_ix = {c: i for i, c in enumerate(self.categories)}
+        C = self.n_cat
+        get = table.get
+        sets = [get(iid) for iid in self.images.tolist()]
+        present = np.zeros(self.n_units, dtype=bool)
+        present[:len(sets)] = [s is not None for s in sets]
+        flat = [u * C + cat_ix[name] for u, names in enumerate(sets) if names
+                for name in names if name in cat_ix]
+        mat = np.zeros(self.n_units * C, dtype=bool)
+        mat[np.asarray(flat, dtype=np.int64)] = True
+        return mat.reshape(self.n_units, C), present
+
+    @cached_property
+    def mention_caption(self) -> np.ndarray:
+        return self.records.mention_caption()
+
+    @cached_property
+    def mention_unit(self) -> np.ndarray:
+        return self.unit[self.mention_caption]
+
+    @cached_property
+    def chair_gt(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.annotations.chair_gt is None:
+            raise MetricSkipped("no CHAIR ground truth (give --chair-gt)")
+        return self._image_matrix(self.annotations.chair_gt)
+
+    @cached_property
+    def hallucinated(self) -> np.ndarray:
+        """Bool per mention: category not in the CHAIR ground truth of its image.
+
+        Images absent from the ground truth count as having none (the
+        reference's defaultdict), so all their mentions are hallucinated.
+        """
+        gt, _ = self.chair_gt
+        return ~gt[self.mention_unit, self.records.m_cat]
+
+    @cached_property
+    def instances(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.annotations.instances is None:
+            raise MetricSkipped("no instance annotations (give --instances)")
+        return self._image_matrix(self.annotations.instances)
+
+    @cached_property
+    def mentioned_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct (caption, category) pairs, sorted by caption then category."""
+        key = np.unique(self.mention_caption * self.n_cat + self.records.m_cat)
+        return key // self.n_cat, key % self.n_cat
+
+    @cached_property
+    def image_gender(self) -> np.ndarray:
+        """int8 per unit: 0 unlabelled, 1 male, 2 female."""
+        if not self.annotations.gender:
+            raise MetricSkipped("no image gender labels (give --demographics)")
+        code = {"male": 1, "female": 2}
+        g = self.annotations.gender
+        out = np.zeros(self.n_units, np.int8)
+        for u, iid in enumerate(self.images.tolist()):
+            out[u] = code.get(g.get(iid), 0)
+        return out

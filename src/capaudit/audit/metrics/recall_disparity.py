@@ -1,0 +1,70 @@
+"""Recall disparity between images of men and of women (Hall et al. 2023).
+
+For each category j present (instance annotations) in at least
+``min_images`` images labelled male *and* in at least ``min_images``
+labelled female, recall_g(j) = captions of such images of gender g that
+mention j / captions of those images. The value is the mean over those m
+categories of |recall_man(j) - recall_woman(j)| x 100; ``extra`` keeps m and
+the per-category table (with the signed man - woman difference).
+
+The category set is fixed on the full sample; bootstrap resamples recompute
+the per-category recalls from resampled sums (categories empty in a resample
+are left out of that resample's mean).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, MetricSkipped, SparseStats
+
+__all__ = ["recall_disparity"]
+
+
+@METRICS.register("recall_disparity", version="1")
+def recall_disparity(ctx: MetricContext) -> Estimate:
+    """Mean |recall(man) - recall(woman)| over categories seen with both genders."""
+    inst, _ = ctx.instances
+    g_unit = ctx.image_gender
+    C = ctx.n_cat
+    n_img = np.stack([inst[g_unit == 1].sum(0), inst[g_unit == 2].sum(0)])  # [2, C]
+    keep = np.flatnonzero((n_img >= ctx.min_images).all(axis=0))
+    if len(keep) == 0:
+        raise MetricSkipped(f"no category in >= {ctx.min_images} images of both genders "
+                            "(lower --min-images)")
+    k = len(keep)
+    pos = np.full(C, -1)
+    pos[keep] = np.arange(k)
+    n_caps = ctx.per_unit()  # captions per unit
+    # denominators: captions of labelled units, for each kept instance category
+    du, dc = np.nonzero(inst[:, keep] & (g_unit > 0)[:, None])
+    den_col = dc + np.where(g_unit[du] == 1, k, 3 * k)
+    # hits: captions mentioning j, where j is a kept instance category of their unit
+    caps, cats = ctx.mentioned_pairs
+    u = ctx.unit[caps]
+    ok = (pos[cats] >= 0) & (g_unit[u] > 0) & inst[u, cats]
+    u, j = u[ok], pos[cats[ok]]
+    hit_col = j + np.where(g_unit[u] == 1, 0, 2 * k)
+    stats = SparseStats(np.concatenate([du, u]), np.concatenate([den_col, hit_col]),
+                        np.concatenate([n_caps[du], np.ones(len(u))]), (ctx.n_units, 4 * k))
+    # columns: hit_man [0,k), den_man [k,2k), hit_woman [2k,3k), den_woman [3k,4k)
+
+    def fin(s: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rm = s[..., 0:k] / s[..., k:2 * k]
+            rw = s[..., 2 * k:3 * k] / s[..., 3 * k:4 * k]
+            d = np.abs(rm - rw)
+            cnt = (~np.isnan(d)).sum(axis=-1)
+            return 100 * np.where(cnt > 0, np.nansum(d, axis=-1) / np.maximum(cnt, 1), np.nan)
+
+    tot = stats.sum(axis=0)  # hits and captions per column
+    table = []
+    for i, j in enumerate(keep):
+        rm = tot[i] / tot[k + i]
+        rw = tot[2 * k + i] / tot[3 * k + i]
+        table.append({"category": ctx.categories[j], "images_man": int(n_img[0, j]),
+                      "images_woman": int(n_img[1, j]), "captions_man": int(tot[k + i]),
+                      "captions_woman": int(tot[3 * k + i]), "recall_man": 100 * rm,
+                      "recall_woman": 100 * rw, "diff_man_minus_woman": 100 * (rm - rw)})
+    n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
+    return Estimate(stats, fin, n, {"m": k, "min_images": ctx.min_images, "per_category": table})

@@ -1,0 +1,90 @@
+"""The tokenizer fast path must equal NLTK (untrained Punkt + NLTK word tokenizer) exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from capaudit.text.tokenize import (fast_tokenize_caption, nltk_line_tokens, nltk_tokenize_sentences,
+                                    tokenize, tokenize_caption)
+
+SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
+DATA = SHARED / "data"
+needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} "
+                                  "(set CAPAUDIT_SHARED)")
+
+
+def _slow(text: str):
+    return nltk_tokenize_sentences(text), nltk_line_tokens(text)
+
+
+def _all_shared_captions() -> list[str]:
+    caps: dict[str, None] = {}
+    for f in sorted((DATA / "captioners").glob("*.jsonl")):
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                caps[json.loads(line)["caption"]] = None
+    coco = json.loads((DATA / "coco2014" / "captions_val2014_subset.json").read_text(encoding="utf-8"))
+    for a in coco["annotations"]:
+        caps[a["caption"]] = None
+    return list(caps)
+
+
+@needs_shared
+def test_fast_path_equals_nltk_on_every_shared_caption():
+    caps = _all_shared_captions()
+    assert len(caps) > 40_000
+    n_fast = 0
+    for cap in caps:
+        text = cap.lower()
+        fast = fast_tokenize_caption(text)
+        if fast is not None:
+            n_fast += 1
+            assert fast == _slow(text), cap
+    assert n_fast / len(caps) > 0.98  # the fast path must actually be the common path
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fast_path_equals_nltk_on_random_text(seed):
+    rng = random.Random(seed)
+    pieces = ("a man dog's dogs table. it 's , . < > <unk> - x-ray 3 10 a. the bus ties st. "
+              "mr. gonna 's, '' s 'st cannot don't can't n't they're i'm he'd you'll 'll o'neil "
+              "10:30 a: b; c& $5 50% #1 @home (a) [b] {c} ) ( ] a/b :: ,: x). y) a.) 'n't "
+              "rock'n'roll").split(" ") + [" ", "  ", "\t", "\n", ". ", ", ", "'s ", ": ", ". )", ".\n"]
+    checked = 0
+    for _ in range(4000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        if rng.random() < 0.5:
+            text = text.replace(" .", ".")
+        if rng.random() < 0.2:
+            text = text.replace(" ", "")
+        fast = fast_tokenize_caption(text)
+        if fast is not None:
+            checked += 1
+            assert fast == _slow(text), repr(text)
+    assert checked > 500
+
+
+@pytest.mark.parametrize("caption, sentences, line", [
+    ("A dog.", [["a", "dog", "."]], ["a", "dog", "."]),
+    ("A sign. The cake", [["a", "sign", "."], ["the", "cake"]], ["a", "sign.", "the", "cake"]),
+    ("the child's cake, on a table .", [["the", "child", "'s", "cake", ",", "on", "a", "table", "."]],
+     ["the", "child", "'s", "cake", ",", "on", "a", "table", "."]),
+    ("a <unk> on it 's back", [["a", "<", "unk", ">", "on", "it", "'s", "back"]],
+     ["a", "<", "unk", ">", "on", "it", "'s", "back"]),
+    ("", [], []),
+])
+def test_known_cases(caption, sentences, line):
+    assert tokenize_caption(caption) == (sentences, line)
+    assert tokenize(caption) == [t for s in sentences for t in s]
+
+
+def test_unusual_text_falls_back_to_nltk():
+    for text in ["he cannot go", "1,000 dogs.", "a dog... a cat", "what? no!", "“quoted” text",
+                 'a "stop" sign', "at 10:30", "a. b"]:
+        assert fast_tokenize_caption(text) is None
+        assert tokenize_caption(text) == _slow(text)
