@@ -1,0 +1,214 @@
+"""LIC over seeds: LIC_M (captions under test), LIC_D (human captions), LIC = LIC_M - LIC_D.
+
+Why seeds: the balanced split and the classifier's initialisation make one
+LIC value noisy (a few points between seeds on 662 test captions), so the
+reference reports mean and std over 10 seeds; we return every seed's value
+beside the mean.
+
+Why one image set: when human captions are given, LIC_M and LIC_D are both
+computed on the labelled images that have a model caption *and* human captions
+(``common_images``), with the same split per seed, so that their difference
+measures the captions and not the image sample. Without human captions LIC_M
+uses every labelled image of the caption set (as the published LIC_M table).
+
+LIC_D trains one classifier per human caption index (COCO has 5 captions per
+image) and averages them; with ``align_vocab`` human words the model never
+produces become ``<unk>`` (the model vocabulary is every masked token of the
+model's captions), as in the reference.
+
+Caching: each seed's result is stored under a key that hashes the ordered
+model captions, the human captions, the labels of the images used, the full
+classifier config, the attribute, the options and the seed; a rerun with the
+same inputs trains nothing. ``cache`` is any object with ``get(key) -> dict |
+None`` and ``put(key, value: dict)``.
+
+std is the population standard deviation (ddof=0) over seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+from typing import Any, Mapping, Protocol, Sequence
+
+from capaudit.core.registry import Registry
+from capaudit.errors import InputError, require
+
+from capaudit.audit.lic.masking import ATTRIBUTES, mask_tokens, tokenize
+from capaudit.audit.lic.split import balanced_split
+
+DEFAULT_SEEDS = (0, 12, 456, 789, 100, 200, 300, 400, 500, 1234)
+CACHE_VERSION = "lic-v1"
+
+CLASSIFIERS: Registry = Registry("lic classifier")
+CLASSIFIERS.register("lstm", "capaudit.audit.lic.lstm:LSTMClassifier", version="1", extra="ml",
+                     description="reference-faithful 2-layer BiLSTM (Hirota et al. 2022)")
+CLASSIFIERS.register("transformer", "capaudit.audit.lic.transformer:TransformerClassifier",
+                     version="1", extra="ml",
+                     description="fine-tuned local encoder (default: packaged MiniLM-L6)")
+
+
+class Cache(Protocol):
+    def get(self, key: str) -> dict | None: ...
+    def put(self, key: str, value: dict) -> None: ...
+
+
+def fingerprint(obj: Any) -> str:
+    """sha256 of the canonical JSON of ``obj`` (dict keys as given: order is part of the data)."""
+    h = hashlib.sha256()
+    h.update(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+    return h.hexdigest()
+
+
+def resolve_device(device: str = "auto") -> str:
+    torch = require("torch", "ml", "LIC classifiers")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"device '{device}' requested but no CUDA GPU is available", fix="use --device cpu")
+    return device
+
+
+def summarize(values: Mapping[int, float]) -> dict:
+    """{"value": mean, "std": population std, "seeds": {seed: value}}."""
+    vals = list(values.values())
+    return {"value": statistics.fmean(vals) if vals else None,
+            "std": statistics.pstdev(vals) if len(vals) > 1 else 0.0 if vals else None,
+            "seeds": {int(k): v for k, v in values.items()}}
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    import sys
+
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    quiet = not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS")
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                    transient=False, disable=quiet)
+
+
+def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
+            human_captions: Mapping[int, Sequence[str]] | None = None, classifier: str = "lstm",
+            seeds: Sequence[int] = DEFAULT_SEEDS, epochs: int | None = None, device: str = "auto",
+            cache: Cache | None = None, progress: bool = True, *, attribute: str = "gender",
+            align_vocab: bool = True, test_ratio: float = 0.1, common_images: bool = True,
+            classifier_options: Mapping[str, Any] | None = None, threads: int | None = None) -> dict:
+    """LIC_M, LIC_D and LIC over ``seeds``.
+
+    ``model_captions``: image id -> caption (order matters: it fixes the split);
+    ``labels``: image id -> class (male/female, or light/dark for ``attribute=
+    "skin_tone"``); ``human_captions``: image id -> list of human captions.
+    ``epochs=None`` uses the classifier's reference default (LSTM 20, transformer 5).
+    Returns ``{"lic_m", "lic_d", "lic"}`` (each ``{"value", "std", "seeds"}``;
+    ``lic_d``/``lic`` are None without human captions) plus ``n_images``,
+    ``config`` and per-seed ``details``.
+    """
+    if attribute not in ATTRIBUTES:
+        raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
+    c0, c1, words, word_token = ATTRIBUTES[attribute]
+    if not seeds:
+        raise InputError("no seeds given", fix="use --seeds N with N >= 1")
+    torch = require("torch", "ml", "LIC classifiers")
+    device = resolve_device(device)
+    if device == "cpu":
+        torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+
+    images = [i for i in model_captions if labels.get(i) in (c0, c1)]
+    n_idx = 0
+    if human_captions is not None:
+        if common_images:
+            images = [i for i in images if human_captions.get(i)]
+        counts = [len(human_captions.get(i) or ()) for i in images]
+        n_idx = min(5, min(counts)) if counts and min(counts) > 0 else 0
+        if n_idx == 0:
+            raise InputError("the human captions cover none of the labelled images of the caption set",
+                             fix="pass human captions of the same images (COCO image ids)")
+    if not images:
+        raise InputError(f"no caption has an image labelled {c0}/{c1}",
+                         fix="check the demographics file and the image ids")
+
+    clf = CLASSIFIERS.get(classifier)(device=device, **dict(classifier_options or {}))
+    mtok = clf.mask_token or word_token
+    tok_m = {i: mask_tokens(tokenize(model_captions[i]), mtok, words) for i in images}
+    keep = None
+    if human_captions is not None and align_vocab:
+        keep = {t for i in model_captions for t in mask_tokens(tokenize(model_captions[i]), mtok, words)}
+        keep.add(mtok)
+
+    config = {"version": CACHE_VERSION, "classifier": clf.config(), "attribute": attribute,
+              "epochs": epochs if epochs is not None else clf.default_epochs,
+              "test_ratio": test_ratio, "align_vocab": align_vocab, "human_captions_per_image": n_idx,
+              "common_images": common_images}
+    fp_m = fingerprint([[i, model_captions[i]] for i in model_captions])
+    fp_h = None if human_captions is None else fingerprint(
+        [[i, list(human_captions[i])] for i in images])
+    fp_l = fingerprint([[i, labels[i]] for i in images])
+
+    details: dict[int, dict] = {}
+    bar = _progress(progress)
+    if bar is not None:
+        bar.start()
+    try:
+        seed_task = bar.add_task(f"LIC {classifier} seeds", total=len(seeds)) if bar else None
+        for seed in seeds:
+            key = "lic:" + fingerprint({"m": fp_m, "h": fp_h, "l": fp_l, "config": config, "seed": int(seed)})
+            hit = cache.get(key) if cache is not None else None
+            if hit is not None:
+                details[int(seed)] = dict(hit) | {"cached": True}
+            else:
+                details[int(seed)] = _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions,
+                                               n_idx, keep, mtok, words, int(seed), epochs, test_ratio, bar)
+                if cache is not None:
+                    cache.put(key, details[int(seed)])
+                details[int(seed)] = details[int(seed)] | {"cached": False}
+            if bar:
+                bar.advance(seed_task)
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    lic_m = summarize({s: d["lic_m"] for s, d in details.items()})
+    out = {"lic_m": lic_m, "lic_d": None, "lic": None, "n_images": len(images), "config": config,
+           "details": details}
+    if human_captions is not None:
+        out["lic_d"] = summarize({s: d["lic_d"] for s, d in details.items()})
+        out["lic"] = summarize({s: d["lic_m"] - d["lic_d"] for s, d in details.items()})
+    return out
+
+
+def _one_seed(clf, images, labels, classes, tok_m, human, n_idx, keep, mtok, words, seed, epochs,
+              test_ratio, bar) -> dict:
+    """Train LIC_M's classifier and, with human captions, one per caption index for LIC_D."""
+    t0 = time.perf_counter()
+    split = balanced_split(images, labels, classes, seed, test_ratio)
+
+    def fit(tokens: Mapping[int, list[str]], what: str) -> dict:
+        task = bar.add_task(f"  seed {seed} {what}", total=epochs or clf.default_epochs) if bar else None
+        cb = (lambda e, n: bar.update(task, completed=e)) if bar else None
+        res = clf.fit_score([tokens[i] for i in split.train], split.train_labels,
+                            [tokens[i] for i in split.test], split.test_labels,
+                            seed=seed, epochs=epochs, on_epoch=cb)
+        if bar:
+            bar.remove_task(task)
+        return res
+
+    m = fit(tok_m, "LIC_M")
+    out = {"lic_m": m["score"], "accuracy_m": m["accuracy"], "n_train": m["n_train"],
+           "n_test": m["n_test"], "lic_d": None, "lic_d_per_caption": None}
+    if human is not None:
+        per = []
+        for k in range(n_idx):
+            tok_d = {i: mask_tokens(tokenize(human[i][k]), mtok, words, keep=keep,
+                                    unk_token=clf.unk_token) for i in images}
+            per.append(fit(tok_d, f"LIC_D caption {k + 1}/{n_idx}")["score"])
+        out["lic_d_per_caption"] = per
+        out["lic_d"] = statistics.fmean(per)
+    out["seconds"] = time.perf_counter() - t0
+    return out
