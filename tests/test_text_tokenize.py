@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from capaudit.text.tokenize import (fast_tokenize_caption, nltk_line_tokens, nltk_tokenize_sentences,
-                                    tokenize, tokenize_caption)
+                                    segmented_tokenize_caption, tokenize, tokenize_caption)
 
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
 DATA = SHARED / "data"
@@ -54,7 +54,8 @@ def test_fast_path_equals_nltk_on_random_text(seed):
     pieces = ("a man dog's dogs table. it 's , . < > <unk> - x-ray 3 10 a. the bus ties st. "
               "mr. gonna 's, '' s 'st cannot don't can't n't they're i'm he'd you'll 'll o'neil "
               "10:30 a: b; c& $5 50% #1 @home (a) [b] {c} ) ( ] a/b :: ,: x). y) a.) 'n't "
-              "rock'n'roll").split(" ") + [" ", "  ", "\t", "\n", ". ", ", ", "'s ", ": ", ". )", ".\n"]
+              "rock'n'roll woman's man's. n's van'd ten'll won're can've n'").split(" ") \
+        + [" ", "  ", "\t", "\n", ". ", ", ", "'s ", ": ", ". )", ".\n"]
     checked = 0
     for _ in range(4000):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
@@ -88,3 +89,87 @@ def test_unusual_text_falls_back_to_nltk():
                  'a "stop" sign', "at 10:30", "a. b"]:
         assert fast_tokenize_caption(text) is None
         assert tokenize_caption(text) == _slow(text)
+
+
+def _coco_captions() -> list[str]:
+    coco = json.loads((DATA / "coco2014" / "captions_val2014_subset.json").read_text(encoding="utf-8"))
+    return [a["caption"].strip() for a in coco["annotations"]]
+
+
+def _long_captions(n: int, target_tokens: int = 170) -> list[str]:
+    """ShareGPT4V-length captions joined from COCO captions, as ``benchmarks/bench_audit.py`` makes them."""
+    caps = _coco_captions()
+    lens = [len(c.split()) + 1 for c in caps]
+    m, out = len(caps), []
+    for i in range(n):
+        j, parts, tok = (i * 7919) % m, [], 0
+        while tok < target_tokens:
+            parts.append(caps[j] if caps[j].endswith(".") else caps[j] + ".")
+            tok += lens[j]
+            j = (j + 1) % m
+        out.append(" ".join(parts))
+    return out
+
+
+@needs_shared
+def test_long_joined_captions_equal_nltk():
+    """Benchmark-style long captions: every one off the fast path (quotes, '?', '3.5', ...) goes
+    segment by segment and must equal NLTK on the whole caption; a sample of the rest too."""
+    caps = _long_captions(4000)
+    slow = [c for c in caps if fast_tokenize_caption(c.lower()) is None]
+    assert len(slow) > 300
+    n_seg = 0
+    for cap in slow:
+        text = cap.lower()
+        seg = segmented_tokenize_caption(cap)
+        if seg is not None:
+            n_seg += 1
+        assert tokenize_caption(cap) == _slow(text), cap
+    assert n_seg / len(slow) > 0.95  # the segment-wise path is what long captions take
+    for cap in caps[:600]:
+        assert tokenize_caption(cap) == _slow(cap.lower()), cap
+
+
+@needs_shared
+@pytest.mark.parametrize("seed", [0, 1])
+def test_segmented_path_equals_nltk_on_random_joins(seed):
+    """Random joins of shared captions (the unusual ones over-represented) with varied
+    separators and endings: wherever a safe boundary exists, segments == whole caption."""
+    rng = random.Random(seed)
+    caps = _coco_captions() + _all_shared_captions()[:20000]
+    odd = [c for c in caps if fast_tokenize_caption(c.lower()) is None]
+    seps = [" ", "  ", "\n", " \t", ". ", ".  ", "! ", "? ", ", ", "\" ", " '", ") "]
+    checked = 0
+    for _ in range(600):
+        parts = [rng.choice(odd if rng.random() < 0.5 else caps) for _ in range(rng.randint(2, 7))]
+        text = parts[0]
+        for p in parts[1:]:
+            text += rng.choice(seps) + p
+        if rng.random() < 0.3:
+            text += rng.choice([".", " .", "?", ".\"", ""])
+        seg = segmented_tokenize_caption(text)
+        if seg is not None:
+            checked += 1
+            assert seg == _slow(text.lower()), repr(text)
+    assert checked > 200
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_segmented_path_equals_nltk_on_random_text(seed):
+    rng = random.Random(seed)
+    pieces = ("a man dog's dogs table. it 's , . < > <unk> - x-ray 3 10 a. the bus ties st. "
+              "mr. gonna wanna 's, '' s 'st cannot don't can't n't they're i'm he'd you'll 'll o'neil "
+              "10:30 a: b; c& $5 50% #1 @home (a) [b] {c} ) ( ] a/b :: ,: x). y) a.) 'n't "
+              "rock'n'roll woman's man's. n's \" `` ? ! ... -- 3.5 u.s. what? “q” ‘a’ dog.\" "
+              "sign.' wanna. ok.").split(" ")
+    pieces += [" ", "  ", "\t", "\n", ". ", "word. ", "dogs.  ", "it. 3 ", "sign.\n"]
+    checked = 0
+    for _ in range(3000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 24)))
+        if rng.random() < 0.3:
+            text = text.replace(" .", ".")
+        seg = segmented_tokenize_caption(text)
+        if seg is not None:
+            checked += 1
+            assert seg == _slow(text.lower()), repr(text)
+    assert checked > 500

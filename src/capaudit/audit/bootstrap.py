@@ -8,43 +8,76 @@ comes along (a caption without an image id is its own unit).
 Why sufficient statistics: each metric gives per-image column sums
 (:class:`~capaudit.audit.metrics.base.Estimate`). A resample is a vector of
 draw counts ``c`` (how often each image was drawn), and the resampled column
-sums are ``c @ stats`` -- one matrix product for all dense metrics at once
-(a gather for sparse ones such as the per-category recall table), in blocks
-of resamples so memory stays bounded (~16 MB of counts per block). Every
-metric sees the same resamples (paired intervals). Metrics that are not sums
-(the vocabulary) get the count matrix itself (``Estimate.boot``).
+sums are ``c @ stats``. For a block of ``b`` resamples the counts are drawn
+once as a ``[b, units]`` matrix (uniform integers, then one ``bincount`` per
+row -- exactly the multinomial(n, 1/n) of "draw n images with replacement"),
+and then:
 
-Each block has its own seed spawned from ``seed``, so the intervals are the
-same whether the blocks run in this process or on ``workers`` forked
-processes. Intervals are percentile intervals (2.5th and 97.5th), except for
-estimates flagged ``recentre`` (the vocabulary: a resample holds only ~63% of
-the distinct images, so distinct-token counts are biased low), whose interval
-is the bootstrap spread around the median moved onto the point value.
+* every dense metric at once: one BLAS product ``counts @ stacked`` against
+  the concatenated per-unit statistics (float64, so resampled sums are exact
+  up to rounding of the last bit);
+* sparse statistics (the per-category recall table of ``recall_disparity``,
+  non-zero only on images of labelled gender): a gather of the few columns
+  that are non-zero and one ``scipy.sparse`` product
+  (:meth:`~capaudit.audit.metrics.base.SparseStats.resampled_sums`);
+* metrics that are not sums (the vocabulary) get the count matrix itself
+  (``Estimate.boot``).
+
+Blocks hold ~2M counts (16 MB) so memory is bounded whatever the input size,
+and independent blocks run on ``workers`` threads (random generation,
+``bincount``, BLAS and the sparse product all release the GIL). Every metric
+sees the same resamples (paired intervals).
+
+Determinism: block sizes depend only on ``n_units`` and ``n_boot``, and each
+block draws from its own generator spawned from ``seed``
+(``SeedSequence(seed).spawn``), so the intervals are identical for any number
+of workers. ``tests/test_metrics_bootstrap.py`` checks them against a plain
+resample-the-images loop with the same generators.
+
+Intervals are percentile intervals (2.5th and 97.5th), except for estimates
+flagged ``recentre`` (biased statistics: the vocabulary, where a resample
+holds only ~63% of the distinct images, and ``recall_disparity``, a mean of
+absolute differences, biased upward), whose interval is the bootstrap spread
+around its median moved onto the point value.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Mapping
 
 import numpy as np
 
 from capaudit.audit.metrics.base import Estimate, SparseStats
 
-__all__ = ["resample_counts", "bootstrap_intervals"]
+__all__ = ["resample_counts", "bootstrap_intervals", "block_seeds", "block_sizes"]
 
 BLOCK_ELEMS = 2_000_000      # counts held per block (resamples x units)
-PARALLEL_MIN = 4_000_000     # resamples x units below which a pool is not worth starting
+PARALLEL_MIN = 1_000_000     # resamples x units below which threads are not worth starting
 
 
 def resample_counts(n_units: int, b: int, seed) -> np.ndarray:
-    """Draw counts, float64 [b, n_units]: how often each unit is drawn in each resample."""
+    """Draw counts, float64 [b, n_units]: how often each unit is drawn in each resample.
+
+    Row ``r`` is the bincount of ``n_units`` uniform draws (row ``r`` of
+    ``default_rng(seed).integers(0, n_units, (b, n_units))``).
+    """
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_units, size=(b, n_units))
     counts = np.empty((b, n_units), np.float64)
-    for r in range(b):  # row-wise bincount: cache friendly, ~2x faster than one big one
-        counts[r] = np.bincount(draws[r], minlength=n_units)
+    for r in range(b):  # row by row: the draws stay in cache (same stream as one (b, n) call)
+        counts[r] = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
     return counts
+
+
+def block_sizes(n_units: int, n_boot: int) -> list[int]:
+    """Resamples per block (depends only on the input size, never on workers)."""
+    block = max(1, min(n_boot, BLOCK_ELEMS // max(n_units, 1)))
+    return [min(block, n_boot - s) for s in range(0, n_boot, block)]
+
+
+def block_seeds(seed: int, n_blocks: int) -> list[np.random.SeedSequence]:
+    return np.random.SeedSequence(seed).spawn(n_blocks)
 
 
 class _Plan:
@@ -59,17 +92,18 @@ class _Plan:
         self.dense = [k for k in names if k not in self.custom and k not in self.sparse]
         widths = [estimates[k].stats.shape[1] for k in self.dense]
         self.edges = np.concatenate([[0], np.cumsum(widths)]).astype(int)
-        self.stacked = (np.concatenate([estimates[k].stats for k in self.dense], axis=1)
-                        if self.dense else None)
+        self.stacked = (np.ascontiguousarray(np.concatenate(
+            [np.asarray(estimates[k].stats, np.float64) for k in self.dense], axis=1))
+            if self.dense and self.edges[-1] > 0 else None)
 
     def run(self, job: tuple[int, object]) -> dict[str, np.ndarray]:
         b, seed = job
         counts = resample_counts(self.n_units, b, seed)
         out: dict[str, np.ndarray] = {}
-        if self.stacked is not None:
-            sums = counts @ self.stacked
-            for i, k in enumerate(self.dense):
-                out[k] = self.estimates[k].finalize(sums[:, self.edges[i]:self.edges[i + 1]])
+        sums = counts @ self.stacked if self.stacked is not None else np.zeros((b, 0))
+        for i, k in enumerate(self.dense):
+            out[k] = np.asarray(self.estimates[k].finalize(sums[:, self.edges[i]:self.edges[i + 1]]),
+                                dtype=np.float64)
         for k in self.sparse:
             out[k] = self.estimates[k].finalize(self.estimates[k].stats.resampled_sums(counts))
         for k in self.custom:
@@ -77,44 +111,55 @@ class _Plan:
         return out
 
 
-_PLAN: _Plan | None = None  # read by forked workers
+def interval(values: np.ndarray, point: float | None, recentre: bool = False,
+             level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile interval of bootstrap ``values`` (NaNs dropped), or re-centred on ``point``."""
+    v = values[~np.isnan(values)]
+    if len(v) == 0:
+        return None, None
+    alpha = (1 - level) / 2
+    lo, med, hi = np.quantile(v, [alpha, 0.5, 1 - alpha])
+    if recentre and point is not None and not np.isnan(point):
+        lo, hi = point - (med - lo), point + (hi - med)
+    return float(lo), float(hi)
 
 
-def _run_block(job):
-    return _PLAN.run(job)
+def _single_threaded_blas():
+    """The products are skinny ([b, units] x [units, ~10]): BLAS threads only
+    spin against each other and against our block threads, so use one."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
+                     seed: int = 0, workers: int = 1) -> dict[str, np.ndarray]:
+    """``{name: values [n_boot]}``: every metric on the same ``n_boot`` resamples of units."""
+    plan = _Plan(estimates, n_units)
+    sizes = block_sizes(n_units, n_boot)
+    jobs = list(zip(sizes, block_seeds(seed, len(sizes))))
+    with _single_threaded_blas():
+        if workers > 1 and len(jobs) > 1 and n_boot * n_units >= PARALLEL_MIN:
+            with ThreadPoolExecutor(min(workers, len(jobs))) as ex:
+                parts = list(ex.map(plan.run, jobs))  # in block order: deterministic
+        else:
+            parts = [plan.run(j) for j in jobs]
+    return {k: np.concatenate([p[k] for p in parts]) for k in estimates}
 
 
 def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
                         seed: int = 0, level: float = 0.95, workers: int = 1
                         ) -> dict[str, tuple[float | None, float | None]]:
-    """``{name: (low, high)}`` percentile intervals for every estimate."""
-    global _PLAN
+    """``{name: (low, high)}`` 95% intervals for every estimate (see the module docstring)."""
     if n_boot <= 0 or n_units == 0 or not estimates:
         return {k: (None, None) for k in estimates}
-    plan = _Plan(estimates, n_units)
-    block = max(1, min(n_boot, BLOCK_ELEMS // n_units))
-    sizes = [min(block, n_boot - s) for s in range(0, n_boot, block)]
-    jobs = list(zip(sizes, np.random.SeedSequence(seed).spawn(len(sizes))))
-    if workers > 1 and len(jobs) > 1 and n_boot * n_units >= PARALLEL_MIN:
-        _PLAN = plan
-        try:
-            with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:
-                parts = pool.map(_run_block, jobs)
-        finally:
-            _PLAN = None
-    else:
-        parts = [plan.run(j) for j in jobs]
-    alpha = (1 - level) / 2
+    vals = bootstrap_values(estimates, n_units, n_boot, seed, workers)
     out: dict[str, tuple[float | None, float | None]] = {}
-    for k in estimates:
-        v = np.concatenate([p[k] for p in parts])
-        v = v[~np.isnan(v)]
-        if len(v) == 0:
-            out[k] = (None, None)
-        else:
-            lo, med, hi = np.quantile(v, [alpha, 0.5, 1 - alpha])
-            est = estimates[k]
-            if est.recentre and est.value is not None:
-                lo, hi = est.value - (med - lo), est.value + (hi - med)
-            out[k] = (float(lo), float(hi))
+    for k, est in estimates.items():
+        point = est.value
+        if point is None and est.recentre:
+            point = float(est.finalize(est.stats.sum(axis=0)))
+        out[k] = interval(vals[k], point, est.recentre, level)
     return out

@@ -25,8 +25,10 @@ all the vocabulary bootstrap needs (see :mod:`capaudit.audit.bootstrap`).
 from __future__ import annotations
 
 import gc
+import importlib
 import multiprocessing as mp
 from bisect import bisect_right
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -35,8 +37,12 @@ import numpy as np
 from capaudit.text.gender import gender_code
 from capaudit.text.objects import get_lexicon
 from capaudit.text.singularize import SINGULAR_CACHE, singularize, singularize_corrected
-from capaudit.text import tokenize as _tok
 from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
+
+# the module, not the ``tokenize`` function that ``capaudit.text`` re-exports under the same
+# name (``from capaudit.text import tokenize`` would give the function, and setting
+# ``_DEFER`` on it would silently do nothing: every worker would import NLTK itself)
+_tok = importlib.import_module("capaudit.text.tokenize")
 
 __all__ = ["CaptionRecords", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
 
@@ -231,13 +237,42 @@ def build_records(captions: Sequence[str], mode: str = "reference", workers: int
     if workers <= 1 or len(jobs) <= 1:
         parts = [_process_chunk(j) for j in jobs]
     else:
-        parts = _run_pool(_deferring_chunk, jobs, workers)
+        parts = _learn(_run_pool(_deferring_chunk, jobs, workers))
         redo = [i for i, p in enumerate(parts) if p is None]
         if redo:  # some caption needs NLTK: import it once here, workers inherit it
             load_nltk()
-            for i, p in zip(redo, _run_pool(_process_chunk, [jobs[i] for i in redo], workers)):
+            for i, p in zip(redo, _learn(_run_pool(_worker_chunk, [jobs[i] for i in redo], workers))):
                 parts[i] = p
     return _expand(CaptionRecords.concat(parts, mode), inv, mult)
+
+
+def _worker_chunk(job: tuple) -> tuple[CaptionRecords, dict[str, dict[str, str]]]:
+    """Worker entry: the chunk's records plus the singular forms this worker computed.
+
+    Singularizing a token the first time runs TextBlob's regex rules (tens of
+    microseconds); forked workers would lose what they learnt at exit, so every
+    later call (the next ``audit_stream`` chunk, the next caption set) would
+    pay again. They send the new cache entries back instead (:func:`_learn`).
+    """
+    marks = {m: len(c) for m, c in SINGULAR_CACHE.items()}
+    rec = _process_chunk(job)
+    return rec, {m: dict(islice(c.items(), marks[m], None)) for m, c in SINGULAR_CACHE.items()}
+
+
+def _learn(results: list) -> list[CaptionRecords | None]:
+    """Merge the workers' new singular forms into this process's cache; return the records."""
+    out = []
+    for r in results:
+        if r is None:
+            out.append(None)
+            continue
+        rec, news = r
+        for m, d in news.items():
+            cache = SINGULAR_CACHE[m]
+            for k, v in d.items():
+                cache.setdefault(k, v)  # a pure function of the token: same value everywhere
+        out.append(rec)
+    return out
 
 
 def _run_pool(fn, jobs: list, workers: int) -> list:
@@ -248,10 +283,10 @@ def _run_pool(fn, jobs: list, workers: int) -> list:
         return list(pool.imap(fn, jobs))
 
 
-def _deferring_chunk(job: tuple) -> CaptionRecords | None:
+def _deferring_chunk(job: tuple) -> tuple | None:
     """Worker entry: give the chunk back (None) rather than import NLTK in every worker."""
     _tok._DEFER = True
     try:
-        return _process_chunk(job)
+        return _worker_chunk(job)
     except SlowPathDeferred:
         return None

@@ -67,13 +67,37 @@ class SparseStats:
         assert axis == 0
         return np.bincount(self.cols, weights=self.vals, minlength=self.shape[1])
 
+    @cached_property
+    def _product(self):
+        """(non-zero units, their statistics) for :meth:`resampled_sums`.
+
+        A ``scipy.sparse`` CSR matrix [those units, k] when scipy is installed,
+        else ``None`` (numpy gather + ``reduceat`` fallback, same sums).
+        """
+        rows, inv = np.unique(self.units, return_inverse=True)
+        try:
+            import scipy.sparse as sp
+        except ImportError:  # pragma: no cover - scipy is optional
+            return rows, inv, None
+        mat = sp.csr_array((self.vals, (inv, self.cols)), shape=(len(rows), self.shape[1]))
+        mat.sum_duplicates()
+        return rows, inv, mat
+
     def resampled_sums(self, counts: np.ndarray) -> np.ndarray:
-        """``counts @ stats`` for a block of draw counts [b, units] -> [b, k]."""
+        """``counts @ stats`` for a block of draw counts [b, units] -> [b, k].
+
+        Only the units with a non-zero statistic are gathered (e.g. images of
+        labelled gender for the recall-disparity table), then one sparse product.
+        """
+        if not len(self.units):
+            return np.zeros((len(counts), self.shape[1]))
+        rows, inv, mat = self._product
+        sub = counts[:, rows]
+        if mat is not None:
+            return np.asarray(sub @ mat, dtype=np.float64)
         out = np.zeros((self.shape[1], len(counts)))
-        if len(self.units):
-            ct = np.ascontiguousarray(counts.T)  # row gathers are cache friendly
-            contrib = ct[self.units] * self.vals[:, None]
-            out[self.ucols] = np.add.reduceat(contrib, self.starts, axis=0)
+        contrib = np.ascontiguousarray(sub.T)[inv] * self.vals[:, None]
+        out[self.ucols] = np.add.reduceat(contrib, self.starts, axis=0)
         return out.T
 
 
@@ -124,6 +148,7 @@ class MetricContext:
         self.n_units = len(uniq) + int((~self.has_image).sum())
         self.categories = records.categories
         self.n_cat = len(self.categories)
+        self.unit = unit.astype(self.index_dtype, copy=False)
 
     # ---- helpers -------------------------------------------------------
     def per_unit(self, values: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
@@ -148,12 +173,20 @@ class MetricContext:
         return mat.reshape(self.n_units, C), present
 
     @cached_property
+    def index_dtype(self) -> type:
+        """int32 for per-mention indices (caption, unit, caption x category keys) when they
+        fit: halves the largest arrays of an audit of long captions; int64 otherwise."""
+        big = (len(self.records) + 1) * max(self.n_cat, 1)
+        return np.int32 if max(big, self.n_units) < 2 ** 31 - 1 else np.int64
+
+    @cached_property
     def mention_caption(self) -> np.ndarray:
-        return self.records.mention_caption()
+        dt = self.index_dtype
+        return np.repeat(np.arange(len(self.records), dtype=dt), np.diff(self.records.m_offsets))
 
     @cached_property
     def mention_unit(self) -> np.ndarray:
-        return self.unit[self.mention_caption]
+        return self.unit[self.mention_caption].astype(self.index_dtype, copy=False)
 
     @cached_property
     def chair_gt(self) -> tuple[np.ndarray, np.ndarray]:
@@ -180,7 +213,9 @@ class MetricContext:
     @cached_property
     def mentioned_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct (caption, category) pairs, sorted by caption then category."""
-        key = np.unique(self.mention_caption * self.n_cat + self.records.m_cat)
+        key = self.mention_caption * self.n_cat  # index_dtype: cannot overflow
+        key += self.records.m_cat
+        key = np.unique(key)
         return key // self.n_cat, key % self.n_cat
 
     @cached_property

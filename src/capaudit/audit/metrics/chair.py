@@ -44,8 +44,8 @@ def chair_i(ctx: MetricContext) -> Estimate:
     h = ctx.hallucinated
     keep = ctx.has_image[ctx.mention_caption]
     u = ctx.mention_unit[keep]
-    stats = np.stack([np.bincount(u, weights=h[keep].astype(np.float64), minlength=ctx.n_units),
-                      np.bincount(u, minlength=ctx.n_units).astype(np.float64)], axis=1)
+    stats = np.stack([np.bincount(u[h[keep]], minlength=ctx.n_units),
+                      np.bincount(u, minlength=ctx.n_units)], axis=1).astype(np.float64)
     return Estimate(stats, ratio(), int(keep.sum()),
                     {"captions": int(ctx.has_image.sum()), "hallucinated_mentions": int(h[keep].sum()),
                      "captions_without_gt": _missing(ctx)})

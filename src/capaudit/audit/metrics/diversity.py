@@ -9,8 +9,9 @@ a resample iff one of the images using it is drawn. Tokens used by more than
 ``POSTING_CAP`` (64) captions are treated as always present -- with at least
 13 images (5 captions each at most in COCO) the chance that a resample misses
 all of them is below (1 - 13/I)^I ~ e^-13 -- and only rare tokens are checked
-exactly from their posting lists. That keeps the interval exact in practice
-and costs O(resamples x rare postings). Because a resample holds only ~63%
+exactly from their posting lists (one sparse product of the draw counts with
+the units x rare-tokens presence matrix). That keeps the interval exact in
+practice and costs O(resamples x rare postings). Because a resample holds only ~63%
 of the distinct images, resampled vocabularies are biased low; the interval
 is therefore their spread re-centred on the observed value (``recentre``).
 """
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, ratio
+from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, SparseStats, ratio
 
 __all__ = ["vocab", "length"]
+
+ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocabulary bootstrap
 
 
 @METRICS.register("vocab", version="1")
@@ -32,18 +35,25 @@ def vocab(ctx: MetricContext) -> Estimate:
     rare = rec.postings  # only tokens used by <= POSTING_CAP captions
     n_freq = n_vocab - len(rare)
     if rare:
+        # presence matrix [units, rare tokens]: a token is in a resample iff the
+        # draw counts of its units sum to more than zero
         unit_lists = [np.unique(ctx.unit[np.asarray(p, np.int64)]) for p in rare.values()]
         lens = np.fromiter((len(u) for u in unit_lists), np.int64, len(unit_lists))
         flat = np.concatenate(unit_lists)
-        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        tok = np.repeat(np.arange(len(unit_lists)), lens)
+        presence = SparseStats(flat, tok, np.ones(len(flat)), (ctx.n_units, len(unit_lists)))
     else:
-        flat = starts = None
+        presence = None
+
+    step = max(1, ROWS_ELEMS // max(len(rare), 1))  # bounds the [resamples, rare tokens] product
 
     def boot(counts: np.ndarray) -> np.ndarray:
-        if flat is None:
+        if presence is None:
             return np.full(len(counts), float(n_freq))
-        drawn = counts[:, flat] > 0
-        return n_freq + np.logical_or.reduceat(drawn, starts, axis=1).sum(axis=1).astype(float)
+        out = np.empty(len(counts))
+        for a in range(0, len(counts), step):
+            out[a:a + step] = (presence.resampled_sums(counts[a:a + step]) > 0).sum(axis=1)
+        return n_freq + out
 
     return Estimate(np.zeros((ctx.n_units, 0)), lambda s: s[..., 0] * 0 + n_vocab, len(rec),
                     {"rare_tokens": len(rare)}, boot=boot, value=float(n_vocab), recentre=True)

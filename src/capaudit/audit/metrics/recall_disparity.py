@@ -10,6 +10,21 @@ the per-category table (with the signed man - woman difference).
 The category set is fixed on the full sample; bootstrap resamples recompute
 the per-category recalls from resampled sums (categories empty in a resample
 are left out of that resample's mean).
+
+Interval: a mean of *absolute* differences is biased upward (sampling noise
+in either direction increases |man - woman|), and a resample adds its own
+noise on top of the sample's, so the bootstrap distribution sits well above
+the point value (1,000 demo images: value 13.76, percentile interval
+[12.09, 24.33]; oscar: 7.05, [7.90, 11.16]) and a percentile interval can
+exclude the value itself. The basic (pivotal) interval
+[2v - q97.5, 2v - q2.5] corrects for that bias but, when the bias exceeds
+half the spread, lies entirely below the value, and BCa degenerates (no
+resample falls below the value). We therefore report the bootstrap spread
+re-centred on the value, as for the vocabulary (``recentre``):
+[v - (median - q2.5), v + (q97.5 - median)]. It measures the sampling
+variability of the reported statistic and always contains it, but it does
+not remove the statistic's upward bias; the bias itself is visible as the
+gap between the value and the resampled median.
 """
 
 from __future__ import annotations
@@ -67,4 +82,5 @@ def recall_disparity(ctx: MetricContext) -> Estimate:
                       "captions_woman": int(tot[3 * k + i]), "recall_man": 100 * rm,
                       "recall_woman": 100 * rw, "diff_man_minus_woman": 100 * (rm - rw)})
     n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
-    return Estimate(stats, fin, n, {"m": k, "min_images": ctx.min_images, "per_category": table})
+    return Estimate(stats, fin, n, {"m": k, "min_images": ctx.min_images, "per_category": table},
+                    recentre=True)
