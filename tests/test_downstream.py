@@ -216,6 +216,17 @@ def test_train_kill_resume_caption_amplify(env):
         if r["downstream"] is not None:
             assert r["delta"] == pytest.approx(r["downstream"] - r["upstream"])
 
+    # audit compare shows the same Table 2 view for a downstream set and its training set
+    from capaudit.cli.main import main as cli_main
+    rep = env["root"] / "cmp"
+    assert cli_main(["audit", "compare", "up", "down", "--instances", str(inst), "--chair-gt",
+                     str(gt), "--metrics", "chair_i,recall,length", "--n-boot", "50",
+                     "--report", str(rep), "--db", str(env["db"])]) == 0
+    md = (rep / "report.md").read_text()
+    assert "## Amplification: down (downstream) - up (upstream)" in md
+    line = next(l for l in md.splitlines() if l.startswith("| length |"))
+    assert float(line.split("|")[4]) == pytest.approx(rows["length"]["delta"], abs=1e-3)
+
 
 def test_amplification_intervals():
     from capaudit.train_downstream.amplification import Stat, amplification

@@ -35,6 +35,7 @@ class Comparison:
     annotations: Any = None
     run_id: int | None = None
     parent_costs: list[dict] = field(default_factory=list)
+    amplifications: list[tuple[str, str, list]] = field(default_factory=list)
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -87,6 +88,11 @@ def parent_costs(store, cmp: Comparison) -> list[dict]:
     for name in cmp.names:
         info = store.find_set(name)
         if info is None or not info.parent or info.parent not in cmp.names:
+            continue
+        if info.format == "downstream":  # captions of a model trained on the parent set
+            from capaudit.train_downstream.amplification import amplification
+            cmp.amplifications.append((info.parent, name, amplification(
+                cmp.results[info.parent].results, cmp.results[name].results)))
             continue
         child, parent = cmp.results[name].results, cmp.results[info.parent].results
         row = {"set": name, "parent": info.parent,
@@ -161,3 +167,14 @@ def print_compare(cmp: Comparison, console=None) -> None:
         console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
     for row in cmp.parent_costs:
         console.print(fmt_cost(row))
+    for up, down, rows in cmp.amplifications:
+        table = Table(title=f"amplification: {down} (downstream) - {up} (upstream)")
+        for col in ("metric", "upstream", "downstream", "delta", "95% CI"):
+            table.add_column(col, justify="left" if col == "metric" else "right")
+        for r in rows:
+            if r.delta is None:
+                continue
+            ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "-"
+            table.add_row(r.metric, f"{r.upstream:.2f}", f"{r.downstream:.2f}",
+                          f"{r.delta:+.2f}", ci)
+        console.print(table)

@@ -70,6 +70,9 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     if getattr(cmp, "parent_costs", None):
         from capaudit.audit.compare import fmt_cost
         md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
+    for up, down, rows in getattr(cmp, "amplifications", []):
+        from capaudit.train_downstream.amplification import to_markdown
+        md += ["", to_markdown(rows, up, down)]
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]
         for p in plots:
