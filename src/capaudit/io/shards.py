@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.webdataset import iter_samples, shard_paths
+from capaudit.io.readers.webdataset import iter_samples, parse_sample, shard_paths
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
 MARKER_SUFFIX = ".done.json"
@@ -116,21 +116,8 @@ def read_shard(tar_path: str | Path) -> Iterator[Sample]:
     """Yield the samples of one shard in tar order (both layouts, see module doc)."""
     tar_path = Path(tar_path)
     for row, (key, files) in enumerate(iter_samples(tar_path), start=1):
-        meta: dict = {}
-        if "json" in files:
-            try:
-                meta = json.loads(files["json"].decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise InputError(f"sample '{key}' has malformed JSON", path=tar_path,
-                                 row=row) from None
-        if isinstance(meta.get("captions"), list):
-            caps = [c for c in meta["captions"] if isinstance(c, str)]
-        elif isinstance(meta.get("caption"), str):
-            caps = [meta["caption"]]
-        elif "txt" in files:
-            caps = [files["txt"].decode("utf-8", errors="replace")]
-        else:
-            caps = []
+        meta, caps = parse_sample(key, files, tar_path, row, strict=False)
+        caps = [c for c in caps if isinstance(c, str)]
         ext = next((e for e in IMAGE_EXTS if e in files), None)
         iid = meta.get("image_id")
         iid = parse_image_id(iid) if iid is not None else parse_image_id(key)

@@ -56,6 +56,36 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
             yield current, files
 
 
+def parse_sample(key: str, files: dict[str, bytes], shard: Path, row: int,
+                 caption_key: str = "caption", strict: bool = True) -> tuple[dict, list]:
+    """A sample's JSON metadata and captions (``captions`` list, ``caption``, or ``.txt``).
+
+    ``strict`` (reading captions) refuses a sample without a caption or with a
+    non-UTF-8 ``.txt``; shard readers that only need images pass ``False``.
+    """
+    meta: dict = {}
+    if "json" in files:
+        try:
+            meta = json.loads(files["json"].decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise InputError(f"sample '{key}' has malformed JSON", path=shard, row=row) from None
+    if isinstance(meta.get("captions"), list):
+        return meta, meta["captions"]
+    if caption_key in meta:
+        return meta, [meta[caption_key]]
+    if "txt" in files:
+        try:
+            return meta, [files["txt"].decode("utf-8")]
+        except UnicodeDecodeError:
+            if strict:
+                raise InputError(f"sample '{key}' caption is not UTF-8", path=shard,
+                                 row=row) from None
+            return meta, [files["txt"].decode("utf-8", errors="replace")]
+    if strict:
+        raise InputError(f"sample '{key}' has no caption (.txt or .json)", path=shard, row=row)
+    return meta, []
+
+
 class WebDatasetReader(CaptionReader):
     name = "webdataset"
 
@@ -70,28 +100,9 @@ class WebDatasetReader(CaptionReader):
         keys, ids, caps, metas = [], [], [], []
         for shard in shard_paths(path):
             for row, (key, files) in enumerate(iter_samples(shard), start=1):
-                meta = {}
-                if "json" in files:
-                    try:
-                        meta = json.loads(files["json"].decode("utf-8"))
-                    except (UnicodeDecodeError, json.JSONDecodeError):
-                        raise InputError(f"sample '{key}' has malformed JSON", path=shard,
-                                         row=row) from None
+                meta, texts = parse_sample(key, files, shard, row, cap_key)
                 iid = meta.get(self.id_col or "image_id")
                 iid = parse_image_id(iid) if iid is not None else parse_image_id(key)
-                if isinstance(meta.get("captions"), list):
-                    texts = meta["captions"]
-                elif cap_key in meta:
-                    texts = [meta[cap_key]]
-                elif "txt" in files:
-                    try:
-                        texts = [files["txt"].decode("utf-8")]
-                    except UnicodeDecodeError:
-                        raise InputError(f"sample '{key}' caption is not UTF-8", path=shard,
-                                         row=row) from None
-                else:
-                    raise InputError(f"sample '{key}' has no caption (.txt or .json)",
-                                     path=shard, row=row)
                 for text in texts:
                     keys.append(str(meta.get("key", key)) if iid is None else str(iid))
                     ids.append(iid)
