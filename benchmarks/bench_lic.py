@@ -94,7 +94,7 @@ def acceptance(args) -> int:
     pub = published["lic_published"]["LSTM_LIC_M"]
     gender = load_gender()
     cache = JsonFileCache(Path(args.cache_file)) if args.cache_file else None
-    seeds = DEFAULT_SEEDS[: args.seeds]
+    seeds = DEFAULT_SEEDS[args.skip_seeds: args.seeds]
     failed = 0
     for name in args.sets.split(","):
         res, wall, _, _ = timed(lambda: run_lic(load_set(name), gender, None, "lstm", seeds=seeds,
@@ -120,6 +120,7 @@ def main() -> int:
     ac = sub.add_parser("acceptance")
     ac.add_argument("--sets", default="nic,sat,att2in,updn,oscar,nic_plus")
     ac.add_argument("--seeds", type=int, default=10)
+    ac.add_argument("--skip-seeds", type=int, default=0, help="skip the first K seeds (resume elsewhere)")
     ac.add_argument("--epochs", type=int, default=20)
     ac.add_argument("--device", default="auto")
     ac.add_argument("--cache-file", default=None)

@@ -6,8 +6,8 @@ reference reports mean and std over 10 seeds; we return every seed's value
 beside the mean.
 
 Why one image set: when human captions are given, LIC_M and LIC_D are both
-computed on the labelled images that have a model caption *and* human captions
-(``common_images``), with the same split per seed, so that their difference
+computed on the labelled images that have a model caption *and* human captions,
+with the same split per seed, so that their difference
 measures the captions and not the image sample. Without human captions LIC_M
 uses every labelled image of the caption set (as the published LIC_M table).
 
@@ -98,7 +98,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
             human_captions: Mapping[int, Sequence[str]] | None = None, classifier: str = "lstm",
             seeds: Sequence[int] = DEFAULT_SEEDS, epochs: int | None = None, device: str = "auto",
             cache: Cache | None = None, progress: bool = True, *, attribute: str = "gender",
-            align_vocab: bool = True, test_ratio: float = 0.1, common_images: bool = True,
+            align_vocab: bool = True, test_ratio: float = 0.1,
             classifier_options: Mapping[str, Any] | None = None, threads: int | None = None) -> dict:
     """LIC_M, LIC_D and LIC over ``seeds``.
 
@@ -123,8 +123,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
     images = [i for i in model_captions if labels.get(i) in (c0, c1)]
     n_idx = 0
     if human_captions is not None:
-        if common_images:
-            images = [i for i in images if human_captions.get(i)]
+        images = [i for i in images if human_captions.get(i)]
         counts = [len(human_captions.get(i) or ()) for i in images]
         n_idx = min(5, min(counts)) if counts and min(counts) > 0 else 0
         if n_idx == 0:
@@ -144,8 +143,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
 
     config = {"version": CACHE_VERSION, "classifier": clf.config(), "attribute": attribute,
               "epochs": epochs if epochs is not None else clf.default_epochs,
-              "test_ratio": test_ratio, "align_vocab": align_vocab, "human_captions_per_image": n_idx,
-              "common_images": common_images}
+              "test_ratio": test_ratio, "align_vocab": align_vocab, "human_captions_per_image": n_idx}
     fp_m = fingerprint([[i, model_captions[i]] for i in model_captions])
     fp_h = None if human_captions is None else fingerprint(
         [[i, list(human_captions[i])] for i in images])
