@@ -87,3 +87,30 @@ def test_unknown_metric_and_target(tmp_path, capsys):
     assert main(["audit", "run", str(f), "--metrics", "chair_z",
                  "--db", str(tmp_path / "x.duckdb")]) == 2
     assert "did you mean 'chair_s'" in capsys.readouterr().err
+
+
+def test_audit_run_with_lic_cached_in_store(tmp_path, capsys, monkeypatch):
+    """LIC inside audit run (demo data, 2 seeds, 1 epoch); a rerun trains nothing."""
+    pytest.importorskip("torch")
+    from capaudit.audit.lic.lstm import LSTMClassifier
+
+    db = str(tmp_path / "lic.duckdb")
+    assert main(["demo", "--db", db, "--report", str(tmp_path / "rep")]) == 0
+    args = ["audit", "run", "oscar", "--metrics", "length", "--lic", "--lic-reference", "coco",
+            "--lic-seeds", "2", "--lic-epochs", "1", "--n-boot", "10", "--db", db]
+    out1, out2 = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(args + ["--json", str(out1)]) == 0, capsys.readouterr().err
+
+    def no_training(*a, **k):
+        raise AssertionError("a cached seed was trained again")
+
+    monkeypatch.setattr(LSTMClassifier, "fit_score", no_training)
+    assert main(args + ["--json", str(out2)]) == 0
+    first = json.loads(out1.read_text())["sets"]["oscar"]
+    second = json.loads(out2.read_text())["sets"]["oscar"]
+    assert first == second
+    for key in ("lic_m", "lic_d", "lic"):
+        assert first[key]["value"] is not None and first[key]["n"] > 100
+    assert first["lic"]["value"] == pytest.approx(first["lic_m"]["value"] - first["lic_d"]["value"])
+    lo, hi = first["lic_m"]["ci"]
+    assert lo <= first["lic_m"]["value"] <= hi

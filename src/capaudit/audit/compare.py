@@ -17,11 +17,11 @@ from capaudit.audit.runner import DEFAULTS, run_audit
 
 # +1: higher is better, -1: lower is better, 0: descriptive only
 DIRECTION = {"vocab": +1, "length": 0, "recall": +1, "gender_error": -1,
-             "recall_disparity": -1, "chair_s": -1, "chair_i": -1, "lic": -1,
+             "recall_disparity": -1, "chair_s": -1, "chair_i": -1, "lic": -1, "lic_m": -1, "lic_d": 0,
              "chair_s_corrected": -1, "chair_i_corrected": -1, "recall_corrected": +1}
 LABEL = {"vocab": "Vocab", "length": "Length", "recall": "Recall", "gender_error": "Gender err",
          "recall_disparity": "Recall disp.", "chair_s": "CHAIR_s", "chair_i": "CHAIR_i",
-         "lic": "LIC"}
+         "lic": "LIC", "lic_m": "LIC_M", "lic_d": "LIC_D"}
 
 
 @dataclass

@@ -17,6 +17,12 @@ Instances = typer.Option(None, "--instances", help="COCO instances JSON or categ
 ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (default: stored)")
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
+LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
+                      "(slow: ~84 s per LSTM seed on 2 cores; cached in the store)")
+LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
+LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
+LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
+LicEpochs = typer.Option(None, "--lic-epochs", help="Epochs (default: the reference's)")
 Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
                       "see configs/audit.yaml")
 
@@ -40,13 +46,16 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
         min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
+        lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.compare import Comparison, print_compare, rank
     from capaudit.audit.runner import run_audit, write_json
 
     cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
-               workers=workers, min_images=min_images,
+               workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
+               lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
@@ -79,11 +88,15 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
             metrics: str = typer.Option(None, "--metrics"),
             n_boot: int = typer.Option(None, "--n-boot"), seed: int = typer.Option(None, "--seed"),
             corrected: bool = typer.Option(None, "--corrected/--no-corrected"),
+            lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
+            lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
             config: Path = Config, db: Path = DbOption):
     """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
     from capaudit.audit.compare import compare_sets, print_compare
 
-    cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
+    cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
+               lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
+               lic_epochs=lic_epochs,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)

@@ -16,66 +16,24 @@ from capaudit.errors import InputError
 
 
 def _load_target(target: str, db: Optional[Path]) -> tuple[str, dict[int, list[str]]]:
-    """(name, image id -> captions) from a caption file or a registered set.
+    """(name, image id -> captions) of a registered set or a caption file (any format)."""
+    from capaudit.audit.runner import load_target
+    from capaudit.cli.common import db_path, open_store
 
-    Files: JSONL ``{"image_id", "caption"}`` (several lines per image allowed)
-    or a COCO captions JSON (``images``/``annotations``). Anything else is
-    looked up as a set name in the store. One function so that it can be
-    swapped for the store's reader.
-    """
-    path = Path(target)
+    store = open_store(db, read_only=True) if db_path(db).exists() else None
+    try:
+        t = load_target(store, target)
+    finally:
+        if store is not None:
+            store.close()
     out: dict[int, list[str]] = {}
-    if not path.exists() and (path.suffix.lower() in (".json", ".jsonl") or "/" in target):
-        raise InputError("file not found", path=path, fix="check the path")
-    if path.is_file():
-        from capaudit.io.annotations import iter_jsonl
-        from capaudit.io.imageids import parse_image_id
-
-        if path.suffix.lower() == ".json":
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputError(f"not valid JSON ({exc})", path=path) from None
-            if not isinstance(data, dict) or "annotations" not in data:
-                raise InputError("expected a COCO captions JSON with 'annotations'", path=path,
-                                 fix="use COCO format or JSONL with image_id/caption")
-            rows = enumerate(data["annotations"], start=1)
-        else:
-            rows = iter_jsonl(path)
-        for row, rec in rows:
-            if not isinstance(rec, dict) or "image_id" not in rec or "caption" not in rec:
-                raise InputError("each record needs 'image_id' and 'caption'", path=path, row=row)
-            iid = parse_image_id(rec["image_id"])
-            if iid is None:
-                raise InputError(f"image_id {rec['image_id']!r} is not a COCO image id", path=path, row=row)
-            out.setdefault(iid, []).append(str(rec["caption"] or ""))
-        name = path.stem
-    else:
-        from capaudit.cli.common import open_store
-
-        with open_store(db, read_only=True) as store:
-            table = store.captions(target, "image_id, caption")
-        for iid, cap in zip(table.column("image_id").to_pylist(), table.column("caption").to_pylist()):
-            if iid is not None:
-                out.setdefault(int(iid), []).append(cap or "")
-        name = target
+    for iid, cap in zip(t.image_ids, t.captions):
+        if iid is not None:
+            out.setdefault(int(iid), []).append(cap)
     if not out:
-        raise InputError("no captions found", path=target)
-    return name, out
-
-
-class _StoreCache:
-    """Adapter from the store's LIC cache table to run_lic's get/put protocol."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def get(self, key: str):
-        return self.store.cache_get(key)
-
-    def put(self, key: str, value: dict) -> None:
-        with self.store.transaction():
-            self.store.cache_put(key, value)
+        raise InputError("no captions with a COCO image id", path=target,
+                         fix="LIC joins captions to image labels by image id")
+    return t.name, out
 
 
 def lic_command(
@@ -100,13 +58,26 @@ def lic_command(
     from rich.table import Table
 
     from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
+    from capaudit.audit.runner import StoreCache
     from capaudit.io.annotations import load_demographics
 
-    if demographics is None:
-        raise InputError("LIC needs image labels", fix="pass --demographics FILE (image_id, gender, skin_tone)")
     if attribute not in ("gender", "skin_tone"):
         raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
-    gender, skin = load_demographics(demographics)
+    if demographics is not None:
+        gender, skin = load_demographics(demographics)
+    else:  # the most recent demographics stored with `capaudit annotations add`
+        from capaudit.cli.common import db_path, open_store
+        from capaudit.io.annotation_store import resolve_annotations
+
+        if not db_path(db).exists():
+            raise InputError("LIC needs image labels", fix="pass --demographics FILE "
+                             "(image_id, gender, skin_tone) or store one with annotations add")
+        with open_store(db, read_only=True) as st:
+            ann = resolve_annotations(st)
+        gender, skin = ann.gender, ann.skin_tone
+        if not gender and not skin:
+            raise InputError("LIC needs image labels", fix="pass --demographics FILE or "
+                             "store one with capaudit annotations add demographics FILE")
     labels = gender if attribute == "gender" else skin
     name, caps = _load_target(target, db)
     model_captions = {i: c[0] for i, c in caps.items()}
@@ -122,7 +93,7 @@ def lic_command(
     if not no_cache:
         from capaudit.cli.common import open_store
         store = open_store(db)
-        cache = _StoreCache(store)
+        cache = StoreCache(store)
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
