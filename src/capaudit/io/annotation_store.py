@@ -110,20 +110,23 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
                         demographics: str | Path | None = None) -> ann.Annotations:
     """Files given win; otherwise the most recent stored source of each kind."""
     result = ann.Annotations()
-    if instances:
-        result.instances, result.instance_counts = ann.load_instances(instances)
-        result.sources["instances"] = str(instances)
-    elif store is not None and (src := _stored_source(store, "instances", None)):
-        result.instances = _grouped(store.sql(
-            "SELECT image_id, category FROM instance_categories WHERE source = ?", [src]))
-        result.sources["instances"] = f"store:{src}"
-    if chair_gt:
-        result.chair_gt = ann.load_chair_gt(chair_gt)
-        result.sources["chair_gt"] = str(chair_gt)
-    elif store is not None and (src := _stored_source(store, "chair-gt", None)):
-        result.chair_gt = _grouped(store.sql(
-            "SELECT image_id, object FROM chair_gt WHERE source = ?", [src]))
-        result.sources["chair_gt"] = f"store:{src}"
+    grouped = {"instances": ("instance_categories", "category", instances),
+               "chair_gt": ("chair_gt", "object", chair_gt)}
+    for attr, (table, col, given) in grouped.items():
+        kind = attr.replace("_", "-")
+        if given and attr == "instances":
+            value, result.instance_counts = ann.load_instances(given)
+            source = str(given)
+        elif given:
+            value, source = ann.load_chair_gt(given), str(given)
+        elif store is not None and (src := _stored_source(store, kind, None)):
+            value = _grouped(store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?",
+                                       [src]))
+            source = f"store:{src}"
+        else:
+            continue
+        setattr(result, attr, value)
+        result.sources[attr] = source
     if demographics:
         result.gender, result.skin_tone = ann.load_demographics(demographics)
         result.sources["demographics"] = str(demographics)
