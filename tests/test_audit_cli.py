@@ -114,3 +114,49 @@ def test_audit_run_with_lic_cached_in_store(tmp_path, capsys, monkeypatch):
     assert first["lic"]["value"] == pytest.approx(first["lic_m"]["value"] - first["lic_d"]["value"])
     lo, hi = first["lic_m"]["ci"]
     assert lo <= first["lic_m"]["value"] <= hi
+
+
+def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypatch):
+    """run_audit streams a registered set in chunks: same metrics as the in-memory audit,
+    every caption's details stored, and nothing stored when the audit is interrupted."""
+    import pyarrow as pa
+
+    from capaudit.audit import runner
+    from capaudit.audit.engine import audit_captions
+    from capaudit.io.annotations import Annotations
+
+    ids = [1, 1, 2, 3, None] * 7
+    caps = ["A man riding a horse.", "A woman on a horse next to a dog.", "A cat on a sofa.",
+            "Two dogs and a frisbee.", "A red bus."] * 7
+    store.add_set_from_table("toy", pa.table({
+        "image_key": [None if i is None else str(i) for i in ids],
+        "image_id": pa.array(ids, pa.int64()), "caption": caps}), source="test", format="jsonl")
+    ann = Annotations(instances={1: frozenset({"person", "horse"}), 2: frozenset({"cat"}),
+                                 3: frozenset({"dog"})},
+                      chair_gt={1: frozenset({"person", "horse"}), 2: frozenset({"cat"}),
+                                3: frozenset({"dog"})}, gender={1: "male", 2: "female"})
+    monkeypatch.setattr("capaudit.io.annotation_store.resolve_annotations", lambda *a: ann)
+    cfg = {**runner.DEFAULTS, "n_boot": 50, "workers": 1, "min_images": 1, "chunk_size": 4}
+    res = runner.run_audit(store, ["toy"], cfg)
+    full = audit_captions(ids, caps, ann, n_boot=50, workers=1, min_images=1)
+    for k, a in full.results.items():
+        b = res["toy"].results[k]
+        assert (a.value, a.n, a.ci_low, a.ci_high) == (b.value, b.n, b.ci_low, b.ci_high), k
+    rows = store.con.execute("SELECT row_idx, image_id FROM caption_details WHERE run_id = ? "
+                             "ORDER BY row_idx", [res["_run_id"]]).fetchall()
+    assert [r[0] for r in rows] == list(range(len(caps)))
+    assert [r[1] for r in rows] == ids
+
+    # interrupted after the first streamed chunk: the transaction rolls back
+    n_runs = store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+    n_details = store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0]
+    real = runner.store_details
+
+    def boom(*a):
+        real(*a)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner, "store_details", boom)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_audit(store, ["toy"], cfg)
+    assert store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == n_runs
+    assert store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0] == n_details

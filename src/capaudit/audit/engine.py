@@ -16,7 +16,7 @@ lists (generated, ground-truth, hallucinated), for ``capaudit audit words``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,7 @@ CORRECTED_METRICS = ("chair_s", "chair_i", "recall")
 class AuditResult:
     results: dict[str, MetricResult]
     details: pa.Table
-    records: CaptionRecords
+    records: CaptionRecords | None  # None from audit_stream (records are not kept)
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -121,21 +121,51 @@ def audit_captions(image_ids: Sequence[int | None], captions: Sequence[str],
 def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotations | None,
                  metrics: list[str] | None = None, mode: str = "reference", n_boot: int = 1000,
                  seed: int = 0, workers: int = 2, min_images: int = 10,
-                 chunk_size: int = 50_000) -> AuditResult:
+                 chunk_size: int = 50_000, details_sink: Callable[[pa.Table], Any] | None = None,
+                 corrected: bool = False) -> AuditResult:
     """Like :func:`audit_captions` for an iterable of ``(image_id, caption)`` too big to hold.
 
-    Captions are analysed ``chunk_size`` at a time and dropped; only the compact
-    records are kept, so memory grows with the records (a few bytes per token
-    statistic and mention), not with the caption text.
+    Captions are analysed ``chunk_size`` at a time; of each chunk only what the
+    metrics need is kept (:class:`~capaudit.audit.metrics.stream.StreamStats`:
+    per-image sufficient statistics merged by image id, the vocabulary,
+    counters), so memory is bounded by the number of images and the
+    vocabulary, not by the number of captions. Values and intervals are
+    identical to :func:`audit_captions` on the same input and seed.
+
+    Per-caption details: each chunk's table (as :func:`build_details`, with
+    ``caption_index`` counted over the whole stream) is passed to
+    ``details_sink`` and dropped. Without a sink no details are built: the
+    returned :class:`AuditResult` then has an empty ``details`` table (same
+    columns). ``records`` is always ``None`` (they are not kept).
     """
-    parts: list[CaptionRecords] = []
-    ids: list[np.ndarray] = []
+    from capaudit.audit.metrics.stream import StreamStats
+
+    names = list(metrics or DEFAULT_METRICS)
+    for name in names:
+        METRICS.get(name)  # unknown names fail before any work
+    extra = [m for m in names if m in CORRECTED_METRICS] if corrected and mode != "corrected" else []
+    acc = StreamStats(mode, annotations, min_images)
+    acc2 = StreamStats("corrected", annotations, min_images) if extra else None
     batch_ids: list[int | None] = []
     batch: list[str] = []
+    done = 0
 
     def flush():
-        parts.append(build_records(batch, mode=mode, workers=workers))
-        ids.append(_image_id_array(batch_ids))
+        nonlocal done
+        ids = _image_id_array(batch_ids)
+        records = build_records(batch, mode=mode, workers=workers)
+        ctx = MetricContext(records, ids, annotations, min_images)
+        acc.add(records, ctx)
+        if details_sink is not None:
+            tbl = build_details(ctx)
+            tbl = tbl.set_column(0, "caption_index",
+                                 pa.array(np.arange(done, done + len(records), dtype=np.int64)))
+            details_sink(tbl)
+        del ctx, records
+        if acc2 is not None:
+            rec2 = build_records(batch, mode="corrected", workers=workers)
+            acc2.add(rec2, MetricContext(rec2, ids, annotations, min_images))
+        done += len(batch)
         batch.clear()
         batch_ids.clear()
 
@@ -144,15 +174,35 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
         batch.append(cap)
         if len(batch) >= chunk_size:
             flush()
-    if batch or not parts:
+    if batch:
         flush()
-    records = CaptionRecords.concat(parts, mode)
-    all_ids = np.concatenate(ids)
-    results, ctx = audit_records(records, all_ids, annotations, metrics, n_boot, seed, min_images,
-                                 workers=workers)
-    return AuditResult(results, build_details(ctx), records,
-                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": len(records),
-                        "n_images": int(len(ctx.images))})
+    results = _stream_results(acc, names, n_boot, seed, workers, "")
+    if acc2 is not None:
+        results.update(_stream_results(acc2, extra, n_boot, seed, workers, "_corrected"))
+    empty = build_details(MetricContext(build_records([], mode=mode, workers=1),
+                                        np.zeros(0, np.int64), annotations, min_images))
+    return AuditResult(results, empty, None,
+                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": acc.n_captions,
+                        "n_images": int(sum(1 for i in acc.slot_image if i >= 0)),
+                        "streamed": True, "chunk_size": chunk_size})
+
+
+def _stream_results(acc, names: list[str], n_boot: int, seed: int, workers: int,
+                    suffix: str) -> dict[str, MetricResult]:
+    """Intervals and results from streamed statistics, as :func:`audit_records` does."""
+    ests, skipped, n_units = acc.estimates(names)
+    results: dict[str, MetricResult] = {}
+    for name in names:
+        if name in skipped:
+            results[name + suffix] = MetricResult(None, 0, extra={}, skipped=skipped[name])
+    estimates = {name + suffix: est for name, est in ests.items()}
+    cis = bootstrap_intervals(estimates, n_units, n_boot, seed, workers=workers)
+    for name, est in estimates.items():
+        value = est.value if est.value is not None else float(est.finalize(est.stats.sum(axis=0)))
+        if value is not None and np.isnan(value):
+            value = None
+        results[name] = MetricResult(value, est.n, *cis[name], extra=dict(est.extra, mode=acc.mode))
+    return results
 
 
 def _list_column(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str]) -> pa.Array:

@@ -4,6 +4,14 @@ A target is a registered set name or a caption file (format sniffed; it is
 read, not registered, and named by its file stem). Results go to DuckDB in
 one transaction per command together with the run row (command, resolved
 config, seed, versions), so an interrupted audit stores nothing partial.
+
+``run_audit`` streams every target (:func:`capaudit.audit.engine.audit_stream`):
+a registered set is read in batches from the store, a file in the reader's
+batches, and each chunk's per-caption details are inserted into
+``caption_details`` inside the command's transaction as they come, so memory
+does not grow with the number of captions. The returned results therefore
+carry no details table of their own (query ``caption_details`` by run id);
+without a store no details are built at all.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -35,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "lic_epochs": None,       # None = the classifier's reference default
 }
 
+STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
+
 
 @dataclass
 class Target:
@@ -44,12 +54,55 @@ class Target:
     source: str
 
 
-def load_target(store, target: str) -> Target:
-    """A registered set, else a caption file read with the sniffed reader."""
-    if store is not None and store.find_set(target) is not None:
-        tbl = store.captions(target, "image_id, caption")
-        return Target(target, tbl.column("image_id").to_pylist(),
-                      tbl.column("caption").to_pylist(), f"set:{target}")
+@dataclass
+class StreamTarget:
+    """A target read in batches: ``rows()`` gives a fresh ``(image_id, caption)`` iterator."""
+
+    name: str
+    source: str
+    spec: str                      # what the user gave (set name or path), for load_target
+    rows: Callable[[], Iterator[tuple]]
+    n: int | None = None           # captions, when known before reading (registered sets)
+
+    @property
+    def captions(self) -> range:
+        """Sized stand-in for ``Target.captions`` (``len`` only: the captions are not held)."""
+        return range(self.n or 0)
+
+
+def _batches_rows(batches) -> Iterator[tuple]:
+    for batch in batches:
+        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
+
+
+def resolve_target(store, target: str) -> StreamTarget:
+    """Like :func:`load_target` (same checks and names) but reads nothing yet."""
+    if store is not None:
+        info = store.find_set(target)
+        if info is not None:
+            return StreamTarget(target, f"set:{target}", target,
+                                lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
+    path = _target_path(store, target)
+    from capaudit.io.ingest import check_batch
+    from capaudit.io.readers import detect_format, get_reader
+
+    reader = get_reader(detect_format(path))
+
+    def rows() -> Iterator[tuple]:
+        row = 0
+        for batch in reader.read(path):
+            check_batch(batch, path, row)
+            row += batch.num_rows
+            yield from _batches_rows([batch])
+
+    return StreamTarget(_file_name(path), str(path), target, rows)
+
+
+def _file_name(path: Path) -> str:
+    return path.name.split(".")[0] if not path.is_dir() else path.name
+
+
+def _target_path(store, target: str) -> Path:
     path = Path(target)
     if not path.exists():
         hint = "register it with capaudit sets add, or give a caption file"
@@ -60,6 +113,16 @@ def load_target(store, target: str) -> Target:
             if close:
                 hint = f"did you mean the set '{close[0]}'?"
         raise InputError(f"'{target}' is neither a registered set nor a file", fix=hint)
+    return path
+
+
+def load_target(store, target: str) -> Target:
+    """A registered set, else a caption file read with the sniffed reader."""
+    if store is not None and store.find_set(target) is not None:
+        tbl = store.captions(target, "image_id, caption")
+        return Target(target, tbl.column("image_id").to_pylist(),
+                      tbl.column("caption").to_pylist(), f"set:{target}")
+    path = _target_path(store, target)
     from capaudit.io.ingest import check_batch
     from capaudit.io.readers import detect_format, get_reader
 
@@ -70,13 +133,10 @@ def load_target(store, target: str) -> Target:
         row += batch.num_rows
         ids.extend(batch.column("image_id").to_pylist())
         caps.extend(batch.column("caption").to_pylist())
-    name = path.name.split(".")[0] if not path.is_dir() else path.name
-    return Target(name, ids, caps, str(path))
+    return Target(_file_name(path), ids, caps, str(path))
 
 
-def audit_target(target: Target, annotations, cfg: dict):
-    from capaudit.audit.engine import audit_captions
-
+def _metrics(cfg: dict) -> list[str] | None:
     metrics = cfg["metrics"]
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
@@ -84,6 +144,24 @@ def audit_target(target: Target, annotations, cfg: dict):
         from capaudit.audit.metrics import METRICS
         for m in metrics:
             METRICS.entry(m)  # did-you-mean on typos
+    return metrics
+
+
+def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_sink=None):
+    """Audit a target in chunks (:func:`capaudit.audit.engine.audit_stream`)."""
+    from capaudit.audit.engine import audit_stream
+
+    return audit_stream(target.rows(), annotations, metrics=_metrics(cfg), mode=cfg["mode"],
+                        n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
+                        min_images=cfg["min_images"], corrected=cfg["corrected"],
+                        chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
+                        details_sink=details_sink)
+
+
+def audit_target(target: Target, annotations, cfg: dict):
+    from capaudit.audit.engine import audit_captions
+
+    metrics = _metrics(cfg)
     return audit_captions(target.image_ids, target.captions, annotations, metrics=metrics,
                           mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
                           workers=cfg["workers"], min_images=cfg["min_images"],
@@ -157,12 +235,22 @@ def lic_results(store, target: Target, annotations, cfg: dict) -> dict:
 
 def store_results(store, run_id: int, name: str, result) -> None:
     """Write metric rows and per-caption details (caller holds the transaction)."""
+    store_metrics(store, run_id, name, result)
+    store_details(store, run_id, name, result.details)
+
+
+def store_metrics(store, run_id: int, name: str, result) -> None:
     for metric, r in result.results.items():
         extra = dict(r.extra)
         if r.skipped:
             extra["skipped"] = r.skipped
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
-    d = result.details
+
+
+def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
+    """Insert a details table (all captions, or one streamed chunk) into ``caption_details``."""
+    if d.num_rows == 0:
+        return
     tbl = pa.table({
         "row_idx": d.column("caption_index"), "image_id": d.column("image_id"),
         "n_tokens": d.column("n_tokens"), "n_sentences": d.column("n_sentences"),
@@ -179,34 +267,54 @@ def store_results(store, run_id: int, name: str, result) -> None:
 
 
 def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None) -> dict[str, Any]:
-    """Audit every target; returns {name: AuditResult}; stores all in one transaction."""
+    """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    Targets are streamed (see the module docstring): per-caption details go
+    straight into ``caption_details`` inside the transaction, chunk by chunk.
+    LIC (``cfg["lic"]``) needs the captions of each image and loads them first.
+    """
     from capaudit.core.config import package_versions
     from capaudit.io.annotation_store import resolve_annotations
     import sys
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    loaded = [load_target(store, t) for t in targets]
-    names = [t.name for t in loaded]
+    resolved = [resolve_target(store, t) for t in targets]
+    names = [t.name for t in resolved]
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
-    results = {}
-    for t in loaded:
-        if on_target:
+    _metrics(cfg)  # typos fail before any work
+    lic: dict[str, dict] = {}
+    if cfg.get("lic"):  # before the transaction: its cache writes are transactions of their own
+        for t in resolved:
+            lic[t.name] = lic_results(store, load_target(store, t.spec), annotations, cfg)
+    results: dict[str, Any] = {}
+
+    def audit_one(t: StreamTarget, sink) -> None:
+        if on_target and t.n is not None:
             on_target(t)
-        results[t.name] = audit_target(t, annotations, cfg)
-        if cfg.get("lic"):
-            results[t.name].results.update(lic_results(store, t, annotations, cfg))
+        res = audit_stream_target(t, annotations, cfg, sink)
+        if t.n is None:
+            t.n = res.meta["n_captions"]
+            if on_target:
+                on_target(t)
+        res.results.update(lic.get(t.name, {}))
+        results[t.name] = res
+
     if store is not None:
         with store.transaction():
             run_id = store.start_run(" ".join(["capaudit", *sys.argv[1:]]),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
-            for name, res in results.items():
-                store_results(store, run_id, name, res)
+            for t in resolved:
+                audit_one(t, lambda tbl, name=t.name: store_details(store, run_id, name, tbl))
+                store_metrics(store, run_id, t.name, results[t.name])
             store.finish_run(run_id, "ok")
         results["_run_id"] = run_id
+    else:
+        for t in resolved:
+            audit_one(t, None)
     results["_annotations"] = annotations
     return results
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, SparseStats, ratio
 
-__all__ = ["vocab", "length"]
+__all__ = ["vocab", "length", "vocab_estimate"]
 
 ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocabulary bootstrap
 
@@ -31,21 +31,29 @@ ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocab
 def vocab(ctx: MetricContext) -> Estimate:
     """Number of distinct lowercased tokens."""
     rec = ctx.records
-    n_vocab = len(rec.token_counts)
-    rare = rec.postings  # only tokens used by <= POSTING_CAP captions
-    n_freq = n_vocab - len(rare)
-    if rare:
+    # rare tokens (used by <= POSTING_CAP captions): the units of the captions using them
+    unit_lists = [np.unique(ctx.unit[np.asarray(p, np.int64)]) for p in rec.postings.values()]
+    return vocab_estimate(len(rec.token_counts), unit_lists, ctx.n_units, len(rec))
+
+
+def vocab_estimate(n_vocab: int, unit_lists: list[np.ndarray], n_units: int, n: int) -> Estimate:
+    """The vocabulary estimate from its size and, per rare token, the distinct units using it.
+
+    Shared by :func:`vocab` and the streaming audit
+    (:mod:`capaudit.audit.metrics.stream`), which keeps only these.
+    """
+    n_freq = n_vocab - len(unit_lists)
+    if unit_lists:
         # presence matrix [units, rare tokens]: a token is in a resample iff the
         # draw counts of its units sum to more than zero
-        unit_lists = [np.unique(ctx.unit[np.asarray(p, np.int64)]) for p in rare.values()]
         lens = np.fromiter((len(u) for u in unit_lists), np.int64, len(unit_lists))
         flat = np.concatenate(unit_lists)
         tok = np.repeat(np.arange(len(unit_lists)), lens)
-        presence = SparseStats(flat, tok, np.ones(len(flat)), (ctx.n_units, len(unit_lists)))
+        presence = SparseStats(flat, tok, np.ones(len(flat)), (n_units, len(unit_lists)))
     else:
         presence = None
 
-    step = max(1, ROWS_ELEMS // max(len(rare), 1))  # bounds the [resamples, rare tokens] product
+    step = max(1, ROWS_ELEMS // max(len(unit_lists), 1))  # bounds the [resamples, rare tokens] product
 
     def boot(counts: np.ndarray) -> np.ndarray:
         if presence is None:
@@ -55,8 +63,8 @@ def vocab(ctx: MetricContext) -> Estimate:
             out[a:a + step] = (presence.resampled_sums(counts[a:a + step]) > 0).sum(axis=1)
         return n_freq + out
 
-    return Estimate(np.zeros((ctx.n_units, 0)), lambda s: s[..., 0] * 0 + n_vocab, len(rec),
-                    {"rare_tokens": len(rare)}, boot=boot, value=float(n_vocab), recentre=True)
+    return Estimate(np.zeros((n_units, 0)), lambda s: s[..., 0] * 0 + n_vocab, n,
+                    {"rare_tokens": len(unit_lists)}, boot=boot, value=float(n_vocab), recentre=True)
 
 
 @METRICS.register("length", version="1")

@@ -33,7 +33,7 @@ import numpy as np
 
 from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, MetricSkipped, SparseStats
 
-__all__ = ["recall_disparity"]
+__all__ = ["recall_disparity", "disparity_estimate"]
 
 
 @METRICS.register("recall_disparity", version="1")
@@ -41,27 +41,43 @@ def recall_disparity(ctx: MetricContext) -> Estimate:
     """Mean |recall(man) - recall(woman)| over categories seen with both genders."""
     inst, _ = ctx.instances
     g_unit = ctx.image_gender
-    C = ctx.n_cat
+    # hits: one per caption mentioning j (any j; filtered in disparity_estimate)
+    caps, cats = ctx.mentioned_pairs
+    u = ctx.unit[caps]
+    n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
+    return disparity_estimate(ctx.categories, inst, g_unit, ctx.per_unit(), u, cats,
+                              np.ones(len(u)), ctx.n_units, ctx.min_images, n)
+
+
+def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarray,
+                       n_caps: np.ndarray, hit_unit: np.ndarray, hit_cat: np.ndarray,
+                       hit_val: np.ndarray, n_units: int, min_images: int, n: int) -> Estimate:
+    """The estimate from per-unit pieces: instance matrix [units, C], gender per unit,
+    captions per unit, and (unit, category, count) of captions mentioning the category.
+
+    Shared by :func:`recall_disparity` (one hit per caption) and the streaming
+    audit (:mod:`capaudit.audit.metrics.stream`, hits summed per image): the
+    category selection is always made here, on the full sample.
+    """
+    C = len(categories)
     n_img = np.stack([inst[g_unit == 1].sum(0), inst[g_unit == 2].sum(0)])  # [2, C]
-    keep = np.flatnonzero((n_img >= ctx.min_images).all(axis=0))
+    keep = np.flatnonzero((n_img >= min_images).all(axis=0))
     if len(keep) == 0:
-        raise MetricSkipped(f"no category in >= {ctx.min_images} images of both genders "
+        raise MetricSkipped(f"no category in >= {min_images} images of both genders "
                             "(lower --min-images)")
     k = len(keep)
     pos = np.full(C, -1)
     pos[keep] = np.arange(k)
-    n_caps = ctx.per_unit()  # captions per unit
     # denominators: captions of labelled units, for each kept instance category
     du, dc = np.nonzero(inst[:, keep] & (g_unit > 0)[:, None])
     den_col = dc + np.where(g_unit[du] == 1, k, 3 * k)
     # hits: captions mentioning j, where j is a kept instance category of their unit
-    caps, cats = ctx.mentioned_pairs
-    u = ctx.unit[caps]
+    u, cats = hit_unit, hit_cat
     ok = (pos[cats] >= 0) & (g_unit[u] > 0) & inst[u, cats]
-    u, j = u[ok], pos[cats[ok]]
+    u, j, hv = u[ok], pos[cats[ok]], np.asarray(hit_val, np.float64)[ok]
     hit_col = j + np.where(g_unit[u] == 1, 0, 2 * k)
     stats = SparseStats(np.concatenate([du, u]), np.concatenate([den_col, hit_col]),
-                        np.concatenate([n_caps[du], np.ones(len(u))]), (ctx.n_units, 4 * k))
+                        np.concatenate([n_caps[du], hv]), (n_units, 4 * k))
     # columns: hit_man [0,k), den_man [k,2k), hit_woman [2k,3k), den_woman [3k,4k)
 
     def fin(s: np.ndarray) -> np.ndarray:
@@ -77,10 +93,9 @@ def recall_disparity(ctx: MetricContext) -> Estimate:
     for i, j in enumerate(keep):
         rm = tot[i] / tot[k + i]
         rw = tot[2 * k + i] / tot[3 * k + i]
-        table.append({"category": ctx.categories[j], "images_man": int(n_img[0, j]),
+        table.append({"category": categories[j], "images_man": int(n_img[0, j]),
                       "images_woman": int(n_img[1, j]), "captions_man": int(tot[k + i]),
                       "captions_woman": int(tot[3 * k + i]), "recall_man": 100 * rm,
                       "recall_woman": 100 * rw, "diff_man_minus_woman": 100 * (rm - rw)})
-    n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
-    return Estimate(stats, fin, n, {"m": k, "min_images": ctx.min_images, "per_category": table},
+    return Estimate(stats, fin, n, {"m": k, "min_images": min_images, "per_category": table},
                     recentre=True)
