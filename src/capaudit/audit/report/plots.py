@@ -95,10 +95,14 @@ def disparity_plot(cmp, out: Path) -> dict | None:
     for i, (n, vals) in enumerate(series.items()):
         ax.bar(xs + i * width, vals, width, label=n)
     ax.axhline(0, color="black", linewidth=0.6)
+    for i, c in enumerate(cats):  # say why a category has no bar instead of leaving a gap
+        if all(np.isnan(v[i]) for v in series.values()):
+            ax.text(xs[i] + 0.4 - width / 2, 0, "n/a", ha="center", va="bottom", fontsize=7,
+                    color="grey")
     ax.set_xticks(xs + 0.4 - width / 2, cats, rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("recall(man) - recall(woman)")
-    ax.set_title("Per-category recall difference, top-10 categories co-occurring with people",
-                 fontsize=9)
+    ax.set_title("Per-category recall difference, top-10 categories co-occurring with people\n"
+                 "(n/a: fewer than --min-images images of men or of women)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "recall_diff_by_category.png", dpi=110)
