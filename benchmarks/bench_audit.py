@@ -55,19 +55,9 @@ def load_annotations(shared: Path):
 
 def long_captions(shared: Path, n: int, target_tokens: int = 170):
     """Yield ``(image_id, caption)``: COCO human captions joined until ~target tokens."""
-    data = json.loads((shared / "data" / "coco2014" / "captions_val2014_subset.json").read_text("utf-8"))
-    caps = [a["caption"].strip() for a in data["annotations"]]
-    ids = [a["image_id"] for a in data["annotations"]]
-    lens = [len(c.split()) + 1 for c in caps]
-    m = len(caps)
-    for i in range(n):
-        j = (i * 7919) % m
-        parts, tok = [], 0
-        while tok < target_tokens:
-            parts.append(caps[j] if caps[j].endswith(".") else caps[j] + ".")
-            tok += lens[j]
-            j = (j + 1) % m
-        yield ids[(i * 7919) % m], " ".join(parts)
+    from capaudit.audit.synthetic import long_captions as make
+
+    return make(shared / "data" / "coco2014" / "captions_val2014_subset.json", n, target_tokens)
 
 
 def bench_short(shared: Path, workers: int, n_boot: int, repeat: int = 3) -> dict:

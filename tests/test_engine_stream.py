@@ -28,22 +28,11 @@ def _annotations(shared):
 
 def _long_captions(shared, n: int, target_tokens: int = 170):
     """As ``benchmarks/bench_audit.py``: COCO human captions joined to ~170 tokens."""
-    data = json.loads(shared("data", "coco2014", "captions_val2014_subset.json").read_text("utf-8"))
-    caps = [a["caption"].strip() for a in data["annotations"]]
-    ids = [a["image_id"] for a in data["annotations"]]
-    lens = [len(c.split()) + 1 for c in caps]
-    m = len(caps)
-    out_ids, out_caps = [], []
-    for i in range(n):
-        j = (i * 7919) % m
-        parts, tok = [], 0
-        while tok < target_tokens:
-            parts.append(caps[j] if caps[j].endswith(".") else caps[j] + ".")
-            tok += lens[j]
-            j = (j + 1) % m
-        out_ids.append(ids[(i * 7919) % m])
-        out_caps.append(" ".join(parts))
-    return out_ids, out_caps
+    from capaudit.audit.synthetic import long_captions
+
+    pairs = list(long_captions(shared("data", "coco2014", "captions_val2014_subset.json"), n,
+                               target_tokens))
+    return [i for i, _ in pairs], [c for _, c in pairs]
 
 
 def _assert_identical(full, streamed):
