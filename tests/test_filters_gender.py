@@ -9,7 +9,8 @@ from itertools import islice
 import pytest
 
 from capaudit.filters.base import CaptionDoc
-from capaudit.filters.gender import GenderBalanceFilter, GenderNeutralFilter, neutralize
+from capaudit.filters.gender import GenderNeutralFilter, neutralize
+from capaudit.filters.gender_balance import GenderBalanceFilter
 from capaudit.filters.runner import apply_filter
 from capaudit.text.gender import predict_gender
 from capaudit.text.tokenize import tokenize

@@ -51,7 +51,7 @@ FILTERS.register("hallucination", "capaudit.filters.hallucination:HallucinationF
                  version="1", description="drop sentences mentioning objects the evidence lacks")
 FILTERS.register("gender-neutral", "capaudit.filters.gender:GenderNeutralFilter", version="1",
                  description="replace gendered words where the image label is unknown/contradicted")
-FILTERS.register("gender-balance", "capaudit.filters.gender:GenderBalanceFilter", version="1",
+FILTERS.register("gender-balance", "capaudit.filters.gender_balance:GenderBalanceFilter", version="1",
                  description="undersample so woman and man images are balanced (overall/per object)")
 FILTERS.register("critique-revise", "capaudit.filters.critique:CritiqueReviseFilter", version="1",
                  description="a judge labels sentences; flagged ones are critiqued and rewritten")

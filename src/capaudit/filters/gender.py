@@ -1,4 +1,4 @@
-"""Gender filters: ``gender-neutral`` rewrites gendered words, ``gender-balance`` resamples images.
+"""The ``gender-neutral`` filter (``gender-balance`` is in :mod:`capaudit.filters.gender_balance`).
 
 ``gender-neutral``
     Gendered words are those of the audit's gender metric (Burns et al. man /
@@ -18,35 +18,19 @@
     are``, ``a male surfer -> a surfer``, and ``a``/``an`` is fixed before the
     replacement. Case is kept. A rewritten sentence is logged as ``revise``
     (kept), with the original and the new text.
-
-``gender-balance``
-    Images are labelled woman / man (from ``demographics``, else from the
-    caption's predicted gender); ``by="overall"`` undersamples the majority
-    gender at random (``seed``) to the minority's count; ``by="object"``
-    greedily removes majority-gender images of the most imbalanced object until
-    every object with at least ``min_images`` labelled images is within
-    ``tolerance`` of parity (or no removal helps), preferring images whose other
-    objects are imbalanced the same way. Objects are the image's
-    ``instances``/``chair_gt`` categories, else the caption's mentions. All
-    captions of a removed image are dropped (logged ``drop``); images without a
-    label are kept. The summary holds the per-object man/woman counts before
-    and after (``cooccurrence``).
 """
 
 from __future__ import annotations
 
-import random
 import re
-from collections import Counter, defaultdict
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Mapping
 
 from capaudit.errors import InputError
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 from capaudit.text.gender import MAN_WORDS, WOMAN_WORDS
 
-__all__ = ["GenderNeutralFilter", "GenderBalanceFilter", "neutralize", "NEUTRAL_MAP",
-           "load_gender_labels", "cooccurrence"]
+__all__ = ["GenderNeutralFilter", "neutralize", "NEUTRAL_MAP", "load_gender_labels"]
 
 # -- gender-neutral ------------------------------------------------------------
 NEUTRAL_MAP: dict[str, str] = {
@@ -248,163 +232,3 @@ class GenderNeutralFilter(Filter):
                                       f"neutralized ({why}): {', '.join(changes)}",
                                       revised=new, score=s.score))
         return CaptionResult(doc, decisions)
-
-
-# -- gender-balance ---------------------------------------------------------------
-def cooccurrence(image_gender: Mapping[int, str], image_objects: Mapping[int, Iterable[str]],
-                 keep: set[int] | None = None) -> dict[str, dict]:
-    """Per object: man / woman image counts and the man share, over ``keep`` (default: all)."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for iid, g in image_gender.items():
-        if keep is not None and iid not in keep:
-            continue
-        for o in image_objects.get(iid, ()):
-            counts[o][g] += 1
-    out = {}
-    for o, c in sorted(counts.items()):
-        m, w = c["male"], c["female"]
-        out[o] = {"man": m, "woman": w, "man_share": round(m / (m + w), 4) if m + w else None}
-    return out
-
-
-class GenderBalanceFilter(Filter):
-    """Undersample so woman and man images are balanced, overall or per co-occurring object."""
-
-    name = "gender-balance"
-    version = "1"
-    defaults: Mapping = {"by": "overall", "demographics": None, "instances": None,
-                         "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
-                         "object_mode": "reference"}
-
-    def __init__(self, labels: Mapping[int, str] | None = None,
-                 objects: Mapping[int, Iterable[str]] | None = None, **options):
-        super().__init__(**options)
-        if self.options["by"] not in ("overall", "object"):
-            raise InputError(f"unknown --by '{self.options['by']}'", fix="use overall or object")
-        self.labels = labels
-        self.objects = objects
-        self._store = None
-
-    def setup(self, context: FilterContext | None = None) -> None:
-        self._store = context.store if context else None
-        if self.labels is None and self.options["demographics"] is not None:
-            self.labels = load_gender_labels(self.options["demographics"], self._store)
-        if self.objects is None and self.options["by"] == "object":
-            from capaudit.filters.hallucination import load_evidence
-
-            for kind, key in (("instances", "instances"), ("chair-gt", "chair_gt")):
-                if self.options[key] is not None:
-                    ev = load_evidence(kind, self.options[key], self._store)
-                    self.objects = {i: sorted(v) for i, v in ev.items()}
-                    break
-
-    def _image_labels(self, docs: list[CaptionDoc]) -> tuple[dict[int, str], str]:
-        if self.labels is not None:
-            ids = {d.image_id for d in docs}
-            return {i: g for i, g in self.labels.items() if i in ids and g in ("male", "female")}, \
-                "demographics"
-        # no labels: the captions' predicted gender, image labelled when its captions agree
-        from capaudit.text.gender import predict_gender
-        from capaudit.text.tokenize import tokenize
-
-        votes: dict[int, set] = defaultdict(set)
-        for d in docs:
-            votes[d.image_id].add(predict_gender(tokenize(d.caption)))
-        return {i: next(iter(v)) for i, v in votes.items()
-                if len(v) == 1 and next(iter(v)) in ("male", "female")}, "caption words"
-
-    def _image_objects(self, docs: list[CaptionDoc]) -> tuple[dict[int, set], str]:
-        if self.objects is not None:
-            return {i: set(v) for i, v in self.objects.items()}, "annotations"
-        from capaudit.filters.hallucination import caption_mentions
-
-        objs: dict[int, set] = defaultdict(set)
-        for d in docs:
-            objs[d.image_id].update(c for c, *_ in caption_mentions(d.caption,
-                                                                   self.options["object_mode"])[1])
-        return objs, "caption mentions"
-
-    def _select(self, labels: dict[int, str], objects: dict[int, set]) -> set[int]:
-        """Image ids to remove."""
-        rng = random.Random(self.options["seed"])
-        by_g = {g: sorted(i for i, x in labels.items() if x == g) for g in ("male", "female")}
-        if self.options["by"] == "overall":
-            n = min(len(by_g["male"]), len(by_g["female"]))
-            big = "male" if len(by_g["male"]) > n else "female"
-            return set(rng.sample(by_g[big], len(by_g[big]) - n))
-        tol, min_n = float(self.options["tolerance"]), int(self.options["min_images"])
-        counts: dict[str, Counter] = defaultdict(Counter)
-        for i, g in labels.items():
-            for o in objects.get(i, ()):
-                counts[o][g] += 1
-        alive = set(labels)
-        removed: set[int] = set()
-        exhausted: set[str] = set()
-        order = sorted(labels)
-        rng.shuffle(order)  # tie-break at random, reproducibly
-        rank = {i: k for k, i in enumerate(order)}
-
-        def excess(o: str) -> tuple[int, str]:
-            c = counts[o]
-            m, w = c["male"], c["female"]
-            if m + w < min_n or o in exhausted:
-                return 0, ""
-            big = "male" if m > w else "female"
-            hi, lo = max(m, w), min(m, w)
-            # largest hi' with hi' / (hi' + lo) <= 0.5 + tol
-            allowed = int((0.5 + tol) * lo / (0.5 - tol)) if tol < 0.5 else hi
-            return max(0, hi - max(allowed, lo)), big
-
-        for _ in range(10_000):
-            worst = max(counts, key=lambda o: excess(o)[0], default=None)
-            if worst is None:
-                break
-            n_ex, big = excess(worst)
-            if n_ex <= 0:
-                break
-            cands = [i for i in alive if labels[i] == big and worst in objects.get(i, ())]
-
-            def harm(i: int) -> tuple:
-                # removing i lowers its other objects' `big` count: good when they lean `big`
-                h = 0
-                for o in objects.get(i, ()):
-                    c = counts[o]
-                    lean = c[big] - c["female" if big == "male" else "male"]
-                    h += -1 if lean > 0 else 1
-                return (h, rank[i])
-
-            cands.sort(key=harm)
-            step = cands[:max(1, min(n_ex, len(cands)) // 4)]  # a quarter, then re-rank
-            if not step:
-                exhausted.add(worst)
-                continue
-            for i in step:
-                alive.discard(i)
-                removed.add(i)
-                for o in objects.get(i, ()):
-                    counts[o][labels[i]] -= 1
-        return removed
-
-    def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
-        docs = list(docs)
-        labels, label_src = self._image_labels(docs)
-        objects, obj_src = self._image_objects(docs) if self.options["by"] == "object" or \
-            self.objects is not None else ({}, "none")
-        removed = self._select(labels, objects)
-        keep = set(labels) - removed
-        before = Counter(labels.values())
-        after = Counter(labels[i] for i in keep)
-        self.report = {"balance": {
-            "by": self.options["by"], "labels_from": label_src, "objects_from": obj_src,
-            "images_before": {"man": before["male"], "woman": before["female"]},
-            "images_after": {"man": after["male"], "woman": after["female"]},
-            "images_removed": len(removed)}}
-        if objects:
-            self.report["cooccurrence"] = {"before": cooccurrence(labels, objects),
-                                           "after": cooccurrence(labels, objects, keep)}
-        for d in docs:
-            if d.image_id in removed:
-                reason = f"balance: {labels[d.image_id]} image removed ({self.options['by']})"
-                yield CaptionResult(d, [Decision(i, "drop", reason) for i in range(len(d.spans))])
-            else:
-                yield CaptionResult(d, [Decision(i, "keep") for i in range(len(d.spans))])
