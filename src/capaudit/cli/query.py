@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, db_path, open_store
+from capaudit.cli.common import DbOption, console, open_store
 from capaudit.errors import InputError
 
 

@@ -13,7 +13,7 @@ import json
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from capaudit.errors import InputError
 
