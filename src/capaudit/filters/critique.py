@@ -12,7 +12,7 @@ Per caption, in order:
 1. **score**: for sentence ``i`` the judge gets the image (when ``images``
    locates it), the annotated objects (when evidence is given), the earlier
    sentences ``0..i-1`` as context and sentence ``i``; it answers
-   ``{"supported": bool, "critique": str}`` (``configs/prompts/critique_judge.txt``).
+   ``{"supported": bool, "critique": str}`` (``capaudit/data/prompts/critique_judge.txt``).
    Score 1.0 supported, 0.0 not;
 2. **decide**: a supported sentence is kept. An unsupported one goes to the
    reviser (``critique_revise.txt``, possibly another model) with the context
@@ -44,7 +44,7 @@ __all__ = ["CritiqueReviseFilter", "make_chat", "urllib_chat", "backend_chat", "
            "parse_judgement", "ChatFn", "find_image"]
 
 ChatFn = Callable[[list], str]
-PROMPT_DIR = Path(__file__).resolve().parents[3] / "configs" / "prompts"
+PROMPT_DIR = Path(__file__).resolve().parents[1] / "data" / "prompts"  # shipped in the wheel
 _FALLBACK = {
     "judge": ("Is every object, attribute and action in the sentence visible in the image?\n"
               "Annotated objects in the image: {evidence}\nEarlier sentences: <<{context}>>\n"
@@ -58,8 +58,12 @@ _FALLBACK = {
 
 
 def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
-    """``critique_{kind}.txt`` from ``prompt_dir`` (default ``configs/prompts``)."""
-    path = Path(prompt_dir or PROMPT_DIR) / f"critique_{kind}.txt"
+    """``critique_{kind}.txt`` from ``prompt_dir``, else ``./configs/prompts``, else the packaged one."""
+    if prompt_dir is None:
+        local = Path.cwd() / "configs" / "prompts" / f"critique_{kind}.txt"
+        path = local if local.exists() else PROMPT_DIR / f"critique_{kind}.txt"
+    else:
+        path = Path(prompt_dir) / f"critique_{kind}.txt"
     if path.exists():
         return path.read_text(encoding="utf-8")
     if prompt_dir is not None:

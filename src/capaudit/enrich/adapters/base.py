@@ -9,7 +9,8 @@ used. Failed samples come back as rows with ``error`` set, never dropped.
 
 Prompt templates are plain text files with ``{field}`` placeholders, looked
 up as (1) the path given in the config, (2) ``configs/prompts/NAME.txt`` in
-the working directory, (3) the project's ``configs/prompts``. Users replace
+the working directory, (3) the defaults shipped in the package
+(``capaudit/data/prompts``, so an installed wheel has them). Users replace
 wording without touching code; the prompt hash in the provenance tells runs
 with different wording apart.
 """
@@ -28,9 +29,12 @@ from capaudit.errors import InputError
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
+PACKAGED_PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts"
+
+
 def prompt_dirs() -> list[Path]:
-    here = Path(__file__).resolve()
-    return [Path.cwd() / "configs" / "prompts", here.parents[4] / "configs" / "prompts"]
+    """Where templates are looked up, first match wins: the user's, then the packaged ones."""
+    return [Path.cwd() / "configs" / "prompts", PACKAGED_PROMPTS]
 
 
 def load_prompt(name: str, override: str | None = None) -> str:
