@@ -7,8 +7,9 @@ from itertools import islice
 
 import pytest
 
-from capaudit.filters.base import FILTERS, CaptionDoc, join_sentences, split_sentences
-from capaudit.filters.hallucination import HallucinationFilter, caption_mentions, load_evidence
+from capaudit.filters.base import FILTERS, CaptionDoc, join_sentences
+from capaudit.filters.hallucination import HallucinationFilter, load_evidence
+from capaudit.text.mentions import caption_mentions, sentence_spans
 from capaudit.filters.negation import negated_positions
 from capaudit.filters.runner import apply_filter, log_counts, read_log
 
@@ -52,7 +53,7 @@ def test_registry_lists_filters_and_suggests():
 
 def test_sentence_split_and_verbatim_join():
     cap = " a dog on a couch. a cat on a bed ."
-    spans = split_sentences(cap)
+    spans = sentence_spans(cap)
     assert [cap[a:b] for a, b in spans] == ["a dog on a couch.", "a cat on a bed ."]
     assert join_sentences(cap, spans, [cap[a:b] for a, b in spans]) == cap  # untouched bytes
     assert join_sentences(cap, spans, [None, cap[spans[1][0]:spans[1][1]]]) == "a cat on a bed ."

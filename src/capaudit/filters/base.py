@@ -34,14 +34,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
 from capaudit.core.registry import Registry
+from capaudit.text.mentions import sentence_spans
 
 __all__ = ["FILTERS", "Filter", "CaptionDoc", "SentenceScore", "Decision", "CaptionResult",
-           "FilterSummary", "FilterContext", "ACTIONS", "KEPT_ACTIONS", "split_sentences",
-           "join_sentences"]
+           "FilterSummary", "FilterContext", "ACTIONS", "KEPT_ACTIONS", "join_sentences"]
 
 ACTIONS = ("keep", "flag", "revise", "drop")
 KEPT_ACTIONS = frozenset({"keep", "flag", "revise"})
@@ -57,35 +56,7 @@ FILTERS.register("critique-revise", "capaudit.filters.critique:CritiqueReviseFil
                  description="a judge labels sentences; flagged ones are critiqued and rewritten")
 
 
-# -- sentences ------------------------------------------------------------------
-def split_sentences(caption: str) -> list[tuple[int, int]]:
-    """Character spans of the caption's sentences, as the audit tokenizer splits them.
-
-    The audit tokenizer (:mod:`capaudit.text.tokenize`) splits the lowercased
-    caption with an untrained Punkt model; the spans here come from the same
-    model, so sentence ``i`` here is sentence ``i`` of every mention's
-    ``sentence_idx``. Whitespace between sentences belongs to no span.
-    """
-    text = caption.lower()
-    if len(text) != len(caption):  # rare unicode whose lowercase changes length
-        text = caption
-    out = []
-    for a, b in _punkt().span_tokenize(text):
-        while a < b and caption[a].isspace():
-            a += 1
-        while b > a and caption[b - 1].isspace():
-            b -= 1
-        out.append((a, b))
-    return out
-
-
-@lru_cache(maxsize=1)
-def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    return PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
-
-
+# -- sentences (spans: capaudit.text.mentions.sentence_spans) ------------------
 def join_sentences(caption: str, spans: list[tuple[int, int]], texts: list[str | None]) -> str:
     """Rebuild a caption from its sentences; ``None`` drops one, a string replaces it.
 
@@ -112,7 +83,7 @@ class CaptionDoc:
     @property
     def spans(self) -> list[tuple[int, int]]:
         if self._spans is None:
-            self._spans = split_sentences(self.caption)
+            self._spans = sentence_spans(self.caption)
             if not self._spans:  # empty / blank caption: one empty sentence
                 self._spans = [(0, len(self.caption))]
         return self._spans

@@ -92,12 +92,12 @@ class GenderBalanceFilter(Filter):
     def _image_objects(self, docs: list[CaptionDoc]) -> tuple[dict[int, set], str]:
         if self.objects is not None:
             return {i: set(v) for i, v in self.objects.items()}, "annotations"
-        from capaudit.filters.hallucination import caption_mentions
+        from capaudit.text.mentions import caption_mentions
 
         objs: dict[int, set] = defaultdict(set)
         for d in docs:
-            objs[d.image_id].update(c for c, *_ in caption_mentions(d.caption,
-                                                                   self.options["object_mode"])[1])
+            _sents, ments = caption_mentions(d.caption, self.options["object_mode"])
+            objs[d.image_id].update(m.category for m in ments)
         return objs, "caption mentions"
 
     def _select(self, labels: dict[int, str], objects: dict[int, set]) -> set[int]:

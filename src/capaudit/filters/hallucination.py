@@ -1,7 +1,7 @@
 """``hallucination``: drop (or flag) sentences that mention objects the evidence does not support.
 
 Mentions come from the audit's own extractor
-(:func:`capaudit.text.records.analyse_caption`, CHAIR rules, ``reference`` mode
+(:func:`capaudit.text.mentions.caption_mentions` over the CHAIR rules, ``reference`` mode
 by default, ``corrected`` on request), so a sentence is judged by exactly the
 words the CHAIR metric counts; after the filter, CHAIR_s of the output set is
 0 under the same evidence (tested on every visible captioner set).
@@ -34,7 +34,6 @@ drops them instead).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from pathlib import Path
 from typing import Mapping
 
@@ -42,8 +41,9 @@ from capaudit.errors import InputError
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 from capaudit.filters.negation import negated_positions
+from capaudit.text.mentions import caption_mentions
 
-__all__ = ["HallucinationFilter", "load_evidence", "load_detections", "caption_mentions"]
+__all__ = ["HallucinationFilter", "load_evidence", "load_detections"]
 
 EVIDENCE_KINDS = ("chair-gt", "instances", "detector")
 HALLU_ACTIONS = ("drop-sentence", "drop-caption", "flag")
@@ -51,33 +51,6 @@ _LABEL_ALIASES = {"tvmonitor": "tv", "tv monitor": "tv", "motorbike": "motorcycl
                   "aeroplane": "airplane", "sofa": "couch", "diningtable": "dining table",
                   "pottedplant": "potted plant", "hair dryer": "hair drier", "doughnut": "donut",
                   "cellphone": "cell phone", "laptop computer": "laptop"}
-
-
-# -- mentions (the audit's extractor, with sentence-local token positions) ------
-def caption_mentions(caption: str, mode: str = "reference"):
-    """``(sentence tokens, [(category, word, sentence idx, token idx in sentence)])``.
-
-    Thin glue over :func:`capaudit.text.records.analyse_caption` (CHAIR mentions
-    with caption-level token index and sentence index) and
-    :func:`capaudit.text.tokenize.tokenize_caption` (the sentence tokens, for
-    negation scope). No second extractor: only positions are converted.
-    """
-    from capaudit.text.objects import get_lexicon
-    from capaudit.text.records import analyse_caption
-    from capaudit.text.tokenize import tokenize_caption
-
-    sents, _line = tokenize_caption(caption)
-    starts, acc = [], 0
-    for s in sents:
-        starts.append(acc)
-        acc += len(s)
-    lex = get_lexicon(mode)
-    out = []
-    for w, c, t, s in analyse_caption(caption, mode)[3]:
-        if s >= len(sents):  # defensive: positions past the split (should not happen)
-            s = bisect_right(starts, t) - 1
-        out.append((lex.categories[c], lex.words[w], int(s), int(t) - starts[s]))
-    return sents, out
 
 
 # -- evidence -------------------------------------------------------------------

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import InputError
-from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, split_sentences)
+from capaudit.filters.base import CaptionDoc, CaptionResult, Decision, Filter
+from capaudit.text.mentions import sentence_spans
 
 __all__ = ["export_review", "import_review", "read_review_file", "caption_sha256", "ReviewImport",
            "REVIEW_COLUMNS"]
@@ -173,7 +174,7 @@ class ReviewImport(Filter):
 def _align(doc: CaptionDoc, edited: str) -> list[Decision]:
     """Per-sentence decisions turning ``doc.caption`` into ``edited``."""
     old = [s.strip() for s in doc.sentences]
-    spans = split_sentences(edited) or [(0, len(edited))]
+    spans = sentence_spans(edited) or [(0, len(edited))]
     new = [edited[a:b].strip() for a, b in spans]
     dec: list[Decision] = [Decision(k, "keep") for k in range(len(old))]
     before: dict[int, list[str]] = {}   # inserted sentences, attached to an original one

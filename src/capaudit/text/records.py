@@ -30,7 +30,7 @@ import multiprocessing as mp
 from bisect import bisect_right
 from itertools import islice
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 # ``_DEFER`` on it would silently do nothing: every worker would import NLTK itself)
 _tok = importlib.import_module("capaudit.text.tokenize")
 
-__all__ = ["CaptionRecords", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
+__all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
 
 POSTING_CAP = 64            # rare-token posting lists are kept up to this many captions
 CHUNK = 4096                # captions per work unit
@@ -126,7 +126,17 @@ def _empty(mode: str) -> CaptionRecords:
                           z.astype(np.int16), z, z)
 
 
-def analyse_caption(caption: str, mode: str = "reference") -> tuple:
+class CaptionAnalysis(NamedTuple):
+    """What :func:`analyse_caption` finds in one caption (a tuple, so it unpacks too)."""
+
+    n_tokens: int
+    n_sentences: int
+    gender: int
+    mentions: tuple      # (word id, category id, caption token index, sentence index)
+    distinct: frozenset
+
+
+def analyse_caption(caption: str, mode: str = "reference") -> CaptionAnalysis:
     """``(n_tokens, n_sentences, gender, mentions, distinct tokens)`` of one caption.
 
     Token counts, distinct tokens and gender words use the line tokens, mentions
@@ -154,7 +164,7 @@ def analyse_caption(caption: str, mode: str = "reference") -> tuple:
     else:
         ments = tuple((w, c, t, 0) for w, c, t in found)
     distinct = frozenset(line)
-    return len(line), len(sents), gender_code(distinct), ments, distinct
+    return CaptionAnalysis(len(line), len(sents), gender_code(distinct), ments, distinct)
 
 
 def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecords:

@@ -1,0 +1,82 @@
+"""Per-caption views for filters: sentence character spans and object mentions by sentence.
+
+Why this lives in :mod:`capaudit.text` and not in a filter: a filter must judge a
+sentence by exactly the words the audit counts, at exactly the sentence
+boundaries the audit uses, or "CHAIR_s is 0 after the hallucination filter"
+stops being true. Both views here are derived from the audit's own tokenizer
+and extractor (:func:`capaudit.text.records.analyse_caption`); nothing here
+re-implements a rule, it only converts positions.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from functools import lru_cache
+from typing import NamedTuple
+
+__all__ = ["sentence_spans", "caption_mentions", "ObjectMention"]
+
+
+class ObjectMention(NamedTuple):
+    """One object word of a caption, located within its sentence."""
+
+    category: str        # COCO category, e.g. "dining table"
+    word: str            # the synonym as the lexicon lists it, e.g. "table"
+    sentence_idx: int    # index into ``sentence_spans(caption)`` / the sentence tokens
+    token_idx: int       # token index within that sentence
+
+
+def sentence_spans(caption: str) -> list[tuple[int, int]]:
+    """Character spans of the caption's sentences, as the audit tokenizer splits them.
+
+    The audit tokenizer (:mod:`capaudit.text.tokenize`) splits the lowercased
+    caption with an untrained Punkt model; the spans here come from the same
+    model, so sentence ``i`` here is sentence ``i`` of every mention's
+    ``sentence_idx``. Whitespace between sentences belongs to no span.
+    """
+    text = caption.lower()
+    if len(text) != len(caption):  # rare unicode whose lowercase changes length
+        text = caption
+    out = []
+    for a, b in _punkt().span_tokenize(text):
+        while a < b and caption[a].isspace():
+            a += 1
+        while b > a and caption[b - 1].isspace():
+            b -= 1
+        out.append((a, b))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _punkt():
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
+
+
+def caption_mentions(caption: str, mode: str = "reference"
+                     ) -> tuple[list[list[str]], list[ObjectMention]]:
+    """``(sentence tokens, mentions)`` of one caption, mentions in caption order.
+
+    The mentions are the CHAIR mentions of
+    :func:`capaudit.text.records.analyse_caption` (``reference`` or
+    ``corrected`` object rules); their caption-level token index is turned into
+    a position within the sentence, which negation scope and sentence-level
+    filters need.
+    """
+    from capaudit.text.objects import get_lexicon
+    from capaudit.text.records import analyse_caption
+    from capaudit.text.tokenize import tokenize_caption
+
+    sents, _line = tokenize_caption(caption)
+    starts, acc = [], 0
+    for s in sents:
+        starts.append(acc)
+        acc += len(s)
+    lex = get_lexicon(mode)
+    out = []
+    for w, c, t, s in analyse_caption(caption, mode).mentions:
+        if s >= len(sents):  # defensive: positions past the split (should not happen)
+            s = bisect_right(starts, t) - 1
+        out.append(ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s]))
+    return sents, out
