@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from capaudit.cli.main import main
 from capaudit.io.annotation_store import resolve_annotations
 from capaudit.io.annotations import load_chair_gt, load_demographics, load_instances
@@ -71,3 +73,29 @@ def test_build_chair_gt_cli_is_within_reference_gt(tmp_path, shared, capsys):
     # the subset holds only some captions per image, so built must be contained in ref
     assert all(built[i] <= ref[i] for i in built)
     assert sum(bool(built[i]) for i in built) / len(built) > 0.95  # captions name objects
+
+
+def test_demographic_labels_file_named_source_latest_and_neither(tmp_path, shared):
+    """One lookup for every command: file, stored source by name, latest stored, else a clear error."""
+    from capaudit.errors import InputError
+    from capaudit.filters.gender import GenderNeutralFilter
+    from capaudit.filters.base import FilterContext
+    from capaudit.io.annotation_store import add_annotations, demographic_labels
+    from capaudit.store import Store
+
+    f = shared("data", "coco2014", "demographics_val2014.jsonl")
+    gender, skin = load_demographics(f)
+    with Store(tmp_path / "d.duckdb") as store:
+        assert demographic_labels(store) == ({}, {}, None)  # nothing stored, nothing asked
+        with pytest.raises(InputError, match="needs image labels"):
+            GenderNeutralFilter(when="unknown").setup(FilterContext(store=store))
+        assert demographic_labels(store, f) == (gender, skin, str(f))
+        add_annotations(store, "demographics", f, name="zhao")
+        assert demographic_labels(store, "zhao") == (gender, skin, "store:zhao")
+        assert demographic_labels(store) == (gender, skin, "store:zhao")
+        with pytest.raises(InputError, match="neither a demographics file nor a stored source"):
+            demographic_labels(store, "zhao2")
+        flt = GenderNeutralFilter(when="unknown")  # no --demographics: the stored labels
+        flt.setup(FilterContext(store=store))
+        assert flt.labels == {i: g for i, g in gender.items() if g in ("male", "female")}
+        assert len(flt.labels) == 10780

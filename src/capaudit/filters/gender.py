@@ -5,7 +5,9 @@
     woman word lists, :mod:`capaudit.text.gender`) plus the pronouns
     ``he/him/himself/herself/hers``. **Scoring**: the gendered words of each
     sentence and the caption's predicted gender. **Deciding**, by the image's
-    label (``demographics``) and ``when`` (a comma list):
+    label (``demographics``: a file or stored source name; when omitted, the
+    most recent stored demographics, as ``audit run`` uses) and ``when`` (a
+    comma list):
 
     * ``unknown``: rewrite every gendered word when the image has no label;
     * ``contradicted``: rewrite the words that contradict a known label
@@ -149,22 +151,15 @@ def neutralize(sentence: str, words: Iterable[str] | None = None) -> tuple[str, 
 
 
 def load_gender_labels(ref, store=None) -> dict[int, str]:
-    """Image gender labels ('male'/'female'; other images unknown) from a file or stored source."""
-    from pathlib import Path
+    """Image gender labels, 'male'/'female' only (other images count as unknown).
 
-    if ref is None:
-        return {}
-    path = Path(ref)
-    if not path.exists() and store is not None:
-        try:
-            rows = store.sql("SELECT image_id, gender FROM demographics WHERE source = ?", [str(ref)])
-        except Exception:
-            rows = []
-        if rows:
-            return {int(i): g for i, g in rows if g in ("male", "female")}
-    from capaudit.io.annotations import load_demographics
+    ``ref``: a file or a stored source name; ``None``: the most recent stored
+    source, else no labels (see :func:`capaudit.io.annotation_store.demographic_labels`).
+    """
+    from capaudit.io.annotation_store import demographic_labels
 
-    return load_demographics(path)[0]
+    gender, _skin, _source = demographic_labels(store, ref)
+    return {i: g for i, g in gender.items() if g in ("male", "female")}
 
 
 class GenderNeutralFilter(Filter):
@@ -187,12 +182,13 @@ class GenderNeutralFilter(Filter):
 
     def setup(self, context: FilterContext | None = None) -> None:
         if self.labels is None:
-            if self.options["demographics"] is None and self.when != {"always"}:
+            store = context.store if context else None
+            self.labels = load_gender_labels(self.options["demographics"], store)
+            if not self.labels and self.when != {"always"}:
                 raise InputError("gender-neutral needs image labels for --when "
-                                 f"{','.join(sorted(self.when))}",
-                                 fix="pass --demographics FILE, or --when always")
-            self.labels = load_gender_labels(self.options["demographics"],
-                                             context.store if context else None)
+                                 f"{','.join(sorted(self.when))} and none are stored",
+                                 fix="pass --demographics FILE, add them with capaudit "
+                                     "annotations add demographics FILE, or use --when always")
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
         label = self.labels.get(doc.image_id) if doc.image_id is not None else None

@@ -127,13 +127,36 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
             continue
         setattr(result, attr, value)
         result.sources[attr] = source
-    if demographics:
-        result.gender, result.skin_tone = ann.load_demographics(demographics)
-        result.sources["demographics"] = str(demographics)
-    elif store is not None and (src := _stored_source(store, "demographics", None)):
-        rows = store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?",
-                         [src])
-        result.gender = {r[0]: r[1] for r in rows if r[1]}
-        result.skin_tone = {r[0]: r[2] for r in rows if r[2]}
-        result.sources["demographics"] = f"store:{src}"
+    gender, skin_tone, source = demographic_labels(store, demographics)
+    if source is not None:
+        result.gender, result.skin_tone = gender, skin_tone
+        result.sources["demographics"] = source
     return result
+
+
+def demographic_labels(store=None, ref: str | Path | None = None
+                       ) -> tuple[dict[int, str], dict[int, str], str | None]:
+    """``(gender, skin_tone, source)`` image labels, looked up the way every command does.
+
+    ``ref`` is a file (JSONL/CSV), else the name of a stored demographics
+    source; without ``ref``, the most recent stored source. Nothing found
+    without ``ref`` gives empty labels and source ``None``; a ``ref`` that is
+    neither a file nor a stored source is an input error naming both.
+    """
+    if ref is not None and (Path(ref).exists() or store is None):
+        gender, skin = ann.load_demographics(ref)  # a missing file: one clear line
+        return gender, skin, str(ref)
+    if store is None:
+        return {}, {}, None
+    if ref is not None:
+        row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
+                        [str(ref), "demographics"])
+        if not row:
+            raise InputError(f"'{ref}' is neither a demographics file nor a stored source",
+                             fix="pass an existing JSONL/CSV, or see capaudit annotations list")
+        src = row[0]
+    elif not (src := _stored_source(store, "demographics", None)):
+        return {}, {}, None
+    rows = store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?", [src])
+    return ({r[0]: r[1] for r in rows if r[1]}, {r[0]: r[2] for r in rows if r[2]},
+            f"store:{src}")
