@@ -99,7 +99,9 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
                                       help="Skip negated mentions (default on)"),
         missing: str = typer.Option(None, "--missing", help="Images without evidence: keep/drop"),
         when: str = typer.Option(None, "--when", help="unknown, contradicted, always (comma list)"),
-        demographics: str = typer.Option(None, "--demographics", help="Image gender labels: a file or a stored source name (gender-neutral: the stored labels when omitted)"),
+        demographics: str = typer.Option(
+            None, "--demographics", help="Image gender labels: a file or a stored source name "
+            "(gender-neutral: the stored labels when omitted)"),
         by: str = typer.Option(None, "--by", help="gender-balance: overall or object"),
         tolerance: float = typer.Option(None, "--tolerance", help="gender-balance per object: "
                                         "allowed distance of the man share from 0.5"),
