@@ -145,7 +145,12 @@ class TransformersCaptionerBackend(Backend):
             with torch.inference_mode():
                 gen = lm.generate(**enc, max_new_tokens=int(self.params.get("max_tokens", 40)))
             texts = proc.batch_decode(gen, skip_special_tokens=True)
+            special = set(getattr(getattr(proc, "tokenizer", proc), "all_special_ids", ()))
             self.stats.requests += len(batch)
-            out.extend(GenResult(" ".join(t.split()), 0, len(t.split())) for t in texts)
+            for row, t in zip(gen.tolist(), texts):
+                n_out = sum(1 for tid in row if tid not in special)  # generated text tokens
+                text = " ".join(t.split())
+                out.append(GenResult(text, 0, n_out) if text else
+                           GenResult(None, error="the captioner produced an empty caption"))
         self.stats.seconds += time.perf_counter() - t0
         return out
