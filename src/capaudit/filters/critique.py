@@ -2,10 +2,11 @@
 
 The judge is any callable ``chat(messages) -> str`` taking OpenAI-style chat
 messages (a system message, then a user message whose content may hold an
-``image_url`` part with a ``data:`` URL). :func:`make_chat` builds one for an
-OpenAI-compatible server (vLLM, llama.cpp, Ollama, a hosted API): it uses the
-project's backend (:mod:`capaudit.enrich.backends.openai`, retries and
-backoff included) when it is importable, else a minimal ``urllib`` client.
+``image_url`` part with a ``data:`` URL). By default it is built from the LLM
+backend registry (:func:`capaudit.enrich.backends.chat.make_chat`):
+``judge_backend="openai"`` for an OpenAI-compatible server (vLLM, llama.cpp,
+Ollama, a hosted API; retries and backoff included) or ``"transformers"`` for
+a local model folder.
 
 Per caption, in order:
 
@@ -34,16 +35,16 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
+from capaudit.enrich.backends.chat import ChatFn, make_chat
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 
-__all__ = ["CritiqueReviseFilter", "make_chat", "urllib_chat", "backend_chat", "load_prompt",
+__all__ = ["CritiqueReviseFilter", "load_prompt",
            "parse_judgement", "ChatFn", "find_image"]
 
-ChatFn = Callable[[list], str]
 PROMPT_DIR = Path(__file__).resolve().parents[1] / "data" / "prompts"  # shipped in the wheel
 _FALLBACK = {
     "judge": ("Is every object, attribute and action in the sentence visible in the image?\n"
@@ -70,75 +71,6 @@ def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
         raise InputError("prompt file not found", path=path,
                          fix=f"write critique_{kind}.txt there or drop --prompt-dir")
     return _FALLBACK[kind]
-
-
-# -- chat clients --------------------------------------------------------------
-def urllib_chat(base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
-                timeout_s: float = 60.0, params: Mapping | None = None) -> ChatFn:
-    """A minimal OpenAI-compatible client (one POST per call, no retries)."""
-    import os
-    import urllib.error
-    import urllib.request
-
-    url = base_url.rstrip("/") + "/chat/completions"
-
-    def chat(messages: list) -> str:
-        body = json.dumps({"model": model, "messages": messages, "temperature": 0,
-                           **dict(params or {})}).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(api_key_env) if api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            data = json.loads(resp.read().decode("utf-8"))
-        return (data["choices"][0]["message"]["content"] or "").strip()
-
-    return chat
-
-
-def backend_chat(backend) -> ChatFn:
-    """Adapt a :class:`capaudit.enrich.backends.base.Backend` to ``chat(messages)``."""
-    from capaudit.enrich.backends.base import GenRequest
-
-    def chat(messages: list) -> str:
-        system, texts, image, mime = None, [], None, "image/jpeg"
-        for m in messages:
-            if m["role"] == "system":
-                system = m["content"]
-                continue
-            content = m["content"]
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            for p in parts:
-                if p.get("type") == "text":
-                    texts.append(p["text"])
-                elif p.get("type") == "image_url":
-                    url = p["image_url"]["url"]
-                    head, _, data = url.partition(",")
-                    mime = head[5:].split(";")[0] or mime
-                    image = base64.b64decode(data)
-        res = backend.generate([GenRequest("\n".join(texts), image, mime, system)])[0]
-        if res.error is not None or res.text is None:
-            raise ConnectionError(res.error or "empty response")
-        return res.text
-
-    return chat
-
-
-def make_chat(base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
-              timeout_s: float = 60.0, max_retries: int = 2) -> ChatFn:
-    """The project's OpenAI backend when present, else :func:`urllib_chat`."""
-    try:
-        from capaudit.enrich.backends.openai import OpenAIBackend
-    except ImportError:
-        return urllib_chat(base_url, model, api_key_env, timeout_s)
-    try:
-        backend = OpenAIBackend(model=model, params={"temperature": 0}, base_url=base_url,
-                                api_key_env=api_key_env or "", concurrency=1,
-                                timeout_s=timeout_s, max_retries=max_retries)
-    except TypeError:  # the backend's options changed: fall back to our own client
-        return urllib_chat(base_url, model, api_key_env, timeout_s)
-    return backend_chat(backend)
 
 
 # -- parsing --------------------------------------------------------------------
@@ -205,7 +137,8 @@ class CritiqueReviseFilter(Filter):
 
     name = "critique-revise"
     version = "1"
-    defaults: Mapping = {"judge_url": "http://127.0.0.1:8000/v1", "judge_model": "judge",
+    defaults: Mapping = {"judge_backend": "openai", "judge_url": "http://127.0.0.1:8000/v1",
+                         "judge_model": "judge", "reviser_backend": None,
                          "reviser_url": None, "reviser_model": None,
                          "api_key_env": "OPENAI_API_KEY", "images": None, "evidence": None,
                          "chair_gt": None, "instances": None, "detections": None,
@@ -222,13 +155,16 @@ class CritiqueReviseFilter(Filter):
     def setup(self, context: FilterContext | None = None) -> None:
         o = self.options
         if self.judge is None:
-            self.judge = make_chat(o["judge_url"], o["judge_model"], o["api_key_env"],
-                                   float(o["timeout_s"]))
+            self.judge = make_chat(o["judge_backend"], o["judge_model"], base_url=o["judge_url"],
+                                   api_key_env=o["api_key_env"], timeout_s=float(o["timeout_s"]),
+                                   max_retries=2)
         if self.reviser is None:
-            if o["reviser_url"] or o["reviser_model"]:
-                self.reviser = make_chat(o["reviser_url"] or o["judge_url"],
+            if o["reviser_backend"] or o["reviser_url"] or o["reviser_model"]:
+                self.reviser = make_chat(o["reviser_backend"] or o["judge_backend"],
                                          o["reviser_model"] or o["judge_model"],
-                                         o["api_key_env"], float(o["timeout_s"]))
+                                         base_url=o["reviser_url"] or o["judge_url"],
+                                         api_key_env=o["api_key_env"],
+                                         timeout_s=float(o["timeout_s"]), max_retries=2)
             else:
                 self.reviser = self.judge
         self.prompts = {k: load_prompt(k, o["prompt_dir"]) for k in ("judge", "revise")}
@@ -350,7 +286,13 @@ class CritiqueReviseFilter(Filter):
                 results = list(pool.map(one, docs))  # keeps input order
         if docs and self.calls["errors"] and not (self.calls["judge"] or self.calls["revise"]):
             raise InputError(f"every call to the judge failed ({self.calls['errors']} calls)",
-                             fix=f"check that an OpenAI-compatible server answers at "
-                                 f"{self.options['judge_url']} (--judge-url)")
+                             fix=self._judge_fix())
         self.report = {"calls": dict(self.calls)}
         yield from results
+
+    def _judge_fix(self) -> str:
+        o = self.options
+        if o["judge_backend"] == "openai":
+            return (f"check that an OpenAI-compatible server answers at {o['judge_url']} "
+                    "(--judge-url)")
+        return f"check the {o['judge_backend']} judge model '{o['judge_model']}' (--judge-model)"

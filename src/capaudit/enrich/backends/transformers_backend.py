@@ -92,6 +92,7 @@ class TransformersBackend(Backend):
             prompts = [(requests[i].system + "\n\n" if requests[i].system else "")
                        + requests[i].prompt for i in idx]
             enc = tok(prompts, return_tensors="pt", padding=True).to(self.device)
+            enc.pop("token_type_ids", None)  # BERT-style tokenizers add them; causal LMs refuse them
             with torch.inference_mode():
                 gen = lm.generate(**enc, **gen_kw)
             new = gen[:, enc["input_ids"].shape[1]:]
