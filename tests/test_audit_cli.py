@@ -137,7 +137,10 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
                                 3: frozenset({"dog"})}, gender={1: "male", 2: "female"})
     monkeypatch.setattr("capaudit.io.annotation_store.resolve_annotations", lambda *a: ann)
     cfg = {**runner.DEFAULTS, "n_boot": 50, "workers": 1, "min_images": 1, "chunk_size": 4}
-    res = runner.run_audit(store, ["toy"], cfg)
+    seen = []
+    res = runner.run_audit(store, ["toy"], cfg, on_target=lambda t: seen.append((t.name, t.n)),
+                           on_progress=lambda t, n: seen.append(n))
+    assert seen == [("toy", 35)] + [4] * 8 + [3]  # one call per chunk of 4 captions
     full = audit_captions(ids, caps, ann, n_boot=50, workers=1, min_images=1)
     for k, a in full.results.items():
         b = res["toy"].results[k]

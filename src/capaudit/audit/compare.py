@@ -54,9 +54,11 @@ def rank(cmp: Comparison) -> None:
 
 
 def compare_sets(store, names: Sequence[str], report_dir: Path | None = Path("report"),
-                 cfg: dict | None = None) -> Comparison:
+                 cfg: dict | None = None, **hooks) -> Comparison:
+    """Audit ``names`` (``hooks``: ``on_target`` / ``on_progress`` of :func:`run_audit`),
+    rank them and write the report."""
     cfg = {**DEFAULTS, **(cfg or {})}
-    results = run_audit(store, names, cfg)
+    results = run_audit(store, names, cfg, **hooks)
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)

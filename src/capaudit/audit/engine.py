@@ -122,7 +122,8 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
                  metrics: list[str] | None = None, mode: str = "reference", n_boot: int = 1000,
                  seed: int = 0, workers: int = 2, min_images: int = 10,
                  chunk_size: int = 50_000, details_sink: Callable[[pa.Table], Any] | None = None,
-                 corrected: bool = False) -> AuditResult:
+                 corrected: bool = False,
+                 on_progress: Callable[[int], Any] | None = None) -> AuditResult:
     """Like :func:`audit_captions` for an iterable of ``(image_id, caption)`` too big to hold.
 
     Captions are analysed ``chunk_size`` at a time; of each chunk only what the
@@ -137,6 +138,7 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
     ``details_sink`` and dropped. Without a sink no details are built: the
     returned :class:`AuditResult` then has an empty ``details`` table (same
     columns). ``records`` is always ``None`` (they are not kept).
+    ``on_progress(n)`` is called after each chunk with the captions it held.
     """
     from capaudit.audit.metrics.stream import StreamStats
 
@@ -166,6 +168,8 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
             rec2 = build_records(batch, mode="corrected", workers=workers)
             acc2.add(rec2, MetricContext(rec2, ids, annotations, min_images))
         done += len(batch)
+        if on_progress is not None:
+            on_progress(len(batch))
         batch.clear()
         batch_ids.clear()
 

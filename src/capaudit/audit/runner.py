@@ -147,7 +147,8 @@ def _metrics(cfg: dict) -> list[str] | None:
     return metrics
 
 
-def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_sink=None):
+def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_sink=None,
+                        on_progress=None):
     """Audit a target in chunks (:func:`capaudit.audit.engine.audit_stream`)."""
     from capaudit.audit.engine import audit_stream
 
@@ -155,7 +156,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
                         n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
                         min_images=cfg["min_images"], corrected=cfg["corrected"],
                         chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
-                        details_sink=details_sink)
+                        details_sink=details_sink, on_progress=on_progress)
 
 
 def audit_target(target: Target, annotations, cfg: dict):
@@ -266,8 +267,13 @@ def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
         store.con.unregister("_details")
 
 
-def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None) -> dict[str, Any]:
+def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
+              on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    ``on_target(target)`` is called when a target starts (``target.n`` is its
+    caption count when known beforehand, else ``None``) and
+    ``on_progress(target, n)`` after each chunk of ``n`` captions.
 
     Targets are streamed (see the module docstring): per-caption details go
     straight into ``caption_details`` inside the transaction, chunk by chunk.
@@ -292,13 +298,12 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None) -> dict[
     results: dict[str, Any] = {}
 
     def audit_one(t: StreamTarget, sink) -> None:
-        if on_target and t.n is not None:
+        if on_target:
             on_target(t)
-        res = audit_stream_target(t, annotations, cfg, sink)
+        step = (lambda n, t=t: on_progress(t, n)) if on_progress else None
+        res = audit_stream_target(t, annotations, cfg, sink, step)
         if t.n is None:
             t.n = res.meta["n_captions"]
-            if on_target:
-                on_target(t)
         res.results.update(lic.get(t.name, {}))
         results[t.name] = res
 

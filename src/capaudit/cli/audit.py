@@ -27,6 +27,28 @@ Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults
                       "see configs/audit.yaml")
 
 
+class _AuditProgress:
+    """A rich bar per target, advanced chunk by chunk (files of unknown size: a spinner)."""
+
+    def __init__(self):
+        from capaudit.cli.common import progress
+
+        self.bar, self.tasks = progress(), {}
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return {"on_target": self.on_target, "on_progress": self.on_progress}
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def on_target(self, t) -> None:
+        self.tasks[t.name] = self.bar.add_task(f"auditing {t.name}", total=t.n)
+
+    def on_progress(self, t, n: int) -> None:
+        self.bar.advance(self.tasks[t.name], n)
+
+
 def _cfg(config, **cli) -> dict:
     from capaudit.audit.runner import DEFAULTS
     from capaudit.core.config import resolve
@@ -60,9 +82,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     store = open_store(db)
-    with console.status("auditing"):
-        results = run_audit(store, targets, cfg,
-                            on_target=lambda t: console.log(f"{t.name}: {len(t.captions):,} captions"))
+    with _AuditProgress() as hooks:
+        results = run_audit(store, targets, cfg, **hooks)
     run_id = results.get("_run_id")
     if json_out:
         write_json(results, json_out)
@@ -100,7 +121,8 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    cmp = compare_sets(open_store(db), sets, report, cfg)
+    with _AuditProgress() as hooks:
+        cmp = compare_sets(open_store(db), sets, report, cfg, **hooks)
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 
