@@ -36,6 +36,13 @@ def test_every_prompt_in_use_is_packaged_and_covered_by_package_data(tmp_path, m
             assert load_prompt(name) == path.read_text(encoding="utf-8")
 
 
+def test_the_packaged_prompts_are_the_configs_prompts():
+    """configs/prompts is the one copy; the package reaches it through a link."""
+    assert PACKAGED_PROMPTS.resolve() == (ROOT / "configs" / "prompts").resolve()
+    assert sorted(p.name for p in PACKAGED_PROMPTS.iterdir()) == \
+        sorted(p.name for p in (ROOT / "configs" / "prompts").iterdir())
+
+
 def test_a_local_configs_prompts_file_replaces_the_packaged_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs" / "prompts").mkdir(parents=True)

@@ -13,7 +13,7 @@ Per caption, in order:
 1. **score**: for sentence ``i`` the judge gets the image (when ``images``
    locates it), the annotated objects (when evidence is given), the earlier
    sentences ``0..i-1`` as context and sentence ``i``; it answers
-   ``{"supported": bool, "critique": str}`` (``capaudit/data/prompts/critique_judge.txt``).
+   ``{"supported": bool, "critique": str}`` (``configs/prompts/critique_judge.txt``).
    Score 1.0 supported, 0.0 not;
 2. **decide**: a supported sentence is kept. An unsupported one goes to the
    reviser (``critique_revise.txt``, possibly another model) with the context
@@ -45,7 +45,7 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
 __all__ = ["CritiqueReviseFilter", "load_prompt",
            "parse_judgement", "ChatFn", "find_image"]
 
-PROMPT_DIR = Path(__file__).resolve().parents[1] / "data" / "prompts"  # shipped in the wheel
+PROMPT_DIR = Path(__file__).parents[1] / "data" / "prompts"  # = configs/prompts, shipped in the wheel
 _FALLBACK = {
     "judge": ("Is every object, attribute and action in the sentence visible in the image?\n"
               "Annotated objects in the image: {evidence}\nEarlier sentences: <<{context}>>\n"

@@ -9,8 +9,9 @@ used. Failed samples come back as rows with ``error`` set, never dropped.
 
 Prompt templates are plain text files with ``{field}`` placeholders, looked
 up as (1) the path given in the config, (2) ``configs/prompts/NAME.txt`` in
-the working directory, (3) the defaults shipped in the package
-(``capaudit/data/prompts``, so an installed wheel has them). Users replace
+the working directory, (3) the project's ``configs/prompts``, which the
+package ships as ``capaudit/data/prompts`` (a link in the source tree, real
+files in a wheel). Users replace
 wording without touching code; the prompt hash in the provenance tells runs
 with different wording apart.
 """
@@ -29,7 +30,7 @@ from capaudit.errors import InputError
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
-PACKAGED_PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts"
+PACKAGED_PROMPTS = Path(__file__).parents[2] / "data" / "prompts"  # -> configs/prompts
 
 
 def prompt_dirs() -> list[Path]:
