@@ -58,7 +58,7 @@ def lic_command(
     from rich.table import Table
 
     from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
-    from capaudit.audit.runner import StoreCache
+    from capaudit.audit.lic.results import StoreCache
     from capaudit.io.annotations import load_demographics
 
     if attribute not in ("gender", "skin_tone"):
