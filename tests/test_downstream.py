@@ -92,12 +92,51 @@ def test_index_pairs_order_and_preprocessing(env):
 
 def test_checkpoint_is_atomic(tmp_path):
     torch = pytest.importorskip("torch")
-    from capaudit.train_downstream.train import load_checkpoint, save_checkpoint
+    from capaudit.train_downstream.checkpoint import load_checkpoint, save_checkpoint
 
     save_checkpoint(tmp_path / "checkpoint.pt", {"step": 7, "w": torch.ones(2)})
     (tmp_path / "checkpoint.pt.tmp-123").write_bytes(b"half a write")  # a killed writer
     state = load_checkpoint(tmp_path)
     assert state["step"] == 7 and not list(tmp_path.glob("*.tmp-*"))
+
+
+class _Payload:
+    """Unpickling this would create a file: a weights-only load must never do it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_checkpoint_needing_a_pickle_is_refused_not_run(tmp_path):
+    torch = pytest.importorskip("torch")
+    from capaudit.errors import InputError
+    from capaudit.train_downstream.checkpoint import load_checkpoint
+
+    marker = tmp_path / "pwned"
+    torch.save({"step": 1, "evil": _Payload(marker)}, tmp_path / "checkpoint.pt")
+    with pytest.raises(InputError, match="not a capaudit checkpoint"):
+        load_checkpoint(tmp_path)
+    assert not marker.exists()
+
+
+def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
+    import random
+
+    torch = pytest.importorskip("torch")
+    from capaudit.train_downstream.checkpoint import (load_checkpoint, rng_state,
+                                                      save_checkpoint, set_rng_state)
+
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    np.random.normal()  # leaves a cached gaussian in NumPy's state
+    save_checkpoint(tmp_path / "checkpoint.pt", {"rng": rng_state()})
+    want = (random.random(), np.random.normal(), torch.rand(3))
+    random.seed(0), np.random.seed(0), torch.manual_seed(0)
+    set_rng_state(load_checkpoint(tmp_path)["rng"])
+    got = (random.random(), np.random.normal(), torch.rand(3))
+    assert got[0] == want[0] and got[1] == want[1] and torch.equal(got[2], want[2])
 
 
 def _kill_mid_training(env, out: Path) -> int:
@@ -141,7 +180,8 @@ def test_train_kill_resume_caption_amplify(env):
     from capaudit.cli.downstream import amplification_command
     from capaudit.cli.main import main
     from capaudit.store import Store
-    from capaudit.train_downstream.train import TrainConfig, load_checkpoint, train_downstream
+    from capaudit.train_downstream.checkpoint import load_checkpoint
+    from capaudit.train_downstream.train import TrainConfig, train_downstream
 
     # an uninterrupted reference run
     ref = train_downstream(env["ids"], env["caps"], env["shards"], env["model"],

@@ -5,9 +5,8 @@ Why it is built this way:
 - The GCE experiment trains one captioner per caption set for 5 epochs; on COCO
   train that is hours of GPU time, so a kill must cost at most ``checkpoint_every``
   steps. ``RUN/checkpoint.pt`` holds model, AdamW, LR schedule, grad scaler, every
-  RNG and the exact data position (epoch, micro-batches done); it is written to a
-  temporary file, fsynced and renamed, so a kill during the write leaves the
-  previous checkpoint intact.
+  RNG and the exact data position (epoch, micro-batches done); it is written
+  atomically and loaded weights-only (:mod:`capaudit.train_downstream.checkpoint`).
 - The data order of an epoch is a function of (seed, epoch) only
   (:func:`capaudit.train_downstream.data.epoch_order`), so a resumed run skips the
   batches already seen and ends at the same step with the same weights as an
@@ -34,10 +33,11 @@ from typing import Callable
 import numpy as np
 
 from capaudit.errors import InputError, require
+from capaudit.train_downstream.checkpoint import (CHECKPOINT, load_checkpoint, rng_state,
+                                                  save_checkpoint, set_rng_state)
 from capaudit.train_downstream.data import (ImagePreprocessor, PairDataset, ShardIndex,
                                             epoch_order, make_collate, pair_captions)
 
-CHECKPOINT = "checkpoint.pt"
 # settings that change the training trajectory: resuming with other values is refused
 TRAJECTORY_KEYS = ("epochs", "lr", "weight_decay", "batch_size", "grad_accum", "seed",
                    "warmup_steps", "max_tokens", "precision")
@@ -104,49 +104,6 @@ def load_model_and_tokenizer(model: str | Path):
                          f"({str(exc).splitlines()[0]})", path=src,
                          fix="a folder with config.json, weights and tokenizer files") from None
     return net, tok
-
-
-def _rng_state() -> dict:
-    import torch
-
-    return {"python": random.getstate(), "numpy": np.random.get_state(),
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-
-
-def _set_rng_state(state: dict) -> None:
-    import torch
-
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if state.get("cuda") and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def save_checkpoint(path: Path, state: dict) -> None:
-    """Write ``state`` atomically: temp file in the same folder, fsync, rename."""
-    import torch
-
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        torch.save(state, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def load_checkpoint(run: Path) -> dict | None:
-    """The last complete checkpoint of a run, or None; leftovers of killed writes are removed."""
-    import torch
-
-    for tmp in run.glob(f"{CHECKPOINT}.tmp-*"):
-        tmp.unlink(missing_ok=True)
-    path = run / CHECKPOINT
-    if not path.exists():
-        return None
-    # our own file (it holds numpy/python RNG states, which weights_only cannot load)
-    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def fingerprint(cfg: TrainConfig, set_name: str, n_pairs: int, model: str) -> str:
@@ -237,7 +194,7 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
         scaler.load_state_dict(ckpt["scaler"])
-        _set_rng_state(ckpt["rng"])
+        set_rng_state(ckpt["rng"])
         step, epoch, batch_in_epoch = ckpt["step"], ckpt["epoch"], ckpt["batch_in_epoch"]
         del ckpt
     resumed_from = step
@@ -249,7 +206,7 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
         save_checkpoint(run / CHECKPOINT, {
             "fingerprint": fp, "step": step, "epoch": e, "batch_in_epoch": b,
             "model": net.state_dict(), "optimizer": opt.state_dict(),
-            "scheduler": sched.state_dict(), "scaler": scaler.state_dict(), "rng": _rng_state(),
+            "scheduler": sched.state_dict(), "scaler": scaler.state_dict(), "rng": rng_state(),
             "config": asdict(cfg)})
 
     log = open(run / "train_log.jsonl", "a", encoding="utf-8")
