@@ -195,3 +195,8 @@ def test_local_transformers_judge_goes_through_the_backend_registry(tmp_path):
     assert out.log["action"] == ["flag", "flag", "flag"]
     assert all(r.startswith("judge-error") for r in out.log["reason"])
     assert f.calls == {"judge": 3, "revise": 0, "errors": 0}
+    from capaudit.errors import InputError
+
+    with pytest.raises(InputError, match="text-only"):  # refused before any call
+        CritiqueReviseFilter(judge_backend="transformers", judge_model=str(folder),
+                             images=str(tmp_path)).setup(None)

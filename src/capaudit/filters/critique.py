@@ -167,6 +167,10 @@ class CritiqueReviseFilter(Filter):
                                          timeout_s=float(o["timeout_s"]), max_retries=2)
             else:
                 self.reviser = self.judge
+        if o["images"] and not getattr(self.judge, "accepts_images", True):
+            raise InputError(f"the {o['judge_backend']} judge is text-only and cannot see --images",
+                             fix="drop --images (judge against --evidence), or use "
+                                 "--judge-backend openai with a VLM server")
         self.prompts = {k: load_prompt(k, o["prompt_dir"]) for k in ("judge", "revise")}
         kind = o["evidence"] or next((k for k, key in (("chair-gt", "chair_gt"),
                                                       ("instances", "instances"),

@@ -64,6 +64,7 @@ class Backend:
     params: dict = field(default_factory=dict)   # temperature, max_tokens, ...
     cache: ResponseCache | None = None
     name: ClassVar[str] = "base"
+    accepts_images: ClassVar[bool] = True   # False: text-only, image requests fail per sample
 
     def __post_init__(self):
         self.stats = Stats()

@@ -27,6 +27,7 @@ def backend_chat(backend) -> ChatFn:
 
     A failed call (the backend's error after its retries, or an empty text)
     raises :class:`ConnectionError`, which callers count as a failed call.
+    The function's ``accepts_images`` says whether the backend can see images.
     """
     from capaudit.enrich.backends.base import GenRequest
 
@@ -50,6 +51,7 @@ def backend_chat(backend) -> ChatFn:
             raise ConnectionError(res.error or "empty response")
         return res.text
 
+    chat.accepts_images = getattr(backend, "accepts_images", True)
     return chat
 
 

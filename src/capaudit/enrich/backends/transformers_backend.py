@@ -67,6 +67,7 @@ class TransformersBackend(Backend):
     batch_size: int = 8
 
     name = "transformers"
+    accepts_images = False
 
     def _bad_words(self, tok) -> list[list[int]] | None:
         ids = [tok.convert_tokens_to_ids(t) for t in IMAGE_TOKENS]
