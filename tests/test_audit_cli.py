@@ -29,6 +29,16 @@ def test_audit_run_json_matches_reference(tmp_path, shared, capsys):
         assert got[metric]["n"] > 0
     lo, hi = got["chair_s"]["ci"]
     assert lo < got["chair_s"]["value"] < hi
+    # the resolved config, seed and versions beside the output
+    prov = json.loads((tmp_path / "r.json.provenance.json").read_text())
+    assert prov["config"]["n_boot"] == 100 and prov["seed"] == 0 and prov["config"]["run_id"] >= 1
+    assert prov["config"]["demographics"].endswith("demographics_val2014.jsonl")
+    assert "duckdb" in prov["versions"] and prov["command"].startswith("capaudit audit run ")
+    from capaudit.store import Store
+
+    with Store(tmp_path / "a.duckdb") as st:
+        assert st.one("SELECT command FROM runs WHERE run_id = ?",
+                      [prov["config"]["run_id"]])[0] == prov["command"]
     # metrics and per-caption details are queryable in DuckDB
     capsys.readouterr()
     assert main(["query", "SELECT metric, round(value, 3) AS v FROM metrics WHERE "

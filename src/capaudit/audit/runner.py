@@ -214,9 +214,8 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     straight into ``caption_details`` inside the transaction, chunk by chunk.
     LIC (``cfg["lic"]``) needs the captions of each image and loads them first.
     """
-    from capaudit.core.config import package_versions
+    from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
-    import sys
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
@@ -246,7 +245,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
 
     if store is not None:
         with store.transaction():
-            run_id = store.start_run(" ".join(["capaudit", *sys.argv[1:]]),
+            run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for t in resolved:

@@ -87,6 +87,9 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
     run_id = results.get("_run_id")
     if json_out:
         write_json(results, json_out)
+        from capaudit.core.config import provenance_beside
+
+        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
     metrics_seen = list(dict.fromkeys(m for n in names for m in results[n].results))
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})

@@ -117,3 +117,6 @@ def lic_command(
                             {"n_images": res["n_images"], "config": res["config"]}}}
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        from capaudit.core.config import provenance_beside
+
+        provenance_beside(json_out, res["config"])

@@ -51,9 +51,9 @@ def recorded_run(store, config: dict, seed: int | None = None) -> Iterator[int]:
     The run row is committed first so a failure still leaves an honest
     'failed' status; the block's own writes use their own transactions.
     """
-    from capaudit.core.config import package_versions
+    from capaudit.core.config import current_command, package_versions
 
-    run_id = store.start_run(" ".join(["capaudit", *sys.argv[1:]]), config, seed,
+    run_id = store.start_run(current_command(), config, seed,
                              package_versions())
     try:
         yield run_id

@@ -175,6 +175,11 @@ def detect(images: List[Path] = typer.Argument(None, help="image files"),
         if fh:
             fh.close()
     if json_out:
+        from capaudit.core.config import provenance_beside
+
+        provenance_beside(json_out, {"detector": detector, "options": opts, "colors": colors,
+                                     "images": [str(i) for i in images or []],
+                                     "shards": str(shards) if shards else None})
         console.print(f"{len(records)} images -> {json_out}")
 
 

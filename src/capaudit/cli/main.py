@@ -57,8 +57,10 @@ _register_all()
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors print one line on stderr and exit 2."""
+    from capaudit.core.config import set_command
     from capaudit.errors import CapauditError
 
+    set_command(argv if argv is not None else sys.argv[1:])
     try:
         app(args=argv, standalone_mode=False)
     except CapauditError as exc:

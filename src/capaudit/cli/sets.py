@@ -95,6 +95,11 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parqu
 
     store = open_store(db, read_only=True)
     path = export_set(store, name, to, out)
+    from capaudit.core.config import provenance_beside
+
+    info = store.get_set(name)
+    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
+                             "n_captions": info.n_captions})
     console.print(f"wrote {path}")
 
 

@@ -76,16 +76,42 @@ def package_versions(names=PACKAGES) -> dict[str, str]:
     return versions
 
 
+_COMMAND: list[str] | None = None   # set by the CLI entry point for this invocation
+
+
+def set_command(argv: list[str] | None) -> None:
+    """Record the arguments of the running ``capaudit`` command (``main(argv)`` calls this)."""
+    global _COMMAND
+    _COMMAND = None if argv is None else [str(a) for a in argv]
+
+
+def current_command() -> str:
+    """``capaudit ARGS`` as the user ran it (also when called as ``main([...])``)."""
+    import shlex
+
+    args = _COMMAND if _COMMAND is not None else sys.argv[1:]
+    return " ".join(["capaudit", *(shlex.quote(a) for a in args)])
+
+
 def provenance(config: Mapping, seed: int | None = None, command: str | None = None) -> dict:
     """What is saved beside every output: resolved config, seed, versions."""
     return {
-        "command": command if command is not None else " ".join(sys.argv),
+        "command": command if command is not None else current_command(),
         "config": dict(config),
         "seed": seed,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "versions": package_versions(),
     }
+
+
+def provenance_beside(output: str | Path, config: Mapping, seed: int | None = None) -> Path:
+    """Write the provenance of a file output beside it: ``OUT.provenance.json`` (a folder
+    output gets ``provenance.json`` inside). Output formats stay as specified."""
+    output = Path(output)
+    target = output / "provenance.json" if output.is_dir() else \
+        output.with_name(output.name + ".provenance.json")
+    return write_provenance(target, config, seed)
 
 
 def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
