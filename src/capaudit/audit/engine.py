@@ -58,6 +58,12 @@ def _image_id_array(image_ids: Sequence[int | None]) -> np.ndarray:
     return np.fromiter((-1 if i is None else int(i) for i in image_ids), np.int64, len(image_ids))
 
 
+def point_value(est: Estimate) -> float | None:
+    """The metric's value on the whole sample (``None`` when undefined, e.g. 0/0)."""
+    value = est.value if est.value is not None else float(est.finalize(est.stats.sum(axis=0)))
+    return None if value is None or np.isnan(value) else float(value)
+
+
 def audit_records(records: CaptionRecords, image_ids: Sequence[int | None] | np.ndarray,
                   annotations: Annotations | None, metrics: list[str] | None = None,
                   n_boot: int = 1000, seed: int = 0, min_images: int = 10,
@@ -80,9 +86,7 @@ def audit_records(records: CaptionRecords, image_ids: Sequence[int | None] | np.
         estimates[name + suffix] = est
     cis = bootstrap_intervals(estimates, ctx.n_units, n_boot, seed, workers=workers)
     for name, est in estimates.items():
-        value = est.value if est.value is not None else float(est.finalize(est.stats.sum(axis=0)))
-        if value is not None and np.isnan(value):
-            value = None
+        value = point_value(est)
         extra = dict(est.extra, mode=records.mode)
         results[name] = MetricResult(value, est.n, *cis[name], extra=extra)
     return results, ctx
@@ -202,10 +206,8 @@ def _stream_results(acc, names: list[str], n_boot: int, seed: int, workers: int,
     estimates = {name + suffix: est for name, est in ests.items()}
     cis = bootstrap_intervals(estimates, n_units, n_boot, seed, workers=workers)
     for name, est in estimates.items():
-        value = est.value if est.value is not None else float(est.finalize(est.stats.sum(axis=0)))
-        if value is not None and np.isnan(value):
-            value = None
-        results[name] = MetricResult(value, est.n, *cis[name], extra=dict(est.extra, mode=acc.mode))
+        results[name] = MetricResult(point_value(est), est.n, *cis[name],
+                                     extra=dict(est.extra, mode=acc.mode))
     return results
 
 

@@ -164,6 +164,9 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
 
 
 def register(app: typer.Typer) -> None:
+    from capaudit.cli.audit_disparity import disparity_command
+
+    audit_app.command("disparity")(disparity_command)
     try:
         from capaudit.cli.audit_lic import lic_command
         audit_app.command("lic")(lic_command)

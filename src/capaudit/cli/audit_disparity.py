@@ -1,0 +1,79 @@
+"""``capaudit audit disparity``: every metric on woman/man (or light/dark) images, and the gap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from capaudit.cli.common import DbOption, console, open_store
+
+
+def _fmt(r) -> str:
+    if r.skipped or r.value is None:
+        return "-"
+    ci = "" if r.ci_low is None else f"\n[{r.ci_low:.2f}, {r.ci_high:.2f}]"
+    return f"{r.value:.2f}{ci}"
+
+
+def disparity_command(
+        targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
+        by: str = typer.Option("gender", "--by", help="gender (male - female) or skin_tone "
+                               "(light - dark)"),
+        instances: Optional[Path] = typer.Option(None, "--instances", help="default: stored"),
+        chair_gt: Optional[Path] = typer.Option(None, "--chair-gt", help="default: stored"),
+        demographics: Optional[Path] = typer.Option(None, "--demographics",
+                                                    help="image gender/skin-tone labels "
+                                                         "(default: stored)"),
+        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
+        mode: Optional[str] = typer.Option(None, "--mode", help="reference or corrected"),
+        n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
+        seed: Optional[int] = typer.Option(None, "--seed"),
+        workers: Optional[int] = typer.Option(None, "--workers"),
+        min_images: Optional[int] = typer.Option(None, "--min-images"),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
+        config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
+        db: Path = DbOption) -> None:
+    """Each metric on each group of images and the difference, with bootstrap intervals."""
+    from rich.table import Table
+
+    from capaudit.audit.disparity import run_disparity
+    from capaudit.cli.audit import _cfg
+    from capaudit.core.config import provenance_beside
+
+    cfg = _cfg(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
+               min_images=min_images, instances=str(instances) if instances else None,
+               chair_gt=str(chair_gt) if chair_gt else None,
+               demographics=str(demographics) if demographics else None)
+    store = open_store(db)
+    with console.status(f"auditing by {by}"):
+        out = run_disparity(store, targets, cfg, by=by)
+    run_id = out.pop("_run_id", None)
+    for name, d in out.items():
+        a, b = d.groups
+        table = Table(title=f"{name}: by {by} ({d.meta['captions'][a]:,} {a} / "
+                            f"{d.meta['captions'][b]:,} {b} captions; 95% CI)")
+        for col in ("metric", a, b, d.diff_key):
+            table.add_column(col, justify="left" if col == "metric" else "right")
+        for metric, per in d.results.items():
+            table.add_row(metric, _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
+        console.print(table)
+        for metric, per in d.results.items():
+            if per[d.diff_key].skipped:
+                console.print(f"[yellow]{metric}: {per[d.diff_key].skipped}[/]")
+        if d.meta["unlabelled_captions"]:
+            console.print(f"{d.meta['unlabelled_captions']:,} captions of images without a "
+                          f"{by} label left out")
+        if "vocab" in d.results:
+            k = d.meta["images"]["equal images"][a]
+            console.print(f"vocab on {k:,} images per group (the larger group subsampled)")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}
+                                      for n, d in out.items()}}
+        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        provenance_beside(json_out, {**cfg, "by": by, "run_id": run_id}, cfg.get("seed"))
+    console.print(f"stored as run {run_id} in {store.path} (metrics.grp = '{by}=...')"
+                  + (f"; JSON: {json_out}" if json_out else ""))

@@ -1,0 +1,118 @@
+"""``audit disparity``: every metric by gender and by skin tone, on the shared nic captions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from capaudit.audit.disparity import audit_disparity
+from capaudit.audit.engine import audit_captions
+from capaudit.errors import InputError
+from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+
+
+@pytest.fixture(scope="module")
+def nic(request):
+    from tests.conftest import shared_path
+
+    coco = shared_path("data", "coco2014")
+    inst, counts = load_instances(coco / "instance_categories_val2014.jsonl")
+    gender, skin = load_demographics(coco / "demographics_val2014.jsonl")
+    ann = Annotations(instances=inst, instance_counts=counts,
+                      chair_gt=load_chair_gt(coco / "chair_objects_trainval2014.jsonl"),
+                      gender=gender, skin_tone=skin)
+    rows = [json.loads(line) for line in
+            shared_path("data", "captioners", "nic_val2014_gender.jsonl").open()]
+    ref = json.loads(shared_path("references", "reference_metrics_visible.json").read_text())
+    return ([r["image_id"] for r in rows], [r["caption"] for r in rows], ann,
+            ref["reference_values"]["nic_val2014_gender"])
+
+
+@pytest.fixture(scope="module")
+def by_gender(nic):
+    ids, caps, ann, _ = nic
+    return audit_disparity(ids, caps, ann, by="gender", n_boot=300, seed=3, workers=1)
+
+
+@pytest.mark.parametrize("metric", ["gender_error", "length", "chair_s", "recall"])
+def test_groups_recombine_to_the_reference_value(nic, by_gender, metric):
+    """Every nic image is gender-labelled, so the caption-weighted mean of the two groups
+    is the whole set's value, which the reference code gives."""
+    *_, ref = nic
+    per = by_gender.results[metric]
+    a, b = per["male"], per["female"]
+    assert (a.value * a.n + b.value * b.n) / (a.n + b.n) == pytest.approx(ref[metric], abs=0.01)
+    assert per["male-female"].value == pytest.approx(a.value - b.value, abs=1e-12)
+
+
+def test_groups_follow_the_labels_and_intervals_hold_their_values(nic, by_gender):
+    ids, _, ann, _ = nic
+    want = Counter(ann.gender[i] for i in ids)
+    assert by_gender.meta["captions"] == {"male": want["male"], "female": want["female"]}
+    assert by_gender.meta["unlabelled_captions"] == 0
+    for metric, per in by_gender.results.items():
+        for r in per.values():
+            if not r.skipped:
+                assert r.ci_low <= r.value <= r.ci_high, metric
+    # captions of women's images get the wrong gender far more often (Burns et al.)
+    gap = by_gender.results["gender_error"]["male-female"]
+    assert gap.ci_high < 0
+    assert by_gender.results["recall_disparity"]["male-female"].skipped
+
+
+def test_vocab_is_compared_on_equal_numbers_of_images(nic, by_gender):
+    ids, caps, ann, _ = nic
+    imgs = by_gender.meta["images"]["equal images"]
+    assert imgs["male"] == imgs["female"] == len({i for i in ids if ann.gender[i] == "female"})
+    # the smaller group is whole: its vocabulary is the plain audit's on its captions
+    fem = [(i, c) for i, c in zip(ids, caps) if ann.gender[i] == "female"]
+    plain = audit_captions([i for i, _ in fem], [c for _, c in fem], ann, metrics=["vocab"],
+                           n_boot=0, workers=1)
+    assert by_gender.results["vocab"]["female"].value == plain.results["vocab"].value
+    again = audit_disparity(ids, caps, ann, by="gender", metrics=["vocab"], n_boot=300, seed=3,
+                            workers=1)
+    assert again.results["vocab"]["male"].value == by_gender.results["vocab"]["male"].value
+
+
+def test_by_skin_tone_leaves_out_unlabelled_images(nic):
+    ids, caps, ann, _ = nic
+    d = audit_disparity(ids, caps, ann, by="skin_tone", n_boot=200, seed=0, workers=1)
+    want = Counter(ann.skin_tone.get(i) for i in ids)
+    assert d.meta["captions"] == {"light": want["light"], "dark": want["dark"]}
+    assert d.meta["unlabelled_captions"] == want[None] > 0
+    assert d.results["recall_disparity"]["light"].value is not None  # within each group
+    plain = audit_captions([i for i in ids if ann.skin_tone.get(i) == "dark"],
+                           [c for i, c in zip(ids, caps) if ann.skin_tone.get(i) == "dark"],
+                           ann, metrics=["chair_s"], n_boot=0, workers=1)
+    assert d.results["chair_s"]["dark"].value == plain.results["chair_s"].value
+
+
+def test_bad_groupings_are_one_clear_error(nic):
+    ids, caps, ann, _ = nic
+    with pytest.raises(InputError, match="unknown grouping"):
+        audit_disparity(ids, caps, ann, by="age")
+    with pytest.raises(InputError, match="no gender labels"):
+        audit_disparity(ids, caps, Annotations(), by="gender")
+
+
+def test_cli_stores_group_rows_and_writes_json(tmp_path, capsys):
+    from capaudit.cli.main import main
+    from capaudit.cli.query import build_demo
+    from capaudit.store import Store
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db, run_audit=False)
+    out = tmp_path / "d.json"
+    assert main(["audit", "disparity", "nic", "--by", "skin_tone", "--n-boot", "100",
+                 "--json", str(out), "--db", str(db)]) == 0
+    payload = json.loads(out.read_text())
+    light_dark = payload["sets"]["nic"]["metrics"]["chair_s"]["light-dark"]
+    with Store(db) as st:
+        rows = dict(st.sql("SELECT grp, value FROM metrics WHERE metric = 'chair_s' "
+                           "AND set_name = 'nic'"))
+    assert set(rows) == {"skin_tone=light", "skin_tone=dark", "skin_tone:light-dark"}
+    assert rows["skin_tone:light-dark"] == pytest.approx(light_dark["value"])
+    assert rows["skin_tone=light"] - rows["skin_tone=dark"] == pytest.approx(light_dark["value"])
+    assert (tmp_path / "d.json.provenance.json").exists()
