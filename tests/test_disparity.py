@@ -106,8 +106,9 @@ def test_cli_stores_group_rows_and_writes_json(tmp_path, capsys):
     build_demo(db, run_audit=False)
     out = tmp_path / "d.json"
     assert main(["audit", "disparity", "nic", "--by", "skin_tone", "--n-boot", "100",
-                 "--json", str(out), "--db", str(db)]) == 0
+                 "--metrics", "chair_s,gender_error", "--json", str(out), "--db", str(db)]) == 0
     payload = json.loads(out.read_text())
+    assert list(payload["sets"]["nic"]["metrics"]) == ["chair_s", "gender_error"]
     light_dark = payload["sets"]["nic"]["metrics"]["chair_s"]["light-dark"]
     with Store(db) as st:
         rows = dict(st.sql("SELECT grp, value FROM metrics WHERE metric = 'chair_s' "

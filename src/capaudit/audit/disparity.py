@@ -187,7 +187,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.runner import load_target, metric_names
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
@@ -197,7 +197,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     out: dict[str, Any] = {}
     for t in loaded:
         out[t.name] = audit_disparity(t.image_ids, t.captions, annotations, by=by,
-                                      metrics=cfg.get("metrics"), mode=cfg["mode"],
+                                      metrics=metric_names(cfg), mode=cfg["mode"],
                                       n_boot=cfg["n_boot"], seed=cfg["seed"],
                                       workers=cfg["workers"], min_images=cfg["min_images"])
     if store is not None:

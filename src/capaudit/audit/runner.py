@@ -136,8 +136,9 @@ def load_target(store, target: str) -> Target:
     return Target(_file_name(path), ids, caps, str(path))
 
 
-def _metrics(cfg: dict) -> list[str] | None:
-    metrics = cfg["metrics"]
+def metric_names(cfg: dict) -> list[str] | None:
+    """``cfg['metrics']`` (a list or a comma string) checked against the registry."""
+    metrics = cfg.get("metrics")
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if metrics:
@@ -152,7 +153,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
     """Audit a target in chunks (:func:`capaudit.audit.engine.audit_stream`)."""
     from capaudit.audit.engine import audit_stream
 
-    return audit_stream(target.rows(), annotations, metrics=_metrics(cfg), mode=cfg["mode"],
+    return audit_stream(target.rows(), annotations, metrics=metric_names(cfg), mode=cfg["mode"],
                         n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
                         min_images=cfg["min_images"], corrected=cfg["corrected"],
                         chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
@@ -162,7 +163,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
 def audit_target(target: Target, annotations, cfg: dict):
     from capaudit.audit.engine import audit_captions
 
-    metrics = _metrics(cfg)
+    metrics = metric_names(cfg)
     return audit_captions(target.image_ids, target.captions, annotations, metrics=metrics,
                           mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
                           workers=cfg["workers"], min_images=cfg["min_images"],
@@ -224,7 +225,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
-    _metrics(cfg)  # typos fail before any work
+    metric_names(cfg)  # typos fail before any work
     lic: dict[str, dict] = {}
     if cfg.get("lic"):  # before the transaction: its cache writes are transactions of their own
         from capaudit.audit.lic.results import lic_results
