@@ -117,3 +117,26 @@ def test_cli_stores_group_rows_and_writes_json(tmp_path, capsys):
     assert rows["skin_tone:light-dark"] == pytest.approx(light_dark["value"])
     assert rows["skin_tone=light"] - rows["skin_tone=dark"] == pytest.approx(light_dark["value"])
     assert (tmp_path / "d.json.provenance.json").exists()
+
+
+def test_compare_with_disparity_reports_and_stores_the_same_gaps(tmp_path, capsys):
+    from capaudit.cli.main import main
+    from capaudit.cli.query import build_demo
+    from capaudit.store import Store
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db, run_audit=False)
+    common = ["--n-boot", "100", "--seed", "4", "--db", str(db)]
+    assert main(["audit", "compare", "oscar", "nic", "--disparity", "gender,skin_tone",
+                 "--report", str(tmp_path / "rep"), *common]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Gaps between groups of images" in md and "| male − female | light − dark |" in md
+    gaps = md.split("## Gaps between groups of images")[1].split("\n## ")[0]
+    assert gaps.count("| nic | ") == gaps.count("| oscar | ") == 7  # one row per metric
+    assert main(["audit", "disparity", "nic", "--by", "gender", *common]) == 0
+    with Store(db) as st:
+        runs = st.sql("SELECT run_id, value FROM metrics WHERE set_name = 'nic' AND "
+                      "metric = 'gender_error' AND grp = 'gender:male-female' ORDER BY run_id")
+    assert len(runs) == 2 and runs[0][1] == runs[1][1]  # compare and disparity agree exactly
+    assert f"{runs[0][1]:+.2f}" in md
+    assert main(["audit", "compare", "nic", "--disparity", "age", *common]) == 2

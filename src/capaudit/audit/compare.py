@@ -36,6 +36,7 @@ class Comparison:
     run_id: int | None = None
     parent_costs: list[dict] = field(default_factory=list)
     amplifications: list[tuple[str, str, list]] = field(default_factory=list)
+    disparities: dict[str, dict] = field(default_factory=dict)   # set -> {by: Disparity}
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -70,6 +71,9 @@ def compare_sets(store, names: Sequence[str], report_dir: Path | None = Path("re
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
+    if cfg.get("disparity"):
+        from capaudit.audit.disparity import compare_disparities
+        cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)
     if report_dir is not None:
         from capaudit.audit.report import write_report
         cmp.report_dir = Path(report_dir)
@@ -167,6 +171,18 @@ def print_compare(cmp: Comparison, console=None) -> None:
                if r.skipped}
     for (n, m), why in skipped.items():
         console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
+    if cmp.disparities:
+        from rich.table import Table
+
+        from capaudit.audit.disparity import disparity_rows
+        heads, rows = disparity_rows(cmp.disparities)
+        if heads:
+            table = Table(title="Gaps between groups of images (95% bootstrap CI)")
+            for col in ("set", "metric", *heads):
+                table.add_column(col, justify="left" if col in ("set", "metric") else "right")
+            for row in rows:
+                table.add_row(*row)
+            console.print(table)
     for row in cmp.parent_costs:
         console.print(fmt_cost(row))
     for up, down, rows in cmp.amplifications:

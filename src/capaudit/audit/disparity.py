@@ -206,12 +206,76 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
                                      "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for name, d in out.items():
-                for metric, per in d.results.items():
-                    for g, r in per.items():
-                        grp = f"{by}:{g}" if g == d.diff_key else f"{by}={g}"
-                        extra = dict(r.extra, **({"skipped": r.skipped} if r.skipped else {}))
-                        store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low,
-                                           r.ci_high, grp, extra)
+                store_disparity(store, run_id, name, d)
             store.finish_run(run_id, "ok")
         out["_run_id"] = run_id
     return out
+
+
+def store_disparity(store, run_id: int, name: str, d: Disparity) -> None:
+    """Metric rows with ``grp`` = ``BY=group`` and ``BY:a-b`` (caller holds the transaction)."""
+    for metric, per in d.results.items():
+        for g, r in per.items():
+            grp = f"{d.by}:{g}" if g == d.diff_key else f"{d.by}={g}"
+            extra = dict(r.extra, **({"skipped": r.skipped} if r.skipped else {}))
+            store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, grp, extra)
+
+
+def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
+                        run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
+    """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
+    labels are left out); stored under the compare's run when there is one."""
+    from capaudit.audit.runner import load_target, metric_names
+
+    bys = cfg.get("disparity") or ()
+    bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)
+    for by in bys:
+        if by not in GROUPINGS:
+            raise InputError(f"unknown grouping '{by}'", fix=f"use {' or '.join(GROUPINGS)}")
+    bys = [b for b in bys if getattr(annotations, b, None)]
+    out: dict[str, dict[str, Disparity]] = {}
+    for name in names:
+        t = load_target(store, name)
+        out[name] = {by: audit_disparity(t.image_ids, t.captions, annotations, by=by,
+                                         metrics=metric_names(cfg), mode=cfg["mode"],
+                                         n_boot=cfg["n_boot"], seed=cfg["seed"],
+                                         workers=cfg["workers"], min_images=cfg["min_images"])
+                     for by in bys}
+    if store is not None and run_id is not None and bys:
+        with store.transaction():
+            for name, per in out.items():
+                for d in per.values():
+                    store_disparity(store, run_id, name, d)
+    return out
+
+
+def disparity_rows(disparities: dict[str, dict[str, Disparity]]
+                   ) -> tuple[list[str], list[list[str]]]:
+    """(gap headers, rows of [set, metric, gap per grouping]) with 95% intervals as text."""
+    bys = list(dict.fromkeys(by for per in disparities.values() for by in per))
+    if not bys:
+        return [], []
+    heads = [next(per[by] for per in disparities.values() if by in per).diff_key for by in bys]
+    metrics = list(dict.fromkeys(m for per in disparities.values() for d in per.values()
+                                 for m in d.results))
+    rows = []
+    for name, per in disparities.items():
+        for metric in metrics:
+            cells = []
+            for by in bys:
+                d = per.get(by)
+                r = d.results.get(metric, {}).get(d.diff_key) if d else None
+                cells.append("-" if r is None or r.value is None else
+                             f"{r.value:+.2f}" + ("" if r.ci_low is None else
+                                                   f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+            rows.append([name, metric, *cells])
+    return [h.replace("-", " − ") for h in heads], rows
+
+
+def disparity_markdown(disparities: dict[str, dict[str, Disparity]]) -> list[str]:
+    """Report lines: per set and metric, each grouping's gap with its 95% interval."""
+    heads, rows = disparity_rows(disparities)
+    if not heads:
+        return []
+    return (["| set | metric | " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(heads)]
+            + ["| " + " | ".join(r) + " |" for r in rows])

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",
     "lic_epochs": None,       # None = the classifier's reference default
+    "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
 }
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``

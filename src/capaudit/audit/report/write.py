@@ -86,6 +86,15 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
         for i, c in enumerate(disp["categories"]):
             md.append(f"| {c} | " + " | ".join(
                 "-" if v[i] != v[i] else f"{v[i]:+.1f}" for v in disp["series"].values()) + " |")
+    if getattr(cmp, "disparities", None):
+        from capaudit.audit.disparity import disparity_markdown
+        table = disparity_markdown(cmp.disparities)
+        if table:
+            md += ["", "## Gaps between groups of images", "",
+                   "Each metric on each group's images (labels from the demographics), "
+                   "first group minus second, 95% bootstrap interval; vocabulary on equal "
+                   "numbers of images (`capaudit audit disparity` for the per-group values).",
+                   ""] + table
     sources = getattr(cmp.annotations, "sources", {})
     if sources:
         md += ["", "## Annotations", ""] + [f"- {k}: `{v}`" for k, v in sources.items()]
