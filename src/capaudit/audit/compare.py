@@ -172,8 +172,6 @@ def print_compare(cmp: Comparison, console=None) -> None:
     for (n, m), why in skipped.items():
         console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
     if cmp.disparities:
-        from rich.table import Table
-
         from capaudit.audit.disparity import disparity_rows
         heads, rows = disparity_rows(cmp.disparities)
         if heads:
