@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
-from capaudit.audit.engine import _image_id_array, point_value
+from capaudit.audit.engine import image_id_array, point_value
 from capaudit.audit.metrics import DEFAULT_METRICS, METRICS
 from capaudit.audit.metrics.base import MetricContext, MetricResult, MetricSkipped
 from capaudit.errors import InputError
@@ -118,7 +118,7 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
     for name in names:
         METRICS.get(name)  # typos fail before any work
     groups = GROUPINGS[by]
-    ids = _image_id_array(image_ids)
+    ids = image_id_array(image_ids)
     captions = list(captions)
     idx, unlabelled = _split(ids, labels, groups)
     if min(len(v) for v in idx.values()) == 0:

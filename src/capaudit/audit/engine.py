@@ -54,7 +54,8 @@ class AuditResult:
         return {k: r.to_dict() for k, r in self.results.items()}
 
 
-def _image_id_array(image_ids: Sequence[int | None]) -> np.ndarray:
+def image_id_array(image_ids: Sequence[int | None]) -> np.ndarray:
+    """Image ids as int64, ``-1`` for a caption without one (its own bootstrap unit)."""
     return np.fromiter((-1 if i is None else int(i) for i in image_ids), np.int64, len(image_ids))
 
 
@@ -69,7 +70,7 @@ def audit_records(records: CaptionRecords, image_ids: Sequence[int | None] | np.
                   n_boot: int = 1000, seed: int = 0, min_images: int = 10,
                   suffix: str = "", workers: int = 1) -> tuple[dict[str, MetricResult], MetricContext]:
     """Metrics (with intervals) over already-built records."""
-    ids = image_ids if isinstance(image_ids, np.ndarray) else _image_id_array(image_ids)
+    ids = image_ids if isinstance(image_ids, np.ndarray) else image_id_array(image_ids)
     if len(ids) != len(records):
         from capaudit.errors import InputError
         raise InputError(f"{len(ids)} image ids for {len(records)} captions")
@@ -106,7 +107,7 @@ def audit_captions(image_ids: Sequence[int | None], captions: Sequence[str],
         from capaudit.errors import InputError
         raise InputError(f"{len(image_ids)} image ids for {len(captions)} captions")
     captions = list(captions)
-    ids = _image_id_array(image_ids)
+    ids = image_id_array(image_ids)
     records = build_records(captions, mode=mode, workers=workers)
     results, ctx = audit_records(records, ids, annotations, metrics, n_boot, seed, min_images,
                                  workers=workers)
@@ -158,7 +159,7 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
 
     def flush():
         nonlocal done
-        ids = _image_id_array(batch_ids)
+        ids = image_id_array(batch_ids)
         records = build_records(batch, mode=mode, workers=workers)
         ctx = MetricContext(records, ids, annotations, min_images)
         acc.add(records, ctx)
