@@ -167,19 +167,13 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
 
 
 def register(app: typer.Typer) -> None:
+    """Attach the audit sub-app; lic, amplification and disparity live in their own modules
+    (import-light: torch and the like load only when a command runs)."""
     from capaudit.cli.audit_disparity import disparity_command
+    from capaudit.cli.audit_lic import lic_command
+    from capaudit.cli.downstream import amplification_command
 
+    audit_app.command("lic")(lic_command)
+    audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
-    try:
-        from capaudit.cli.audit_lic import lic_command
-        audit_app.command("lic")(lic_command)
-    except ModuleNotFoundError as exc:
-        if exc.name != "capaudit.cli.audit_lic":
-            raise
-    try:
-        from capaudit.cli.downstream import amplification_command
-        audit_app.command("amplification")(amplification_command)
-    except (ModuleNotFoundError, ImportError) as exc:
-        if getattr(exc, "name", None) not in ("capaudit.cli.downstream", None):
-            raise
     app.add_typer(audit_app, name="audit")

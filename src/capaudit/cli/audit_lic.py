@@ -1,7 +1,7 @@
 """``capaudit audit lic``: LIC leakage of a caption set (and of human captions).
 
 Kept import-light: torch and transformers are imported only when the command
-runs. The lead attaches it with ``audit_app.command("lic")(lic_command)``.
+runs. ``capaudit.cli.audit.register`` attaches it as ``audit lic``.
 """
 
 from __future__ import annotations
