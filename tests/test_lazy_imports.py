@@ -39,3 +39,31 @@ for group in (["--help"], ["audit", "--help"], ["filter", "--help"], ["sets", "-
     assert main(group) == 0
 """
     assert _loaded_after(code) == []
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("blocked, build, extra", [
+    ("pytesseract", lambda: __import__("capaudit.enrich.ocr", fromlist=["OCR"]).OCR.get(
+        "tesseract")(), "ocr"),
+    ("ray", lambda: __import__("capaudit.executors", fromlist=["EXECUTORS"]).EXECUTORS.get(
+        "ray")(workers=1), "ray"),
+    ("ai_edge_litert", lambda: __import__("capaudit.enrich.detectors", fromlist=["x"])
+     .make_detector("ssd-mobilenet", {}), "detect"),
+    ("ultralytics", lambda: __import__("capaudit.enrich.detectors", fromlist=["x"])
+     .make_detector("ultralytics", {"weights": __file__}), "yolo"),  # any existing file
+    ("datasets", lambda: list(__import__("capaudit.io.readers", fromlist=["x"])
+                              .get_reader("hf").read("x")), "hf"),
+])
+def test_a_missing_optional_package_names_its_extra(monkeypatch, blocked, build, extra):
+    """With the package made unimportable, using what needs it is one clear error naming
+    the extra to install (``pip install 'capaudit[EXTRA]'``), not an ImportError."""
+    from capaudit.errors import MissingExtraError
+
+    for name in list(sys.modules):
+        if name == blocked or name.startswith(blocked + "."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, blocked, None)  # `import blocked` now raises ImportError
+    with pytest.raises(MissingExtraError, match=rf"pip install 'capaudit\[{extra}\]'"):
+        build()

@@ -23,7 +23,7 @@ class HFDiskReader(CaptionReader):
                                      ("dataset_info.json", "state.json", "dataset_dict.json"))
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        datasets = require("datasets", "dev", "reading a datasets folder")
+        datasets = require("datasets", "hf", "reading a datasets folder")
         try:
             ds = datasets.load_from_disk(str(path))
         except Exception as exc:  # datasets raises many types
