@@ -49,3 +49,18 @@ def test_repo_config_file_is_used_by_cli(tmp_path, capsys):
     assert main(["query", "SELECT config FROM runs", "--json", "--db", str(db)]) == 0
     cfg = json.loads(json.loads(capsys.readouterr().out)["config"])
     assert cfg["n_boot"] == 7 and cfg["seed"] == 5 and cfg["mode"] == "reference"
+
+
+def test_shipped_yaml_configs_only_use_known_keys():
+    """A key the code does not read would be silently ignored: the shipped files use none."""
+    from pathlib import Path
+
+    from capaudit.audit.runner import DEFAULTS as AUDIT
+    from capaudit.core.config import load_yaml
+    from capaudit.enrich.runner import DEFAULTS as ENRICH
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+    assert set(load_yaml(root / "audit.yaml")["audit"]) <= set(AUDIT)
+    enrich = load_yaml(root / "enrich.yaml")
+    enrich = enrich.get("enrich", enrich)
+    assert set(enrich) <= set(ENRICH), set(enrich) - set(ENRICH)
