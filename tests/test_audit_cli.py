@@ -66,6 +66,8 @@ def test_demo_builds_and_compares(tmp_path, capsys):
         assert (tmp_path / "rep" / f).exists(), f
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "R² =" in md and "(best)" in md and "(worst)" in md
+    assert "## Gaps between groups of images" in md and "| male − female | light − dark |" in md
+    assert "Gaps between groups of images" in out
     metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())["sets"]
     # the demo's human captions hallucinate nothing against CHAIR ground truth built from them
     assert metrics["coco"]["chair_s"]["value"] == 0.0

@@ -55,7 +55,8 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 
 
 def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True) -> dict:
-    """A fresh database from the bundled 1,000-image sample, then ``audit compare``."""
+    """A fresh database from the bundled 1,000-image sample, then ``audit compare`` with the
+    gaps by gender and skin tone."""
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.ingest import add_caption_set
     from capaudit.store import Store
@@ -71,12 +72,11 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     add_annotations(store, "demographics", DEMO_DIR / "demographics.jsonl")
     out = {"store": store, "sets": ["coco", "oscar", "nic"]}
     if run_audit:
-        try:
-            from capaudit.audit.compare import compare_sets
-        except ModuleNotFoundError:
-            return out
+        from capaudit.audit.compare import compare_sets
+
         out["compare"] = compare_sets(store, out["sets"], report_dir=report_dir or
-                                      Path("capaudit-demo-report"))
+                                      Path("capaudit-demo-report"),
+                                      cfg={"disparity": ["gender", "skin_tone"]})
     return out
 
 
