@@ -45,32 +45,18 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
 __all__ = ["CritiqueReviseFilter", "load_prompt",
            "parse_judgement", "ChatFn", "find_image"]
 
-PROMPT_DIR = Path(__file__).parents[1] / "data" / "prompts"  # = configs/prompts, shipped in the wheel
-_FALLBACK = {
-    "judge": ("Is every object, attribute and action in the sentence visible in the image?\n"
-              "Annotated objects in the image: {evidence}\nEarlier sentences: <<{context}>>\n"
-              "Sentence: <<{sentence}>>\nAnswer JSON only: "
-              '{{"supported": true or false, "critique": "what is wrong, or empty"}}'),
-    "revise": ("Rewrite the sentence with the smallest edit that fixes the critique; answer "
-               "DELETE if nothing can be kept.\nAnnotated objects in the image: {evidence}\n"
-               "Earlier sentences: <<{context}>>\nSentence: <<{sentence}>>\n"
-               "Critique: {critique}\nAnswer with the revised sentence only."),
-}
-
-
 def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
-    """``critique_{kind}.txt`` from ``prompt_dir``, else ``./configs/prompts``, else the packaged one."""
+    """``critique_{kind}.txt`` from ``prompt_dir``; without it, looked up like every template
+    (``./configs/prompts``, then the project's, shipped in the package)."""
+    from capaudit.enrich.adapters.base import load_prompt as load_template
+
     if prompt_dir is None:
-        local = Path.cwd() / "configs" / "prompts" / f"critique_{kind}.txt"
-        path = local if local.exists() else PROMPT_DIR / f"critique_{kind}.txt"
-    else:
-        path = Path(prompt_dir) / f"critique_{kind}.txt"
-    if path.exists():
-        return path.read_text(encoding="utf-8")
-    if prompt_dir is not None:
+        return load_template(f"critique_{kind}")
+    path = Path(prompt_dir) / f"critique_{kind}.txt"
+    if not path.exists():
         raise InputError("prompt file not found", path=path,
                          fix=f"write critique_{kind}.txt there or drop --prompt-dir")
-    return _FALLBACK[kind]
+    return path.read_text(encoding="utf-8")
 
 
 # -- parsing --------------------------------------------------------------------
