@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "transformers", "spacy", "ray", "matplotlib", "ai_edge_litert", "pytesseract",
          "ultralytics", "sentence_transformers")
 
@@ -40,8 +42,6 @@ for group in (["--help"], ["audit", "--help"], ["filter", "--help"], ["sets", "-
 """
     assert _loaded_after(code) == []
 
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.parametrize("blocked, build, extra", [

@@ -179,6 +179,16 @@ def _combine(name, groups, per_group, boots, basis, images) -> dict[str, MetricR
     return out
 
 
+def target_disparity(target, annotations, cfg: dict, by: str) -> Disparity:
+    """:func:`audit_disparity` of a loaded target with the audit settings of ``cfg``."""
+    from capaudit.audit.runner import metric_names
+
+    return audit_disparity(target.image_ids, target.captions, annotations, by=by,
+                           metrics=metric_names(cfg), mode=cfg["mode"], n_boot=cfg["n_boot"],
+                           seed=cfg["seed"], workers=cfg["workers"],
+                           min_images=cfg["min_images"])
+
+
 def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") -> dict:
     """Audit each target's disparity by ``by``; store every row in one transaction.
 
@@ -187,19 +197,14 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.runner import load_target, metric_names
+    from capaudit.audit.runner import load_target
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     loaded = [load_target(store, t) for t in targets]
-    out: dict[str, Any] = {}
-    for t in loaded:
-        out[t.name] = audit_disparity(t.image_ids, t.captions, annotations, by=by,
-                                      metrics=metric_names(cfg), mode=cfg["mode"],
-                                      n_boot=cfg["n_boot"], seed=cfg["seed"],
-                                      workers=cfg["workers"], min_images=cfg["min_images"])
+    out: dict[str, Any] = {t.name: target_disparity(t, annotations, cfg, by) for t in loaded}
     if store is not None:
         with store.transaction():
             run_id = store.start_run(current_command(), {**cfg, "by": by,
@@ -225,7 +230,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
                         run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
     """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
     labels are left out); stored under the compare's run when there is one."""
-    from capaudit.audit.runner import load_target, metric_names
+    from capaudit.audit.runner import load_target
 
     bys = cfg.get("disparity") or ()
     bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)
@@ -236,11 +241,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
     out: dict[str, dict[str, Disparity]] = {}
     for name in names:
         t = load_target(store, name)
-        out[name] = {by: audit_disparity(t.image_ids, t.captions, annotations, by=by,
-                                         metrics=metric_names(cfg), mode=cfg["mode"],
-                                         n_boot=cfg["n_boot"], seed=cfg["seed"],
-                                         workers=cfg["workers"], min_images=cfg["min_images"])
-                     for by in bys}
+        out[name] = {by: target_disparity(t, annotations, cfg, by) for by in bys}
     if store is not None and run_id is not None and bys:
         with store.transaction():
             for name, per in out.items():

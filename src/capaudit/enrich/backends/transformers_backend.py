@@ -135,6 +135,7 @@ class TransformersCaptionerBackend(Backend):
             lm = tf.AutoModelForImageTextToText.from_pretrained(self.model).to(self.device).eval()
             _LOADED[key] = (proc, lm)
         proc, lm = _LOADED[key]
+        special = set(getattr(getattr(proc, "tokenizer", proc), "all_special_ids", ()))
         out: list[GenResult] = []
         t0 = time.perf_counter()
         for start in range(0, len(requests), self.batch_size):
@@ -147,7 +148,6 @@ class TransformersCaptionerBackend(Backend):
             with torch.inference_mode():
                 gen = lm.generate(**enc, max_new_tokens=int(self.params.get("max_tokens", 40)))
             texts = proc.batch_decode(gen, skip_special_tokens=True)
-            special = set(getattr(getattr(proc, "tokenizer", proc), "all_special_ids", ()))
             self.stats.requests += len(batch)
             for row, t in zip(gen.tolist(), texts):
                 n_out = sum(1 for tid in row if tid not in special)  # generated text tokens
