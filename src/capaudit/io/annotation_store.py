@@ -83,13 +83,15 @@ def existing_table(kind: str) -> str:
             "demographics": "demographics"}[kind]
 
 
-def _stored_source(store, kind: str, name: str | None) -> str | None:
+def _stored_source(store, kind: str, name: str | None, missing: str | None = None,
+                   fix: str = "see capaudit annotations list") -> str | None:
+    """The stored source ``name`` of ``kind`` (an error naming it when absent; ``missing``
+    and ``fix`` replace its text), or without ``name`` the most recent one, or None."""
     if name:
         row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
                         [name, kind])
         if not row:
-            raise InputError(f"no stored {kind} annotations named '{name}'",
-                             fix="see capaudit annotations list")
+            raise InputError(missing or f"no stored {kind} annotations named '{name}'", fix=fix)
         return row[0]
     row = store.one("SELECT name FROM annotation_sources WHERE kind = ? "
                     "ORDER BY added_at DESC LIMIT 1", [kind])
@@ -148,14 +150,10 @@ def demographic_labels(store=None, ref: str | Path | None = None
         return gender, skin, str(ref)
     if store is None:
         return {}, {}, None
-    if ref is not None:
-        row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
-                        [str(ref), "demographics"])
-        if not row:
-            raise InputError(f"'{ref}' is neither a demographics file nor a stored source",
-                             fix="pass an existing JSONL/CSV, or see capaudit annotations list")
-        src = row[0]
-    elif not (src := _stored_source(store, "demographics", None)):
+    src = _stored_source(store, "demographics", None if ref is None else str(ref),
+                         missing=f"'{ref}' is neither a demographics file nor a stored source",
+                         fix="pass an existing JSONL/CSV, or see capaudit annotations list")
+    if src is None:
         return {}, {}, None
     rows = store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?", [src])
     return ({r[0]: r[1] for r in rows if r[1]}, {r[0]: r[2] for r in rows if r[2]},
