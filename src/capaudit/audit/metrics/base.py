@@ -19,6 +19,7 @@ engine records the reason instead of failing the whole audit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, ClassVar, Mapping
@@ -114,6 +115,9 @@ def _check_metric(name: str, cls) -> None:
     unknown = set(cls.needs) - set(NEEDS)
     if unknown:
         raise ValueError(f"metric '{cls.name}': unknown needs {sorted(unknown)} (known: {list(NEEDS)})")
+    bad = [c for c in cls.details if not re.fullmatch(r"[a-z_][a-z0-9_]*", c)]
+    if bad:
+        raise ValueError(f"metric '{cls.name}': detail columns must be lowercase identifiers: {bad}")
     if cls.direction not in (-1, 0, 1):
         raise ValueError(f"metric '{cls.name}': direction must be +1, -1 or 0")
 
