@@ -269,7 +269,7 @@ def test_train_kill_resume_caption_amplify(env):
 
 
 def test_amplification_intervals():
-    from capaudit.train_downstream.amplification import Stat, amplification
+    from capaudit.audit.amplification import Stat, amplification
 
     up = {"chair_i": Stat(0.10, 100, 0.08, 0.12), "len": Stat(10.0, 100)}
     down = {"chair_i": Stat(0.16, 100, 0.13, 0.20), "len": Stat(9.0, 100, 8.5, 9.5)}

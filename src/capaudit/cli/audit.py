@@ -18,7 +18,7 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: ~84 s per LSTM seed on 2 cores; cached in the store)")
+                      "(slow: ~2-3 min per LSTM seed on 2 cores; cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
@@ -171,9 +171,11 @@ def register(app: typer.Typer) -> None:
     (import-light: torch and the like load only when a command runs)."""
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_lic import lic_command
+    from capaudit.cli.audit_metrics import metrics_command
     from capaudit.cli.downstream import amplification_command
 
     audit_app.command("lic")(lic_command)
     audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
+    audit_app.command("metrics")(metrics_command)
     app.add_typer(audit_app, name="audit")
