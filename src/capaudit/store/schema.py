@@ -11,7 +11,9 @@ One file holds everything a user may want to query with plain SQL:
   bootstrap interval; ``caption_details``: per-caption audit details (core
   columns here; each metric's own columns are added on first write,
   :mod:`capaudit.store.details`);
-- ``lic_cache``: LIC results keyed by (fingerprint, config, seed).
+- ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
+  action and reason, and one row per filter run.
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -87,6 +89,33 @@ DDL = [
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
+
+FILTER_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_log (
+        set_name VARCHAR NOT NULL,
+        filter VARCHAR,
+        run_id INTEGER,
+        row_idx BIGINT,
+        new_row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        action VARCHAR,
+        reason VARCHAR,
+        original VARCHAR,
+        revised VARCHAR,
+        critique VARCHAR,
+        score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS filter_runs (
+        set_name VARCHAR NOT NULL,
+        parent VARCHAR,
+        filter VARCHAR,
+        version VARCHAR,
+        run_id INTEGER,
+        config JSON,
+        summary JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+DDL += FILTER_DDL
 
 
 def migrate(con) -> None:
