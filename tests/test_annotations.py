@@ -123,6 +123,12 @@ def test_annotation_files_are_parsed_once_per_content(tmp_path, monkeypatch):
         assert first.chair_gt == second.chair_gt == {1: frozenset({"dog", "hot dog"}), 2: frozenset()}
         assert first.instances == second.instances == {1: frozenset({"dog"})}
         assert second.sources["chair_gt"] == str(gt)
+        # the audit reads the cached (columnar) table exactly as the parsed dict
+        from capaudit.audit.engine import audit_captions
+        caps = ["A dog eats a hot dog.", "A cat and a dog.", "A red bus."]
+        a, b = (audit_captions([1, 2, None], caps, x, n_boot=20, workers=1) for x in (first, second))
+        assert a.to_dict() == b.to_dict() and a.results["chair_i"].value == 50.0
+        assert a.details.equals(b.details)
         gt.write_text('{"image_id": 3, "objects": ["cat"]}\n')
         assert resolve_annotations(st, None, gt).chair_gt == {3: frozenset({"cat"})}
         assert len(calls) == 3

@@ -29,13 +29,33 @@ def cache_usable(store) -> bool:
     return store.one("SELECT current_setting('access_mode')")[0] != "read_only"
 
 
-def cached_sets(store, sha256: str, kind: str) -> dict[int, frozenset[str]] | None:
-    """The parsed ``{image_id: names}`` of a file seen before (``None``: not cached)."""
-    tbl = store.con.execute("SELECT image_id, items FROM annotation_cache WHERE sha256 = ? "
-                            "AND kind = ?", [sha256, kind]).to_arrow_table()
+def cached_sets(store, sha256: str, kind: str):
+    """The parsed ``{image_id: names}`` of a file seen before, as a columnar mapping
+    (:class:`~capaudit.io.annotations.ColumnarSets`); ``None`` when not cached."""
+    import numpy as np
+
+    from capaudit.io.annotations import ColumnarSets
+
+    tbl = store.con.sql(f"SELECT image_id, items FROM annotation_cache WHERE sha256 = '{_hex(sha256)}' "
+                        f"AND kind = '{_name(kind)}' ORDER BY image_id").to_arrow_table()
     if tbl.num_rows == 0:
         return None
-    return dict(zip(tbl.column(0).to_pylist(), map(frozenset, tbl.column(1).to_pylist())))
+    items = tbl.column(1).combine_chunks()
+    values = items.values.dictionary_encode()
+    return ColumnarSets(tbl.column(0).to_numpy(), np.asarray(items.offsets),
+                        np.asarray(values.indices), values.dictionary.to_pylist())
+
+
+def _hex(s: str) -> str:
+    if not all(c in "0123456789abcdef" for c in s):
+        raise ValueError("not a sha256 hex digest")
+    return s
+
+
+def _name(s: str) -> str:
+    if not s.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"not an annotation kind: {s!r}")
+    return s
 
 
 def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -> None:
@@ -44,6 +64,7 @@ def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -
 
     tbl = pa.table({"image_id": pa.array(list(sets), pa.int64()),
                     "items": pa.array([sorted(v) for v in sets.values()], pa.list_(pa.string()))})
+    # an image with no names keeps an empty list (present, nothing in it)
     with store.transaction():
         store.con.execute("DELETE FROM annotation_cache WHERE sha256 = ? AND kind = ?",
                           [sha256, kind])
