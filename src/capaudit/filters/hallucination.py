@@ -212,18 +212,16 @@ class HallucinationFilter(Filter):
             self._counts["non_visual_mentions"] += len(f["non_visual"])
             self._counts["modifier_mentions"] += len(f["modifier"])
             u = f["unsupported"]
+            notes = _notes_text(f, ("non_visual", "modifier", "negated"))
             if u:
-                reason = "unsupported: " + ", ".join(u)
+                reason = "; ".join(["unsupported: " + ", ".join(u)] + notes)
             elif caption_bad and (action == "drop-caption" or whole):
                 reason = "caption-has-unsupported: " + ", ".join(
                     x for b in bad for x in b.facts["unsupported"])
             else:
-                spared = [k for k in ("non_visual", "modifier") if f[k]]
-                for k in spared:
-                    self._counts[f"{k}_sentences"] += 1
-                reason = "; ".join(f"{label}: " + ", ".join(f[key]) for label, key in
-                                   (("non-visual", "non_visual"), ("modifier", "modifier"),
-                                    ("negated", "negated")) if f[key])
+                for k in ("non_visual", "modifier"):
+                    self._counts[f"{k}_sentences"] += bool(f[k])
+                reason = "; ".join(notes + _notes_text(f, ("supported",))) or "no object mention"
                 act = "flag" if f["non_visual"] and self.options["non_visual"] == "flag" \
                     else "keep"
                 decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
@@ -257,10 +255,6 @@ class HallucinationFilter(Filter):
         return cfg
 
 
-def evidence_summary(evidence: Mapping[int, Mapping[str, float]]) -> dict:
-    """Small JSON-able description of loaded evidence (images, categories)."""
-    cats = set()
-    for v in evidence.values():
-        cats.update(v)
-    return {"images": len(evidence), "categories": len(cats)}
-
+def _notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:
+    """``["non-visual: person->person (purpose: to protect)", ...]`` for the facts present."""
+    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys if facts[key]]

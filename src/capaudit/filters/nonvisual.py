@@ -16,17 +16,21 @@ up to the root of the sentence; the mention is non-visual, with the first
 reason met, when a clause on that path is
 
 ``purpose``
-    an infinitive that states a purpose: an ``advcl``/``acl`` with ``to``
-    ("umbrellas to protect people"), or an ``xcomp`` of a passive participle
-    or of a placing verb ("placed to protect people", "designed to carry
-    passengers"); "preparing to cut a cake" (an ``xcomp`` of an ordinary
-    verb) stays visual;
+    an infinitive that states what a thing is for: one attached to a noun
+    ("umbrellas to protect people", "a sign to warn drivers"), or to a
+    passive participle or a placing verb ("placed to protect people",
+    "designed to carry passengers"). The purpose of a depicted action stays
+    visual: "a dog jumping to catch a frisbee", "preparing to cut a cake"
+    claim the frisbee and the cake;
 ``use``
     a ``for`` phrase of a use or suitability word ("used for transporting
     passengers", "perfect for families", "designed for kids");
 ``generic``
     a clause with a habitual adverb (often, usually, typically, commonly,
     generally, frequently, sometimes, normally, traditionally);
+``purpose`` (also)
+    a clause opened by ``so`` / ``so that`` / ``in order`` ("parked there so
+    the driver or passengers can go to a shop");
 ``hypothetical``
     a clause with a modal (can, could, may, might, would, should, will) or a
     hedge (possibly, perhaps, probably, likely, maybe), or one opened by
@@ -36,11 +40,15 @@ reason met, when a clause on that path is
     might be waiting for a bus": the man is claimed, the bus is not), and
     so does a definite object ("people can sit on *the bench*");
 ``inferred``
-    the object or clause of suggest / indicate / imply / hint ("indicating
-    the presence of people");
+    the object or clause of suggest / indicate / imply / hint / assume /
+    imagine / expect ("indicating the presence of people", "it's reasonable
+    to assume the driver is abiding by the rules");
 ``prospective``
     the object of attract / entice / invite / welcome / accommodate / cater /
-    appeal / lure ("attracts buyers", "caters to tourists").
+    appeal / lure ("attracts buyers", "caters to tourists"), and a bare
+    (undetermined) object of a verb of benefit such as protect / shield /
+    help / allow / serve / provide ("helps protect people from direct
+    sunlight"; "shields *a child* from the rain" stays visual).
 
 Misses and false alarms are possible (parser errors; "a dog waiting to be
 fed by its owner" is visual about the owner in some images); every
@@ -71,9 +79,13 @@ _CONDITION = frozenset({"if", "unless", "whether"})
 _PERCEPTION = frozenset({"see", "spot", "notice", "observe", "view", "find", "identify",
                          "recognize", "discern", "glimpse", "show", "depict", "visible", "seen",
                          "make", "tell", "distinguish"})
-_INFER = frozenset({"suggest", "indicate", "imply", "hint", "signal", "evoke"})
+_INFER = frozenset({"suggest", "indicate", "imply", "hint", "signal", "evoke", "assume",
+                    "presume", "imagine", "expect", "guess", "infer", "speculate", "believe"})
 _ATTRACT = frozenset({"attract", "entice", "invite", "welcome", "accommodate", "cater",
                       "appeal", "lure", "draw"})
+_BENEFIT = frozenset({"protect", "shield", "shelter", "help", "allow", "enable", "let", "serve",
+                      "benefit", "provide", "keep", "give", "offer", "remind", "warn", "guide"})
+_PURPOSE_MARKS = frozenset({"so", "order"})
 _SUBJ = frozenset({"nsubj", "nsubjpass", "expl"})
 _DETS = frozenset({"det", "poss", "nummod", "predet"})
 _DEFINITE = frozenset({"the", "this", "that", "these", "those"})
@@ -103,9 +115,10 @@ def _clause_reason(clause, below) -> str | None:
     """Why ``clause`` (a token on the path to the root) makes what is ``below`` it non-visual."""
     dep = clause.dep_
     if _is_infinitive(clause):
-        if dep in ("advcl", "acl") or _has_child(clause, ("mark",), {"order"}):
-            return f"purpose: to {clause.text}"
-        if dep == "xcomp" and (clause.head.tag_ == "VBN" or _lemma(clause.head) in _PLACING):
+        head = clause.head
+        arranged = head.tag_ == "VBN" or _lemma(head) in _PLACING
+        if (dep == "acl" and head.pos_ in ("NOUN", "PROPN")) or (
+                dep in ("advcl", "xcomp") and arranged):
             return f"purpose: to {clause.text}"
     if clause.dep_ == "prep" and clause.text.lower() == "for" and (
             _lemma(clause.head) in _USE_FOR or clause.head.text.lower() in _USE_FOR):
@@ -115,6 +128,9 @@ def _clause_reason(clause, below) -> str | None:
         w = _has_child(clause, ("advmod",), _HABITUAL)
         if w and not subject_ok:
             return f"generic: {w}"
+        w = _has_child(clause, ("mark", "advmod"), _PURPOSE_MARKS)
+        if w and dep in ("advcl", "ccomp"):
+            return f"purpose: {w} that"
         w = _has_child(clause, ("mark",), _CONDITION)
         if w:
             return f"hypothetical: {w}"
@@ -130,6 +146,8 @@ def _clause_reason(clause, below) -> str | None:
                 return f"inferred: {verb.text}"
             if _lemma(verb) in _ATTRACT and (dep != "pobj" or head.text.lower() == "to"):
                 return f"prospective: {verb.text}"
+            if _lemma(verb) in _BENEFIT and dep == "dobj" and not _determined(clause):
+                return f"prospective: {verb.text} {clause.text}"
     return None
 
 
