@@ -70,6 +70,8 @@ def test_object_word_modifying_an_object_word(caption, evidence, kept):
     ("A man might be waiting for a bus.", "person", None),        # the subject is claimed
     ("A person can be seen in the background.", "person", None),  # perception: a claim
     ("A dog jumps to catch a frisbee.", "frisbee", None),         # purpose of a depicted act
+    ("The cat may have chosen to sleep on the red couch.", "couch", None),  # not a passive
+    ("A van made to look like a bus.", "bus", "purpose"),
     ("People can sit on the bench.", "bench", None),              # a definite thing
     ("A man shields a child from the rain.", "person", None),     # determined object
 ])

@@ -116,7 +116,9 @@ def _clause_reason(clause, below) -> str | None:
     dep = clause.dep_
     if _is_infinitive(clause):
         head = clause.head
-        arranged = head.tag_ == "VBN" or _lemma(head) in _PLACING
+        passive = head.tag_ == "VBN" and (head.dep_ == "acl" or any(
+            c.dep_ in ("auxpass", "nsubjpass") for c in head.children))
+        arranged = passive or _lemma(head) in _PLACING
         if (dep == "acl" and head.pos_ in ("NOUN", "PROPN")) or (
                 dep in ("advcl", "xcomp") and arranged):
             return f"purpose: to {clause.text}"
