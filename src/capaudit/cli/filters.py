@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -54,11 +55,24 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def _print_independent(ind: dict) -> None:
+    b, a = ind["before"], ind["after"]
+    console.print(Text(
+        f"  scored with {ind['evidence']} from {ind['source']} ({ind['covered']:,} of "
+        f"{ind['set_images']:,} images): CHAIR_s {_pct(b['chair_s'])} -> "
+        f"{_pct(a['chair_s'])}, CHAIR_i {_pct(b['chair_i'])} -> {_pct(a['chair_i'])}, "
+        f"mentions/caption {_pct(b['mentions_per_caption'])} -> "
+        f"{_pct(a['mentions_per_caption'])}"))
+
+
 def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
     """Which evidence judged the set, its coverage, what the parse spared, and whether the
     before/after CHAIR is independent of the filter (it is not under the same evidence)."""
     ev = summary.get("evidence")
+    ind = summary.get("independent")
     if not isinstance(ev, dict):
+        if ind:
+            _print_independent(ind)
         return
     n, c = ev.get("set_images") or 0, ev.get("covered") or 0
     cov = f"{c:,} of {n:,} images ({100 * c / n:.1f}%)" if n else "no images with an id"
@@ -74,15 +88,8 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
             line += (f"; modifiers: {p.get('modifier_mentions', 0):,} mention(s), "
                      f"{p.get('modifier_sentences', 0):,} sentence(s) spared")
         console.print(Text(line))
-    ind = summary.get("independent")
     if ind:
-        b, a = ind["before"], ind["after"]
-        console.print(Text(
-            f"  scored with {ind['evidence']} from {ind['source']} ({ind['covered']:,} of "
-            f"{ind['set_images']:,} images): CHAIR_s {_pct(b['chair_s'])} -> "
-            f"{_pct(a['chair_s'])}, CHAIR_i {_pct(b['chair_i'])} -> {_pct(a['chair_i'])}, "
-            f"mentions/caption {_pct(b['mentions_per_caption'])} -> "
-            f"{_pct(a['mentions_per_caption'])}"))
+        _print_independent(ind)
     if not ind or ind.get("circular"):
         other = "instances" if ev["kind"] == "chair-gt" else "chair-gt"
         console.print(Text(
@@ -93,7 +100,7 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
 
 
 def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
-    console.print(f"[bold]{summary['filter']}[/] -> [bold]{out}[/]: captions "
+    console.print(f"[bold]{escape(summary['filter'])}[/] -> [bold]{escape(out)}[/]: captions "
                   f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
                   f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
                   f"{summary['sentences_dropped']:,} dropped")
@@ -123,7 +130,7 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
     if refused:
         console.print(f"[yellow]refused {len(refused)} row(s)[/]:")
         for r in refused[:10]:
-            console.print(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}")
+            console.print(Text(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}"))
 
 
 @filter_app.command("run")
@@ -237,8 +244,8 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
         typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "created_at"},
                                "log_counts": counts}, indent=2, default=str))
         return
-    console.print(f"[bold]{set_name}[/] = {info['filter']} v{info['version']} of "
-                  f"[bold]{info['parent']}[/] (run {info['run_id']})")
+    console.print(f"[bold]{escape(set_name)}[/] = {escape(info['filter'])} v{info['version']} "
+                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})")
     _print_summary(info["summary"], set_name, info["parent"])
     status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
     console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from capaudit.errors import InputError
 from capaudit.filters.base import CaptionDoc
-from capaudit.filters.evidence import EVIDENCE_KINDS, resolve_evidence
+from capaudit.filters.evidence import EVIDENCE_KINDS
 
 __all__ = ["chair_scores", "independent_chair", "parse_score_evidence", "circular"]
 
@@ -74,10 +74,9 @@ def circular(filter_kind: str, filter_source: str | None, kind: str, source: str
 
 
 def independent_chair(before: list[CaptionDoc], after: list[CaptionDoc], kind: str,
-                      ref: str | None, store=None, *, filter_kind: str | None = None,
+                      evidence: dict, source: str, *, filter_kind: str | None = None,
                       filter_source: str | None = None, threshold: float | None = None) -> dict:
-    """Before/after CHAIR of a filtered set under evidence ``kind`` (``ref``: file or source)."""
-    evidence, source = resolve_evidence(kind, ref, store)
+    """Before/after CHAIR of a filtered set under ``evidence`` of ``kind`` from ``source``."""
     thr = threshold if threshold is not None else (0.5 if kind == "detector" else 1.0)
     images = {d.image_id for d in before if d.image_id is not None}
     covered = sum(1 for i in images if i in evidence)

@@ -198,17 +198,22 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
     if filt is None:
         cls = FILTERS.get(filter_name)
         filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
-    docs = load_docs(store, set_name)
-    output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    scoring = None
     if score_evidence is not None:
+        from capaudit.filters.evidence import resolve_evidence
         from capaudit.filters.rescore import independent_chair
 
+        kind = score_evidence[0]   # loaded first: a bad file fails before the filter runs
+        scoring = (kind, *resolve_evidence(kind, score_evidence[1], store))
+    docs = load_docs(store, set_name)
+    output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    if scoring is not None:
         used = output.summary.extra.get("evidence") or {}
         after = [CaptionDoc(i, iid, cap) for i, (iid, cap) in enumerate(zip(
             output.captions.column("image_id").to_pylist(),
             output.captions.column("caption").to_pylist()))]
         output.summary.extra["independent"] = independent_chair(
-            docs, after, *score_evidence, store, filter_kind=used.get("kind"),
+            docs, after, *scoring, filter_kind=used.get("kind"),
             filter_source=used.get("source"))
     info = write_filtered_set(store, set_name, out, output, filter_name=filt.name,
                               version=filt.version, config=filt.config(), run_id=run_id,
