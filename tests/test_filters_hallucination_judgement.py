@@ -163,6 +163,31 @@ def test_non_visual_on_real_llava_answers(instances):
     assert detail.summary.extra["parse"]["non_visual_mentions"] == 0
 
 
+@pytest.mark.slow
+def test_parse_gate_changes_nothing(shared):
+    """Sentences are parsed only when a rule could fire; on real text, gated = ungated."""
+    from capaudit.filters.parse import mention_notes
+    from capaudit.text.mentions import caption_mentions
+
+    with open(shared("data", "captioners", "nic_val2014_gender.jsonl"), encoding="utf-8") as fh:
+        caps = [json.loads(line)["caption"] for line in islice(fh, 150)]
+    caps += [d.caption for d in _llava_docs()]
+    n_parsed = n_notes = 0
+    for cap in caps:
+        sents, ments = caption_mentions(cap, "corrected")
+        for si, toks in enumerate(sents):
+            starts = tuple(m.token_idx for m in ments if m.sentence_idx == si)
+            if not starts:
+                continue
+            args = (tuple(toks), starts, "corrected", True, True)
+            full = mention_notes(*args, gate=False)
+            gated = mention_notes(*args)
+            assert gated == full, (toks, gated, full)
+            n_notes += sum(x is not None for x in full)
+            n_parsed += 1
+    assert n_parsed > 400 and n_notes > 30  # the comparison saw real notes
+
+
 # -- evidence, coverage, independent score ---------------------------------------------
 def test_report_names_evidence_and_its_coverage(tmp_path):
     gt_file = tmp_path / "gt.jsonl"

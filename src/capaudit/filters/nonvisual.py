@@ -58,7 +58,7 @@ it, so its effect can be audited (``capaudit filter log``).
 
 from __future__ import annotations
 
-__all__ = ["non_visual_reason", "NON_VISUAL_MODES"]
+__all__ = ["non_visual_reason", "may_be_non_visual", "NON_VISUAL_MODES"]
 
 NON_VISUAL_MODES = ("keep", "flag", "judge")
 
@@ -89,6 +89,32 @@ _PURPOSE_MARKS = frozenset({"so", "order"})
 _SUBJ = frozenset({"nsubj", "nsubjpass", "expl"})
 _DETS = frozenset({"det", "poss", "nummod", "predet"})
 _DEFINITE = frozenset({"the", "this", "that", "these", "those"})
+
+
+_IRREGULAR = {"draw": ("drew", "drawn"), "give": ("gave", "given"), "keep": ("kept",),
+              "mean": ("meant",), "make": ("made",), "build": ("built",), "hang": ("hung",),
+              "leave": ("left",), "set": (), "put": (), "let": ()}
+
+
+def _forms(lemma: str) -> set[str]:
+    """Surface forms of a verb, loosely (a superset is harmless: it only gates the parse)."""
+    out = {lemma, lemma + "s", lemma + "es", lemma + "ed", lemma + "d", lemma + "ing",
+           lemma + lemma[-1] + "ed", lemma + lemma[-1] + "ing", *_IRREGULAR.get(lemma, ())}
+    if lemma.endswith("e"):
+        out.add(lemma[:-1] + "ing")
+    if lemma.endswith("y"):
+        out |= {lemma[:-1] + "ies", lemma[:-1] + "ied"}
+    return out
+
+
+#: words without which no rule above can fire: a sentence with none is not parsed
+TRIGGERS = frozenset({"to", "for", *_PURPOSE_MARKS, *_CONDITION, *_HABITUAL, *_MODALS, *_HEDGES,
+                      *_USE_FOR}.union(*(_forms(v) for v in _INFER | _ATTRACT | _BENEFIT)))
+
+
+def may_be_non_visual(tokens) -> bool:
+    """Cheap test before the parse: does the sentence hold a word some rule needs?"""
+    return not TRIGGERS.isdisjoint(tokens)
 
 
 def _lemma(tok) -> str:

