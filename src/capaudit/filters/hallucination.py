@@ -32,7 +32,8 @@ object is in the image, and are logged but not judged:
   reference's words exactly ("passenger jet" is one word there already).
 
 The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
-only on sentences with an unsupported mention.
+only on sentences with an unsupported mention and a word some rule needs
+(:func:`capaudit.filters.parse.mention_notes`).
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
 unsupported mention (a caption left with no sentence leaves the set);
