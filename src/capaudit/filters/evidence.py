@@ -86,9 +86,11 @@ def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
                   "instances": ("instance_categories", "category")}.get(kind, (None, None))
     if table is None:
         return None
+    import duckdb
+
     try:
         rows = store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [name])
-    except Exception:  # table missing in an old store
+    except duckdb.CatalogException:  # table missing in an old store
         return None
     if not rows:
         return None
