@@ -140,14 +140,14 @@ def test_non_visual_on_real_llava_answers(instances):
     excused = sorted(o for o, r in zip(out.log["original"], out.log["reason"])
                      if r and r.startswith("non-visual"))
     expected = [
-        "In the image, the car is parked next to two parking meters, which indicates that the "
-        "driver has parked the car",
+        ("In the image, the car is parked next to two parking meters, which indicates that the "
+         "driver has parked the car"),
         "Moreover, the tree can contribute to the local ecosystem by supporting insects, birds",
         "Parking meters are commonly used in urban and commercial areas",
         "The car might be parked there so the driver or passengers can go",
         "First, it provides shade from the sun, which helps protect people from direct sunlight",
-        "The suitcases also differ in color, featuring black, brown, and yellow tones, which may "
-        "attract buyers",
+        ("The suitcases also differ in color, featuring black, brown, and yellow tones, which may "
+         "attract buyers"),
         "Thus, the box offers a selection that caters to different preferences and invites people",
     ]
     assert len(excused) == len(expected)

@@ -48,7 +48,6 @@ with reason ``no-evidence`` (``missing="drop"`` drops them instead).
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Mapping
 
 from capaudit.errors import InputError
