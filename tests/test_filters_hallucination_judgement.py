@@ -288,3 +288,28 @@ def test_missing_spacy_names_the_extra(monkeypatch):
         HallucinationFilter({1: {}}, non_visual="judge").setup()
     finally:
         parse._nlp.cache_clear()
+
+
+def test_independent_chair_with_a_detector(tmp_path):
+    from capaudit.filters.evidence import resolve_evidence
+    from capaudit.filters.rescore import independent_chair
+
+    det = tmp_path / "det.jsonl"
+    det.write_text(json.dumps({"image_id": 7, "detections": [
+        {"label": "dog", "score": 0.9}, {"label": "cat", "score": 0.3}]}) + "\n")
+    before = [CaptionDoc(0, 7, "a dog and a cat ."), CaptionDoc(1, 7, "a dog ."),
+              CaptionDoc(2, 8, "a bird .")]            # image 8: no detections, not scored
+    after = [CaptionDoc(0, 7, "a dog ."), CaptionDoc(1, 8, "a bird .")]
+    ev, src = resolve_evidence("detector", str(det))
+    got = independent_chair(before, after, "detector", ev, src, filter_kind="chair-gt",
+                            filter_source="file:gt.jsonl")
+    assert (got["set_images"], got["covered"], got["threshold"], got["circular"]) == (2, 1, 0.5,
+                                                                                       False)
+    # before: 1 of 2 captions has the 0.3 cat; 1 of 3 mentions is unsupported
+    assert got["before"] == {"captions": 2, "chair_s": 50.0, "chair_i": 33.333,
+                             "mentions_per_caption": 1.5}
+    assert got["after"] == {"captions": 1, "chair_s": 0.0, "chair_i": 0.0,
+                            "mentions_per_caption": 1.0}
+    same = independent_chair(before, after, "detector", ev, src, filter_kind="detector",
+                             filter_source=src)
+    assert same["circular"]
