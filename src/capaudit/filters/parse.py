@@ -104,17 +104,22 @@ def modifier_heads(doc, spans: list[tuple[int, int]]) -> dict[int, int]:
     attaches it to a token of ``h`` with a ``compound``, ``amod`` or ``nmod``
     arc: "passenger" in "passenger airplanes", "dog" in "a dog bed", "car"
     in "a car seat". Only object words that modify an *object word* count;
-    "a dog house" still mentions a dog, since "house" is no COCO object.
+    "a dog house" still mentions a dog, since "house" is no COCO object. The
+    modifier must come at most ``MODIFIER_GAP`` tokens before the modified
+    word with no function word between, which guards against parser slips on
+    lists ("racket and tennis balls", "a stove a sink").
     """
     owner = {}
     for m, (a, b) in enumerate(spans):
         for t in range(a, b + 1):
             owner[t] = m
+    words = [t.text for t in doc]
     out = {}
     for m, (_a, b) in enumerate(spans):
         tok = doc[b]
         h = owner.get(tok.head.i)
-        if tok.dep_ in MODIFIER_DEPS and h is not None and h != m:
+        if (tok.dep_ in MODIFIER_DEPS and h is not None and h != m
+                and _may_modify(words, b, spans[h][0])):
             out[m] = h
     return out
 
