@@ -29,9 +29,8 @@ import pyarrow.parquet as pq
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.webdataset import iter_samples, parse_sample, shard_paths
+from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
 
-IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
 MARKER_SUFFIX = ".done.json"
 
 
