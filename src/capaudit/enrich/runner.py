@@ -26,8 +26,8 @@ import pyarrow as pa
 from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt_hash
 from capaudit.enrich.backends.base import Stats, make_backend
 from capaudit.errors import InputError
-from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, list_shards,
-                                read_marker, read_shard)
+from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
+                                list_shards, read_marker, read_shard)
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -51,6 +51,7 @@ class ShardTask:
     config: dict
     cfg_hash: str
     cache_path: str | None
+    input_fp: dict | None = None   # the last marker's fingerprint of this shard (hash reuse)
 
 
 def output_path(out_dir: Path, shard: str) -> Path:
@@ -107,6 +108,7 @@ def process_shard(task: ShardTask) -> dict:
     ctx = _context(task)
     adapter = ADAPTERS.get(task.adapter)()
     before = _snapshot(ctx)
+    fp = input_fingerprint(Path(task.shard), task.input_fp)
     samples = list(read_shard(Path(task.shard)))
     rows: list[dict] = []
     bs = max(1, int(task.config.get("batch_size", 16)))
@@ -124,7 +126,7 @@ def process_shard(task: ShardTask) -> dict:
     after = _snapshot(ctx)
     stats = {k: after[k] - before[k] for k in after}
     counts = {"samples": len(samples), "outputs": len(ok), "failures": failures,
-              "stats": stats, "seconds": time.perf_counter() - t0}
+              "stats": stats, "seconds": time.perf_counter() - t0, "input": fp}
     write_marker(out_dir, Path(task.shard).name, task.cfg_hash, counts)
     return {"shard": Path(task.shard).name, **counts}
 
@@ -139,18 +141,28 @@ def effective_hash(adapter: str, config: dict) -> str:
 
 def plan(shards_dir: str | Path, out_dir: Path, adapter: str, config: dict,
          cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
-    """(tasks still to do, markers of shards already done)."""
+    """(tasks still to do, markers of shards already done).
+
+    A shard is done when its marker matches the config hash AND the input
+    shard's content (a rebuilt shard of the same name is redone), lists no
+    failure, and its output exists.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     clean_tmp(out_dir)
     h = effective_hash(adapter, config)
     todo, done = [], []
     for shard in list_shards(Path(shards_dir))[:limit]:
-        marker = read_marker(out_dir, shard.name)
-        if marker and marker.get("config_hash") == h and not marker.get("failures") \
+        marker = read_marker(out_dir, shard.name) or {}
+        last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
+        fp = None
+        if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
                 and output_path(out_dir, shard.name).exists():
-            done.append(marker)
-        else:
-            todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path))
+            fp = input_fingerprint(shard, last_fp)
+            if fp["sha256"] == last_fp.get("sha256"):
+                done.append(marker)
+                continue
+        todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path,
+                              fp or last_fp))
     return todo, done
 
 
