@@ -350,9 +350,11 @@ def test_enrich_run_continues_past_malformed_replies_and_lists_them(tmp_path):
     db, shards, ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     with ScriptedServer(every=lambda body: HTML if body["messages"][-1]["content"][1][
             "image_url"]["url"].endswith(_b64_tail(tmp_path, ids[1])) else None) as srv:
+        cfg = tmp_path / "fast-retries.yaml"
+        cfg.write_text("llm:\n  options:\n    backoff_s: 0.01\n    max_retries: 2\n")
         res = _cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
                    "openai", "--model", "m", "--base-url", srv.base_url, "--work-dir",
-                   str(tmp_path / "work"), "--db", str(db))
+                   str(tmp_path / "work"), "--config", str(cfg), "--db", str(db))
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "failures 1" in res.stdout and "not JSON" in res.stdout
     assert _ids_of(db, "sg") == [i for i in ids if i != ids[1]]
@@ -431,10 +433,11 @@ def test_answers_are_cached_as_they_arrive_so_a_kill_mid_batch_keeps_them(tmp_pa
     assert ResponseCache(cache).size() == 2   # was 0: the batch was written at its end
 
 
+@pytest.mark.slow
 def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path):
     db, shards, _ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     work = tmp_path / "work"
-    with FakeOpenAIServer(delay_s=0.5) as srv:
+    with FakeOpenAIServer(delay_s=1.5) as srv:     # the first run lasts about 6 s
         args = ["enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
                 "openai", "--model", "m", "--base-url", srv.base_url, "--concurrency", "1",
                 "--work-dir", str(work), "--db", str(db)]
@@ -444,13 +447,13 @@ def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path):
         while srv.calls == 0 and time.time() < deadline:
             assert first.poll() is None, first.stderr.read()
             time.sleep(0.02)
-        calls = srv.calls
         second = _cli(*args)
-        assert srv.calls - calls <= 1       # the first run's own next request at most
-        _one_line_error(second, str(work), "another")
+        _one_line_error(second, str(work), "another capaudit enrich", str(first.pid))
+        assert first.poll() is None, "the refusal must come while the first run is going"
         assert first.wait(timeout=60) == 0, first.stderr.read()
         first.stderr.close()
-    assert srv.calls == 4
+    assert srv.calls == 4                   # each image asked once: the second sent nothing
+    assert _ids_of(db, "sg") == _ids
 
 
 # -- item 14: runs bookkeeping ----------------------------------------------------

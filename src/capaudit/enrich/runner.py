@@ -16,10 +16,17 @@ assembled table is identical whatever executor or worker count produced it.
 from __future__ import annotations
 
 import json
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock
+    fcntl = None
 
 import pyarrow as pa
 
@@ -41,6 +48,50 @@ DEFAULTS: dict = {
 }
 
 _CONTEXTS: dict[str, Context] = {}  # per process: models load once per worker
+_LOCKS: dict[Path, int] = {}          # work directories this process holds (re-entrant)
+LOCK_NAME = ".lock"
+
+
+@contextmanager
+def work_dir_lock(work: str | Path) -> Iterator[Path]:
+    """Hold the work directory alone: a second ``enrich`` on it stops with one line.
+
+    Two runs on one directory would both send every request (and pay twice)
+    and delete each other's temporary files. An OS lock (``flock``) dies with
+    its process, so a killed run never leaves a stale lock behind.
+    """
+    work = Path(work).resolve()
+    if work in _LOCKS or fcntl is None:
+        _LOCKS[work] = _LOCKS.get(work, 0) + 1
+        try:
+            yield work
+        finally:
+            _LOCKS[work] -= 1
+            if not _LOCKS[work]:
+                del _LOCKS[work]
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    fh = open(work / LOCK_NAME, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise InputError(f"another capaudit enrich (pid {holder}) is using this work "
+                             "directory", path=work,
+                             fix="wait for it to finish, or pass another --work-dir") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _LOCKS[work] = 1
+        try:
+            yield work
+        finally:
+            del _LOCKS[work]
+    finally:
+        fh.close()  # releases the flock
 
 
 @dataclass(frozen=True)
@@ -192,28 +243,30 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
     if config.get("captions") not in ("first", "all"):
         raise InputError("captions must be 'first' or 'all'")
     out_dir = Path(out_dir)
-    todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
-    if on_start:
-        on_start(len(todo), len(done))
-    t0 = time.perf_counter()
-    results = []
-    if todo:
-        ex = get_executor(executor, workers=workers, address=address)
-        try:
-            for _, res in ex.map_unordered(process_shard, todo):
-                results.append(res)
-                if on_shard:
-                    on_shard(res)
-        finally:
-            ex.close()
-    elapsed = time.perf_counter() - t0
-    names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
+    with work_dir_lock(out_dir):
+        todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
+        if on_start:
+            on_start(len(todo), len(done))
+        t0 = time.perf_counter()
+        results = []
+        if todo:
+            ex = get_executor(executor, workers=workers, address=address)
+            try:
+                for _, res in ex.map_unordered(process_shard, todo):
+                    results.append(res)
+                    if on_shard:
+                        on_shard(res)
+            finally:
+                ex.close()
+        elapsed = time.perf_counter() - t0
+        names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
+        table = collect(out_dir, names)
     stats = Stats()
     for r in results:
         stats.add(r["stats"])
     failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
     n_samples = sum(r["samples"] for r in results)
-    return {"table": collect(out_dir, names), "shards_total": len(names),
+    return {"table": table, "shards_total": len(names),
             "shards_run": len(results), "shards_skipped": len(done), "samples": n_samples,
             "outputs": sum(r["outputs"] for r in results), "failures": failures,
             "stats": dict(stats.__dict__), "seconds": elapsed,
