@@ -40,9 +40,21 @@ def _env(**extra) -> dict:
     return env
 
 
-def _cli(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "capaudit.cli.main", *args], env=_env(**env),
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def cli(capsys):
+    """``cli(*args, **env)``: run the CLI in-process; returncode, stdout and stderr as a process."""
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+    return run
 
 
 def _text_tar(path: Path, n: int = 10, size: int = 1800) -> Path:
@@ -90,20 +102,21 @@ def test_whole_tar_reads_all_ten_captions(tmp_path):
 @pytest.mark.parametrize("n_bytes, why", [(10240, "cut after member 4 (a header boundary)"),
                                           (9000, "cut inside member 4's data"),
                                           (10240 + 300, "cut inside member 5's header")])
-def test_truncated_tar_is_one_line_naming_the_file_and_nothing_is_stored(tmp_path, n_bytes, why):
+def test_truncated_tar_is_one_line_naming_the_file_and_nothing_is_stored(tmp_path, n_bytes, why,
+                                                                         cli):
     cut = _cut(_text_tar(tmp_path / "t.tar"), tmp_path / "t_trunc.tar", n_bytes)
     db = tmp_path / "r.duckdb"
-    line = _one_line_error(_cli("sets", "add", "t", str(cut), "--db", str(db)), str(cut))
+    line = _one_line_error(cli("sets", "add", "t", str(cut), "--db", str(db)), str(cut))
     assert "truncated" in line, (why, line)
     assert "t" not in _set_names(db), why
 
 
-def test_garbage_block_in_the_middle_is_refused_not_read_as_the_end(tmp_path):
+def test_garbage_block_in_the_middle_is_refused_not_read_as_the_end(tmp_path, cli):
     raw = bytearray(_text_tar(tmp_path / "t.tar").read_bytes())
     raw[5 * 2560: 5 * 2560 + 512] = b"\xff" * 512      # header of member 6: bad checksum
     bad = tmp_path / "bad.tar"
     bad.write_bytes(bytes(raw))
-    line = _one_line_error(_cli("sets", "add", "t", str(bad), "--db", str(tmp_path / "r.duckdb")),
+    line = _one_line_error(cli("sets", "add", "t", str(bad), "--db", str(tmp_path / "r.duckdb")),
                            str(bad))
     assert "after 5 members" in line or "member 6" in line or "offset 12800" in line, line
 
@@ -124,7 +137,7 @@ def test_shard_index_count_mismatch_is_refused(tmp_path):
     assert str(tar) in str(err.value) and "3" in str(err.value) and "4" in str(err.value)
 
 
-def test_enrich_refuses_a_truncated_input_shard_and_writes_no_marker(tmp_path):
+def test_enrich_refuses_a_truncated_input_shard_and_writes_no_marker(tmp_path, cli):
     db, shards, _ids = make_dataset(tmp_path, n_images=6, shard_size=2)
     tar = shards / "shard-00001.tar"
     with tarfile.open(tar) as tf:                       # cut after the first sample (2 members)
@@ -132,7 +145,7 @@ def test_enrich_refuses_a_truncated_input_shard_and_writes_no_marker(tmp_path):
     _cut(tar, tar, cut_at)
     (shards / "shard-00001.parquet").unlink()           # no index: only the EOF check can tell
     work = tmp_path / "work"
-    res = _cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm", "echo",
+    res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm", "echo",
                "--work-dir", str(work), "--db", str(db))
     _one_line_error(res, "shard-00001.tar", "truncated")
     assert not (work / "shard-00001.done.json").exists()
@@ -166,15 +179,15 @@ def test_sparse_1500mb_member_is_refused_without_reading_it(tmp_path):
     assert "bomb" not in _set_names(db)
 
 
-def test_caption_member_cap_is_configurable(tmp_path):
+def test_caption_member_cap_is_configurable(tmp_path, cli):
     tar = _text_tar(tmp_path / "t.tar", n=3, size=3000)
     db = tmp_path / "r.duckdb"
-    line = _one_line_error(_cli("sets", "add", "t", str(tar), "--db", str(db),
+    line = _one_line_error(cli("sets", "add", "t", str(tar), "--db", str(db),
                                 CAPAUDIT_TAR_TEXT_LIMIT_MB="0.002"), str(tar), "0.txt")
     assert "CAPAUDIT_TAR_TEXT_LIMIT_MB" in line
-    assert _cli("sets", "add", "t", str(tar), "--db", str(db),
+    assert cli("sets", "add", "t", str(tar), "--db", str(db),
                 CAPAUDIT_TAR_TEXT_LIMIT_MB="0.003").returncode == 0
-    bad = _cli("sets", "add", "u", str(tar), "--db", str(db), CAPAUDIT_TAR_TEXT_LIMIT_MB="lots")
+    bad = cli("sets", "add", "u", str(tar), "--db", str(db), CAPAUDIT_TAR_TEXT_LIMIT_MB="lots")
     _one_line_error(bad, "CAPAUDIT_TAR_TEXT_LIMIT_MB")
 
 
@@ -207,7 +220,7 @@ def _ids_of(db: Path, name: str) -> list[int]:
             "ORDER BY row_idx", [name])]
 
 
-def test_rebuilt_shards_are_redone_not_reported_done(tmp_path):
+def test_rebuilt_shards_are_redone_not_reported_done(tmp_path, cli):
     from capaudit.io.ingest import add_caption_set
     from capaudit.io.shards import build_shards
 
@@ -236,7 +249,7 @@ def test_rebuilt_shards_are_redone_not_reported_done(tmp_path):
         (shards / "shard-00000.tar").read_bytes()).hexdigest()
     # touching a shard without changing its bytes does not force a redo
     os.utime(shards / "shard-00000.tar", (1, 1))
-    res = _cli(*args, "--replace")
+    res = cli(*args, "--replace")
     assert res.returncode == 0 and "(shards run 0, already done 2)" in res.stdout, res.stdout
     assert _ids_of(db, "sg") == new_ids
 
@@ -346,13 +359,13 @@ def test_always_malformed_fails_that_sample_only_and_the_batch_goes_on():
     assert b.stats.failures == 1 and srv.calls == 4
 
 
-def test_enrich_run_continues_past_malformed_replies_and_lists_them(tmp_path):
+def test_enrich_run_continues_past_malformed_replies_and_lists_them(tmp_path, cli):
     db, shards, ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     with ScriptedServer(every=lambda body: HTML if body["messages"][-1]["content"][1][
             "image_url"]["url"].endswith(_b64_tail(tmp_path, ids[1])) else None) as srv:
         cfg = tmp_path / "fast-retries.yaml"
         cfg.write_text("llm:\n  options:\n    backoff_s: 0.01\n    max_retries: 2\n")
-        res = _cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
+        res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
                    "openai", "--model", "m", "--base-url", srv.base_url, "--work-dir",
                    str(tmp_path / "work"), "--config", str(cfg), "--db", str(db))
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
@@ -368,12 +381,12 @@ def _b64_tail(tmp_path: Path, iid: int) -> str:
 
 
 # -- item 16: api-key-env and proxies ---------------------------------------------
-def test_api_key_passed_as_env_name_is_refused_and_never_stored(tmp_path):
+def test_api_key_passed_as_env_name_is_refused_and_never_stored(tmp_path, cli):
     db, shards, _ids = make_dataset(tmp_path, n_images=2, shard_size=2)
     secret = "sk-proj-Abc123DEF456ghi789JKL"
     work = tmp_path / "work"
     with FakeOpenAIServer() as srv:
-        res = _cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
+        res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm",
                    "openai", "--model", "m", "--base-url", srv.base_url, "--api-key-env", secret,
                    "--work-dir", str(work), "--db", str(db))
         assert srv.calls == 0
@@ -385,16 +398,12 @@ def test_api_key_passed_as_env_name_is_refused_and_never_stored(tmp_path):
         assert store.sql("SELECT count(*) FROM runs")[0][0] == 0
 
 
-def test_api_key_env_naming_an_unset_variable_is_refused(tmp_path):
+def test_api_key_env_naming_an_unset_variable_is_refused(tmp_path, cli, monkeypatch):
     db, shards, _ids = make_dataset(tmp_path, n_images=2, shard_size=2)
-    env = {k: v for k, v in os.environ.items() if k != "CAPAUDIT_TEST_UNSET_KEY"}
-    res = subprocess.run([sys.executable, "-m", "capaudit.cli.main", "enrich", "sharegpt4v",
-                          "--shards", str(shards), "--out", "sg", "--llm", "openai",
-                          "--base-url", "http://127.0.0.1:9/v1",
-                          "--api-key-env", "CAPAUDIT_TEST_UNSET_KEY",
-                          "--work-dir", str(tmp_path / "w"), "--db", str(db)],
-                         env=dict(env, PYTHONPATH=_env()["PYTHONPATH"]), capture_output=True,
-                         text=True, timeout=120)
+    monkeypatch.delenv("CAPAUDIT_TEST_UNSET_KEY", raising=False)
+    res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm", "openai",
+              "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "CAPAUDIT_TEST_UNSET_KEY",
+              "--work-dir", str(tmp_path / "w"), "--db", str(db))
     _one_line_error(res, "CAPAUDIT_TEST_UNSET_KEY", "not set")
 
 
@@ -434,7 +443,7 @@ def test_answers_are_cached_as_they_arrive_so_a_kill_mid_batch_keeps_them(tmp_pa
 
 
 @pytest.mark.slow
-def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path):
+def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path, cli):
     db, shards, _ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     work = tmp_path / "work"
     with FakeOpenAIServer(delay_s=1.5) as srv:     # the first run lasts about 6 s
@@ -447,7 +456,7 @@ def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path):
         while srv.calls == 0 and time.time() < deadline:
             assert first.poll() is None, first.stderr.read()
             time.sleep(0.02)
-        second = _cli(*args)
+        second = cli(*args)
         _one_line_error(second, str(work), "another capaudit enrich", str(first.pid))
         assert first.poll() is None, "the refusal must come while the first run is going"
         assert first.wait(timeout=60) == 0, first.stderr.read()
