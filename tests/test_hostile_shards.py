@@ -153,6 +153,21 @@ def test_enrich_refuses_a_truncated_input_shard_and_writes_no_marker(tmp_path, c
     assert "sg" not in _set_names(db)
 
 
+def test_detect_over_a_truncated_shard_or_a_missing_annotations_file_is_one_line(tmp_path, cli):
+    _db, shards, _ids = make_dataset(tmp_path, n_images=2, shard_size=2)
+    _one_line_error(cli("detect", "--shards", str(shards), "--detector", "annotations",
+                        "--annotations", str(tmp_path / "nope.json")), "nope.json", "no such")
+    tar = shards / "shard-00000.tar"
+    with tarfile.open(tar) as tf:                       # cut right after the last member
+        last = tf.getmembers()[-1]
+    _cut(tar, tar, last.offset_data + -(-last.size // 512) * 512)
+    inst = tmp_path / "inst.jsonl"
+    inst.write_text("".join(json.dumps({"image_id": i, "categories": ["dog"]}) + "\n"
+                            for i in _ids))
+    _one_line_error(cli("detect", "--shards", str(shards), "--detector", "annotations",
+                        "--annotations", str(inst)), str(tar), "truncated")
+
+
 # -- item 4: member size caps -----------------------------------------------------
 @pytest.mark.skipif(not shutil.which("tar") or not shutil.which("truncate"),
                     reason="needs GNU tar and truncate to build a sparse tar")
