@@ -168,6 +168,19 @@ def test_detect_over_a_truncated_shard_or_a_missing_annotations_file_is_one_line
                         "--annotations", str(inst)), str(tar), "truncated")
 
 
+@pytest.mark.parametrize("payload", [b"[" * 100_000 + b"]" * 100_000, b'["a", "list"]'],
+                         ids=["100000-deep", "not-an-object"])
+def test_odd_json_member_is_one_line_naming_the_sample(tmp_path, cli, payload):
+    tar = tmp_path / "j.tar"
+    with tarfile.open(tar, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in (("k.json", payload), ("k.txt", b"a cat")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    _one_line_error(cli("sets", "add", "j", str(tar), "--db", str(tmp_path / "r.duckdb")),
+                    str(tar), "row 1", "sample 'k'")
+
+
 # -- item 4: member size caps -----------------------------------------------------
 @pytest.mark.skipif(not shutil.which("tar") or not shutil.which("truncate"),
                     reason="needs GNU tar and truncate to build a sparse tar")
@@ -359,6 +372,13 @@ def test_malformed_200_reply_is_retried_then_succeeds(bad):
         [res] = b.generate([GenRequest("Original caption: a dog\nfuse")])
     assert res.error is None and res.text.startswith("a dog (fused"), res
     assert srv.calls == 3 and b.stats.retries == 2 and b.stats.failures == 0
+
+
+@pytest.mark.parametrize("retry_after", [-5, float("nan")])
+def test_odd_retry_after_falls_back_to_our_backoff(retry_after):
+    with FakeOpenAIServer(fail_first=1, fail_status=429, retry_after=retry_after) as srv:
+        [res] = _openai(srv.base_url).generate([GenRequest("hello")])
+    assert res.error is None and srv.calls == 2      # was: ValueError from time.sleep
 
 
 def test_always_malformed_fails_that_sample_only_and_the_batch_goes_on():

@@ -144,7 +144,9 @@ class OpenAIBackend(Backend):
             try:
                 retry_after = float(retry_after) if retry_after is not None else None
             except ValueError:
-                retry_after = None
+                retry_after = None  # an HTTP date: use our own backoff
+            if retry_after is not None and not 0 <= retry_after < float("inf"):
+                retry_after = None  # negative or NaN would crash time.sleep
             try:
                 text = exc.read().decode("utf-8", errors="replace")[:300]
             except (OSError, http.client.HTTPException):

@@ -188,8 +188,10 @@ def parse_sample(key: str, files: dict[str, bytes], shard: Path, row: int,
     if "json" in files:
         try:
             meta = json.loads(files["json"].decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise InputError(f"sample '{key}' has malformed JSON", path=shard, row=row) from None
+        if not isinstance(meta, dict):
+            raise InputError(f"sample '{key}' JSON is not an object", path=shard, row=row)
     if isinstance(meta.get("captions"), list):
         return meta, meta["captions"]
     if caption_key in meta:
