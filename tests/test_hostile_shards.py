@@ -500,6 +500,22 @@ def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path, cli):
     assert _ids_of(db, "sg") == _ids
 
 
+@pytest.mark.parametrize("case", ["work-dir-is-a-file", "cache-is-a-folder", "cache-not-sqlite"])
+def test_unusable_work_dir_or_cache_is_one_line(tmp_path, cli, case):
+    db, shards, _ids = make_dataset(tmp_path, n_images=2, shard_size=2)
+    bad = tmp_path / "bad"
+    if case == "cache-is-a-folder":
+        bad.mkdir()
+    else:
+        bad.write_text('{"not": "sqlite"')
+    where = ["--work-dir", str(bad)] if case.startswith("work") else \
+        ["--work-dir", str(tmp_path / "w"), "--cache", str(bad)]
+    res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm", "echo",
+              *where, "--db", str(db))
+    _one_line_error(res, str(bad), "work directory" if case.startswith("work") else "cache")
+    assert not list(tmp_path.rglob("*.done.json"))
+
+
 # -- item 14: runs bookkeeping ----------------------------------------------------
 def _runs(db: Path) -> list[tuple]:
     with Store(db, read_only=True) as store:

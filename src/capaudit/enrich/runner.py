@@ -70,8 +70,12 @@ def work_dir_lock(work: str | Path) -> Iterator[Path]:
             if not _LOCKS[work]:
                 del _LOCKS[work]
         return
-    work.mkdir(parents=True, exist_ok=True)
-    fh = open(work / LOCK_NAME, "a+", encoding="utf-8")
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        fh = open(work / LOCK_NAME, "a+", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot use this work directory ({exc.strerror or exc})", path=work,
+                         fix="pass a writable folder with --work-dir") from None
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
