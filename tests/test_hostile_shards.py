@@ -513,7 +513,7 @@ def test_unusable_work_dir_or_cache_is_one_line(tmp_path, cli, case):
     res = cli("enrich", "sharegpt4v", "--shards", str(shards), "--out", "sg", "--llm", "echo",
               *where, "--db", str(db))
     _one_line_error(res, str(bad), "work directory" if case.startswith("work") else "cache")
-    assert not list(tmp_path.rglob("*.done.json"))
+    assert not list((tmp_path / "w").glob("*.done.json"))
 
 
 # -- item 14: runs bookkeeping ----------------------------------------------------

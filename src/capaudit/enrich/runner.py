@@ -47,7 +47,7 @@ DEFAULTS: dict = {
     "batch_size": 16,
 }
 
-_CONTEXTS: dict[str, Context] = {}  # per process: models load once per worker
+_CONTEXTS: dict[str, Context] = {}  # per process and cache: models load once per worker
 _LOCKS: dict[Path, int] = {}          # work directories this process holds (re-entrant)
 LOCK_NAME = ".lock"
 
@@ -143,9 +143,10 @@ def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Co
 
 
 def _context(task: ShardTask) -> Context:
-    if task.cfg_hash not in _CONTEXTS:
-        _CONTEXTS[task.cfg_hash] = build_context(task.adapter, task.config, task.cache_path)
-    return _CONTEXTS[task.cfg_hash]
+    key = f"{task.cfg_hash}|{task.cache_path}"  # another cache file is another context
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = build_context(task.adapter, task.config, task.cache_path)
+    return _CONTEXTS[key]
 
 
 def _snapshot(ctx: Context) -> dict:
