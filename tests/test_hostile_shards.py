@@ -592,9 +592,10 @@ def test_run_of_a_killed_process_is_marked_killed_by_the_next_one(tmp_path):
         with Store(db, read_only=True) as store:
             assert store.sql("SELECT status FROM runs ORDER BY run_id") == \
                 [("running",), ("running",)]
-        with Store(db) as store:     # a later writer finds the orphan
+        with Store(db) as store:     # the next process that records a run finds the orphan
+            new = store.start_run("capaudit filter run", {}, None, {})
             rows = store.sql("SELECT run_id, status, ended_at IS NULL FROM runs ORDER BY run_id")
-        assert rows == [(1, "killed", True), (99, "running", True)]
+        assert rows == [(1, "killed", True), (new, "running", True), (99, "running", True)]
     finally:
         sleeper.kill()
         sleeper.wait()

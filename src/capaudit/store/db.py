@@ -66,7 +66,6 @@ class Store:
                              path=self.path, fix="pass a capaudit .duckdb file with --db") from None
         if not read_only:
             migrate(self.con)
-            self.mark_orphaned_runs()
 
     # -- plumbing -------------------------------------------------------------
     def close(self) -> None:
@@ -193,6 +192,8 @@ class Store:
 
     # -- runs and metrics -----------------------------------------------------
     def start_run(self, command: str, config: Mapping, seed: int | None, versions: Mapping) -> int:
+        """Record a 'running' run (with this pid and host); earlier orphans become 'killed'."""
+        self.mark_orphaned_runs()
         run_id = self.one("SELECT nextval('run_id_seq')")[0]
         self.con.execute(
             "INSERT INTO runs (run_id, command, config, seed, versions, started_at, ended_at, "
@@ -213,8 +214,8 @@ class Store:
         """Mark 'running' runs of this host whose process is gone as 'killed'; returns how many.
 
         A run killed with SIGKILL (or a lost machine) cannot record its own end;
-        the next process that opens the store for writing does, for the runs it
-        can check (same host, pid no longer alive). ``ended_at`` stays empty.
+        the next process that records a run does, for the runs it can check
+        (same host, pid no longer alive). ``ended_at`` stays empty.
         """
         rows = self.sql("SELECT run_id, pid FROM runs WHERE status = 'running' AND pid IS NOT "
                         "NULL AND host = ?", [socket.gethostname()])
