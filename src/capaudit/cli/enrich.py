@@ -77,7 +77,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     from capaudit.core.config import write_provenance
     from capaudit.enrich.adapters import ADAPTERS
     from capaudit.enrich.backends.openai import check_api_key_env
-    from capaudit.enrich.runner import effective_hash, run_enrich, work_dir_lock
+    from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
     from capaudit.io.shards import read_manifest
@@ -108,29 +108,26 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
         raise InputError(f"a caption set named '{out}' already exists",
                          fix="choose another --out or pass --replace")
-    with work_dir_lock(work):  # one enrich per work directory, up to its provenance
-        with progress() as bar:
-            task = bar.add_task(f"enrich {adapter}", total=None)
-            summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,
-                                 address=address, cache_path=cache_path, limit=limit,
-                                 on_start=lambda n, d: bar.update(task, total=n),
-                                 on_shard=lambda r: bar.advance(task))
-        table = summary.pop("table")
-        (work / "failures.jsonl").write_text("".join(
-            json.dumps(f, sort_keys=True) + "\n" for f in summary["failures"]), encoding="utf-8")
-        if table.num_rows == 0:
-            raise InputError("enrichment produced no caption; every sample failed",
-                             path=work / "failures.jsonl")
-        with open_store(db) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
-            meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
-                    "work_dir": str(work), "llm": cfg["llm"]["backend"],
-                    "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
-            info = store.add_set_from_table(out, table, source=str(shards.resolve()),
-                                            format=f"enrich:{adapter}",
-                                            parent=read_manifest(shards).get("captions_set"),
-                                            meta=meta, replace=store.find_set(out) is not None)
-        write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
-        _print_summary(summary, info, work)
+    with progress() as bar:
+        task = bar.add_task(f"enrich {adapter}", total=None)
+        summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,
+                             address=address, cache_path=cache_path, limit=limit,
+                             on_start=lambda n, d: bar.update(task, total=n),
+                             on_shard=lambda r: bar.advance(task))
+    table = summary.pop("table")
+    if table.num_rows == 0:
+        raise InputError("enrichment produced no caption; every sample failed",
+                         path=work / "failures.jsonl")
+    with open_store(db) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
+        meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
+                "work_dir": str(work), "llm": cfg["llm"]["backend"],
+                "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
+        info = store.add_set_from_table(out, table, source=str(shards.resolve()),
+                                        format=f"enrich:{adapter}",
+                                        parent=read_manifest(shards).get("captions_set"),
+                                        meta=meta, replace=store.find_set(out) is not None)
+    write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
+    _print_summary(summary, info, work)
 
 
 def _print_summary(s: dict, info, work: Path) -> None:

@@ -242,7 +242,11 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
                cache_path: str | None = None, limit: int | None = None,
                on_shard: Callable[[dict], None] | None = None,
                on_start: Callable[[int, int], None] | None = None) -> dict:
-    """Run the adapter over every shard not yet done; returns the summary and the table."""
+    """Run the adapter over every shard not yet done; returns the summary and the table.
+
+    Holds the work directory (:func:`work_dir_lock`) while it plans, runs,
+    assembles and writes ``failures.jsonl`` (this run's failed samples).
+    """
     from capaudit.executors import get_executor
 
     if config.get("captions") not in ("first", "all"):
@@ -266,10 +270,12 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
         elapsed = time.perf_counter() - t0
         names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
         table = collect(out_dir, names)
+        failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
+        atomic_write_bytes(out_dir / "failures.jsonl", "".join(
+            json.dumps(f, sort_keys=True) + "\n" for f in failures).encode("utf-8"))
     stats = Stats()
     for r in results:
         stats.add(r["stats"])
-    failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
     n_samples = sum(r["samples"] for r in results)
     return {"table": table, "shards_total": len(names),
             "shards_run": len(results), "shards_skipped": len(done), "samples": n_samples,
