@@ -374,6 +374,16 @@ def test_malformed_200_reply_is_retried_then_succeeds(bad):
     assert srv.calls == 3 and b.stats.retries == 2 and b.stats.failures == 0
 
 
+def test_endless_reply_is_not_read_into_memory(monkeypatch):
+    import capaudit.enrich.backends.openai as openai_backend
+
+    monkeypatch.setattr(openai_backend, "MAX_REPLY_BYTES", 1000)
+    big = ("json", {"choices": [{"message": {"content": "x" * 5000}}]})
+    with ScriptedServer([big, big]) as srv:
+        [res] = _openai(srv.base_url, max_retries=1).generate([GenRequest("hi")])
+    assert res.text is None and "over 1000 bytes" in res.error and srv.calls == 2
+
+
 @pytest.mark.parametrize("retry_after", [-5, float("nan")])
 def test_odd_retry_after_falls_back_to_our_backoff(retry_after):
     with FakeOpenAIServer(fail_first=1, fail_status=429, retry_after=retry_after) as srv:

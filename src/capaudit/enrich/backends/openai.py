@@ -29,6 +29,7 @@ from capaudit.enrich.backends.base import Backend, GenRequest, GenResult
 from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+MAX_REPLY_BYTES = 32_000_000   # a chat answer is kilobytes; never read an endless body
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -138,7 +139,10 @@ class OpenAIBackend(Backend):
         request = urllib.request.Request(self._url(), data=body, headers=headers, method="POST")
         try:
             with self._http.open(request, timeout=self.timeout_s) as resp:
-                return resp.status, resp.read(), None
+                raw = resp.read(MAX_REPLY_BYTES + 1)
+                if len(raw) > MAX_REPLY_BYTES:
+                    return resp.status, f"a reply over {MAX_REPLY_BYTES} bytes", None
+                return resp.status, raw, None
         except urllib.error.HTTPError as exc:
             retry_after = exc.headers.get("Retry-After") if exc.headers else None
             try:
@@ -166,7 +170,7 @@ class OpenAIBackend(Backend):
             except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError, timeouts
                 status, data, retry_after = 0, f"{exc.__class__.__name__}: {exc}", None
             if status == 200:
-                parsed = parse_reply(data if isinstance(data, bytes) else str(data).encode())
+                parsed = parse_reply(data) if isinstance(data, bytes) else data
                 if isinstance(parsed, tuple):
                     return GenResult(parsed[0], parsed[1], parsed[2], attempts=attempts)
                 last = f"malformed response: {parsed}"
