@@ -63,6 +63,7 @@ def _json(res) -> str:
     return json.dumps(res.to_dict(), sort_keys=True)
 
 
+@pytest.mark.slow
 def test_one_shard_seven_shards_and_a_pool_give_the_same_json(shared, tmp_path, ann):
     ids, caps = _rows(shared, 2000)
     one = _write_parquet(tmp_path / "one", ids, caps, 1)
@@ -82,6 +83,7 @@ def test_one_shard_seven_shards_and_a_pool_give_the_same_json(shared, tmp_path, 
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_ray_with_two_workers_gives_the_same_json(shared, tmp_path, ann):
     pytest.importorskip("ray")
     ids, caps = _rows(shared, 1200)
@@ -114,7 +116,7 @@ def test_corrupt_shard_stops_the_run_unless_skipped(shared, tmp_path, ann):
     with pytest.raises(InputError, match=r"00001\.parquet.*--skip-bad-shards"):
         run_sharded(str(folder), _cfg(), Annotations(), tmp_path / "w")
     res, summ = run_sharded(str(folder), _cfg(), Annotations(), tmp_path / "w", skip_bad=True)
-    assert [s["status"] for s in summ] == ["resumed", "failed", "resumed"]
+    assert [s["status"] for s in summ] == ["resumed", "failed", "done"]  # 2 never started
     assert res.meta["n_captions"] == 400
 
 

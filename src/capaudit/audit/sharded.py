@@ -161,8 +161,9 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 if on_shard:
                     on_shard(summary)
                 if summary["status"] == "failed" and not skip_bad:
-                    raise InputError(f"shard {summary['shard']} failed: {summary['error']}",
-                                     fix="repair or remove it, or pass --skip-bad-shards")
+                    err = summary["error"]
+                    raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
+                                     if "(fix:" in err else "repair it or pass --skip-bad-shards")
         finally:
             ex.close()
         acc, acc2 = accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,
