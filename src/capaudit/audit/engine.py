@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from capaudit.audit.bootstrap import bootstrap_intervals
+from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
 from capaudit.audit.metrics import default_metrics
 from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
 from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
@@ -190,7 +190,9 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
     together over the units, in the order the metrics were asked for."""
     ests, skipped, units = acc.estimates()
     estimates = {name + suffix: est for name, est in ests.items()}
-    cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers)
+    method = acc.config.get("bootstrap", "exact")
+    cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers, keys=units.keys,
+                              method=method)
     results: dict[str, MetricResult] = {}
     for name in acc.metrics:
         if name in skipped:
@@ -198,7 +200,8 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
             continue
         est = estimates[name + suffix]
         results[name + suffix] = MetricResult(point_value(est), est.n, *cis[name + suffix],
-                                              extra=dict(est.extra, mode=acc.mode))
+                                              extra=dict(est.extra, mode=acc.mode,
+                                                         bootstrap=choose_method(method, units.n)))
     return results, units
 
 
