@@ -141,3 +141,27 @@ def test_tar_parquet_and_hf_arrow_shards_read_alike(tmp_path):
     want = [(139, "A man rides a horse."), (285, "Two dogs on a couch."), (None, "a red kite")]
     for name in ("00000.tar", "00000.parquet", "data-00000-of-00001.arrow"):
         assert list(iter_shard_rows(tmp_path / name)) == want, name
+
+
+def test_vocabulary_switches_to_a_sketch_the_json_says_so(shared, tmp_path, monkeypatch):
+    """Past the cap the vocabulary is a HyperLogLog sketch: within 4 standard errors
+    (4 x 0.81%) of the exact count, identical for 1 and 7 shards, and the JSON says which."""
+    import capaudit.audit.metrics.diversity as div
+
+    ids, caps = _rows(shared, 2000)
+    caps = [f"{c} tok{i} w{i * 7919 % 100003}" for i, c in enumerate(caps)]  # ~4.5k distinct
+    one = _write_parquet(tmp_path / "one", ids, caps, 1)
+    seven = _write_parquet(tmp_path / "seven", ids, caps, 7)
+    cfg = _cfg(metrics="vocab,length")
+    exact, _ = run_sharded(str(seven), cfg, Annotations(), tmp_path / "we")
+    assert exact.to_dict()["vocab"]["distinct"] == "exact"
+    monkeypatch.setattr(div, "VOCAB_EXACT_MAX", 300)  # every shard's chunks exceed it
+    r1, _ = run_sharded(str(one), cfg, Annotations(), tmp_path / "w1")
+    r7, _ = run_sharded(str(seven), cfg, Annotations(), tmp_path / "w7")
+    assert _json(r1) == _json(r7)
+    got, want = r7.to_dict()["vocab"], exact.results["vocab"].value
+    assert got["distinct"] == "hll"
+    assert abs(got["value"] / want - 1) < 4 * div.HLL_REL_ERROR
+    lo, hi = got["ci"]
+    assert lo < got["value"] < hi and abs((hi - lo) / got["value"] - 2 * 1.96 * div.HLL_REL_ERROR) < 1e-3
+    assert r7.results["length"].value == exact.results["length"].value
