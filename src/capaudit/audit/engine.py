@@ -149,7 +149,7 @@ def accumulate(rows: Iterable[tuple[int | None, str]], annotations: Annotations 
     """
     names = list(metrics or default_metrics())
     acc = StreamStats(names, mode, annotations, min_images, config)   # unknown names fail here
-    extra = corrected_metrics(names) if corrected and mode != "corrected" else []
+    extra = corrected_metrics(names) if corrected and mode == "reference" else []
     acc2 = StreamStats(extra, "corrected", annotations, min_images, config) if extra else None
     batch_ids: list[int | None] = []
     batch: list[str] = []

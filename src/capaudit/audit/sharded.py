@@ -36,7 +36,7 @@ __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
 SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
 STATE_SUFFIX = ".state.pkl"
-KEY_FIELDS = ("metrics", "mode", "corrected", "min_images", "lexicon")
+KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
 
 
 @dataclass
@@ -120,9 +120,13 @@ def _load_into(acc, parts: dict | None) -> None:
 
 def _key(cfg: dict, annotations) -> dict:
     from capaudit import __version__
+    from capaudit.text.objects import LEXICON_PREFIX
 
-    return {**{k: cfg.get(k) for k in KEY_FIELDS}, "annotations": dict(annotations.sources),
-            "capaudit": __version__}
+    key = {**{k: cfg.get(k) for k in KEY_FIELDS}, "annotations": dict(annotations.sources),
+           "capaudit": __version__}
+    if str(cfg.get("mode")).startswith(LEXICON_PREFIX):  # a user lexicon: keyed by its content
+        key["lexicon_sha256"] = _sha256(Path(cfg["mode"][len(LEXICON_PREFIX):]).read_bytes())
+    return key
 
 
 def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,

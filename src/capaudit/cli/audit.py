@@ -63,6 +63,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
+        lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
+                                     "(chair_synonyms.txt format) instead of COCO's 80"),
         shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder "
                                    "or glob of .tar / .parquet / HF .arrow shards"),
         executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
@@ -77,6 +79,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     from capaudit.audit.compare import Comparison, print_compare, rank
     from capaudit.audit.runner import run_audit, write_json
 
+    if lexicon:
+        from capaudit.text.objects import user_lexicon_mode
+        mode = user_lexicon_mode(lexicon)
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
