@@ -7,13 +7,13 @@ import io
 
 import pytest
 
-pytest.importorskip("ai_edge_litert")
-skdata = pytest.importorskip("skimage.data")
 
 
 def _shard(tmp_path):
     from PIL import Image
 
+    pytest.importorskip("ai_edge_litert")
+    skdata = pytest.importorskip("skimage.data")
     from capaudit.io.shards import Sample, write_shard
 
     samples = []
@@ -43,3 +43,15 @@ def test_detections_become_instances_and_resume(tmp_path, store):
     run_detect_annotations(store, str(folder), "ssd", min_score=0.5, work_dir=tmp_path / "w",
                            on_shard=seen.append)
     assert [s["status"] for s in seen] == ["done", "resumed"]
+
+
+def test_instances_by_stored_name_or_a_clear_error(tmp_path, store):
+    from capaudit.errors import InputError
+    from capaudit.io.annotation_store import add_annotations, resolve_annotations
+
+    f = tmp_path / "det.jsonl"
+    f.write_text('{"image_id": 5, "categories": ["dog"]}\n')
+    add_annotations(store, "instances", f, "detected")
+    assert resolve_annotations(store, instances="detected").instances == {5: frozenset({"dog"})}
+    with pytest.raises(InputError, match="no instances file or stored source named 'nope'"):
+        resolve_annotations(store, instances="nope")
