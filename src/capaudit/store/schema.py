@@ -9,7 +9,10 @@ One file holds everything a user may want to query with plain SQL:
   versions, start/end, status);
 - ``metrics``: one row per (run, set, metric, group) with value, n and the
   bootstrap interval; ``caption_details``: per-caption audit details;
-- ``lic_cache``: LIC results keyed by (fingerprint, config, seed).
+- ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``parse_cache``: spaCy features of a caption text keyed by (model, feature
+  version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
+  (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -84,6 +87,10 @@ DDL = [
         recall DOUBLE)""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
+    "CREATE TABLE IF NOT EXISTS parse_cache (key VARCHAR PRIMARY KEY, features JSON)",
+    """CREATE TABLE IF NOT EXISTS image_embeddings (
+        model VARCHAR, image_sha256 VARCHAR, embedding FLOAT[],
+        PRIMARY KEY (model, image_sha256))""",
 ]
 
 
