@@ -170,10 +170,12 @@ def register(app: typer.Typer) -> None:
     """Attach the audit sub-app; lic, amplification and disparity live in their own modules
     (import-light: torch and the like load only when a command runs)."""
     from capaudit.cli.audit_disparity import disparity_command
+    from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command
     from capaudit.cli.downstream import amplification_command
 
     audit_app.command("lic")(lic_command)
     audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
+    audit_app.command("leaderboard")(leaderboard_command)
     app.add_typer(audit_app, name="audit")

@@ -1,0 +1,84 @@
+"""``capaudit audit leaderboard``: LOTUS-style N-avg ranking of caption sets, with the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from capaudit.cli.common import DbOption, console, open_store
+
+
+def leaderboard_command(
+        targets: List[str] = typer.Argument(..., help="Two or more set names or caption files"),
+        profile: Optional[str] = typer.Option(None, "--profile", help="Rank by this profile only "
+                                              "(default: every profile in profiles.yaml)"),
+        html: Optional[Path] = typer.Option(None, "--html", help="Write the leaderboard page here"),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
+        reference: Optional[str] = typer.Option(None, "--reference",
+                                                help="Human caption set (noun/verb coverage)"),
+        clip_model: Optional[str] = typer.Option(None, "--clip-model",
+                                                 help="Local transformers CLIPModel folder"),
+        images: Optional[Path] = typer.Option(None, "--images", help="Folder of the images"),
+        long_text: Optional[str] = typer.Option(None, "--long-text",
+                                                help="truncate (counted) or chunk"),
+        profiles_file: Optional[Path] = typer.Option(None, "--profiles",
+                                                     help="Profiles YAML (configs/profiles.yaml)"),
+        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
+        instances: Optional[Path] = typer.Option(None, "--instances", help="default: stored"),
+        chair_gt: Optional[Path] = typer.Option(None, "--chair-gt", help="default: stored"),
+        demographics: Optional[Path] = typer.Option(None, "--demographics",
+                                                    help="default: stored"),
+        n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
+        seed: Optional[int] = typer.Option(None, "--seed"),
+        workers: Optional[int] = typer.Option(None, "--workers"),
+        config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
+        db: Path = DbOption) -> None:
+    """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from capaudit.core.config import provenance_beside, resolve
+    from capaudit.lotus.runner import DEFAULTS, run_leaderboard
+
+    cli = dict(profile=profile, reference=reference, clip_model=clip_model,
+               images=str(images) if images else None, long_text=long_text,
+               profiles_file=str(profiles_file) if profiles_file else None, metrics=metrics,
+               instances=str(instances) if instances else None,
+               chair_gt=str(chair_gt) if chair_gt else None,
+               demographics=str(demographics) if demographics else None, n_boot=n_boot,
+               seed=seed, workers=workers)
+    cfg = resolve(DEFAULTS, config, cli, section="leaderboard")
+    store = open_store(db)
+    with console.status("evaluating sets"):
+        out = run_leaderboard(store, targets, cfg)
+    lb = out["leaderboard"]
+    for p, r in lb.profiles.items():
+        table = Table(title=f"profile {escape(p)} (N-avg; rank 95% interval over "
+                            f"{lb.meta['n_boot']} resamples)")
+        for col in ("rank", "set", "N-avg", "rank interval", "first"):
+            table.add_column(col, justify="left" if col == "set" else "right")
+        for i in sorted(range(len(lb.sets)), key=lambda i: r["rank"][i]):
+            ri = r.get("rank_interval")
+            table.add_row(str(r["rank"][i]), escape(lb.sets[i]), f"{r['score'][i]:.3f}",
+                          f"[{ri[i][0]}, {ri[i][1]}]" if ri else "-",
+                          f"{100 * r['first_share'][i]:.0f}%" if r.get("first_share") else "-")
+        console.print(table)
+    for note in lb.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    payload = {"leaderboard": lb.to_dict(),
+               "worst": {s.name: s.worst for s in out["sets"]}}
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        provenance_beside(json_out, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+    if html:
+        from capaudit.lotus.page import write_page
+
+        index = write_page(html, payload)
+        provenance_beside(index, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+        console.print(f"page: {escape(str(index))}")
+    console.print(f"stored as run {out.get('_run_id')} in {escape(str(store.path))}"
+                  " (metrics.grp = 'leaderboard:PROFILE')")

@@ -1,0 +1,189 @@
+"""``audit leaderboard``: evaluate every set on every metric, rank them, store the rows.
+
+Each set is read once, its per-caption records built once, and every metric
+(GCE and LOTUS) computed from the same context with the LOTUS inputs attached
+(:mod:`capaudit.lotus.inputs`); spaCy parses and CLIP image embeddings come from
+the store's caches when present and are written there before the result
+transaction (a cache row is valid on its own). Then :mod:`.leaderboard` ranks the
+sets and all rows go to ``metrics`` in one transaction with the run row:
+``grp`` = ``all`` for each metric, ``gender:male-female`` / ``skin_tone:light-dark``
+for the gap columns (signed value), and ``leaderboard:PROFILE`` for the N-avg
+scores (metric ``n_avg``) and the criterion scores (metric ``criterion:NAME``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from capaudit.errors import InputError
+
+__all__ = ["DEFAULTS", "run_leaderboard", "evaluate_set", "worst_captions"]
+
+DEFAULTS: dict[str, Any] = {
+    "metrics": None,          # None = every GCE and LOTUS metric
+    "reference": None,        # human caption set for noun/verb coverage
+    "clip_model": None,
+    "images": None,
+    "long_text": "truncate",
+    "profile": None,          # None = every profile of the catalogue
+    "profiles_file": None,
+    "mode": "reference",
+    "n_boot": 1000,
+    "seed": 0,
+    "workers": 2,
+    "min_images": 10,
+    "instances": None,
+    "chair_gt": None,
+    "demographics": None,
+    "worst": 20,              # worst captions listed per set on the page
+}
+
+
+def all_metrics() -> list[str]:
+    from capaudit.audit.metrics import DEFAULT_METRICS, LOTUS_METRICS
+
+    return [*DEFAULT_METRICS, *LOTUS_METRICS]
+
+
+def evaluate_set(store, spec: str, annotations, cfg: dict, opts, metrics: Sequence[str]):
+    from capaudit.audit.engine import image_id_array
+    from capaudit.audit.metrics import METRICS
+    from capaudit.audit.metrics.base import MetricContext, MetricSkipped
+    from capaudit.audit.runner import load_target
+    from capaudit.lotus.inputs import attach
+    from capaudit.lotus.leaderboard import SetEval
+    from capaudit.text.records import build_records
+
+    t = load_target(store, spec)
+    ids = image_id_array(t.image_ids)
+    records = build_records(t.captions, mode=cfg["mode"], workers=cfg["workers"])
+    ctx = attach(MetricContext(records, ids, annotations, cfg["min_images"]), t.captions, opts)
+    ests, skipped = {}, {}
+    for name in metrics:
+        try:
+            ests[name] = METRICS.get(name)(ctx)
+        except MetricSkipped as exc:
+            skipped[name] = str(exc)
+    return SetEval(t.name, ests, skipped, ctx.images, ctx.n_units,
+                   worst_captions(ctx, t.captions, cfg.get("worst", 20)))
+
+
+def worst_captions(ctx, captions: Sequence[str], k: int = 20) -> list[dict]:
+    """The captions with the most hallucinated CHAIR objects, and every NSFW hit."""
+    from capaudit.audit.metrics.base import MetricSkipped
+
+    out: list[dict] = []
+    try:
+        h = ctx.hallucinated
+        cap = ctx.mention_caption[h]
+        cats = ctx.records.m_cat[h]
+        n_h = np.bincount(cap, minlength=len(captions))
+        for i in np.argsort(-n_h, kind="stable")[:k]:
+            if n_h[i] == 0:
+                break
+            words = sorted({ctx.categories[c] for c in cats[cap == i]})
+            out.append({"kind": "chair", "row": int(i), "image_id": _iid(ctx, i),
+                        "caption": captions[i], "count": int(n_h[i]), "words": words})
+    except MetricSkipped:
+        pass
+    hits = ctx.lotus.nsfw
+    for i, hs in enumerate(hits):
+        if hs and sum(1 for o in out if o["kind"] == "nsfw") < k:
+            out.append({"kind": "nsfw", "row": i, "image_id": _iid(ctx, i), "caption": captions[i],
+                        "count": len(hs), "words": sorted(set(hs))})
+    return out
+
+
+def _iid(ctx, i: int):
+    v = int(ctx.caption_image[i])
+    return None if v < 0 else v
+
+
+def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
+    """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``."""
+    from capaudit.audit.metrics import METRICS
+    from capaudit.audit.runner import load_target, metric_names
+    from capaudit.core.config import current_command, package_versions
+    from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.lotus.inputs import LotusOptions
+    from capaudit.lotus.leaderboard import build_leaderboard
+    from capaudit.lotus.profiles import load_catalogue
+
+    if len(targets) < 2:
+        raise InputError("a leaderboard needs at least two sets", fix="name two or more sets")
+    if len(set(targets)) != len(targets):
+        raise InputError(f"a set is named twice: {list(targets)}", fix="name each set once")
+    cat = load_catalogue(cfg.get("profiles_file"))
+    profiles = [cfg["profile"]] if cfg.get("profile") else None
+    for p in profiles or []:
+        cat.weights(p)  # unknown profile: one line before any work
+    metrics = metric_names(cfg) or all_metrics()
+    for m in metrics:
+        METRICS.entry(m)
+    annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
+                                      cfg.get("demographics"))
+    ref = None
+    if cfg.get("reference"):
+        r = load_target(store, cfg["reference"])
+        ref = (r.image_ids, r.captions)
+    if cfg.get("clip_model"):
+        from capaudit.lotus.clip import ClipScorer
+        ClipScorer(cfg["clip_model"], cfg.get("long_text") or "truncate")  # bad path: fail now
+    opts = LotusOptions(reference=ref, reference_name=cfg.get("reference"),
+                        clip_model=cfg.get("clip_model"), images=cfg.get("images"),
+                        long_text=cfg.get("long_text") or "truncate", workers=cfg["workers"],
+                        store=store)
+    evals = [evaluate_set(store, t, annotations, cfg, opts, metrics) for t in targets]
+    lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
+                           profiles)
+    out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
+    if store is not None:
+        with store.transaction():
+            run_id = store.start_run(current_command(), {**cfg, "metrics": metrics,
+                                     "annotation_sources": annotations.sources},
+                                     cfg["seed"], package_versions())
+            store_leaderboard(store, run_id, lb, evals)
+            store.finish_run(run_id, "ok")
+        out["_run_id"] = run_id
+    return out
+
+
+def store_leaderboard(store, run_id: int, lb, evals) -> None:
+    """Metric, gap and score rows (caller holds the transaction)."""
+    from capaudit.audit.engine import point_value
+
+    for i, s in enumerate(evals):
+        for name, est in s.estimates.items():
+            j = next((k for k, c in enumerate(lb.columns) if c.name == name), None)
+            lo, hi = (lb.ci[i, j] if j is not None else (np.nan, np.nan))
+            store.write_metric(run_id, s.name, name, point_value(est), est.n, _f(lo), _f(hi),
+                               "all", est.extra)
+        for name, why in s.skipped.items():
+            store.write_metric(run_id, s.name, name, None, 0, None, None, "all", {"skipped": why})
+        for c_name, info in lb.groups.get(s.name, {}).items():
+            c = next(c for c in lb.columns if c.name == c_name)
+            a, b = _groups(c.by)
+            lo, hi = info.get("signed_ci", (None, None))
+            store.write_metric(run_id, s.name, c.metric, info["signed_gap"],
+                               info[f"n_{a}"] + info[f"n_{b}"], lo, hi, f"{c.by}:{a}-{b}", info)
+        for p, r in lb.profiles.items():
+            store.write_metric(run_id, s.name, "n_avg", r["score"][i], None, None, None,
+                               f"leaderboard:{p}",
+                               {"rank": r["rank"][i],
+                                "rank_interval": (r.get("rank_interval") or [None] * len(evals))[i],
+                                "first_share": (r.get("first_share") or [None] * len(evals))[i]})
+            for crit, vals in r["criteria"].items():
+                store.write_metric(run_id, s.name, f"criterion:{crit}", vals[i], None, None, None,
+                                   f"leaderboard:{p}", {})
+
+
+def _groups(by: str):
+    from capaudit.lotus.leaderboard import GROUPINGS
+
+    return GROUPINGS[by]
+
+
+def _f(x):
+    return None if x is None or np.isnan(x) else float(x)
