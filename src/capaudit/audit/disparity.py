@@ -34,16 +34,20 @@ import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import image_id_array, point_value
-from capaudit.audit.metrics import DEFAULT_METRICS, METRICS
-from capaudit.audit.metrics.base import MetricContext, MetricResult, MetricSkipped
+from capaudit.audit.metrics import METRICS, default_metrics
+from capaudit.audit.metrics.base import MetricContext, MetricResult
+from capaudit.audit.metrics.stream import StreamStats, check_streams
 from capaudit.errors import InputError
 from capaudit.text.records import build_records
 
 __all__ = ["GROUPINGS", "Disparity", "audit_disparity"]
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
-NOT_BY = {"gender": {"recall_disparity": "recall disparity is itself a man - woman difference"}}
-SIZE_DEPENDENT = ("vocab",)
+
+
+def not_by(by: str, names) -> dict[str, str]:
+    """``{metric: reason}`` for the metrics whose spec says grouping by ``by`` makes no sense."""
+    return {n: METRICS.get(n).not_by[by] for n in names if by in METRICS.get(n).not_by}
 
 
 @dataclass
@@ -87,26 +91,25 @@ def _equal_images(ids: np.ndarray, idx: dict[str, np.ndarray], seed: int) -> dic
     return out
 
 
-def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip):
-    records = build_records([captions[i] for i in sel], mode=mode, workers=workers)
-    ctx = MetricContext(records, ids[sel], annotations, min_images)
-    ests, skipped = {}, {}
-    for name in names:
-        if name in skip:
-            skipped[name] = skip[name]
-            continue
-        try:
-            ests[name] = METRICS.get(name)(ctx)
-        except MetricSkipped as exc:
-            skipped[name] = str(exc)
-    return ests, skipped, ctx.n_units, int(len(ctx.images))
+def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip,
+                     config=None):
+    """Every metric's estimate on one group (the engine's accumulators on one chunk)."""
+    texts = [captions[i] for i in sel]
+    records = build_records(texts, mode=mode, workers=workers)
+    acc = StreamStats([n for n in names if n not in skip], mode, annotations, min_images, config)
+    acc.add(MetricContext(records, ids[sel], annotations, min_images, captions=texts,
+                          config=config))
+    ests, skipped, units = acc.estimates()
+    skipped.update({n: skip[n] for n in names if n in skip})
+    return ests, skipped, units.n, units.n_images
 
 
 def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], annotations,
                     by: str = "gender", metrics: list[str] | None = None,
                     mode: str = "reference", n_boot: int = 1000, seed: int = 0,
-                    workers: int = 2, min_images: int = 10) -> Disparity:
-    """Every metric on each group of ``by`` and the difference, with bootstrap intervals."""
+                    workers: int = 2, min_images: int = 10, config: dict | None = None) -> Disparity:
+    """Every metric on each group of ``by`` and the difference, with bootstrap intervals.
+    ``config`` (the resolved settings) reaches every metric's context (LOTUS options)."""
     if by not in GROUPINGS:
         raise InputError(f"unknown grouping '{by}'", fix=f"use {' or '.join(GROUPINGS)}")
     labels = getattr(annotations, by, None) or {}
@@ -114,9 +117,8 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         raise InputError(f"no {by} labels for the images",
                          fix="pass --demographics FILE or add them with capaudit annotations "
                              "add demographics FILE")
-    names = list(metrics or DEFAULT_METRICS)
-    for name in names:
-        METRICS.get(name)  # typos fail before any work
+    names = list(metrics or default_metrics())
+    check_streams(names)  # typos fail before any work
     groups = GROUPINGS[by]
     ids = image_id_array(image_ids)
     captions = list(captions)
@@ -125,8 +127,8 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         empty = [g for g, v in idx.items() if len(v) == 0]
         raise InputError(f"no captions of {by} = {', '.join(empty)} images in this set",
                          fix="check that the labels cover this set's image ids")
-    plan = [(tuple(n for n in names if n not in SIZE_DEPENDENT), idx, "all images")]
-    sized = [n for n in names if n in SIZE_DEPENDENT]
+    sized = [n for n in names if METRICS.get(n).size_dependent]
+    plan = [(tuple(n for n in names if n not in sized), idx, "all images")]
     if sized:
         plan.append((tuple(sized), _equal_images(ids, idx, seed), "equal images"))
     results: dict[str, dict[str, MetricResult]] = {}
@@ -140,7 +142,7 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         for k, g in enumerate(groups):
             ests, skipped, n_units, n_images = _group_estimates(
                 captions, ids, part_idx[g], part_names, annotations, mode, min_images, workers,
-                NOT_BY.get(by, {}))
+                not_by(by, part_names), config)
             meta.setdefault("images", {}).setdefault(basis, {})[g] = n_images
             boots[g] = (bootstrap_values(ests, n_units, n_boot, _group_seed(seed, k), workers)
                         if n_boot > 0 and ests else {})
@@ -186,7 +188,7 @@ def target_disparity(target, annotations, cfg: dict, by: str) -> Disparity:
     return audit_disparity(target.image_ids, target.captions, annotations, by=by,
                            metrics=metric_names(cfg), mode=cfg["mode"], n_boot=cfg["n_boot"],
                            seed=cfg["seed"], workers=cfg["workers"],
-                           min_images=cfg["min_images"])
+                           min_images=cfg["min_images"], config=cfg)
 
 
 def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") -> dict:
@@ -203,6 +205,9 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
+    from capaudit.lotus.inputs import prepare
+
+    prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     loaded = [load_target(store, t) for t in targets]
     out: dict[str, Any] = {t.name: target_disparity(t, annotations, cfg, by) for t in loaded}
     if store is not None:

@@ -36,12 +36,16 @@ DEFAULTS: dict[str, Any] = {
     "instances": None,
     "chair_gt": None,
     "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~84 s per LSTM seed)
+    "lic": False,             # also train LIC leakage classifiers (slow: ~2-3 min per LSTM seed)
     "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",
     "lic_epochs": None,       # None = the classifier's reference default
     "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
+    "reference": None,        # LOTUS noun/verb coverage: the human caption set
+    "clip_model": None,       # LOTUS CLIP metrics: a local transformers CLIPModel
+    "images": None,           # ... and the folder of the set's images
+    "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
 }
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
@@ -143,9 +147,8 @@ def metric_names(cfg: dict) -> list[str] | None:
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if metrics:
-        from capaudit.audit.metrics import METRICS
-        for m in metrics:
-            METRICS.entry(m)  # did-you-mean on typos
+        from capaudit.audit.metrics.stream import check_streams
+        check_streams(metrics)  # did-you-mean on typos; LIC only through --lic
     return metrics
 
 
@@ -158,7 +161,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
                         n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
                         min_images=cfg["min_images"], corrected=cfg["corrected"],
                         chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
-                        details_sink=details_sink, on_progress=on_progress)
+                        details_sink=details_sink, on_progress=on_progress, config=cfg)
 
 
 def audit_target(target: Target, annotations, cfg: dict):
@@ -168,13 +171,7 @@ def audit_target(target: Target, annotations, cfg: dict):
     return audit_captions(target.image_ids, target.captions, annotations, metrics=metrics,
                           mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
                           workers=cfg["workers"], min_images=cfg["min_images"],
-                          corrected=cfg["corrected"])
-
-
-def store_results(store, run_id: int, name: str, result) -> None:
-    """Write metric rows and per-caption details (caller holds the transaction)."""
-    store_metrics(store, run_id, name, result)
-    store_details(store, run_id, name, result.details)
+                          corrected=cfg["corrected"], config=cfg)
 
 
 def store_metrics(store, run_id: int, name: str, result) -> None:
@@ -183,25 +180,6 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         if r.skipped:
             extra["skipped"] = r.skipped
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
-
-
-def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
-    """Insert a details table (all captions, or one streamed chunk) into ``caption_details``."""
-    if d.num_rows == 0:
-        return
-    tbl = pa.table({
-        "row_idx": d.column("caption_index"), "image_id": d.column("image_id"),
-        "n_tokens": d.column("n_tokens"), "n_sentences": d.column("n_sentences"),
-        "mentioned": d.column("mentioned"), "hallucinated": d.column("hallucinated"),
-        "gender_pred": d.column("gender").cast(pa.string()),
-        "chair_s": d.column("chair_s"), "recall": d.column("recall")})
-    store.con.register("_details", tbl)
-    try:
-        store.con.execute(
-            "INSERT INTO caption_details SELECT ?, ?, row_idx, image_id, n_tokens, n_sentences, "
-            "mentioned, hallucinated, gender_pred, chair_s, recall FROM _details", [run_id, name])
-    finally:
-        store.con.unregister("_details")
 
 
 def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
@@ -218,9 +196,13 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.store.details import write_details
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
+    from capaudit.lotus.inputs import prepare
+
+    prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     resolved = [resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):
@@ -251,7 +233,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for t in resolved:
-                audit_one(t, lambda tbl, name=t.name: store_details(store, run_id, name, tbl))
+                audit_one(t, lambda tbl, name=t.name: write_details(store, run_id, name, tbl))
                 store_metrics(store, run_id, t.name, results[t.name])
             store.finish_run(run_id, "ok")
         results["_run_id"] = run_id

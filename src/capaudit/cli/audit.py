@@ -8,6 +8,8 @@ from typing import List
 
 import typer
 
+from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
+                                             lotus_cli)
 from capaudit.cli.common import DbOption, console, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
@@ -18,7 +20,7 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: ~84 s per LSTM seed on 2 cores; cached in the store)")
+                      "(slow: ~2-3 min per LSTM seed on 2 cores; cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
@@ -68,6 +70,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
         min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        reference: str = ReferenceOpt, clip_model: str = ClipModelOpt, images: Path = ImagesOpt,
+        long_text: str = LongTextOpt,
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
@@ -77,6 +81,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
     cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
+               **lotus_cli(reference, clip_model, images, long_text),
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
@@ -172,10 +177,12 @@ def register(app: typer.Typer) -> None:
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command
+    from capaudit.cli.audit_metrics import metrics_command
     from capaudit.cli.downstream import amplification_command
 
     audit_app.command("lic")(lic_command)
     audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
+    audit_app.command("metrics")(metrics_command)
     audit_app.command("leaderboard")(leaderboard_command)
     app.add_typer(audit_app, name="audit")

@@ -10,6 +10,20 @@ import typer
 
 from capaudit.cli.common import DbOption, console, open_store
 
+# the LOTUS inputs, shared by audit run, audit disparity and audit leaderboard
+ReferenceOpt = typer.Option(None, "--reference", help="Human caption set (noun/verb coverage)")
+ClipModelOpt = typer.Option(None, "--clip-model", help="Local transformers CLIPModel folder "
+                            "(no weights ship with capaudit)")
+ImagesOpt = typer.Option(None, "--images", help="Folder of the images (CLIP metrics)")
+LongTextOpt = typer.Option(None, "--long-text", help="Captions over the CLIP text positions: "
+                           "truncate (default, counted) or chunk (sentence windows, averaged)")
+
+
+def lotus_cli(reference, clip_model, images, long_text) -> dict:
+    """The LOTUS options as config keys (None = not given)."""
+    return dict(reference=reference, clip_model=clip_model,
+                images=str(images) if images else None, long_text=long_text)
+
 
 def leaderboard_command(
         targets: List[str] = typer.Argument(..., help="Two or more set names or caption files"),
@@ -17,13 +31,8 @@ def leaderboard_command(
                                               "(default: every profile in profiles.yaml)"),
         html: Optional[Path] = typer.Option(None, "--html", help="Write the leaderboard page here"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
-        reference: Optional[str] = typer.Option(None, "--reference",
-                                                help="Human caption set (noun/verb coverage)"),
-        clip_model: Optional[str] = typer.Option(None, "--clip-model",
-                                                 help="Local transformers CLIPModel folder"),
-        images: Optional[Path] = typer.Option(None, "--images", help="Folder of the images"),
-        long_text: Optional[str] = typer.Option(None, "--long-text",
-                                                help="truncate (counted) or chunk"),
+        reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
+        images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
         profiles_file: Optional[Path] = typer.Option(None, "--profiles",
                                                      help="Profiles YAML (configs/profiles.yaml)"),
         metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
@@ -43,8 +52,7 @@ def leaderboard_command(
     from capaudit.core.config import provenance_beside, resolve
     from capaudit.lotus.runner import DEFAULTS, run_leaderboard
 
-    cli = dict(profile=profile, reference=reference, clip_model=clip_model,
-               images=str(images) if images else None, long_text=long_text,
+    cli = dict(profile=profile, **lotus_cli(reference, clip_model, images, long_text),
                profiles_file=str(profiles_file) if profiles_file else None, metrics=metrics,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,

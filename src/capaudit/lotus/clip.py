@@ -36,7 +36,7 @@ import numpy as np
 
 from capaudit.errors import InputError, require
 
-__all__ = ["ClipScorer", "ClipResult", "find_image", "STANDARD_POSITIONS"]
+__all__ = ["ClipScorer", "ClipResult", "find_image", "retrieval_ranks", "STANDARD_POSITIONS"]
 
 STANDARD_POSITIONS = 77
 _SENT = re.compile(r"(?<=[.!?])\s+")
@@ -55,13 +55,31 @@ def find_image(images_dir: Path, image_id: int) -> Path | None:
 
 @dataclass
 class ClipResult:
-    """Per-caption CLIP measurements (``NaN`` where the caption's image was not found)."""
+    """Per-caption CLIP measurements of one chunk (``NaN`` where the image was not found)."""
 
     clipscore: np.ndarray
     clipscore_long: np.ndarray      # NaN for captions within 77 tokens or not scorable at length
-    rank: np.ndarray                # float, NaN without an image
+    text: np.ndarray                # float32 [n, d] caption vectors (unit, or mean of windows)
+    images: dict                    # image id -> float32 unit vector, images found
     n_tokens: np.ndarray
     meta: dict = field(default_factory=dict)
+
+
+def retrieval_ranks(text: np.ndarray, caption_image: Sequence[int],
+                    images: dict) -> np.ndarray:
+    """Rank of each caption's own image among ``images`` by similarity (1 = first;
+    ties count in the caption's favour); ``NaN`` where its image is not among them."""
+    ids = sorted(images)
+    col = {iid: k for k, iid in enumerate(ids)}
+    mat = np.stack([images[i] for i in ids]).astype(np.float32) if ids else None
+    rank = np.full(len(text), np.nan)
+    rows = np.array([r for r, i in enumerate(caption_image) if i in col], np.int64)
+    for a in range(0, len(rows), 4096):
+        r = rows[a:a + 4096]
+        sim = text[r].astype(np.float32) @ mat.T
+        own = sim[np.arange(len(r)), [col[caption_image[k]] for k in r]]
+        rank[r] = 1 + (sim > own[:, None]).sum(axis=1)
+    return rank
 
 
 class ClipScorer:
@@ -199,28 +217,25 @@ class ClipScorer:
     # ---- scores ---------------------------------------------------------
     def score(self, captions: Sequence[str], image_ids: Sequence[int | None], images_dir: Path,
               store=None) -> ClipResult:
+        """CLIP-S of every caption with its own image; retrieval ranks come from
+        :func:`retrieval_ranks` over all the set's images (the metrics do it at the end)."""
         ids = [None if i is None or int(i) < 0 else int(i) for i in image_ids]
         uniq = sorted({i for i in ids if i is not None})
         found = {i: p for i in uniq if (p := find_image(Path(images_dir), i)) is not None}
-        if not found:
+        if uniq and not found:
             raise InputError(f"no image of this set in {images_dir}",
                              fix="give --images a folder of the COCO images "
                                  "(COCO_val2014_<id>.jpg or <id>.jpg)")
         img_ids = sorted(found)
         img_emb = self.image_embeddings([found[i] for i in img_ids], store)
-        col = {iid: k for k, iid in enumerate(img_ids)}
+        images = {iid: img_emb[k] for k, iid in enumerate(img_ids)}
         txt, n_tokens, counts = self.text_embeddings(captions)
         n = len(captions)
-        cs, cs_long, rank = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-        have = np.array([i is not None and i in col for i in ids], bool)
-        rows = np.flatnonzero(have)
-        true_col = np.array([col[ids[r]] for r in rows], np.int64)
-        for a in range(0, len(rows), 4096):
-            r, tc = rows[a:a + 4096], true_col[a:a + 4096]
-            sim = txt[r] @ img_emb.T
-            own = sim[np.arange(len(r)), tc]
-            cs[r] = 100.0 * np.maximum(own, 0.0)
-            rank[r] = 1 + (sim > own[:, None]).sum(axis=1)
+        cs, cs_long = np.full(n, np.nan), np.full(n, np.nan)
+        for r, i in enumerate(ids):
+            if i in images:
+                cs[r] = 100.0 * max(float(txt[r] @ images[i]), 0.0)
+        have = ~np.isnan(cs)
         long = n_tokens > STANDARD_POSITIONS
         at_length = self.positions > STANDARD_POSITIONS or self.long_text == "chunk"
         if at_length:
@@ -228,6 +243,5 @@ class ClipScorer:
                 else long & have
             cs_long[sel] = cs[sel]
         meta = dict(counts, images_found=len(found), images_missing=len(uniq) - len(found),
-                    captions_without_image=int((~have).sum()), long_text=self.long_text,
-                    model=self.key, clipscore_long_at_length=at_length)
-        return ClipResult(cs, cs_long, rank, n_tokens, meta)
+                    captions_without_image=int((~have).sum()))
+        return ClipResult(cs, cs_long, txt, images, n_tokens, meta)

@@ -34,12 +34,12 @@ import numpy as np
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import point_value
 from capaudit.audit.metrics.base import Estimate, SparseStats
-from capaudit.lotus.profiles import CRITERIA_ORDER, Catalogue
+from capaudit.audit.metrics.base import CRITERIA as CRITERIA_ORDER
+from capaudit.lotus.profiles import Catalogue
 
 __all__ = ["SetEval", "Leaderboard", "build_leaderboard", "n_avg", "GROUPINGS"]
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
-NO_GAP = {"vocab", "recall_disparity"}
 OWN_GROUPING = {"gender_word_recall": "gender", "skin_tone_word_recall": "skin_tone"}
 FLIP_WARN = 0.05
 
@@ -168,27 +168,54 @@ class _Union:
         return m
 
 
+def _board_metrics(sets: Sequence[SetEval], cat: Catalogue) -> list[tuple[str, str]]:
+    """(metric, criterion) of every metric on the board: the catalogue's, then (with
+    ``include_unlisted``) any other asked-for metric with a direction, by its spec."""
+    from capaudit.audit.metrics.spec import direction, metric_spec
+
+    listed = [(m, c) for c in CRITERIA_ORDER for m in cat.criteria.get(c, [])
+              if not (m.startswith("gap:") or m == "gaps")]
+    names = {m for m, _ in listed}
+    if cat.include_unlisted:
+        asked = dict.fromkeys(m for s in sets for m in [*s.estimates, *s.skipped])
+        listed += [(m, metric_spec(m).criterion) for m in asked
+                   if m not in names and metric_spec(m) is not None and direction(m) != 0
+                   and metric_spec(m).criterion != "bias"]
+    return listed
+
+
+def _gap_ok(metric: str, by: str) -> bool:
+    """A gap makes sense: not size-dependent (vocab), not meaningless for ``by`` (spec)."""
+    from capaudit.audit.metrics.spec import metric_spec
+
+    spec = metric_spec(metric)
+    return spec is None or not (spec.size_dependent or by in spec.not_by)
+
+
 def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[str]) -> list[Column]:
+    from capaudit.audit.metrics.spec import direction, metric_spec
+
     computed = {m for s in sets for m in s.estimates}
     cols: list[Column] = []
-    for crit in CRITERIA_ORDER:
-        for m in cat.criteria.get(crit, []):
-            if m.startswith("gap:") or m == "gaps":
-                continue
-            missing = [s.name for s in sets if m not in s.estimates]
-            if m in cat.judge_slots and m not in computed:
-                notes.append(f"{m}: not computed (a judge metric; comes with the judge layer)")
-                continue
-            if missing:
-                why = next((s.skipped[m] for s in sets if m in s.skipped), "not asked for")
-                notes.append(f"{m}: dropped from the average (not computed for "
-                             f"{', '.join(missing)}: {why})")
-                continue
-            cols.append(Column(m, crit, m not in cat.lower_is_better, m))
+    dropped: dict[str, list[str]] = {}   # reason -> metrics (one note per reason)
+    for m, crit in _board_metrics(sets, cat):
+        missing = [s.name for s in sets if m not in s.estimates]
+        if m in cat.judge_slots and m not in computed:
+            dropped.setdefault("a judge metric: comes with the judge layer", []).append(m)
+            continue
+        if missing:
+            why = next((s.skipped[m] for s in sets if m in s.skipped), "not asked for")
+            where = "" if len(missing) == len(sets) else f" for {', '.join(missing)}"
+            dropped.setdefault(f"not computed{where}: {why}", []).append(m)
+            continue
+        if metric_spec(m) is not None and direction(m) == 0:
+            notes.append(f"{m}: descriptive only (no better direction): shown, not averaged")
+            continue
+        cols.append(Column(m, crit, direction(m) >= 0, m))
     bias = cat.criteria.get("bias", [])
     gap_metrics: list[tuple[str, str]] = []
     if "gaps" in bias:
-        gap_metrics += [(c.metric, by) for c in cols if c.metric not in NO_GAP for by in GROUPINGS]
+        gap_metrics += [(c.metric, by) for c in cols for by in GROUPINGS if _gap_ok(c.metric, by)]
     for m in bias:
         if m.startswith("gap:"):
             base = m[4:]
@@ -198,6 +225,14 @@ def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[s
             else:
                 why = next((s.skipped[base] for s in sets if base in s.skipped), "not asked for")
                 notes.append(f"{m}: dropped from the average ({why})")
+        elif m != "gaps" and all(m in s.estimates for s in sets):
+            cols.append(Column(m, "bias", direction(m) >= 0, m))
+    if cat.include_unlisted:  # bias metrics of the specs (gender error, recall disparity)
+        for m in dict.fromkeys(m for s in sets for m in s.estimates):
+            spec = metric_spec(m)
+            if (spec is not None and spec.criterion == "bias" and direction(m) != 0
+                    and m not in bias and all(m in s.estimates for s in sets)):
+                cols.append(Column(m, "bias", direction(m) >= 0, m))
     for base, by in dict.fromkeys(gap_metrics):
         if not getattr(annotations, by, None):
             notes.append(f"gaps by {by}: no {by} labels (give --demographics)")
@@ -206,6 +241,8 @@ def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[s
                for s in sets):
             continue
         cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by))
+    for why, ms in dropped.items():
+        notes.append(f"dropped from the average: {', '.join(ms)} ({why})")
     return list({c.name: c for c in cols}.values())
 
 
@@ -269,9 +306,10 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
             if f["share"] > FLIP_WARN:
                 notes.append(f"profile {p}: {f['above']} above {f['below']} flips in "
                              f"{100 * f['share']:.0f}% of resamples (the order is not settled)")
-    return Leaderboard([s.name for s in sets], columns, values, ci, groups, prof_out, notes,
+    return Leaderboard([s.name for s in sets], columns, values, ci, groups, prof_out,
+                       list(dict.fromkeys(notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
-                        "catalogue": cat.source})
+                        "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER)})
 
 
 def _point(e: Estimate) -> float:

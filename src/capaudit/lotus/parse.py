@@ -47,14 +47,18 @@ def load_nlp(model: str = MODEL):
 
 
 def _depth(sent) -> int:
-    best = 0
+    """Maximum depth of a sentence's dependency tree (root = 1), memoised per token."""
+    depth: dict[int, int] = {}
     for tok in sent:
-        d, t = 1, tok
-        while t.head is not t and d < 1000:
+        path, t = [], tok
+        while t.i not in depth and t.head.i != t.i and len(path) < 1000:
+            path.append(t.i)
             t = t.head
-            d += 1
-        best = max(best, d)
-    return best
+        base = depth.get(t.i, 1)
+        depth.setdefault(t.i, base)
+        for k, i in enumerate(reversed(path), start=1):
+            depth[i] = base + k
+    return max(depth.values(), default=0)
 
 
 def doc_features(doc) -> dict:

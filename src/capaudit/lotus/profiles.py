@@ -15,15 +15,13 @@ from typing import Mapping
 
 from capaudit.errors import InputError
 
-__all__ = ["Catalogue", "load_catalogue", "CRITERIA_ORDER"]
-
-CRITERIA_ORDER = ("alignment", "descriptiveness", "language_complexity", "side_effects", "bias")
+__all__ = ["Catalogue", "load_catalogue"]
 
 
 @dataclass
 class Catalogue:
     criteria: dict[str, list[str]]          # criterion -> metric names ("gap:..." / "gaps")
-    lower_is_better: set[str]
+    include_unlisted: bool
     judge_slots: set[str]
     profiles: dict[str, dict[str, float]]   # profile -> {criterion: weight}
     source: str
@@ -48,7 +46,14 @@ def _check(data: Mapping, source: str) -> Catalogue:
     if not isinstance(data, Mapping) or "criteria" not in data or "profiles" not in data:
         raise InputError("not a profiles file (needs 'criteria' and 'profiles')", path=source,
                          fix="start from configs/profiles.yaml")
+    from capaudit.audit.metrics.base import CRITERIA
+
     criteria = {str(k): [str(m) for m in (v or [])] for k, v in data["criteria"].items()}
+    for k in criteria:
+        if k not in CRITERIA:
+            raise InputError(f"unknown criterion '{k}'", path=source,
+                             fix=f"use one of: {', '.join(CRITERIA)}")
+    criteria = {c: criteria.get(c, []) for c in CRITERIA}
     profiles: dict[str, dict[str, float]] = {}
     for name, weights in (data.get("profiles") or {}).items():
         if not isinstance(weights, Mapping) or not weights:
@@ -65,7 +70,7 @@ def _check(data: Mapping, source: str) -> Catalogue:
             raise InputError(f"profile '{name}' has only zero weights", path=source,
                              fix="give at least one criterion a positive weight")
         profiles[str(name)] = {str(c): float(w) for c, w in weights.items()}
-    return Catalogue(criteria, set(data.get("lower_is_better") or ()),
+    return Catalogue(criteria, bool(data.get("include_unlisted", True)),
                      set(data.get("judge_slots") or ()), profiles, source)
 
 

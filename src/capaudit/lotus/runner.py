@@ -42,35 +42,46 @@ DEFAULTS: dict[str, Any] = {
 
 
 def all_metrics() -> list[str]:
-    from capaudit.audit.metrics import DEFAULT_METRICS, LOTUS_METRICS
-
-    return [*DEFAULT_METRICS, *LOTUS_METRICS]
-
-
-def evaluate_set(store, spec: str, annotations, cfg: dict, opts, metrics: Sequence[str]):
-    from capaudit.audit.engine import image_id_array
+    """Every metric the caption audit computes (GCE and LOTUS), in registration order."""
     from capaudit.audit.metrics import METRICS
-    from capaudit.audit.metrics.base import MetricContext, MetricSkipped
-    from capaudit.audit.runner import load_target
-    from capaudit.lotus.inputs import attach
+
+    return [n for n in METRICS.registered() if METRICS.get(n).streams]
+
+
+def evaluate_set(store, spec: str, annotations, cfg: dict, metrics: Sequence[str]):
+    """One set through the engine's accumulators (:class:`StreamStats`), in chunks."""
+    from capaudit.audit.engine import image_id_array
+    from capaudit.audit.metrics.base import MetricContext
+    from capaudit.audit.metrics.stream import StreamStats
+    from capaudit.audit.runner import STREAM_CHUNK, load_target
     from capaudit.lotus.leaderboard import SetEval
     from capaudit.text.records import build_records
 
     t = load_target(store, spec)
     ids = image_id_array(t.image_ids)
-    records = build_records(t.captions, mode=cfg["mode"], workers=cfg["workers"])
-    ctx = attach(MetricContext(records, ids, annotations, cfg["min_images"]), t.captions, opts)
-    ests, skipped = {}, {}
-    for name in metrics:
-        try:
-            ests[name] = METRICS.get(name)(ctx)
-        except MetricSkipped as exc:
-            skipped[name] = str(exc)
-    return SetEval(t.name, ests, skipped, ctx.images, ctx.n_units,
-                   worst_captions(ctx, t.captions, cfg.get("worst", 20)))
+    acc = StreamStats(list(metrics), cfg["mode"], annotations, cfg["min_images"], cfg)
+    worst: list[dict] = []
+    step = int(cfg.get("chunk_size") or STREAM_CHUNK)
+    for a in range(0, len(ids), step):
+        caps = t.captions[a:a + step]
+        records = build_records(caps, mode=cfg["mode"], workers=cfg["workers"])
+        ctx = MetricContext(records, ids[a:a + step], annotations, cfg["min_images"], offset=a,
+                            captions=caps, config=cfg)
+        acc.add(ctx)
+        worst = _keep_worst(worst + worst_captions(ctx, caps, cfg.get("worst", 20), a),
+                            cfg.get("worst", 20))
+    ests, skipped, units = acc.estimates()
+    return SetEval(t.name, ests, skipped, units.keys[units.keys >= 0], units.n, worst)
 
 
-def worst_captions(ctx, captions: Sequence[str], k: int = 20) -> list[dict]:
+def _keep_worst(rows: list[dict], k: int) -> list[dict]:
+    out = []
+    for kind in ("chair", "nsfw"):
+        out += sorted((r for r in rows if r["kind"] == kind), key=lambda r: -r["count"])[:k]
+    return out
+
+
+def worst_captions(ctx, captions: Sequence[str], k: int = 20, offset: int = 0) -> list[dict]:
     """The captions with the most hallucinated CHAIR objects, and every NSFW hit."""
     from capaudit.audit.metrics.base import MetricSkipped
 
@@ -84,14 +95,15 @@ def worst_captions(ctx, captions: Sequence[str], k: int = 20) -> list[dict]:
             if n_h[i] == 0:
                 break
             words = sorted({ctx.categories[c] for c in cats[cap == i]})
-            out.append({"kind": "chair", "row": int(i), "image_id": _iid(ctx, i),
+            out.append({"kind": "chair", "row": offset + int(i), "image_id": _iid(ctx, i),
                         "caption": captions[i], "count": int(n_h[i]), "words": words})
     except MetricSkipped:
         pass
-    hits = ctx.lotus.nsfw
-    for i, hs in enumerate(hits):
+    from capaudit.lotus.inputs import lotus_of
+
+    for i, hs in enumerate(lotus_of(ctx).nsfw):
         if hs and sum(1 for o in out if o["kind"] == "nsfw") < k:
-            out.append({"kind": "nsfw", "row": i, "image_id": _iid(ctx, i), "caption": captions[i],
+            out.append({"kind": "nsfw", "row": offset + i, "image_id": _iid(ctx, i), "caption": captions[i],
                         "count": len(hs), "words": sorted(set(hs))})
     return out
 
@@ -103,11 +115,10 @@ def _iid(ctx, i: int):
 
 def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
     """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``."""
-    from capaudit.audit.metrics import METRICS
-    from capaudit.audit.runner import load_target, metric_names
+    from capaudit.audit.runner import metric_names
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
-    from capaudit.lotus.inputs import LotusOptions
+    from capaudit.lotus.inputs import prepare
     from capaudit.lotus.leaderboard import build_leaderboard
     from capaudit.lotus.profiles import load_catalogue
 
@@ -120,28 +131,20 @@ def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
     for p in profiles or []:
         cat.weights(p)  # unknown profile: one line before any work
     metrics = metric_names(cfg) or all_metrics()
-    for m in metrics:
-        METRICS.entry(m)
+    from capaudit.audit.metrics.stream import check_streams
+
+    check_streams(metrics)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    ref = None
-    if cfg.get("reference"):
-        r = load_target(store, cfg["reference"])
-        ref = (r.image_ids, r.captions)
-    if cfg.get("clip_model"):
-        from capaudit.lotus.clip import ClipScorer
-        ClipScorer(cfg["clip_model"], cfg.get("long_text") or "truncate")  # bad path: fail now
-    opts = LotusOptions(reference=ref, reference_name=cfg.get("reference"),
-                        clip_model=cfg.get("clip_model"), images=cfg.get("images"),
-                        long_text=cfg.get("long_text") or "truncate", workers=cfg["workers"],
-                        store=store)
-    evals = [evaluate_set(store, t, annotations, cfg, opts, metrics) for t in targets]
+    prepare(store, cfg)  # reference set read once, CLIP model checked: bad ones fail here
+    evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in targets]
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
                            profiles)
     out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
     if store is not None:
         with store.transaction():
             run_id = store.start_run(current_command(), {**cfg, "metrics": metrics,
+                                     "_lotus": None,
                                      "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             store_leaderboard(store, run_id, lb, evals)

@@ -80,7 +80,7 @@ def _subject(verb):
             return subj[0]
         if verb.dep_ in ("acl", "relcl") and _is_object(verb.head):
             return verb.head
-        if verb.dep_ == "conj" and verb.head is not verb:
+        if verb.dep_ == "conj" and verb.head.i != verb.i:
             verb = verb.head
             continue
         return None

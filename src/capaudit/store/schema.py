@@ -8,7 +8,9 @@ One file holds everything a user may want to query with plain SQL:
 - ``runs``: every command that wrote results (resolved config, seed, package
   versions, start/end, status);
 - ``metrics``: one row per (run, set, metric, group) with value, n and the
-  bootstrap interval; ``caption_details``: per-caption audit details;
+  bootstrap interval; ``caption_details``: per-caption audit details (core
+  columns here; each metric's own columns are added on first write,
+  :mod:`capaudit.store.details`);
 - ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
 - ``parse_cache``: spaCy features of a caption text keyed by (model, feature
   version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
@@ -99,3 +101,21 @@ def migrate(con) -> None:
     for stmt in DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+# engine details column -> caption_details column
+DETAIL_RENAMES = {"caption_index": "row_idx", "gender": "gender_pred"}
+
+
+def add_columns(con, table: str, schema) -> None:
+    """Add the columns of a pyarrow ``schema`` that ``table`` lacks (types as DuckDB maps them)."""
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+    missing = [f for f in schema if f.name not in have]
+    if not missing:
+        return
+    import pyarrow as pa
+
+    types = con.from_arrow(pa.table({f.name: pa.nulls(0, f.type) for f in missing})).types
+    for f, t in zip(missing, types):
+        con.execute(f'ALTER TABLE {table} ADD COLUMN "{f.name}" {t}')

@@ -3,43 +3,63 @@
 ``noun_recall`` / ``verb_recall``: percent of the image's reference noun (verb)
 lemmas the caption uses; ``noun_precision`` / ``verb_precision``: percent of the
 caption's noun (verb) lemmas that the references use -- the one LOTUS reports.
-Definitions and the undefined cases: :mod:`capaudit.lotus.coverage`.
+Needs ``--reference SET``. Definitions and undefined cases:
+:mod:`capaudit.lotus.coverage`.
 """
 
 from __future__ import annotations
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext
-from capaudit.lotus.inputs import lotus_of, mean_estimate
+import pyarrow as pa
 
-__all__ = ["noun_recall", "noun_precision", "verb_recall", "verb_precision"]
+from capaudit.audit.metrics.base import register_metric
+from capaudit.audit.metrics.per_caption import PerCaptionMean
+from capaudit.lotus.inputs import lotus_of
 
-
-def _coverage(ctx: MetricContext, kind: str, which: int) -> Estimate:
-    lot = lotus_of(ctx)
-    values = lot.coverage(kind)[which]
-    return mean_estimate(ctx, values, 100.0, {"reference": lot.opts.reference_name,
-                                              "reference_images": lot.reference_images})
+__all__ = ["NounRecall", "NounPrecision", "VerbRecall", "VerbPrecision"]
 
 
-@METRICS.register("noun_recall", version="1")
-def noun_recall(ctx: MetricContext) -> Estimate:
-    """Percent of the references' noun lemmas the caption mentions."""
-    return _coverage(ctx, "nouns", 0)
+class _Coverage(PerCaptionMean):
+    kind, which = "nouns", 0
+    scale = 100.0
+    direction, criterion = 1, "descriptiveness"
+    needs = frozenset({"reference"})
+    default = False
+
+    def values(self, ctx):
+        return lotus_of(ctx).coverage(self.kind)[self.which]
+
+    def finalize(self, state, units):
+        est = super().finalize(state, units)
+        est.extra["reference"] = units.config.get("reference")
+        return est
 
 
-@METRICS.register("noun_precision", version="1")
-def noun_precision(ctx: MetricContext) -> Estimate:
-    """Percent of the caption's noun lemmas the references mention (LOTUS coverage)."""
-    return _coverage(ctx, "nouns", 1)
+@register_metric
+class NounRecall(_Coverage):
+    name, label = "noun_recall", "Noun rec."
+    description = "reference noun lemmas the caption uses (×100; IC3 denominator)"
+    details = {"noun_recall": pa.float64()}
 
 
-@METRICS.register("verb_recall", version="1")
-def verb_recall(ctx: MetricContext) -> Estimate:
-    """Percent of the references' verb lemmas the caption uses."""
-    return _coverage(ctx, "verbs", 0)
+@register_metric
+class NounPrecision(_Coverage):
+    name, label = "noun_precision", "Noun prec."
+    description = "caption noun lemmas the references use (×100; LOTUS noun coverage)"
+    which = 1
+    details = {"noun_precision": pa.float64()}
 
 
-@METRICS.register("verb_precision", version="1")
-def verb_precision(ctx: MetricContext) -> Estimate:
-    """Percent of the caption's verb lemmas the references use (LOTUS coverage)."""
-    return _coverage(ctx, "verbs", 1)
+@register_metric
+class VerbRecall(_Coverage):
+    name, label = "verb_recall", "Verb rec."
+    description = "reference verb lemmas the caption uses (×100; IC3 denominator)"
+    kind = "verbs"
+    details = {"verb_recall": pa.float64()}
+
+
+@register_metric
+class VerbPrecision(_Coverage):
+    name, label = "verb_precision", "Verb prec."
+    description = "caption verb lemmas the references use (×100; LOTUS verb coverage)"
+    kind, which = "verbs", 1
+    details = {"verb_precision": pa.float64()}

@@ -11,38 +11,52 @@ light- and dark-skinned images. Captions of unlabelled images are left out.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, MetricSkipped
-from capaudit.lotus.inputs import lotus_of, mean_estimate
+from capaudit.audit.metrics.base import MetricSkipped, register_metric
+from capaudit.audit.metrics.per_caption import PerCaptionMean
+from capaudit.lotus.inputs import lotus_of
 
-__all__ = ["gender_word_recall", "skin_tone_word_recall"]
+__all__ = ["GenderWordRecall", "SkinToneWordRecall"]
 
 
-def _labels(ctx: MetricContext, table: dict | None, what: str) -> list:
+def _recall(ctx, table: dict | None, what: str, own: dict) -> np.ndarray:
     if not table:
         raise MetricSkipped(f"no image {what} labels (give --demographics)")
-    return [table.get(int(i)) if i >= 0 else None for i in ctx.caption_image]
-
-
-def _recall(ctx: MetricContext, labels: list, own: dict) -> Estimate:
-    vals = np.full(len(labels), np.nan)
-    for i, lab in enumerate(labels):
+    vals = np.full(len(ctx.caption_image), np.nan)
+    for i, iid in enumerate(ctx.caption_image.tolist()):
+        lab = table.get(iid) if iid >= 0 else None
         if lab in own:
             vals[i] = float(own[lab][i])
-    return mean_estimate(ctx, vals, 100.0)
+    return vals
 
 
-@METRICS.register("gender_word_recall", version="1")
-def gender_word_recall(ctx: MetricContext) -> Estimate:
-    """Percent of captions of labelled images naming the image's gender."""
-    man, woman = lotus_of(ctx).gender_words
-    return _recall(ctx, _labels(ctx, ctx.annotations.gender, "gender"),
-                   {"male": man, "female": woman})
+@register_metric
+class GenderWordRecall(PerCaptionMean):
+    name, label = "gender_word_recall", "Gender-word rec."
+    description = "captions of gender-labelled images naming the image's gender (×100)"
+    direction, criterion = 0, "bias"
+    needs = frozenset({"demographics"})
+    default = False
+    scale = 100.0
+    details = {"gender_word_recall": pa.float64()}
+
+    def values(self, ctx):
+        man, woman = lotus_of(ctx).gender_words
+        return _recall(ctx, ctx.annotations.gender, "gender", {"male": man, "female": woman})
 
 
-@METRICS.register("skin_tone_word_recall", version="1")
-def skin_tone_word_recall(ctx: MetricContext) -> Estimate:
-    """Percent of captions of labelled images naming the person's skin tone."""
-    light, dark = lotus_of(ctx).skin_tone_words
-    return _recall(ctx, _labels(ctx, ctx.annotations.skin_tone, "skin tone"),
-                   {"light": light, "dark": dark})
+@register_metric
+class SkinToneWordRecall(PerCaptionMean):
+    name, label = "skin_tone_word_recall", "Skin-tone-word rec."
+    description = "captions of skin-tone-labelled images naming the person's skin tone (×100)"
+    direction, criterion = 0, "bias"
+    needs = frozenset({"demographics"})
+    default = False
+    scale = 100.0
+    not_by = {"gender": "a skin-tone measure: compare it by skin tone"}
+    details = {"skin_tone_word_recall": pa.float64()}
+
+    def values(self, ctx):
+        light, dark = lotus_of(ctx).skin_tone_words
+        return _recall(ctx, ctx.annotations.skin_tone, "skin tone", {"light": light, "dark": dark})
