@@ -5,7 +5,7 @@
   const DATA = JSON.parse(document.getElementById("data").textContent);
   const LB = DATA.leaderboard;
   const SETS = LB.sets, COLS = LB.columns;
-  const CRITERIA = ["alignment", "descriptiveness", "language_complexity", "side_effects", "bias"];
+  const CRITERIA = LB.meta.criteria_order;
   const SVGNS = "http://www.w3.org/2000/svg";
   let sortKey = "rank", sortDir = 1;
 
@@ -199,6 +199,7 @@
   const notes = document.getElementById("notes");
   (LB.notes.length ? LB.notes : ["every metric computed"]).forEach(n => notes.appendChild(el("li", n, "note")));
   sel.addEventListener("change", render);
+  window.addEventListener("pageshow", render);  // a restored form (back button) re-ranks too
   renderGaps();
   render();
   document.body.dataset.ready = "1";
