@@ -147,8 +147,11 @@ def lotus_of(ctx) -> LotusInputs:
     """The chunk's LOTUS inputs (built on first use, then kept on the context)."""
     lot = getattr(ctx, "_lotus_inputs", None)
     if lot is None:
-        if ctx.captions is None:
-            raise skipped("the caption texts are not available to this metric")
+        captions = ctx.captions
+        if captions is None:
+            if len(ctx.records):
+                raise skipped("the caption texts are not available to this metric")
+            captions = []  # an empty chunk (the engine's empty details table)
         opts = ctx.config.get("_lotus") or LotusOptions(workers=int(ctx.config.get("workers") or 1))
-        lot = ctx._lotus_inputs = LotusInputs(ctx.captions, ctx.caption_image, opts)
+        lot = ctx._lotus_inputs = LotusInputs(captions, ctx.caption_image, opts)
     return lot
