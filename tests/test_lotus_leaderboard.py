@@ -107,3 +107,17 @@ def test_packaged_profiles_equal_the_config_copy():
     assert packaged.read_text() == (root / "configs" / "profiles.yaml").read_text()
     cat = load_catalogue()
     assert {"detail-oriented", "risk-conscious", "accuracy-focused"} <= set(cat.profiles)
+
+
+def test_intersections_show_each_cell_with_its_images():
+    sets, ann = board_sets()
+    ann.skin_tone = {int(i): ("dark" if i % 4 == 0 else "light") for i in sets[0].images}
+    lb = build_leaderboard(sets, load_catalogue(), ann, n_boot=0, intersections=True)
+    cells = lb.groups["A"]["intersections"]["noun_precision"]
+    st = sets[0].estimates["noun_precision"].stats
+    imgs = sets[0].images
+    fem_dark = np.array([ann.gender[int(i)] == "female" and ann.skin_tone[int(i)] == "dark"
+                         for i in imgs])
+    assert cells["female, dark"]["images"] == fem_dark.sum() == 10
+    assert cells["female, dark"]["value"] == pytest.approx(st[fem_dark, 0].mean())
+    assert cells["male, dark"]["images"] == 0 and cells["male, dark"]["value"] is None

@@ -31,11 +31,16 @@ def leaderboard_command(
                                               "(default: every profile in profiles.yaml)"),
         html: Optional[Path] = typer.Option(None, "--html", help="Write the leaderboard page here"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
+        markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as "
+                                                "Markdown"),
         reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
         images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
         profiles_file: Optional[Path] = typer.Option(None, "--profiles",
                                                      help="Profiles YAML (configs/profiles.yaml)"),
         metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
+        intersections: Optional[bool] = typer.Option(
+            None, "--intersections/--no-intersections",
+            help="Also each metric on gender x skin-tone cells, with the images per cell"),
         instances: Optional[Path] = typer.Option(None, "--instances", help="default: stored"),
         chair_gt: Optional[Path] = typer.Option(None, "--chair-gt", help="default: stored"),
         demographics: Optional[Path] = typer.Option(None, "--demographics",
@@ -54,6 +59,7 @@ def leaderboard_command(
 
     cli = dict(profile=profile, **lotus_cli(reference, clip_model, images, long_text),
                profiles_file=str(profiles_file) if profiles_file else None, metrics=metrics,
+               intersections=intersections,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None, n_boot=n_boot,
@@ -74,6 +80,18 @@ def leaderboard_command(
                           f"[{ri[i][0]}, {ri[i][1]}]" if ri else "-",
                           f"{100 * r['first_share'][i]:.0f}%" if r.get("first_share") else "-")
         console.print(table)
+    for name, per in lb.groups.items():
+        cells = per.get("intersections") or {}
+        if cells:
+            table = Table(title=f"{escape(name)}: gender x skin tone (images per cell)")
+            heads = list(next(iter(cells.values())))
+            for col in ["metric", *heads]:
+                table.add_column(col, justify="left" if col == "metric" else "right")
+            for metric, row in cells.items():
+                table.add_row(escape(metric), *[
+                    "-" if row[h]["value"] is None else f"{row[h]['value']:.2f} (n={row[h]['images']})"
+                    for h in heads])
+            console.print(table)
     for note in lb.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     payload = {"leaderboard": lb.to_dict(),
@@ -82,6 +100,12 @@ def leaderboard_command(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
         provenance_beside(json_out, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+    if markdown:
+        from capaudit.lotus.markdown import leaderboard_markdown
+
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(leaderboard_markdown(payload), encoding="utf-8")
+        provenance_beside(markdown, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
     if html:
         from capaudit.lotus.page import write_page
 

@@ -248,8 +248,10 @@ def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[s
 
 def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                       n_boot: int = 1000, seed: int = 0, workers: int = 1,
-                      profiles: Sequence[str] | None = None) -> Leaderboard:
-    """Values, gaps, criterion scores and profile rankings with their bootstrap."""
+                      profiles: Sequence[str] | None = None,
+                      intersections: bool = False) -> Leaderboard:
+    """Values, gaps, criterion scores and profile rankings with their bootstrap.
+    ``intersections``: also each metric on every gender x skin-tone cell, with its images."""
     notes: list[str] = []
     columns = _columns(sets, cat, annotations, notes)
     union = _Union(sets)
@@ -296,8 +298,12 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     if boots:
         for i in range(S):
             for j in range(C):
-                lo, hi = interval(reps[:, i, j], values[i, j])
+                e = ests.get((sets[i].name, columns[j].name, None))
+                lo, hi = interval(reps[:, i, j], values[i, j], bool(e is not None and e.recentre))
                 ci[i, j] = [np.nan if lo is None else lo, np.nan if hi is None else hi]
+    if intersections:
+        for s in sets:
+            groups.setdefault(s.name, {})["intersections"] = _cells(s, columns, union, annotations)
     prof_out = {p: _rank_profile(values, reps if boots else None, columns,
                                  cat.weights(p), [s.name for s in sets])
                 for p in (profiles or cat.profiles)}
@@ -310,6 +316,29 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                        list(dict.fromkeys(notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER)})
+
+
+def _cells(s: SetEval, columns: Sequence[Column], union: _Union, annotations) -> dict:
+    """``{metric: {"female, dark": {"value", "images"}, ...}}``: point values on each cell of
+    gender x skin tone, with the number of images, so a small cell is not over-read."""
+    if not (annotations.gender and annotations.skin_tone):
+        return {}
+    out: dict[str, dict] = {}
+    for c in columns:
+        if c.by is not None or s.estimates[c.metric].boot is not None or \
+                isinstance(s.estimates[c.metric].stats, SparseStats):
+            continue
+        cells = {}
+        for g in GROUPINGS["gender"]:
+            for t in GROUPINGS["skin_tone"]:
+                mask = union.group_mask(annotations.gender, g) & \
+                    union.group_mask(annotations.skin_tone, t)
+                e = union.lift(s, s.estimates[c.metric], mask)
+                v = _point(e)
+                cells[f"{g}, {t}"] = {"value": None if np.isnan(v) else v,
+                                      "images": int((e.stats[:, -1] > 0).sum())}
+        out[c.metric] = cells
+    return out
 
 
 def _point(e: Estimate) -> float:

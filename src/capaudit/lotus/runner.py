@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "chair_gt": None,
     "demographics": None,
     "worst": 20,              # worst captions listed per set on the page
+    "intersections": False,   # also every metric on gender x skin-tone cells (with n)
 }
 
 
@@ -139,7 +140,7 @@ def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
     prepare(store, cfg)  # reference set read once, CLIP model checked: bad ones fail here
     evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in targets]
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
-                           profiles)
+                           profiles, bool(cfg.get("intersections")))
     out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
     if store is not None:
         with store.transaction():
@@ -157,15 +158,27 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
     """Metric, gap and score rows (caller holds the transaction)."""
     from capaudit.audit.engine import point_value
 
+    from capaudit.audit.bootstrap import bootstrap_intervals
+
     for i, s in enumerate(evals):
+        col = {c.name: k for k, c in enumerate(lb.columns)}
+        off_board = {m: e for m, e in s.estimates.items() if m not in col}
+        own = bootstrap_intervals(off_board, s.n_units, lb.meta["n_boot"], lb.meta["seed"])
         for name, est in s.estimates.items():
-            j = next((k for k, c in enumerate(lb.columns) if c.name == name), None)
-            lo, hi = (lb.ci[i, j] if j is not None else (np.nan, np.nan))
+            j = col.get(name)
+            lo, hi = lb.ci[i, j] if j is not None else own[name]
             store.write_metric(run_id, s.name, name, point_value(est), est.n, _f(lo), _f(hi),
                                "all", est.extra)
         for name, why in s.skipped.items():
             store.write_metric(run_id, s.name, name, None, 0, None, None, "all", {"skipped": why})
         for c_name, info in lb.groups.get(s.name, {}).items():
+            if c_name == "intersections":
+                for metric, cells in info.items():
+                    for cell, v in cells.items():
+                        store.write_metric(run_id, s.name, metric, v["value"], v["images"],
+                                           None, None, "gender,skin_tone=" + cell.replace(" ", ""),
+                                           {"images": v["images"]})
+                continue
             c = next(c for c in lb.columns if c.name == c_name)
             a, b = _groups(c.by)
             lo, hi = info.get("signed_ci", (None, None))

@@ -192,6 +192,26 @@
     });
   }
 
+  function renderCells() {
+    const box = document.getElementById("cells");
+    SETS.forEach(s => {
+      const cells = (LB.groups[s] || {}).intersections;
+      if (!cells || !Object.keys(cells).length) return;
+      box.appendChild(el("h3", s + ": gender × skin tone (images per cell; small cells are noisy)"));
+      const table = el("table"), head = el("tr");
+      const names = Object.keys(cells[Object.keys(cells)[0]]);
+      ["metric"].concat(names).forEach((h, k) => head.appendChild(el("th", h, k ? "" : "name")));
+      table.appendChild(head);
+      Object.keys(cells).forEach(m => {
+        const row = el("tr");
+        row.appendChild(el("td", m, "name"));
+        names.forEach(n => row.appendChild(el("td", fmt(cells[m][n].value) + " (n=" + cells[m][n].images + ")")));
+        table.appendChild(row);
+      });
+      box.appendChild(table);
+    });
+  }
+
   function render() {
     const r = current();
     renderBoard(r); renderCriteria(r); renderRadars(r);
@@ -201,6 +221,7 @@
   sel.addEventListener("change", render);
   window.addEventListener("pageshow", render);  // a restored form (back button) re-ranks too
   renderGaps();
+  renderCells();
   render();
   document.body.dataset.ready = "1";
 })();
