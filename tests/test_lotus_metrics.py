@@ -126,3 +126,21 @@ def test_leaderboard_cli_stores_scores_and_writes_page(tmp_path, capsys):
                      "AND grp = 'leaderboard:detail-oriented' ORDER BY set_name")
     assert [r[0] for r in rows] == ["a", "b"] and rows[0][1] > rows[1][1]
     assert json.loads(rows[0][2])["rank"] == 1
+
+
+def test_leaderboard_sets_read_in_chunks_equal_one_chunk(tmp_path):
+    from capaudit.audit.engine import point_value
+    from capaudit.lotus.runner import DEFAULTS, evaluate_set
+
+    path = _jsonl(tmp_path / "a.jsonl", list(zip(IDS, CAPS)))
+    names = ["nsfw_words", "semantic_nodes", "chair_s"]
+    ann = Annotations(chair_gt={i: frozenset({"dog"}) for i in range(1, 6)})
+    one = evaluate_set(None, str(path), ann, dict(DEFAULTS, workers=1), names)
+    many = evaluate_set(None, str(path), ann, dict(DEFAULTS, workers=1, chunk_size=2), names)
+    for n in names:
+        assert point_value(one.estimates[n]) == pytest.approx(point_value(many.estimates[n]))
+        np.testing.assert_allclose(one.estimates[n].stats, many.estimates[n].stats)
+    # worst captions: the horse caption hallucinates (ground truth: dog only); "nude" is a hit
+    kinds = {(w["kind"], w["row"]) for w in many.worst}
+    assert ("nsfw", 1) in kinds and ("chair", 4) in kinds
+    assert [w["row"] for w in one.worst] == [w["row"] for w in many.worst]

@@ -50,27 +50,33 @@ def all_metrics() -> list[str]:
 
 
 def evaluate_set(store, spec: str, annotations, cfg: dict, metrics: Sequence[str]):
-    """One set through the engine's accumulators (:class:`StreamStats`), in chunks."""
+    """One set through the engine's accumulators (:class:`StreamStats`), read and analysed
+    in chunks (memory bounded by the images and the metrics' states, not the captions)."""
+    from itertools import islice
+
     from capaudit.audit.engine import image_id_array
     from capaudit.audit.metrics.base import MetricContext
     from capaudit.audit.metrics.stream import StreamStats
-    from capaudit.audit.runner import STREAM_CHUNK, load_target
+    from capaudit.audit.runner import STREAM_CHUNK, resolve_target
     from capaudit.lotus.leaderboard import SetEval
     from capaudit.text.records import build_records
 
-    t = load_target(store, spec)
-    ids = image_id_array(t.image_ids)
+    t = resolve_target(store, spec)
     acc = StreamStats(list(metrics), cfg["mode"], annotations, cfg["min_images"], cfg)
     worst: list[dict] = []
-    step = int(cfg.get("chunk_size") or STREAM_CHUNK)
-    for a in range(0, len(ids), step):
-        caps = t.captions[a:a + step]
+    step, k = int(cfg.get("chunk_size") or STREAM_CHUNK), int(cfg.get("worst", 20))
+    rows, done = t.rows(), 0
+    while chunk := list(islice(rows, step)):
+        ids = image_id_array([i for i, _ in chunk])
+        caps = [c for _, c in chunk]
         records = build_records(caps, mode=cfg["mode"], workers=cfg["workers"])
-        ctx = MetricContext(records, ids[a:a + step], annotations, cfg["min_images"], offset=a,
+        ctx = MetricContext(records, ids, annotations, cfg["min_images"], offset=done,
                             captions=caps, config=cfg)
         acc.add(ctx)
-        worst = _keep_worst(worst + worst_captions(ctx, caps, cfg.get("worst", 20), a),
-                            cfg.get("worst", 20))
+        worst = _keep_worst(worst + worst_captions(ctx, caps, k, done), k)
+        done += len(chunk)
+    if done == 0:
+        raise InputError(f"'{spec}' holds no captions", fix="give a set with captions")
     ests, skipped, units = acc.estimates()
     return SetEval(t.name, ests, skipped, units.keys[units.keys >= 0], units.n, worst)
 
