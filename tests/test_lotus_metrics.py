@@ -11,6 +11,7 @@ import pytest
 from capaudit.cli.main import main
 from capaudit.io.annotations import Annotations
 
+pytestmark = pytest.mark.slow   # spaCy model load and parses: ~1 min on 2 busy cores
 pytest.importorskip("spacy")
 
 CAPS = ["A dog catches a frisbee in the park.", "A nude statue stands in a garden.",
@@ -75,6 +76,7 @@ def test_audit_run_coverage_against_hand_counts(tmp_path, capsys):
 @pytest.mark.parametrize("args,msg", [
     (["--reference", "nosuchset"], "neither a registered set nor a file"),
     (["--clip-model", "NOPE", "--images", "."], "is not a CLIP model"),
+    (["--long-text", "squash"], "unknown --long-text 'squash'"),
 ])
 def test_bad_lotus_inputs_exit_2_and_store_nothing(tmp_path, capsys, args, msg):
     caps = _jsonl(tmp_path / "caps.jsonl", list(zip(IDS, CAPS)))

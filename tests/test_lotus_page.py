@@ -40,6 +40,7 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_page_in_headless_chromium(tmp_path):
     exe = _chromium()
     if exe is None:

@@ -83,10 +83,10 @@ def prepare(store, cfg: dict) -> LotusOptions:
                         clip_model=cfg.get("clip_model"), images=cfg.get("images"),
                         long_text=cfg.get("long_text") or "truncate",
                         workers=int(cfg.get("workers") or 1), store=store)
+    if opts.long_text not in ("truncate", "chunk"):
+        from capaudit.errors import InputError
+        raise InputError(f"unknown --long-text '{opts.long_text}'", fix="use truncate or chunk")
     if opts.clip_model:
-        if opts.long_text not in ("truncate", "chunk"):
-            from capaudit.errors import InputError
-            raise InputError(f"unknown --long-text '{opts.long_text}'", fix="use truncate or chunk")
         opts.scorer  # noqa: B018 - loads (and checks) the model now
     cfg["_lotus"] = opts
     return opts
