@@ -199,7 +199,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
@@ -235,7 +235,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
                         run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
     """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
     labels are left out); stored under the compare's run when there is one."""
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
 
     bys = cfg.get("disparity") or ()
     bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)

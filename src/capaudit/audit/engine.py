@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 
 from capaudit.audit.bootstrap import bootstrap_intervals
-from capaudit.audit.metrics import METRICS, default_metrics
+from capaudit.audit.metrics import default_metrics
 from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
-from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics, detail_columns
+from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
 from capaudit.audit.metrics.stream import StreamStats
 from capaudit.io.annotations import Annotations
 from capaudit.text.gender import GENDER_NAMES

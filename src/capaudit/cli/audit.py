@@ -8,9 +8,13 @@ from typing import List
 
 import typer
 
+<<<<<<< HEAD
 from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
                                              lotus_cli)
 from capaudit.cli.common import DbOption, console, open_store
+=======
+from capaudit.cli.common import DbOption, audit_config, console, open_store
+>>>>>>> main
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -51,13 +55,6 @@ class _AuditProgress:
         self.bar.advance(self.tasks[t.name], n)
 
 
-def _cfg(config, **cli) -> dict:
-    from capaudit.audit.runner import DEFAULTS
-    from capaudit.core.config import resolve
-
-    return resolve(DEFAULTS, config, cli, section="audit")
-
-
 @audit_app.command("run")
 def run(targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
         instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
@@ -79,7 +76,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
     from capaudit.audit.compare import Comparison, print_compare, rank
     from capaudit.audit.runner import run_audit, write_json
 
-    cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
+    cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                **lotus_cli(reference, clip_model, images, long_text),
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
@@ -126,7 +123,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
     from capaudit.audit.compare import compare_sets, print_compare
 
-    cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
+    cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
                lic_epochs=lic_epochs, disparity=disparity,
                instances=str(instances) if instances else None,
@@ -148,7 +145,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""
     from capaudit.audit.engine import chair_words
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 

@@ -12,6 +12,10 @@ One file holds everything a user may want to query with plain SQL:
   columns here; each metric's own columns are added on first write,
   :mod:`capaudit.store.details`);
 - ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
+  file given on the command line is parsed once, not on every audit;
+- ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
+  action and reason, and one row per filter run.
 - ``parse_cache``: spaCy features of a caption text keyed by (model, feature
   version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
   (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
@@ -65,6 +69,10 @@ DDL = [
         started_at TIMESTAMP,
         ended_at TIMESTAMP,
         status VARCHAR)""",
+    # pid + host of the recording process: a later process marks a run whose pid is gone
+    # as 'killed' (Store.mark_orphaned_runs); added by ALTER so older stores upgrade too
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid BIGINT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR",
     """CREATE TABLE IF NOT EXISTS metrics (
         run_id INTEGER,
         set_name VARCHAR,
@@ -87,6 +95,8 @@ DDL = [
         gender_pred VARCHAR,
         chair_s BOOLEAN,
         recall DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS annotation_cache (
+        sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
     "CREATE TABLE IF NOT EXISTS parse_cache (key VARCHAR PRIMARY KEY, features JSON)",
@@ -94,6 +104,33 @@ DDL = [
         model VARCHAR, image_sha256 VARCHAR, embedding FLOAT[],
         PRIMARY KEY (model, image_sha256))""",
 ]
+
+FILTER_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_log (
+        set_name VARCHAR NOT NULL,
+        filter VARCHAR,
+        run_id INTEGER,
+        row_idx BIGINT,
+        new_row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        action VARCHAR,
+        reason VARCHAR,
+        original VARCHAR,
+        revised VARCHAR,
+        critique VARCHAR,
+        score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS filter_runs (
+        set_name VARCHAR NOT NULL,
+        parent VARCHAR,
+        filter VARCHAR,
+        version VARCHAR,
+        run_id INTEGER,
+        config JSON,
+        summary JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+DDL += FILTER_DDL
 
 
 def migrate(con) -> None:

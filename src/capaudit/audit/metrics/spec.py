@@ -11,12 +11,12 @@ metric with ``corrected = True``) resolves to its base metric's spec.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from capaudit.audit.metrics.base import METRICS, Metric
 
 __all__ = ["CORRECTED_SUFFIX", "metric_spec", "default_metrics", "corrected_metrics", "label",
-           "direction", "description", "arrow", "detail_columns", "specs"]
+           "direction", "description", "arrow", "specs"]
 
 CORRECTED_SUFFIX = "_corrected"
 
@@ -71,13 +71,3 @@ def description(name: str) -> str:
         return ""
     return s.description + (" (corrected-mode object mentions)"
                             if name.endswith(CORRECTED_SUFFIX) else "")
-
-
-def detail_columns(names: Iterable[str]) -> dict[str, Any]:
-    """``{column: pyarrow type}`` of the per-caption detail columns of ``names``."""
-    out: dict[str, Any] = {}
-    for n in names:
-        s = metric_spec(n)
-        if s is not None:
-            out.update(s.details)
-    return out
