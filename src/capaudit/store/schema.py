@@ -15,7 +15,7 @@ One file holds everything a user may want to query with plain SQL:
 - ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
   file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
-  action and reason, and one row per filter run.
+  action and reason, and one row per filter run;
 - ``parse_cache``: spaCy features of a caption text keyed by (model, feature
   version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
   (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
