@@ -146,3 +146,17 @@ def test_leaderboard_sets_read_in_chunks_equal_one_chunk(tmp_path):
     kinds = {(w["kind"], w["row"]) for w in many.worst}
     assert ("nsfw", 1) in kinds and ("chair", 4) in kinds
     assert [w["row"] for w in one.worst] == [w["row"] for w in many.worst]
+
+
+def test_disparity_gives_lotus_rec_m_rec_f_and_the_gap():
+    from capaudit.audit.disparity import audit_disparity
+
+    ann = Annotations(gender={1: "male", 3: "female", 4: "male"})
+    d = audit_disparity(IDS, CAPS, ann, by="gender", metrics=["gender_word_recall", "nsfw_words"],
+                        n_boot=100, workers=1, config={})
+    rec = d.results["gender_word_recall"]
+    # men's images: 1 (two captions without a man word) and 4 ("A man rides"): 1 of 3
+    assert rec["male"].value == pytest.approx(100 / 3) and rec["male"].n == 3
+    assert rec["female"].value == pytest.approx(100.0) and rec["female"].n == 1
+    assert rec["male-female"].value == pytest.approx(100 / 3 - 100)
+    assert d.results["nsfw_words"]["male"].value == pytest.approx(100 / 3)   # "nude", image 1

@@ -8,13 +8,9 @@ from typing import List
 
 import typer
 
-<<<<<<< HEAD
 from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
                                              lotus_cli)
-from capaudit.cli.common import DbOption, console, open_store
-=======
 from capaudit.cli.common import DbOption, audit_config, console, open_store
->>>>>>> main
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 

@@ -8,13 +8,9 @@ from typing import List, Optional
 
 import typer
 
-<<<<<<< HEAD
 from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
                                              lotus_cli)
-from capaudit.cli.common import DbOption, console, open_store
-=======
 from capaudit.cli.common import DbOption, audit_config, console, open_store
->>>>>>> main
 
 
 def _fmt(r) -> str:
