@@ -1,19 +1,43 @@
-"""``audit compare``: the GCE paper's Table 1 view over several caption sets.
+"""``audit compare``: the GCE paper's Table 1 view over several caption sets, hard to misread.
 
-Audits every set with the same annotations, marks the best and worst value of
-each metric (direction per metric below), prints a rich table and writes
-``report.md`` + ``report.html`` with plots (see :mod:`capaudit.audit.report`).
+A side-by-side table misleads in five ways; this module computes around each:
+
+* **Different images.** A set of easy images beats a set of hard ones. When
+  the sets share images every set is scored on the shared images only
+  (``same_images``, on by default when they overlap); :class:`Basis` says
+  how many captions and images each set was scored on.
+* **Different sample sizes.** Vocabulary grows with the number of captions
+  (five human captions per image against one model caption), so it is
+  compared on the same number of captions per set: a seeded sample of the
+  smallest set's count, as ``audit disparity`` compares groups.
+* **Differences inside the noise.** Best and worst are marked only where the
+  95% interval of the set does not overlap any other set's interval.
+* **Values that are 0 by construction.** Human COCO captions hallucinate
+  nothing against a CHAIR ground truth built from those captions; such values
+  are flagged (``flags``) and never ranked.
+* **A filtered set scored on its survivors.** A set whose parent is compared
+  too is scored on the parent's images, each caption the filter dropped
+  counting as an empty caption (it mentions nothing and hallucinates nothing),
+  so recall lost by dropping captions shows.
+
+LIC is slow and only computed when asked; otherwise the table carries a
+visible ``lic`` column "not computed (use --lic)".
+
+Presentation lives elsewhere: the terminal table in
+:mod:`capaudit.cli.compare_view`, the report in :mod:`capaudit.audit.report`
+(which imports this module, never the other way round).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
-from rich.table import Table
+import numpy as np
 
-from capaudit.audit.runner import DEFAULTS, run_audit
+from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
+from capaudit.errors import InputError
 
 # +1: higher is better, -1: lower is better, 0: descriptive only
 DIRECTION = {"vocab": +1, "length": 0, "recall": +1, "gender_error": -1,
@@ -22,6 +46,50 @@ DIRECTION = {"vocab": +1, "length": 0, "recall": +1, "gender_error": -1,
 LABEL = {"vocab": "Vocab", "length": "Length", "recall": "Recall", "gender_error": "Gender err",
          "recall_disparity": "Recall disp.", "chair_s": "CHAIR_s", "chair_i": "CHAIR_i",
          "lic": "LIC", "lic_m": "LIC_M", "lic_d": "LIC_D"}
+# column order of every view, whatever order the metrics were computed in
+ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
+         "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
+LIC_NOT_COMPUTED = "not computed (use --lic)"
+# caption formats that hold human COCO captions: the CHAIR ground truth is built from them
+HUMAN_COCO_FORMATS = ("coco", "karpathy")
+BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
+                   "these human captions")
+
+
+@dataclass
+class Basis:
+    """What each set was scored on."""
+
+    same_images: bool
+    shared_images: int                    # images every compared set has
+    images: dict[str, int]                # images scored, per set
+    captions: dict[str, int]              # captions scored, per set (padding included)
+    total_images: dict[str, int]
+    total_captions: dict[str, int]
+    on_parent: dict[str, str] = field(default_factory=dict)   # filtered set -> its parent
+    dropped: dict[str, int] = field(default_factory=dict)     # filtered set -> empty captions
+    vocab_captions: int | None = None     # captions per set behind vocab (None: all scored)
+
+    def describe(self) -> list[str]:
+        """One line per fact a reader needs before reading the numbers."""
+        names = list(self.images)
+        if self.same_images:
+            lines = [f"compared on the {self.shared_images:,} images all {len(names)} sets share ("
+                     + ", ".join(f"{n}: {self.total_images[n]:,}" for n in names)
+                     + " images in all); --all-images scores each set on all its images"]
+        else:
+            why = ("the sets share no images" if not self.shared_images else
+                   f"--all-images; they share {self.shared_images:,}")
+            lines = [f"each set scored on all its own images ({why}): differences mix captions "
+                     "and images"]
+        for child, parent in self.on_parent.items():
+            lines.append(f"{child} is scored on its parent {parent}'s images: each of the "
+                         f"{self.dropped[child]:,} captions the "
+                         "filter dropped counts as an empty caption")
+        if self.vocab_captions is not None:
+            lines.append(f"vocab on {self.vocab_captions:,} captions per set (seeded sample), "
+                         "as it grows with the number of captions")
+        return lines
 
 
 @dataclass
@@ -31,66 +99,242 @@ class Comparison:
     results: dict[str, Any]               # name -> AuditResult
     best: dict[str, str] = field(default_factory=dict)
     worst: dict[str, str] = field(default_factory=dict)
-    report_dir: Path | None = None
+    report_dir: Any = None
     annotations: Any = None
     run_id: int | None = None
     parent_costs: list[dict] = field(default_factory=list)
     amplifications: list[tuple[str, str, list]] = field(default_factory=list)
     disparities: dict[str, dict] = field(default_factory=dict)   # set -> {by: Disparity}
+    basis: Basis | None = None
+    flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
+    unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
         return None if r is None or r.skipped else r.value
 
+    def result(self, name: str, metric: str):
+        return self.results[name].results.get(metric)
+
+
+def ordered(metrics) -> list[str]:
+    """Metrics in the one column order of every view (unknown ones after, as given)."""
+    metrics = list(dict.fromkeys(metrics))
+    return ([m for m in ORDER if m in metrics] + [m for m in metrics if m not in ORDER])
+
+
+def _separated(r, others) -> bool:
+    """True when ``r``'s 95% interval overlaps none of ``others``' (all must have one)."""
+    if r.ci_low is None or r.ci_high is None:
+        return False
+    for o in others:
+        if o.ci_low is None or o.ci_high is None:
+            return False
+        if not (r.ci_high < o.ci_low or r.ci_low > o.ci_high):
+            return False
+    return True
+
 
 def rank(cmp: Comparison) -> None:
+    """Mark best/worst per metric where the intervals say so; flagged values take no part."""
     for m in cmp.metrics:
         d = DIRECTION.get(m, 0)
-        vals = {n: cmp.value(n, m) for n in cmp.names}
-        vals = {n: v for n, v in vals.items() if v is not None}
-        if d == 0 or len(vals) < 2 or len(set(vals.values())) < 2:
+        cand = {}
+        for n in cmp.names:
+            r = cmp.result(n, m)
+            if r is not None and not r.skipped and r.value is not None and (n, m) not in cmp.flags:
+                cand[n] = r
+        if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
             continue
-        order = sorted(vals, key=lambda n: vals[n] * d)
-        cmp.worst[m], cmp.best[m] = order[0], order[-1]
+        order = sorted(cand, key=lambda n: cand[n].value * d)
+        worst, best = order[0], order[-1]
+        if _separated(cand[best], [cand[n] for n in order[:-1]]):
+            cmp.best[m] = best
+        if _separated(cand[worst], [cand[n] for n in order[1:]]):
+            cmp.worst[m] = worst
+        missing = [k for k, marks in (("best", cmp.best), ("worst", cmp.worst)) if m not in marks]
+        if missing:
+            cmp.unmarked[m] = " or ".join(missing)
 
 
-def compare_sets(store, names: Sequence[str], report_dir: Path | None = Path("report"),
-                 cfg: dict | None = None, **hooks) -> Comparison:
-    """Audit ``names`` (``hooks``: ``on_target`` / ``on_progress`` of :func:`run_audit`),
-    rank them and write the report."""
+def _counts(t: StreamTarget) -> tuple[Counter, int]:
+    """Captions per image id, and captions without an image."""
+    counts: Counter = Counter()
+    none = 0
+    for iid, _ in t.rows():
+        if iid is None:
+            none += 1
+        else:
+            counts[iid] += 1
+    return counts, none
+
+
+def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) -> StreamTarget:
+    """``t`` limited to the images in ``keep`` (None: all), padded with empty captions up to
+    ``pad``'s count per image (a filtered set on its parent's images)."""
+    if keep is None and pad is None:
+        return t
+
+    def rows():
+        seen: Counter = Counter()
+        for iid, cap in t.rows():
+            if keep is None or iid in keep:
+                seen[iid] += 1
+                yield iid, cap
+        for iid, k in (pad or {}).items():
+            if keep is None or iid in keep:
+                for _ in range(k - seen[iid]):
+                    yield iid, ""
+
+    return StreamTarget(t.name, t.source, t.spec, rows, n)
+
+
+def _set_info(store, t: StreamTarget):
+    return store.find_set(t.spec) if store is not None and t.source.startswith("set:") else None
+
+
+def _format(store, t: StreamTarget) -> str | None:
+    info = _set_info(store, t)
+    if info is not None:
+        return info.format
+    try:
+        from capaudit.io.readers import detect_format
+        from pathlib import Path
+        return detect_format(Path(t.source))
+    except Exception:  # noqa: BLE001 - a format we cannot tell is simply not human COCO
+        return None
+
+
+def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
+               ) -> tuple[list[StreamTarget], Basis]:
+    """The targets restricted (and padded) as the comparison needs, and the basis."""
+    names = [t.name for t in resolved]
+    counts = {t.name: _counts(t) for t in resolved}
+    on_parent = {}
+    for t in resolved:
+        info = _set_info(store, t)
+        if info is not None and info.parent in names and info.format != "downstream":
+            on_parent[t.name] = info.parent
+    padded = {n: (counts[n][0] | counts[p][0]) if (p := on_parent.get(n)) else counts[n][0]
+              for n in names}
+    shared = set.intersection(*(set(c) for c in padded.values())) if padded else set()
+    identical = all(set(c) == shared for c in padded.values())
+    if same_images is None:
+        same_images = bool(shared)
+    if same_images and not shared:
+        raise InputError("the compared sets share no images", fix="use --all-images to score "
+                         "each set on its own images (differences then mix captions and images)")
+    keep = shared if same_images and not identical else None
+    out, images, captions = [], {}, {}
+    for t in resolved:
+        c = padded[t.name]
+        used = {i: k for i, k in c.items() if keep is None or i in keep}
+        images[t.name] = len(used)
+        captions[t.name] = sum(used.values()) + (0 if same_images else counts[t.name][1])
+        pad = counts[on_parent[t.name]][0] if t.name in on_parent else None
+        out.append(_restrict(t, keep if same_images else None, pad, captions[t.name]))
+    basis = Basis(same_images, len(shared), images, captions,
+                  {n: len(counts[n][0]) for n in names},
+                  {n: sum(counts[n][0].values()) + counts[n][1] for n in names}, on_parent,
+                  {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()})
+    return out, basis
+
+
+def _sample(t: StreamTarget, k: int, seed: int) -> StreamTarget:
+    """``k`` of ``t``'s captions (seeded, without replacement, in their order)."""
+    mask = np.zeros(t.n, bool)
+    mask[np.random.default_rng(seed).choice(t.n, k, replace=False)] = True
+
+    def rows():
+        for j, row in enumerate(t.rows()):
+            if mask[j]:
+                yield row
+
+    return StreamTarget(t.name, t.source, t.spec, rows, k)
+
+
+def equal_vocab(targets: list[StreamTarget], annotations, cfg: dict) -> tuple[int | None, dict]:
+    """Vocabulary of every set on the same number of captions (None, {} when already equal)."""
+    from capaudit.audit.runner import audit_stream_target
+
+    k = min(t.n for t in targets)
+    if all(t.n == k for t in targets) or k == 0:
+        return None, {}
+    out = {}
+    for i, t in enumerate(targets):
+        seed = int(np.random.SeedSequence([int(cfg["seed"]), 7, i]).generate_state(1)[0])
+        sub = t if t.n == k else _sample(t, k, seed)
+        res = audit_stream_target(sub, annotations, {**cfg, "metrics": ["vocab"]})
+        r = res.results["vocab"]
+        r.extra = dict(r.extra, basis=f"{k} captions per set", captions=k)
+        out[t.name] = r
+    return k, out
+
+
+def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
+    """CHAIR of human COCO captions is 0 by construction: flag it, never rank it."""
+    for t in resolved:
+        if _format(store, t) not in HUMAN_COCO_FORMATS:
+            continue
+        for m in cmp.metrics:
+            if m.startswith("chair") and cmp.value(t.name, m) is not None:
+                cmp.flags[(t.name, m)] = BY_CONSTRUCTION
+
+
+def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
+                 same_images: bool | None = None, **hooks) -> Comparison:
+    """Audit ``names`` on a common basis, flag and rank them (``hooks``: ``on_target`` /
+    ``on_progress`` of :func:`run_audit`). ``same_images``: None = when the sets overlap."""
     cfg = {**DEFAULTS, **(cfg or {})}
-    results = run_audit(store, names, cfg, **hooks)
+    resolved = [resolve_target(store, n) for n in names]
+    if len({t.name for t in resolved}) != len(resolved):
+        raise InputError(f"two targets share the name {[t.name for t in resolved]}",
+                         fix="register them under distinct set names")
+    targets, basis = plan_basis(store, resolved, same_images)
+    results = run_audit(store, targets, cfg, **hooks)
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)
-    metrics: list[str] = []
-    for res in results.values():
-        for m in res.results:
-            if m not in metrics:
-                metrics.append(m)
-    cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id)
+    k, vocab = equal_vocab(targets, annotations, cfg) if any(
+        "vocab" in r.results for r in results.values()) else (None, {})
+    basis.vocab_captions = k
+    for name, r in vocab.items():
+        if "vocab" in results[name].results:
+            r.extra["all_captions"] = results[name].results["vocab"].value
+            results[name].results["vocab"] = r
+    if vocab and store is not None and run_id is not None:
+        with store.transaction():
+            for name, r in vocab.items():
+                store.write_metric(run_id, name, "vocab", r.value, r.n, r.ci_low, r.ci_high,
+                                   f"equal:{k}", r.extra)
+    if not cfg.get("lic"):
+        from capaudit.audit.metrics.base import MetricResult
+        for res in results.values():
+            res.results.setdefault("lic", MetricResult(None, 0, skipped=LIC_NOT_COMPUTED))
+    metrics = ordered(m for res in results.values() for m in res.results)
+    cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
+                     basis=basis)
+    flag_circular(store, resolved, cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
     if cfg.get("disparity"):
         from capaudit.audit.disparity import compare_disparities
         cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)
-    if report_dir is not None:
-        from capaudit.audit.report import write_report
-        cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, cfg)
     return cmp
 
 
 def parent_costs(store, cmp: Comparison) -> list[dict]:
     """What a filter cost, for each compared set whose parent is compared too.
 
-    Recall over the parent's captions counts every caption the filter dropped
-    as mentioning nothing: the honest recall cost, which the filtered set's
-    own recall (over surviving captions only) hides.
+    Both are scored on the parent's images, each caption the filter dropped
+    counting as empty (:func:`plan_basis`), so ``recall`` here is the honest
+    recall cost that the filtered set's own recall (over surviving captions
+    only) hides.
     """
     out = []
     if store is None:
         return out
+    on_parent = cmp.basis.on_parent if cmp.basis else {}
     for name in cmp.names:
         info = store.find_set(name)
         if info is None or not info.parent or info.parent not in cmp.names:
@@ -101,96 +345,13 @@ def parent_costs(store, cmp: Comparison) -> list[dict]:
                 cmp.results[info.parent].results, cmp.results[name].results)))
             continue
         child, parent = cmp.results[name].results, cmp.results[info.parent].results
-        row = {"set": name, "parent": info.parent,
-               "captions": cmp.results[name].meta.get("n_captions"),
-               "parent_captions": cmp.results[info.parent].meta.get("n_captions")}
-        rc, rp = child.get("recall"), parent.get("recall")
-        if rc and rp and not rc.skipped and not rp.skipped and rp.n:
-            row["recall_parent_basis"] = rc.value * rc.n / rp.n
-            row["recall_parent"] = rp.value
-        for m in ("length", "chair_s", "gender_error"):
+        total = cmp.basis.total_captions if cmp.basis else {}
+        row = {"set": name, "parent": info.parent, "on_parent": name in on_parent,
+               "captions": total.get(name, cmp.results[name].meta.get("n_captions")),
+               "parent_captions": total.get(info.parent,
+                                            cmp.results[info.parent].meta.get("n_captions"))}
+        for m in ("recall", "length", "chair_s", "gender_error"):
             if m in child and m in parent and not child[m].skipped and not parent[m].skipped:
                 row[m] = (parent[m].value, child[m].value)
         out.append(row)
     return out
-
-
-def fmt_cost(row: dict) -> str:
-    text = (f"{row['set']} vs parent {row['parent']}: captions {row['captions']:,} of "
-            f"{row['parent_captions']:,} kept")
-    if "recall_parent_basis" in row:
-        text += (f"; recall over the parent's captions {row['recall_parent']:.2f} -> "
-                 f"{row['recall_parent_basis']:.2f} (dropped captions count as no mention)")
-    for m in ("length", "chair_s", "gender_error"):
-        if m in row:
-            text += f"; {m} {row[m][0]:.2f} -> {row[m][1]:.2f}"
-    return text
-
-
-def fmt_value(metric: str, r) -> str:
-    if r is None:
-        return "-"
-    if r.skipped:
-        return "n/a"
-    if r.value is None:
-        return "-"
-    if metric == "vocab":
-        return f"{r.value:,.0f}"
-    ci = ""
-    if r.ci_low is not None and r.ci_high is not None:
-        ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-    return f"{r.value:.2f}{ci}"
-
-
-def compare_table(cmp: Comparison, with_ci: bool = True) -> Table:
-    table = Table(title="capaudit compare (best in green, worst in red; 95% bootstrap CI)")
-    table.add_column("set")
-    for m in cmp.metrics:
-        arrow = {1: " ↑", -1: " ↓", 0: ""}[DIRECTION.get(m, 0)]
-        table.add_column(LABEL.get(m, m) + arrow, justify="right")
-    for n in cmp.names:
-        cells = []
-        for m in cmp.metrics:
-            r = cmp.results[n].results.get(m)
-            text = fmt_value(m, r) if with_ci else fmt_value(m, r).split(" [")[0]
-            if cmp.best.get(m) == n:
-                text = f"[bold green]{text}[/]"
-            elif cmp.worst.get(m) == n:
-                text = f"[bold red]{text}[/]"
-            cells.append(text)
-        table.add_row(n, *cells)
-    return table
-
-
-def print_compare(cmp: Comparison, console=None) -> None:
-    from capaudit.cli.common import console as default_console
-
-    console = console or default_console
-    console.print(compare_table(cmp))
-    skipped = {(n, m): r.skipped for n in cmp.names for m, r in cmp.results[n].results.items()
-               if r.skipped}
-    for (n, m), why in skipped.items():
-        console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
-    if cmp.disparities:
-        from capaudit.audit.disparity import disparity_rows
-        heads, rows = disparity_rows(cmp.disparities)
-        if heads:
-            table = Table(title="Gaps between groups of images (95% bootstrap CI)")
-            for col in ("set", "metric", *heads):
-                table.add_column(col, justify="left" if col in ("set", "metric") else "right")
-            for row in rows:
-                table.add_row(*row)
-            console.print(table)
-    for row in cmp.parent_costs:
-        console.print(fmt_cost(row))
-    for up, down, rows in cmp.amplifications:
-        table = Table(title=f"amplification: {down} (downstream) - {up} (upstream)")
-        for col in ("metric", "upstream", "downstream", "delta", "95% CI"):
-            table.add_column(col, justify="left" if col == "metric" else "right")
-        for r in rows:
-            if r.delta is None:
-                continue
-            ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "-"
-            table.add_row(r.metric, f"{r.upstream:.2f}", f"{r.downstream:.2f}",
-                          f"{r.delta:+.2f}", ci)
-        console.print(table)

@@ -204,9 +204,13 @@ def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
         store.con.unregister("_details")
 
 
-def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
+def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target=None,
               on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    A target is a set name, a caption file, or an already resolved
+    :class:`StreamTarget` (``audit compare`` passes targets restricted to the
+    images the sets share).
 
     ``on_target(target)`` is called when a target starts (``target.n`` is its
     caption count when known beforehand, else ``None``) and
@@ -221,7 +225,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    resolved = [resolve_target(store, t) for t in targets]
+    resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "

@@ -72,8 +72,9 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
-    from capaudit.audit.compare import Comparison, print_compare, rank
+    from capaudit.audit.compare import Comparison, ordered, rank
     from capaudit.audit.runner import run_audit, write_json
+    from capaudit.cli.compare_view import print_compare
 
     cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
@@ -91,7 +92,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
-    metrics_seen = list(dict.fromkeys(m for n in names for m in results[n].results))
+    metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:
         rank(cmp)
@@ -117,9 +118,19 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
             disparity: str = typer.Option(None, "--disparity",
                                           help="Also the gaps between groups of images: "
                                                "gender, skin_tone or gender,skin_tone"),
+            same_images: bool = typer.Option(
+                None, "--same-images/--all-images",
+                help="Score every set on the images all sets share (default when they "
+                     "share any) or each on all its own images (vocabulary then on equal "
+                     "numbers of captions)"),
             config: Path = Config, db: Path = DbOption):
-    """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
-    from capaudit.audit.compare import compare_sets, print_compare
+    """Side-by-side table and report.md + report.html with plots.
+
+    Sets are scored on the images they share; best/worst are marked only where
+    the 95% intervals do not overlap; a filtered set is scored on its parent's
+    images. LIC is computed with --lic only.
+    """
+    from capaudit.cli.compare_view import compare_and_report, print_compare
 
     cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
@@ -128,7 +139,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
-        cmp = compare_sets(open_store(db), sets, report, cfg, **hooks)
+        cmp = compare_and_report(open_store(db), sets, report, cfg, same_images, **hooks)
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 

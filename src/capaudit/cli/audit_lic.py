@@ -53,9 +53,16 @@ def lic_command(
     max_length: int = typer.Option(64, "--max-length", help="Transformer: max word pieces"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train every seed even if cached"),
 ) -> None:
-    """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D."""
-    from rich.console import Console
+    """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D.
+
+    Before training it says how many images take part (labelled images with a
+    caption; with --reference only those that also have human captions) and
+    estimates the time from a one-epoch calibration; a bar shows the ETA.
+    """
+    from rich.markup import escape
     from rich.table import Table
+
+    from capaudit.cli.common import console, err_console
 
     from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
     from capaudit.audit.lic.results import StoreCache
@@ -97,21 +104,26 @@ def lic_command(
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
-                      align_vocab=align_vocab, classifier_options=options)
+                      align_vocab=align_vocab, classifier_options=options,
+                      report=lambda line: err_console.print(escape(line)))
     finally:
         if store is not None:
             store.close()
 
     keys = [k for k in ("lic_m", "lic_d", "lic") if res[k] is not None]
-    table = Table(title=f"LIC ({classifier}, {attribute}) on {name}: {res['n_images']} images")
+    table = Table(title=f"LIC ({classifier}, {attribute}) on {escape(name)}: "
+                        f"{res['n_images']:,} images")
     table.add_column("seed", justify="right")
     for k in keys:
         table.add_column(k.upper(), justify="right")
     for s in res["lic_m"]["seeds"]:
         table.add_row(str(s), *[f"{res[k]['seeds'][s]:.2f}" for k in keys])
-    table.add_row("mean ± std", *[f"{res[k]['value']:.2f} ± {res[k]['std']:.2f}" for k in keys],
-                  style="bold")
-    Console().print(table)
+    if len(res["lic_m"]["seeds"]) > 1:  # one seed has no spread: printing ± 0.00 would claim one
+        table.add_row("mean ± std", *[f"{res[k]['value']:.2f} ± {res[k]['std']:.2f}" for k in keys],
+                      style="bold")
+    console.print(table)
+    if len(res["lic_m"]["seeds"]) == 1:
+        console.print("one seed: no spread over seeds (use --seeds 2 or more for mean ± std)")
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}
