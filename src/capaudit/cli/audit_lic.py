@@ -52,6 +52,8 @@ def lic_command(
     model_path: Optional[Path] = typer.Option(None, "--model-path", help="Transformer: local encoder directory"),
     max_length: int = typer.Option(64, "--max-length", help="Transformer: max word pieces"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train every seed even if cached"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1,
+                                          help="CPU threads (default: the idle cores by load)"),
 ) -> None:
     """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D.
 
@@ -105,7 +107,7 @@ def lic_command(
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
                       align_vocab=align_vocab, classifier_options=options,
-                      report=lambda line: err_console.print(escape(line)))
+                      threads=threads, report=lambda line: err_console.print(escape(line)))
     finally:
         if store is not None:
             store.close()
@@ -123,7 +125,7 @@ def lic_command(
                       style="bold")
     console.print(table)
     if len(res["lic_m"]["seeds"]) == 1:
-        console.print("one seed: no spread over seeds (use --seeds 2 or more for mean ± std)")
+        console.print("one seed: no spread over seeds (use --seeds 2 or more for a mean and its spread)")
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}
