@@ -62,7 +62,7 @@ def test_demo_compare_on_shared_images_equal_vocab_and_flags(demo, capsys):
     assert basis["same_images"] and basis["shared_images"] == 1000
     assert basis["captions"] == {"coco": 5005, "oscar": 1000, "nic": 1000}
     # vocabulary on 1,000 captions per set: coco's 5,005 captions no longer count 5 times over
-    assert basis["vocab_captions"] == 1000
+    assert basis["equal_captions"] == 1000
     coco_vocab = m["sets"]["coco"]["vocab"]
     assert coco_vocab["n"] == 1000
     from capaudit.store import Store
@@ -127,7 +127,7 @@ def test_same_images_by_default_and_all_images(demo, tmp_path):
                  str(tmp_path / "b"), *common]) == 0
     b = _metrics(tmp_path / "b")
     assert b["basis"]["images"] == {"oscar": 1000, "nic300": 300}
-    assert b["basis"]["vocab_captions"] == 300 and b["sets"]["oscar"]["vocab"]["n"] == 300
+    assert b["basis"]["equal_captions"] == 300 and b["sets"]["oscar"]["vocab"]["n"] == 300
     # sets that share nothing cannot be forced onto common images
     other = _write(tmp_path / "other.jsonl", [(10**9, "a dog on a couch")])
     assert main(["audit", "compare", "oscar", other, "--same-images", "--report",

@@ -7,9 +7,10 @@ A side-by-side table misleads in five ways; this module computes around each:
   (``same_images``, on by default when they overlap); :class:`Basis` says
   how many captions and images each set was scored on.
 * **Different sample sizes.** Vocabulary grows with the number of captions
-  (five human captions per image against one model caption), so it is
-  compared on the same number of captions per set: a seeded sample of the
-  smallest set's count, as ``audit disparity`` compares groups.
+  (five human captions per image against one model caption), so it (every
+  metric whose spec says ``size_dependent``) is compared on the same number
+  of captions per set: a seeded sample of the smallest set's count, as
+  ``audit disparity`` compares groups.
 * **Differences inside the noise.** Best and worst are marked only where the
   95% interval of the set does not overlap any other set's interval.
 * **Values that are 0 by construction.** Human COCO captions hallucinate
@@ -36,16 +37,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from capaudit.audit.metrics.spec import direction
 from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
 from capaudit.errors import InputError
 
-# +1: higher is better, -1: lower is better, 0: descriptive only
-DIRECTION = {"vocab": +1, "length": 0, "recall": +1, "gender_error": -1,
-             "recall_disparity": -1, "chair_s": -1, "chair_i": -1, "lic": -1, "lic_m": -1, "lic_d": 0,
-             "chair_s_corrected": -1, "chair_i_corrected": -1, "recall_corrected": +1}
-LABEL = {"vocab": "Vocab", "length": "Length", "recall": "Recall", "gender_error": "Gender err",
-         "recall_disparity": "Recall disp.", "chair_s": "CHAIR_s", "chair_i": "CHAIR_i",
-         "lic": "LIC", "lic_m": "LIC_M", "lic_d": "LIC_D"}
 # column order of every view, whatever order the metrics were computed in
 ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
          "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
@@ -68,7 +63,8 @@ class Basis:
     total_captions: dict[str, int]
     on_parent: dict[str, str] = field(default_factory=dict)   # filtered set -> its parent
     dropped: dict[str, int] = field(default_factory=dict)     # filtered set -> empty captions
-    vocab_captions: int | None = None     # captions per set behind vocab (None: all scored)
+    equal_captions: int | None = None     # captions per set behind size-dependent metrics
+    equal_metrics: list[str] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         """One line per fact a reader needs before reading the numbers."""
@@ -86,9 +82,9 @@ class Basis:
             lines.append(f"{child} is scored on its parent {parent}'s images: each of the "
                          f"{self.dropped[child]:,} captions the "
                          "filter dropped counts as an empty caption")
-        if self.vocab_captions is not None:
-            lines.append(f"vocab on {self.vocab_captions:,} captions per set (seeded sample), "
-                         "as it grows with the number of captions")
+        if self.equal_captions is not None:
+            lines.append(f"{', '.join(self.equal_metrics)} on {self.equal_captions:,} captions "
+                         "per set (seeded sample): it grows with the number of captions")
         return lines
 
 
@@ -138,7 +134,7 @@ def _separated(r, others) -> bool:
 def rank(cmp: Comparison) -> None:
     """Mark best/worst per metric where the intervals say so; flagged values take no part."""
     for m in cmp.metrics:
-        d = DIRECTION.get(m, 0)
+        d = direction(m)
         cand = {}
         for n in cmp.names:
             r = cmp.result(n, m)
@@ -253,21 +249,30 @@ def _sample(t: StreamTarget, k: int, seed: int) -> StreamTarget:
     return StreamTarget(t.name, t.source, t.spec, rows, k)
 
 
-def equal_vocab(targets: list[StreamTarget], annotations, cfg: dict) -> tuple[int | None, dict]:
-    """Vocabulary of every set on the same number of captions (None, {} when already equal)."""
+def size_dependent(metrics) -> list[str]:
+    """Metrics whose value grows with the number of captions (vocabulary), by their spec."""
+    from capaudit.audit.metrics.spec import metric_spec
+
+    return [m for m in metrics if (s := metric_spec(m)) is not None and s.size_dependent]
+
+
+def equal_size(targets: list[StreamTarget], metrics: list[str], annotations, cfg: dict
+               ) -> tuple[int | None, dict]:
+    """``metrics`` of every set on the same number of captions: ``(k, {set: {metric:
+    result}})``, or ``(None, {})`` when the sets already have equal counts."""
     from capaudit.audit.runner import audit_stream_target
 
     k = min(t.n for t in targets)
-    if all(t.n == k for t in targets) or k == 0:
+    if not metrics or all(t.n == k for t in targets) or k == 0:
         return None, {}
     out = {}
     for i, t in enumerate(targets):
         seed = int(np.random.SeedSequence([int(cfg["seed"]), 7, i]).generate_state(1)[0])
         sub = t if t.n == k else _sample(t, k, seed)
-        res = audit_stream_target(sub, annotations, {**cfg, "metrics": ["vocab"]})
-        r = res.results["vocab"]
-        r.extra = dict(r.extra, basis=f"{k} captions per set", captions=k)
-        out[t.name] = r
+        res = audit_stream_target(sub, annotations, {**cfg, "metrics": metrics})
+        for r in res.results.values():
+            r.extra = dict(r.extra, basis=f"{k} captions per set", captions=k)
+        out[t.name] = res.results
     return k, out
 
 
@@ -295,18 +300,20 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)
-    k, vocab = equal_vocab(targets, annotations, cfg) if any(
-        "vocab" in r.results for r in results.values()) else (None, {})
-    basis.vocab_captions = k
-    for name, r in vocab.items():
-        if "vocab" in results[name].results:
-            r.extra["all_captions"] = results[name].results["vocab"].value
-            results[name].results["vocab"] = r
-    if vocab and store is not None and run_id is not None:
+    sized = size_dependent(m for r in results.values() for m in r.results)
+    k, equal = equal_size(targets, sized, annotations, cfg)
+    basis.equal_captions, basis.equal_metrics = k, sized if k else []
+    for name, per in equal.items():
+        for m, r in per.items():
+            if m in results[name].results:
+                r.extra["all_captions"] = results[name].results[m].value
+                results[name].results[m] = r
+    if equal and store is not None and run_id is not None:
         with store.transaction():
-            for name, r in vocab.items():
-                store.write_metric(run_id, name, "vocab", r.value, r.n, r.ci_low, r.ci_high,
-                                   f"equal:{k}", r.extra)
+            for name, per in equal.items():
+                for m, r in per.items():
+                    store.write_metric(run_id, name, m, r.value, r.n, r.ci_low, r.ci_high,
+                                       f"equal:{k}", r.extra)
     if not cfg.get("lic"):
         from capaudit.audit.metrics.base import MetricResult
         for res in results.values():
@@ -340,7 +347,7 @@ def parent_costs(store, cmp: Comparison) -> list[dict]:
         if info is None or not info.parent or info.parent not in cmp.names:
             continue
         if info.format == "downstream":  # captions of a model trained on the parent set
-            from capaudit.train_downstream.amplification import amplification
+            from capaudit.audit.amplification import amplification
             cmp.amplifications.append((info.parent, name, amplification(
                 cmp.results[info.parent].results, cmp.results[name].results)))
             continue

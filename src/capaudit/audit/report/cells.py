@@ -7,14 +7,13 @@ so the terminal and report.md/html never disagree.
 
 from __future__ import annotations
 
-from capaudit.audit.compare import DIRECTION, LABEL, LIC_NOT_COMPUTED
-
-ARROW = {1: " ↑", -1: " ↓", 0: ""}
+from capaudit.audit.compare import LIC_NOT_COMPUTED
+from capaudit.audit.metrics.spec import arrow, label
 
 
 def header(metric: str) -> str:
     """Column label with its direction (↑ higher is better, ↓ lower is better)."""
-    return LABEL.get(metric, metric) + ARROW[DIRECTION.get(metric, 0)]
+    return label(metric) + arrow(metric)
 
 
 def fmt_value(metric: str, r, ci: bool = True) -> str:
@@ -59,13 +58,13 @@ def notes(cmp) -> list[str]:
     lines.append("best/worst marked only where the 95% interval overlaps no other set's")
     if cmp.unmarked:
         lines.append("not marked, intervals overlap: " + ", ".join(
-            f"{LABEL.get(m, m)} ({what})" for m, what in cmp.unmarked.items()))
+            f"{label(m)} ({what})" for m, what in cmp.unmarked.items()))
     for (n, m), why in cmp.flags.items():
-        lines.append(f"{n} {LABEL.get(m, m)}: {why}; not ranked")
+        lines.append(f"{n} {label(m)}: {why}; not ranked")
     for n in cmp.names:
         for m, r in cmp.results[n].results.items():
             if r.skipped and r.skipped != LIC_NOT_COMPUTED:
-                lines.append(f"{n} {LABEL.get(m, m)} not computed: {r.skipped}")
+                lines.append(f"{n} {label(m)} not computed: {r.skipped}")
     if any(r.skipped == LIC_NOT_COMPUTED for n in cmp.names
            for r in cmp.results[n].results.values()):
         lines.append("LIC not computed: add --lic (and --lic-reference HUMAN_SET) to train "

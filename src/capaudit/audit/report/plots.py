@@ -15,7 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-TRADEOFF_METRICS = ("gender_error", "recall_disparity", "chair_s", "chair_i", "lic")
+
+
+def tradeoff_metrics(metrics) -> list[str]:
+    """The bias and hallucination metrics (lower is better, by their spec) to plot against recall."""
+    from capaudit.audit.metrics.spec import direction, metric_spec
+
+    return [m for m in metrics if (s := metric_spec(m)) is not None and m == s.name
+            and s.criterion in ("bias", "alignment") and direction(m) == -1]
 
 
 def _plt():
@@ -65,7 +72,7 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
     made = []
     col = colours(cmp.names)
     flags = getattr(cmp, "flags", {})
-    for m in TRADEOFF_METRICS:
+    for m in tradeoff_metrics(cmp.metrics):
         pts = [(n, cmp.result(n, "recall"), cmp.result(n, m)) for n in cmp.names]
         pts = [p for p in pts if cmp.value(p[0], "recall") is not None
                and cmp.value(p[0], m) is not None]

@@ -12,21 +12,9 @@ import html
 import json
 from pathlib import Path
 
+from capaudit.audit.metrics.spec import description
 from capaudit.audit.report.cells import fmt_cost, notes
 from capaudit.audit.report.plots import MIN_FIT, disparity_plot, tradeoff_plots
-
-NOTES = {
-    "vocab": "distinct lowercased tokens (treebank tokenization)",
-    "length": "mean tokens per caption",
-    "recall": "mean share of the image's instance categories the caption mentions (×100)",
-    "gender_error": "captions whose gender words contradict the image label (Burns et al. 2018, ×100)",
-    "recall_disparity": "mean |recall(man) − recall(woman)| over categories (Hall et al. 2023, ×100)",
-    "chair_s": "captions with ≥1 hallucinated COCO object (×100)",
-    "chair_i": "hallucinated object mentions / all object mentions (×100)",
-    "lic": "LIC_M − LIC_D: gender leakage of the captions beyond that of human captions "
-           "(Hirota et al. 2022)",
-}
-
 
 def _md_table(cmp) -> str:
     """The Table 1 view: one row per set, captions and images scored, every metric."""
@@ -64,11 +52,11 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
           "Length and LIC_D are descriptive only (no best or worst).", ""]
     md += [f"- {line}" for line in notes(cmp)]
     md += ["", "Definitions:", ""]
-    md += [f"- *{m}*: {NOTES[m]}" for m in cmp.metrics if m in NOTES]
+    md += [f"- *{m}*: {description(m)}" for m in cmp.metrics if description(m)]
     if getattr(cmp, "parent_costs", None):
         md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
     for up, down, rows in getattr(cmp, "amplifications", []):
-        from capaudit.train_downstream.amplification import to_markdown
+        from capaudit.audit.amplification import to_markdown
         md += ["", to_markdown(rows, up, down)]
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]
