@@ -300,7 +300,7 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)
-    sized = size_dependent(m for r in results.values() for m in r.results)
+    sized = size_dependent(dict.fromkeys(m for r in results.values() for m in r.results))
     k, equal = equal_size(targets, sized, annotations, cfg)
     basis.equal_captions, basis.equal_metrics = k, sized if k else []
     for name, per in equal.items():
@@ -314,10 +314,11 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
                 for m, r in per.items():
                     store.write_metric(run_id, name, m, r.value, r.n, r.ci_low, r.ci_high,
                                        f"equal:{k}", r.extra)
-    if not cfg.get("lic"):
-        from capaudit.audit.metrics.base import MetricResult
-        for res in results.values():
-            res.results.setdefault("lic", MetricResult(None, 0, skipped=LIC_NOT_COMPUTED))
+    from capaudit.audit.metrics.base import MetricResult
+    why = (LIC_NOT_COMPUTED if not cfg.get("lic") else
+           "LIC = LIC_M - LIC_D needs human captions (--lic-reference HUMAN_SET)")
+    for res in results.values():  # never silently absent
+        res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
     metrics = ordered(m for res in results.values() for m in res.results)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
                      basis=basis)

@@ -47,8 +47,9 @@ def counts(cmp, name: str) -> tuple[str, str]:
     """(captions, images) a set was scored on, as text."""
     b = cmp.basis
     if b is None:
-        n = cmp.results[name].meta.get("n_captions")
-        return (f"{n:,}" if n is not None else "-"), "-"
+        meta = cmp.results[name].meta
+        return tuple(f"{meta[k]:,}" if meta.get(k) is not None else "-"
+                     for k in ("n_captions", "n_images"))
     return f"{b.captions[name]:,}", f"{b.images[name]:,}"
 
 

@@ -32,6 +32,13 @@ def _md_table(cmp) -> str:
     return "\n".join(lines)
 
 
+def _descriptive(metrics) -> list[str]:
+    from capaudit.audit.metrics.spec import direction, label
+
+    plain = [label(m) for m in metrics if direction(m) == 0]
+    return [f"Descriptive only (no best or worst): {', '.join(plain)}.", ""] if plain else []
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -49,7 +56,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
           f"{cfg.get('n_boot')} resamples over images, seed {cfg.get('seed')}."
           + (f" Stored as run {cmp.run_id}." if cmp.run_id else ""), "",
           "## Metrics", "", _md_table(cmp), "",
-          "Length and LIC_D are descriptive only (no best or worst).", ""]
+          *_descriptive(cmp.metrics)]
     md += [f"- {line}" for line in notes(cmp)]
     md += ["", "Definitions:", ""]
     md += [f"- *{m}*: {description(m)}" for m in cmp.metrics if description(m)]
