@@ -156,6 +156,11 @@ def test_filtered_set_is_ranked_on_its_parents_images(demo, tmp_path, capsys):
     assert got == pytest.approx(want)
     assert own["nic_nohal2"]["recall"]["value"] > own["nic"]["recall"]["value"] > got
     assert m["best"].get("recall") != "nic_nohal2"
+    # cleaned with the CHAIR ground truth, its CHAIR against that ground truth is 0 by
+    # construction: flagged, not best
+    assert {(f["set"], f["metric"]) for f in m["flags"]} == {("nic_nohal2", "chair_s"),
+                                                             ("nic_nohal2", "chair_i")}
+    assert m["sets"]["nic_nohal2"]["chair_s"]["value"] == 0.0 and "chair_s" not in m["best"]
     assert "scored on its parent nic's images" in out.replace("\n", " ")
 
 
@@ -170,7 +175,7 @@ def test_terminal_table_fits_80_columns_with_corrected(demo, tmp_path, capsys, m
                  "--report", str(tmp_path / "r"), "--db", db]) == 0
     out = capsys.readouterr().out
     assert max(len(l) for l in out.splitlines()) <= 80
-    assert "CHAIR_s ↓" in out and "chair_s_corrected" in out and "not computed" in out
+    assert "CHAIR_s ↓" in out and "CHAIR_s corr. ↓" in out and "not computed" in out
 
 
 @pytest.mark.slow

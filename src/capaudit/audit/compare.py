@@ -14,8 +14,9 @@ A side-by-side table misleads in five ways; this module computes around each:
 * **Differences inside the noise.** Best and worst are marked only where the
   95% interval of the set does not overlap any other set's interval.
 * **Values that are 0 by construction.** Human COCO captions hallucinate
-  nothing against a CHAIR ground truth built from those captions; such values
-  are flagged (``flags``) and never ranked.
+  nothing against a CHAIR ground truth built from those captions, nor does a
+  set the hallucination filter cleaned with that ground truth; such values are
+  flagged (``flags``) and never ranked.
 * **A filtered set scored on its survivors.** A set whose parent is compared
   too is scored on the parent's images, each caption the filter dropped
   counting as an empty caption (it mentions nothing and hallucinates nothing),
@@ -49,6 +50,9 @@ LIC_NOT_COMPUTED = "not computed (use --lic)"
 HUMAN_COCO_FORMATS = ("coco", "karpathy")
 BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
                    "these human captions")
+FILTERED_BY_GT = ("by construction: the hallucination filter removed what this CHAIR ground "
+                  "truth calls hallucinated (score it with other evidence: filter --evidence "
+                  "instances or a detector)")
 
 
 @dataclass
@@ -276,14 +280,27 @@ def equal_size(targets: list[StreamTarget], metrics: list[str], annotations, cfg
     return k, out
 
 
+def _circular_reason(store, t: StreamTarget) -> str | None:
+    """Why this set's CHAIR is 0 by construction, if it is."""
+    if _format(store, t) in HUMAN_COCO_FORMATS:
+        return BY_CONSTRUCTION
+    info = _set_info(store, t)
+    opts = (info.options or {}) if info is not None else {}
+    if opts.get("filter") == "hallucination" and opts.get("evidence") == "chair-gt":
+        return FILTERED_BY_GT
+    return None
+
+
 def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
-    """CHAIR of human COCO captions is 0 by construction: flag it, never rank it."""
+    """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
+    by construction: flag it, never rank it."""
     for t in resolved:
-        if _format(store, t) not in HUMAN_COCO_FORMATS:
+        why = _circular_reason(store, t)
+        if why is None:
             continue
         for m in cmp.metrics:
             if m.startswith("chair") and cmp.value(t.name, m) is not None:
-                cmp.flags[(t.name, m)] = BY_CONSTRUCTION
+                cmp.flags[(t.name, m)] = why
 
 
 def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
