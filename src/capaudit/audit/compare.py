@@ -173,7 +173,7 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) ->
     """``t`` limited to the images in ``keep`` (None: all), padded with empty captions up to
     ``pad``'s count per image (a filtered set on its parent's images)."""
     if keep is None and pad is None:
-        return t
+        return StreamTarget(t.name, t.source, t.spec, t.rows, n)
 
     def rows():
         seen: Counter = Counter()

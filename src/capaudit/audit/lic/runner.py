@@ -156,7 +156,7 @@ def plan_images(model_captions: Mapping[int, str], labels: Mapping[int, str],
 
 
 def calibrate(clf, images, labels, classes, tokens, seed: int, test_ratio: float,
-              n: int = 640) -> tuple[float, int]:
+              n: int = 320) -> tuple[float, int]:
     """(seconds per caption per epoch, from one epoch on ``n`` training captions; size of
     the seed's train split)."""
     split = balanced_split(images, labels, classes, seed, test_ratio)
