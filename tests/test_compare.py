@@ -168,8 +168,9 @@ def test_filtered_set_is_ranked_on_its_parents_images(demo, tmp_path, capsys):
 def test_terminal_table_fits_80_columns_with_corrected(demo, tmp_path, capsys, monkeypatch):
     _, db = demo
     monkeypatch.setenv("COLUMNS", "80")
-    from capaudit.cli import common
     from rich.console import Console
+
+    from capaudit.cli import common
     monkeypatch.setattr(common, "console", Console(width=80))
     assert main(["audit", "compare", "coco", "oscar", "nic", "--corrected", "--n-boot", "20",
                  "--report", str(tmp_path / "r"), "--db", db]) == 0

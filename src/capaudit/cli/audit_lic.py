@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from capaudit.errors import InputError
 
 
-def _load_target(target: str, db: Optional[Path]) -> tuple[str, dict[int, list[str]]]:
+def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]]]:
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
     from capaudit.audit.targets import load_target
     from capaudit.cli.common import db_path, open_store
@@ -38,21 +37,21 @@ def _load_target(target: str, db: Optional[Path]) -> tuple[str, dict[int, list[s
 
 def lic_command(
     target: str = typer.Argument(..., help="Caption set: JSONL (image_id, caption), COCO JSON, or set name"),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
-    demographics: Optional[Path] = typer.Option(None, "--demographics", help="JSONL/CSV image_id, gender, skin_tone"),
+    reference: str | None = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
+    demographics: Path | None = typer.Option(None, "--demographics", help="JSONL/CSV image_id, gender, skin_tone"),
     classifier: str = typer.Option("lstm", "--classifier", help="lstm (reference) or transformer"),
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),
-    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
+    epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
     attribute: str = typer.Option("gender", "--attribute", help="gender or skin_tone"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here"),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file for the cache (and set names)"),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the results as JSON here"),
+    db: Path | None = typer.Option(None, "--db", help="DuckDB file for the cache (and set names)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda"),
     align_vocab: bool = typer.Option(True, "--align-vocab/--no-align-vocab",
                                      help="Human words outside the model's vocabulary become <unk>"),
-    model_path: Optional[Path] = typer.Option(None, "--model-path", help="Transformer: local encoder directory"),
+    model_path: Path | None = typer.Option(None, "--model-path", help="Transformer: local encoder directory"),
     max_length: int = typer.Option(64, "--max-length", help="Transformer: max word pieces"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train every seed even if cached"),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1,
+    threads: int | None = typer.Option(None, "--threads", min=1,
                                           help="CPU threads (default: the idle cores by load)"),
 ) -> None:
     """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D.
@@ -64,10 +63,9 @@ def lic_command(
     from rich.markup import escape
     from rich.table import Table
 
-    from capaudit.cli.common import console, err_console
-
-    from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
     from capaudit.audit.lic.results import StoreCache
+    from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
+    from capaudit.cli.common import console, err_console
     from capaudit.io.annotations import load_demographics
 
     if attribute not in ("gender", "skin_tone"):

@@ -32,14 +32,14 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
-
-from capaudit.core.registry import Registry
-from capaudit.errors import InputError, require
+from typing import Any, Protocol
 
 from capaudit.audit.lic.masking import ATTRIBUTES, mask_tokens, tokenize
 from capaudit.audit.lic.split import balanced_split
+from capaudit.core.registry import Registry
+from capaudit.errors import InputError, require
 
 DEFAULT_SEEDS = (0, 12, 456, 789, 100, 200, 300, 400, 500, 1234)
 CACHE_VERSION = "lic-v1"
@@ -105,8 +105,14 @@ def _progress(enabled: bool):
     import sys
 
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     quiet = not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS")
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
@@ -242,7 +248,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
         bar.start()
     try:
         task = bar.add_task(f"LIC {classifier}: epochs", total=n_epochs) if bar and todo else None
-        for seed in keys:
+        for seed, key in keys.items():
             if hits[seed] is not None:
                 details[seed] = dict(hits[seed]) | {"cached": True}
                 continue
@@ -250,7 +256,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
                                       n_idx, keep, mtok, words, seed, epochs, test_ratio,
                                       bar, task)
             if cache is not None:
-                cache.put(keys[seed], details[seed])
+                cache.put(key, details[seed])
             details[seed] = details[seed] | {"cached": False}
     finally:
         if bar is not None:

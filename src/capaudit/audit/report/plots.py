@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 
-
 def tradeoff_metrics(metrics) -> list[str]:
     """The bias and hallucination metrics (lower is better, by their spec) to plot against recall."""
     from capaudit.audit.metrics.spec import direction, metric_spec

@@ -16,6 +16,7 @@ from capaudit.audit.metrics.spec import description
 from capaudit.audit.report.cells import fmt_cost, notes
 from capaudit.audit.report.plots import MIN_FIT, disparity_plot, tradeoff_plots
 
+
 def _md_table(cmp) -> str:
     """The Table 1 view: one row per set, captions and images scored, every metric."""
     from capaudit.audit.report.cells import cell, counts, header
