@@ -67,6 +67,8 @@ def _legend(ax) -> None:
 
 def tradeoff_plots(cmp, out: Path) -> list[dict]:
     """Each metric against recall, 95% intervals as error bars; a fitted line from 4 sets."""
+    from capaudit.audit.metrics.spec import label
+
     plt = _plt()
     made = []
     col = colours(cmp.names)
@@ -87,7 +89,7 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
         info = {"metric": m, "file": f"{m}_vs_recall.png", "n": len(pts), "fit_n": len(fit)}
         x = np.array([p[0] for p in fit], float)
         y = np.array([p[1] for p in fit], float)
-        title = f"{m} vs recall"
+        title = f"{label(m)} vs Recall"
         if len(fit) >= MIN_FIT and np.ptp(x) > 0:
             slope, icpt, r2 = regression(x, y)
             xs = np.linspace(x.min(), x.max(), 20)
@@ -97,8 +99,8 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
         else:
             title += f" (no line: {len(fit)} sets, a fit needs {MIN_FIT})"
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("recall (95% interval)", fontsize=8)
-        ax.set_ylabel(f"{m} (95% interval)", fontsize=8)
+        ax.set_xlabel(f"{label('recall')} (95% interval)", fontsize=8)
+        ax.set_ylabel(f"{label(m)} (95% interval)", fontsize=8)
         ax.tick_params(labelsize=7)
         _legend(ax)
         fig.tight_layout()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
 from capaudit.audit.metrics.spec import description
@@ -29,7 +30,8 @@ def _md_table(cmp) -> str:
             text, mark = cell(cmp, n, m)
             cells.append({"best": f"**{text}** (best)", "worst": f"_{text}_ (worst)"}
                          .get(mark, text))
-        lines.append(f"| {n} | " + " | ".join(counts(cmp, n)) + " | " + " | ".join(cells) + " |")
+        name = n.replace("|", "\\|")   # a pipe in a set name must not split the row
+        lines.append(f"| {name} | " + " | ".join(counts(cmp, n)) + " | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -111,7 +113,8 @@ def _html(md_text: str, out: Path) -> str:
     body, in_table = [], False
     for line in md_text.splitlines():
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
+            cells = [c.strip().replace("\\|", "|")
+                     for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
             if set("".join(cells)) <= set("-:"):
                 continue
             tag = "th" if not in_table else "td"
