@@ -191,3 +191,20 @@ def test_four_sets_get_a_fitted_line(demo, tmp_path):
     # coco's CHAIR is left out of the fit: 3 sets remain, so no line there; recall disparity fits 4
     assert re.search(r"chair_s vs recall \(no fitted line: 3 sets", md)
     assert re.search(r"gender_error vs recall \(slope -?[\d.]+, R² = [\d.]+, 4 sets\)", md)
+
+
+def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):
+    from capaudit.audit.compare_basis import Basis
+    from capaudit.audit.report.write import _html, _md_table
+
+    name = "[bold red]evil|name"
+    cmp = _cmp({"oscar": (5.0, 4.0, 5.4), name: (20.0, 18.0, 22.0)})
+    cmp.basis = Basis(True, 10, {"oscar": 10, name: 10}, {"oscar": 10, name: 10},
+                      {"oscar": 10, name: 10}, {"oscar": 10, name: 10})
+    rank(cmp)
+    md = _md_table(cmp)
+    html = _html(md, tmp_path)
+    row = next(r for r in html.split("<tr>") if "evil" in r)
+    # one cell per column: set, captions, images, CHAIR_s
+    assert row.count("<td>") == 4 and "<td>[bold red]evil|name</td>" in row
+    assert "class='worst'>20.00 [18.00, 22.00] (worst)" in row
