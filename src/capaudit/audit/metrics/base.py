@@ -380,6 +380,8 @@ def _columnar(table: dict[int, frozenset[str]], categories: tuple[str, ...]):
     table, so every chunk's image x category matrix is a vectorised gather."""
     def build(t):
         cat_ix = {c: i for i, c in enumerate(categories)}
+        if all(hasattr(t, a) for a in ("ids", "offsets", "codes", "names")):  # ColumnarSets
+            return _columnar_arrays(t, cat_ix)
         ids = np.fromiter(t.keys(), np.int64, len(t))
         order = np.argsort(ids, kind="stable")
         sets = list(t.values())
@@ -389,6 +391,18 @@ def _columnar(table: dict[int, frozenset[str]], categories: tuple[str, ...]):
         cats = np.fromiter((c for p in per for c in p), np.int64, int(indptr[-1]))
         return ids[order], indptr, cats
     return _cached(table, categories, build)
+
+
+def _columnar_arrays(t, cat_ix: dict[str, int]):
+    """The same form straight from a columnar table's arrays (names outside the lexicon dropped)."""
+    to_cat = np.array([cat_ix.get(n, -1) for n in t.names] or [-1], np.int64)
+    cats = to_cat[t.codes] if len(t.codes) else np.zeros(0, np.int64)
+    keep = cats >= 0
+    row = np.repeat(np.arange(len(t.ids)), np.diff(t.offsets))
+    counts = np.bincount(row[keep], minlength=len(t.ids))
+    indptr = np.zeros(len(t.ids) + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return t.ids, indptr, cats[keep]
 
 
 def _gender_codes(gender: dict[int, str]):
