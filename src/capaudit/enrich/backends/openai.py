@@ -89,8 +89,11 @@ class OpenAIBackend(Backend):
                     return GenResult(None, error=f"malformed response: {str(data)[:200]}",
                                      attempts=attempts)
                 usage = data.get("usage") or {}
+                lp = (data["choices"][0].get("logprobs") or {}).get("content") \
+                    if isinstance(data["choices"][0].get("logprobs"), dict) else None
                 return GenResult((text or "").strip(), int(usage.get("prompt_tokens", 0)),
-                                 int(usage.get("completion_tokens", 0)), attempts=attempts)
+                                 int(usage.get("completion_tokens", 0)), attempts=attempts,
+                                 logprobs=lp[:8] if isinstance(lp, list) else None)
             last = f"HTTP {status}: {data}" if status else str(data)
             if status and status not in RETRY_STATUS:
                 break  # 400/401/404: retrying cannot help
