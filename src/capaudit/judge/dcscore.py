@@ -194,4 +194,4 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     return out
 
 
-compute.needs_evidence = True
+compute.needs_evidence = "image"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 
-__all__ = ["Captions", "load_captions", "Evidence", "build_evidence"]
+__all__ = ["Captions", "load_captions", "Evidence", "build_evidence", "reference_evidence"]
 
 
 @dataclass
@@ -80,19 +80,27 @@ def group_references(store, reference: str) -> dict:
     return out
 
 
+def reference_evidence(store, reference: str | None, image_ids: list) -> Evidence:
+    """The human captions of every image in ``image_ids`` (all must have one)."""
+    if not reference:
+        raise InputError("this metric needs the human captions of the same images",
+                         fix="pass --reference SET")
+    refs = group_references(store, reference)
+    missing = sorted({i for i in image_ids if i is not None} - set(refs))
+    if missing or None in image_ids:
+        first = missing[0] if missing else "(a caption without image id)"
+        raise InputError(f"{len(missing) or 1} image(s) have no caption in the reference set "
+                         f"'{reference}', first image id {first}",
+                         fix="use a reference set covering the same images")
+    return Evidence("reference-captions", references=refs)
+
+
 def build_evidence(store, judge_cfg, image_ids: list, *, images: str | None = None,
                    shards: str | None = None, reference: str | None = None) -> Evidence:
     """Check and gather the evidence for ``image_ids`` (before any judge call)."""
     kind = judge_cfg.evidence
     wanted = {i for i in image_ids if i is not None}
-    refs: dict = {}
-    if reference:
-        refs = group_references(store, reference)
-        missing = sorted(wanted - set(refs))
-        if missing:
-            raise InputError(f"{len(missing)} image(s) have no caption in the reference set "
-                             f"'{reference}', first image id {missing[0]}",
-                             fix="use a reference set covering the same images")
+    refs = reference_evidence(store, reference, image_ids).references if reference else {}
     if kind == "reference-captions":
         if not reference:
             raise InputError("--evidence reference-captions needs --reference SET (human captions)")

@@ -101,3 +101,29 @@ def status_counts(rows: list[dict]) -> dict:
     for r in rows:
         out[r["status"]] = out.get(r["status"], 0) + 1
     return out
+
+
+def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+    """The ``audit factuality`` metric: per-sentence and per-caption rows, three criteria."""
+    from capaudit.judge.runner import Judged, label
+
+    out = Judged()
+    for s in sets:
+        rows = judge_sentences(judge, s.image_ids, s.captions, evidence)
+        summ = summarize(rows, s.image_ids, cfg["n_boot"], cfg["seed"])
+        for r in rows:
+            r["prompt"] = PROMPT
+        rows += [{"caption_idx": c, "image_id": iid, "kind": "caption", "unit_idx": -1,
+                  "text": cap, "status": "ok" if sc["judged"] else "unparsed",
+                  "label": None if sc["all_factual"] is None else str(sc["all_factual"]).lower(),
+                  "score": sc["share"], "prompt": PROMPT}
+                 for c, (iid, cap, sc) in enumerate(zip(s.image_ids, s.captions,
+                                                         summ["captions"]))]
+        out.items[s.name] = rows
+        out.values[s.name] = {label(f"factuality.{k}", judge.cfg.evidence): v
+                              for k, v in summ["metrics"].items()}
+        out.extra[s.name] = {"counts": summ["counts"]}
+    return out
+
+
+compute.needs_evidence = "image"
