@@ -304,7 +304,7 @@ class Judge:
     def _generate(self, reqs):
         b = self.backend
         before = dict(b.stats.__dict__)
-        res = b.generate(reqs)
+        res = self._guarded(reqs)
         s = self.stats
         s.calls += b.stats.requests - before["requests"]
         s.cache_hits += b.stats.cache_hits - before["cache_hits"]
@@ -312,6 +312,19 @@ class Judge:
         s.tokens_out += b.stats.tokens_out - before["tokens_out"]
         s.cost = self._cost(s.tokens_in, s.tokens_out)
         return res
+
+    def _guarded(self, reqs):
+        """The backend's results; a reply the backend itself chokes on (a 200 that is not
+        JSON) fails that request only, never the batch."""
+        from capaudit.enrich.backends.base import GenResult
+
+        try:
+            return self.backend.generate(reqs)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            if len(reqs) > 1:
+                return [r for req in reqs for r in self._guarded([req])]
+            return [GenResult(None, error=f"malformed reply ({exc.__class__.__name__}: "
+                                          f"{str(exc)[:80]})")]
 
     @staticmethod
     def _parse(task: Task, res) -> Verdict:
