@@ -60,9 +60,10 @@ def unit_scores(gen: list[dict], ref: list[dict], pairs, verified: dict) -> dict
     credit = {r: min(1.0, c) for r, c in credit.items()}
     p_num, p_den = float(sum(correct.values())), len(known)
     r_num, r_den = float(sum(credit.values())), len(R)
-    p = p_num / p_den if p_den else None
-    r = r_num / r_den if r_den else None
-    f1 = (2 * p * r / (p + r) if p + r > 0 else 0.0) if p is not None and r is not None else None
+    prec = p_num / p_den if p_den else None
+    rec = r_num / r_den if r_den else None
+    f1 = (2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0) \
+        if prec is not None and rec is not None else None
     by_type: dict[str, list[float]] = {}
     for g in known:
         t = by_type.setdefault(gen[g]["type"], [0.0, 0, 0.0, 0])
@@ -73,7 +74,7 @@ def unit_scores(gen: list[dict], ref: list[dict], pairs, verified: dict) -> dict
         t[2] += credit[r]
         t[3] += 1
     return {"p_num": p_num, "p_den": p_den, "r_num": r_num, "r_den": r_den,
-            "precision": p, "recall": r, "f1": f1, "by_type": by_type}
+            "precision": prec, "recall": rec, "f1": f1, "by_type": by_type}
 
 
 def _numbered(units: list[dict]) -> str:
