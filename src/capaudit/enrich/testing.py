@@ -46,6 +46,8 @@ class FakeOpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # headers and body are two writes: without this, Nagle + delayed ACK add ~40 ms
+            disable_nagle_algorithm = True
             def log_message(self, *args):  # keep test output quiet
                 pass
 
@@ -101,7 +103,10 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # the default 5 drops SYNs under concurrency: 1 s stalls
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -142,7 +142,7 @@ class Judge:
         self.cfg, self._backend = cfg, backend
         self.stats = JudgeStats()
         self._templates: dict[str, tuple[str, str]] = {}
-        self._t0 = time.perf_counter()
+        self._t0: float | None = None   # wall time counts from the first question
         self._price = cfg.prices.get(cfg.model)
         if cfg.max_cost is not None and self._price is None:
             raise InputError(f"--max-cost needs a price for the model '{cfg.model}'",
@@ -225,6 +225,8 @@ class Judge:
     # -- the loop ----------------------------------------------------------------
     def run(self, tasks: list[Task]) -> list[Verdict]:
         """Verdicts in task order (never raises for one bad answer)."""
+        if self._t0 is None:
+            self._t0 = time.perf_counter()
         if self.cfg.dry_run:
             return [self._dry(t) for t in tasks]
         out: list[Verdict | None] = [None] * len(tasks)
