@@ -102,10 +102,9 @@ def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
                   "instances": ("instance_categories", "category")}.get(kind, (None, None))
     if table is None:
         return None
-    try:
-        rows = store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [name])
-    except Exception:  # table missing in an old store
-        return None
+    from capaudit.store.annotations import source_rows
+
+    rows = source_rows(store, table, col, name)
     if not rows:
         return None
     out: dict[int, dict[str, float]] = {}
@@ -257,12 +256,3 @@ class HallucinationFilter(Filter):
         cfg = super().config()
         cfg["evidence"], cfg["threshold"] = self.kind, self.threshold
         return cfg
-
-
-def evidence_summary(evidence: Mapping[int, Mapping[str, float]]) -> dict:
-    """Small JSON-able description of loaded evidence (images, categories)."""
-    cats = set()
-    for v in evidence.values():
-        cats.update(v)
-    return {"images": len(evidence), "categories": len(cats)}
-

@@ -122,8 +122,9 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
         elif given:
             value, source = ann.load_chair_gt(given), str(given)
         elif store is not None and (src := _stored_source(store, kind, None)):
-            value = _grouped(store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?",
-                                       [src]))
+            from capaudit.store.annotations import source_rows
+
+            value = _grouped(source_rows(store, table, col, src))
             source = f"store:{src}"
         else:
             continue
