@@ -106,3 +106,15 @@ def test_capability_precision_hit_kt_bar_with_scripted_judge(tmp_path, store):
     assert v["average.precision"]["value"] == 0.75 and v["average.hit"]["value"] == 0.5
     assert v["color.kt_bar"]["value"] == 0.5  # knows 'blue car' (QA) but does not tell it
     assert [r["label"] for r in out.items["m"]] == ["COR", "MISS", "COR", "INC"]
+
+
+def test_judged_metrics_are_spec_metrics_with_the_stored_names():
+    from capaudit.audit.metrics.spec import default_metrics, metric_spec
+
+    rows = [{"caption_idx": 0, "score": 1.0, "status": "ok"}]
+    for name in summarize(rows, [1], n_boot=10)["metrics"]:
+        spec = metric_spec(f"factuality.{name}")
+        assert spec is not None and "judge" in spec.needs and not spec.streams
+    assert metric_spec("capscore.semantic").criterion == "alignment"
+    assert metric_spec("dcscore.har.hallucination").direction == -1
+    assert not any(m.startswith(("factuality", "dcscore", "capscore")) for m in default_metrics())
