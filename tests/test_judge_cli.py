@@ -238,3 +238,23 @@ def test_validate_against_labels_and_a_second_judge(coco50, tmp_path, capsys):
                    srv.base_url, "--json", out, "--db", tmp_path / "j.duckdb") == 0
     a = json.loads(out.read_text())["agreement"]
     assert a["accuracy"] == 1.0 and a["n"] >= 10
+
+
+def test_images_from_shards_reach_the_judge(coco50, tmp_path, capsys):
+    import base64
+
+    import pyarrow as pa
+
+    from capaudit.io.shards import build_shards
+
+    d, ids, caps, _ = coco50
+    table = pa.table({"image_key": [None] * 5, "image_id": pa.array(ids[:5], pa.int64()),
+                      "caption": caps["nic"][:5]})
+    build_shards(d / "img", table, tmp_path / "shards", shard_size=2)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc = run("audit", "factuality", d / "nic.jsonl", "--limit", 5, "--shards",
+                 tmp_path / "shards", "--judge-url", srv.base_url, "--db", tmp_path / "j.duckdb")
+    assert rc == 0, capsys.readouterr()
+    sent = {base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
+            for b in srv.bodies for p in b["messages"][-1]["content"] if p["type"] == "image_url"}
+    assert sent == {(d / "img" / f"COCO_val2014_{i:012d}.jpg").read_bytes() for i in ids[:5]}

@@ -66,7 +66,8 @@ def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
             con.unregister("_judge_items")
     base = {"judge_id": ident["judge_id"], "judge_model": ident["model"],
             "judge_backend": ident["backend"], "evidence": ident["evidence"],
-            "prompts": ident["prompts"], "note": JUDGED_METRIC_NOTE, **dict(extra or {})}
+            "prompts": ident["prompts"], "params": ident["params"], "note": JUDGED_METRIC_NOTE,
+            **dict(extra or {})}
     for name, v in values.items():
         store.write_metric(run_id, set_name, v.get("metric", name), v.get("value"), v.get("n"),
                            v.get("ci_low"), v.get("ci_high"), grp=v.get("grp", "all"),
