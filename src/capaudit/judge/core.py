@@ -113,14 +113,14 @@ class Judge:
         return self._templates[name]
 
     def identity(self) -> dict:
-        """What makes two verdicts comparable: same id, same judge."""
+        """What makes two verdicts comparable: same id = same backend, model, parameters,
+        prompt wording and evidence kind."""
         c = self.cfg
         ident = {"backend": c.backend, "model": c.model, "params": self.params(),
                  "prompts": {k: v[1] for k, v in sorted(self._templates.items())},
                  "evidence": c.evidence}
-        ident["judge_id"] = hashlib.sha256(json.dumps(
-            {k: v for k, v in ident.items() if k != "prompts"}, sort_keys=True)
-            .encode()).hexdigest()[:12]
+        ident["judge_id"] = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()
+                                           ).hexdigest()[:12]
         return ident
 
     def render(self, task: Task, reminder: str | None = None) -> str:
