@@ -258,3 +258,52 @@ def test_images_from_shards_reach_the_judge(coco50, tmp_path, capsys):
     sent = {base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
             for b in srv.bodies for p in b["messages"][-1]["content"] if p["type"] == "image_url"}
     assert sent == {(d / "img" / f"COCO_val2014_{i:012d}.jpg").read_bytes() for i in ids[:5]}
+
+
+def test_faithscore_and_capscore_by_hand(tmp_path, capsys):
+    caps = tmp_path / "m.jsonl"
+    caps.write_text("\n".join(json.dumps(x) for x in [
+        {"image_id": 1, "caption": "A purple horse stands. It is beautiful."},
+        {"image_id": 2, "caption": "A horse eats grass."}]))
+    refs = tmp_path / "h.jsonl"
+    refs.write_text("\n".join(json.dumps(x) for x in [
+        {"image_id": 1, "caption": "A brown horse stands."},
+        {"image_id": 2, "caption": "A horse eats hay."}]))
+    (tmp_path / "img").mkdir()
+    for i in (1, 2):
+        _tiny_jpeg(tmp_path / "img" / f"{i}.jpg", i)
+    out = tmp_path / "f.json"
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        assert run("audit", "faithscore", caps, "--images", tmp_path / "img", "--judge-url",
+                   srv.base_url, "--json", out, "--db", tmp_path / "j.duckdb") == 0
+        v = json.loads(out.read_text())["values"]["m"]
+        # caption 1: facts purple (false), horse, stands; 'It is beautiful.' has no
+        # relevant fact (not descriptive) -> 2/3, sentence level 0/1; caption 2: 3/3, 1/1
+        assert v["faithscore.faithscore"]["value"] == pytest.approx((2 / 3 + 1) / 2)
+        assert v["faithscore.sentence_faithscore"]["value"] == pytest.approx(0.5)
+        assert run("audit", "capscore", caps, "--reference", refs, "--judge-url", srv.base_url,
+                   "--json", out, "--db", tmp_path / "j.duckdb") == 0
+    v = json.loads(out.read_text())["values"]["m"]
+    # Jaccard of content words: {purple, horse, stands, beautiful} vs {brown, horse, stands}
+    # = 2/5; {horse, eats, grass} vs {horse, eats} = 2/3
+    assert v["capscore.overall"]["value"] == pytest.approx((2 / 5 + 2 / 3) / 2)
+
+
+def test_capped_run_stores_what_was_judged_and_the_rerun_continues(coco50, tmp_path, capsys):
+    d, *_ = coco50
+    db = tmp_path / "j.duckdb"
+    args = ["audit", "factuality", d / "nic.jsonl", "--limit", 6, "--images", d / "img",
+            "--db", db, "--json", tmp_path / "f.json"]
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        assert run(*args, "--judge-url", srv.base_url, "--max-calls", 4) == 0
+        first = json.loads((tmp_path / "f.json").read_text())["summary"]
+        assert first["calls"] == 4 and first["ok"] == 4 and first["not_judged"] >= 2
+        assert first["stopped"] == "max-calls 4 reached"
+        with Store(db, read_only=True) as st:
+            assert st.one("SELECT status FROM runs")[0] == "capped"
+            assert st.one("SELECT count(*) FROM judge_items WHERE kind = 'sentence' AND "
+                          "status = 'ok'")[0] == 4
+        assert run(*args, "--judge-url", srv.base_url) == 0
+    second = json.loads((tmp_path / "f.json").read_text())["summary"]
+    assert second["cache_hits"] == 4 and second["not_judged"] == 0
+    assert second["calls"] == first["not_judged"] and srv.calls == 4 + second["calls"]
