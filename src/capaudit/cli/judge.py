@@ -114,9 +114,13 @@ def _finish(result: dict, cfg: dict, json_out) -> None:
 
     if result["values"] and not result["summary"]["dry_run"]:
         print_values(result)
+    from rich.markup import escape
+
     for k, v in result.get("extra", {}).items():
         if k.startswith("welch"):
-            console.print(f"Welch t-test ({k}): {v}")
+            console.print(escape(f"Welch t-test on per-caption HAR F1, {v['a']} vs {v['b']}: "
+                                 f"t = {_fmt(v['t'])}, df = {_fmt(v['df'])}, p = {_fmt(v['p'])} "
+                                 f"(n = {v['n_a']}, {v['n_b']})"))
     print_summary(result)
     if json_out:
         write_json(result, json_out, cfg)
