@@ -171,3 +171,17 @@ def test_unknown_backend_and_cost_cap_without_price(tmp_path):
         Judge(cfg(None, tmp_path, backend="echo"))
     with pytest.raises(InputError, match="needs a price"):
         Judge(cfg(None, tmp_path, model="other", max_cost=1.0, dry_run=True))
+
+
+def test_shipped_judge_yaml_uses_only_known_keys_and_prices_are_per_million():
+    from pathlib import Path
+
+    from capaudit.core.config import load_yaml
+    from capaudit.judge.runner import DEFAULTS
+
+    data = load_yaml(Path(__file__).resolve().parents[1] / "configs" / "judge.yaml")
+    assert set(data) <= set(DEFAULTS), set(data) - set(DEFAULTS)
+    jc = JudgeConfig.from_mapping(data["judge"])  # unknown judge keys would raise
+    assert all(set(p) == {"input", "output"} for p in jc.prices.values())
+    with pytest.raises(InputError, match="unknown judge setting"):
+        JudgeConfig.from_mapping({"modle": "x"})
