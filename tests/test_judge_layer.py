@@ -139,6 +139,7 @@ def test_caps_stop_cleanly_and_rerun_continues_from_cache(tmp_path):
         j2 = Judge(cfg(srv, tmp_path, max_calls=6))  # the 4 cached answers are free
         v2 = j2.run(tasks)
         assert all(x.status == "ok" for x in v2) and j2.stats.cache_hits == 4
+        assert v2[0].cached and v2[0].p_yes == pytest.approx(0.9)  # log-probs are cached too
         assert j2.stats.calls == 6 and srv.calls == 10
         j2.close()
         # max-cost: each call is estimated before it is sent
