@@ -60,9 +60,17 @@ class FakeOpenAIServer:
                     server.bodies.append(body)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._counted = True
                 try:
                     self._answer(n, body)
                 finally:
+                    self._leave()
+
+            def _leave(self):
+                # before the reply is written: the client may send its next request the
+                # moment it has read this one, and must not find it still "in flight"
+                if self._counted:
+                    self._counted = False
                     with server._lock:
                         server.in_flight -= 1
 
@@ -94,6 +102,7 @@ class FakeOpenAIServer:
                                            "completion_tokens": len(text.split())}})
 
             def _send(self, status, payload, headers=None, raw=None):
+                self._leave()
                 data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
