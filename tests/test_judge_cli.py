@@ -86,6 +86,9 @@ def test_factuality_on_50_coco_images_nic_and_oscar(coco50, tmp_path, capsys):
         lo, hi = v["factuality.sentence_correct"]["ci_low"], v["factuality.sentence_correct"]["ci_high"]
         assert lo <= v["factuality.sentence_correct"]["value"] <= hi
     assert res["summary"]["calls"] == srv.calls and res["summary"]["unparsed"] == 0
+    w = res["extra"]["welch_caption_share"]
+    assert (w["a"], w["b"], w["n_a"], w["n_b"]) == ("nic", "oscar", 50, 50)
+    assert "Welch t-test on per-caption share" in printed
     assert "cache hits" in printed and "calls" in printed
     with Store(db, read_only=True) as st:
         n_items = st.one("SELECT count(*) FROM judge_items WHERE kind = 'sentence'")[0]

@@ -118,7 +118,7 @@ def _finish(result: dict, cfg: dict, json_out) -> None:
 
     for k, v in result.get("extra", {}).items():
         if k.startswith("welch"):
-            console.print(escape(f"Welch t-test on per-caption HAR F1, {v['a']} vs {v['b']}: "
+            console.print(escape(f"Welch t-test on {v['score']}, {v['a']} vs {v['b']}: "
                                  f"t = {_fmt(v['t'])}, df = {_fmt(v['df'])}, p = {_fmt(v['p'])} "
                                  f"(n = {v['n_a']}, {v['n_b']})"))
     print_summary(result)

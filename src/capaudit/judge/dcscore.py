@@ -190,7 +190,7 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         per_caption_f1[s.name] = [x["f1"] if x else None for x in caps["har"]]
     names = list(per_caption_f1)
     if len(names) >= 2:
-        out.extra["welch_har_f1"] = {"a": names[0], "b": names[1],
+        out.extra["welch_har_f1"] = {"score": "per-caption HAR F1", "a": names[0], "b": names[1],
                                      **welch(per_caption_f1[names[0]], per_caption_f1[names[1]])}
     return out
 

@@ -7,7 +7,8 @@ and answers ``yes``/``no`` plus a short critique naming the error
 log-probabilities, P(yes) is stored too (for ROC-AUC in ``judge validate``).
 
 Per caption: the share of factual sentences and whether all are factual. Per
-set, the three DOCCI-Critique criteria, each with an image-bootstrap interval:
+set, the three DOCCI-Critique criteria, each with an image-bootstrap interval
+(and, for two or more sets, Welch's t-test of the per-caption shares of the first two):
 
 * ``response_correct``: share of captions whose sentences are all factual;
 * ``sentence_correct``: share of all judged sentences that are factual (micro);
@@ -107,7 +108,7 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     """The ``audit factuality`` metric: per-sentence and per-caption rows, three criteria."""
     from capaudit.judge.runner import Judged, label
 
-    out = Judged()
+    out, shares = Judged(), {}
     for s in sets:
         rows = judge_sentences(judge, s.image_ids, s.captions, evidence)
         summ = summarize(rows, s.image_ids, cfg["n_boot"], cfg["seed"])
@@ -123,6 +124,13 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         out.values[s.name] = {label(f"factuality.{k}", judge.cfg.evidence): v
                               for k, v in summ["metrics"].items()}
         out.extra[s.name] = {"counts": summ["counts"]}
+        shares[s.name] = [c["share"] for c in summ["captions"]]
+    if len(shares) >= 2:
+        from capaudit.judge.stats import welch
+
+        a, b = list(shares)[:2]
+        out.extra["welch_caption_share"] = {"score": "per-caption share of factual sentences",
+                                            "a": a, "b": b, **welch(shares[a], shares[b])}
     return out
 
 
