@@ -4,7 +4,8 @@ only) judges a few sentences against reference captions through the CLI.
 Its answers are NOT meaningful (a 270M base model does not follow the answer format
 reliably); the test proves the path runs: template, local generation, strict parsing
 with the format retry, ``unparsed`` counted, everything stored and labelled with the
-evidence it used. Slow on a shared CPU (loading the GGUF), hence ``slow``.
+evidence it used. Two sentences only: on a loaded 2-core machine, de-quantising the
+GGUF and two to four generations of a ~300-token prompt took minutes, hence ``slow``.
 """
 
 from __future__ import annotations
@@ -27,15 +28,11 @@ def test_gemma_judges_sentences_against_reference_captions(tmp_path, monkeypatch
 
     monkeypatch.chdir(tmp_path)
     caps = tmp_path / "m.jsonl"
-    caps.write_text("\n".join(json.dumps(x) for x in [
-        {"image_id": 1, "caption": "A dog runs on the beach. It holds a red ball."},
-        {"image_id": 2, "caption": "Two cats sleep on a sofa."}]))
+    caps.write_text(json.dumps({"image_id": 1, "caption": "A dog runs. It holds a red ball."}))
     refs = tmp_path / "h.jsonl"
-    refs.write_text("\n".join(json.dumps(x) for x in [
-        {"image_id": 1, "caption": "A brown dog running on sand with a ball."},
-        {"image_id": 2, "caption": "A cat asleep on a couch."}]))
+    refs.write_text(json.dumps({"image_id": 1, "caption": "A brown dog running with a ball."}))
     cfg = tmp_path / "j.yaml"
-    cfg.write_text("judge:\n  params: {temperature: 0.0, max_tokens: 12}\n")
+    cfg.write_text("judge:\n  params: {temperature: 0.0, max_tokens: 8}\n")
     out, db = tmp_path / "g.json", tmp_path / "g.duckdb"
     rc = main(["audit", "factuality", str(caps), "--judge-backend", "transformers",
                "--judge-model", "gemma3-270m", "--evidence", "reference-captions",
@@ -44,11 +41,11 @@ def test_gemma_judges_sentences_against_reference_captions(tmp_path, monkeypatch
     assert rc == 0, capsys.readouterr().err
     res = json.loads(out.read_text())
     s = res["summary"]
-    assert s["ok"] + s["unparsed"] == 3 and s["failed"] == 0 and s["calls"] >= 3
+    assert s["ok"] + s["unparsed"] == 2 and s["failed"] == 0 and s["calls"] >= 2
     assert s["format_retries"] >= s["unparsed"]  # every unparsed answer was asked again
     assert all(k.endswith("@reference-captions") for k in res["values"]["m"])
     with Store(db, read_only=True) as st:
         rows = st.sql("SELECT judge_backend, judge_model, evidence, status FROM judge_items "
                       "WHERE kind = 'sentence'")
-    assert len(rows) == 3 and {r[:3] for r in rows} == {("transformers", "gemma3-270m",
+    assert len(rows) == 2 and {r[:3] for r in rows} == {("transformers", "gemma3-270m",
                                                          "reference-captions")}
