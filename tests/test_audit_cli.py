@@ -104,6 +104,7 @@ def test_unknown_metric_and_target(tmp_path, capsys):
     assert "did you mean 'chair_s'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains 2 x 2 LSTM classifiers on the demo sets: minutes on 2 cores
 def test_audit_run_with_lic_cached_in_store(tmp_path, capsys, monkeypatch):
     """LIC inside audit run (demo data, 2 seeds, 1 epoch); a rerun trains nothing."""
     pytest.importorskip("torch")

@@ -54,6 +54,7 @@ CAPTIONS = [(1, "A man riding a horse."), (1, "A woman on a horse next to a dog.
 def plugin(tmp_path, monkeypatch):
     """Install the toy plugin (module + dist-info with entry points) for this test only."""
     from capaudit.audit.metrics import METRICS
+    from capaudit.core.registry import rescan_plugins
 
     site = tmp_path / "site"
     (site / "capaudit_toy_plugin").mkdir(parents=True)
@@ -68,10 +69,12 @@ def plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     saved = dict(METRICS._entries)
     METRICS._plugins_loaded = False
+    rescan_plugins()
     yield site
     METRICS._entries.clear()
     METRICS._entries.update(saved)
     METRICS._plugins_loaded = False
+    rescan_plugins()
 
 
 def _write(path, rows):
@@ -150,12 +153,13 @@ def test_registry_refuses_duplicates_and_non_metrics(plugin):
 
 def test_plugin_import_error_is_one_line(tmp_path, monkeypatch, plugin):
     from capaudit.audit.metrics import METRICS
-    from capaudit.core.registry import RegistryError
+    from capaudit.core.registry import RegistryError, rescan_plugins
 
     (plugin / "capaudit_toy_plugin-0.1.dist-info" / "entry_points.txt").write_text(
         "[capaudit.metrics]\nlong_share = capaudit_toy_plugin:LongShare\n"
         "broken = capaudit_missing_module:Thing\n")
     METRICS._plugins_loaded = False
+    rescan_plugins()
     with pytest.raises(RegistryError, match="cannot import the plugin capaudit_missing_module"):
         METRICS.get("broken")
 

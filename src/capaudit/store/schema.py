@@ -12,6 +12,8 @@ One file holds everything a user may want to query with plain SQL:
   columns here; each metric's own columns are added on first write,
   :mod:`capaudit.store.details`);
 - ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
+  file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
   action and reason, and one row per filter run;
 - ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``).
@@ -87,6 +89,8 @@ DDL = [
         gender_pred VARCHAR,
         chair_s BOOLEAN,
         recall DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS annotation_cache (
+        sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
 ]

@@ -283,17 +283,21 @@ class MetricContext:
 
     def _image_matrix(self, table: dict[int, frozenset[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Bool [units, categories] from ``{image_id: names}`` and a 'present' mask per unit."""
-        cat_ix = {c: i for i, c in enumerate(self.categories)}
-        C = self.n_cat
-        get = table.get
-        sets = [get(iid) for iid in self.images.tolist()]
+        ids, indptr, cats = _columnar(table, tuple(self.categories))
+        n_img = len(self.images)
+        pos = np.searchsorted(ids, self.images)
+        pos = np.minimum(pos, max(len(ids) - 1, 0))
+        found = (ids[pos] == self.images) if len(ids) else np.zeros(n_img, bool)
         present = np.zeros(self.n_units, dtype=bool)
-        present[:len(sets)] = [s is not None for s in sets]
-        flat = [u * C + cat_ix[name] for u, names in enumerate(sets) if names
-                for name in names if name in cat_ix]
-        mat = np.zeros(self.n_units * C, dtype=bool)
-        mat[np.asarray(flat, dtype=np.int64)] = True
-        return mat.reshape(self.n_units, C), present
+        present[:n_img] = found
+        units = np.flatnonzero(found)
+        start, stop = indptr[pos[units]], indptr[pos[units] + 1]
+        lens = stop - start
+        rows = np.repeat(units, lens)
+        take = np.repeat(start - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        mat = np.zeros((self.n_units, self.n_cat), dtype=bool)
+        mat[rows, cats[take]] = True
+        return mat, present
 
     @cached_property
     def index_dtype(self) -> type:
@@ -346,12 +350,70 @@ class MetricContext:
         """int8 per unit: 0 unlabelled, 1 male, 2 female."""
         if not self.annotations.gender:
             raise MetricSkipped(NEEDS["demographics"])
-        code = {"male": 1, "female": 2}
-        g = self.annotations.gender
+        ids, codes = _gender_codes(self.annotations.gender)
         out = np.zeros(self.n_units, np.int8)
-        for u, iid in enumerate(self.images.tolist()):
-            out[u] = code.get(g.get(iid), 0)
+        if len(ids):
+            pos = np.minimum(np.searchsorted(ids, self.images), len(ids) - 1)
+            hit = ids[pos] == self.images
+            out[:len(self.images)] = np.where(hit, codes[pos], 0)
         return out
+
+
+_CACHE: dict[tuple, tuple] = {}   # (id(table), key) -> (table, columnar form); a few entries
+
+
+def _cached(table, key, build):
+    """``build(table)`` once per annotation table object (held, so its id stays its own)."""
+    k = (id(table), key)
+    hit = _CACHE.get(k)
+    if hit is not None and hit[0] is table and hit[2] == len(table):
+        return hit[1]
+    if len(_CACHE) >= 8:
+        _CACHE.pop(next(iter(_CACHE)))
+    value = build(table)
+    _CACHE[k] = (table, value, len(table))
+    return value
+
+
+def _columnar(table: dict[int, frozenset[str]], categories: tuple[str, ...]):
+    """``{image_id: names}`` as (sorted image ids, CSR offsets, category indices): built once per
+    table, so every chunk's image x category matrix is a vectorised gather."""
+    def build(t):
+        cat_ix = {c: i for i, c in enumerate(categories)}
+        if all(hasattr(t, a) for a in ("ids", "offsets", "codes", "names")):  # ColumnarSets
+            return _columnar_arrays(t, cat_ix)
+        ids = np.fromiter(t.keys(), np.int64, len(t))
+        order = np.argsort(ids, kind="stable")
+        sets = list(t.values())
+        per = [[cat_ix[n] for n in sets[i] if n in cat_ix] if sets[i] else [] for i in order.tolist()]
+        indptr = np.zeros(len(per) + 1, np.int64)
+        np.cumsum([len(p) for p in per], out=indptr[1:])
+        cats = np.fromiter((c for p in per for c in p), np.int64, int(indptr[-1]))
+        return ids[order], indptr, cats
+    return _cached(table, categories, build)
+
+
+def _columnar_arrays(t, cat_ix: dict[str, int]):
+    """The same form straight from a columnar table's arrays (names outside the lexicon dropped)."""
+    to_cat = np.array([cat_ix.get(n, -1) for n in t.names] or [-1], np.int64)
+    cats = to_cat[t.codes] if len(t.codes) else np.zeros(0, np.int64)
+    keep = cats >= 0
+    row = np.repeat(np.arange(len(t.ids)), np.diff(t.offsets))
+    counts = np.bincount(row[keep], minlength=len(t.ids))
+    indptr = np.zeros(len(t.ids) + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return t.ids, indptr, cats[keep]
+
+
+def _gender_codes(gender: dict[int, str]):
+    """``{image_id: 'male'|'female'|...}`` as (sorted ids, int8 code: 1 male, 2 female, 0 other)."""
+    def build(g):
+        code = {"male": 1, "female": 2}
+        ids = np.fromiter(g.keys(), np.int64, len(g))
+        codes = np.fromiter((code.get(v, 0) for v in g.values()), np.int8, len(g))
+        order = np.argsort(ids, kind="stable")
+        return ids[order], codes[order]
+    return _cached(gender, "gender", build)
 
 
 def category_lists(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str]):
