@@ -47,7 +47,7 @@ KEPT_ACTIONS = frozenset({"keep", "flag", "revise"})
 
 FILTERS: Registry = Registry("filter", group="filters")  # base (Filter) set below
 FILTERS.register("hallucination", "capaudit.filters.hallucination:HallucinationFilter",
-                 version="1", description="drop sentences mentioning objects the evidence lacks")
+                 version="2", description="drop sentences mentioning objects the evidence lacks")
 FILTERS.register("gender-neutral", "capaudit.filters.gender:GenderNeutralFilter", version="1",
                  description="replace gendered words where the image label is unknown/contradicted")
 FILTERS.register("gender-balance", "capaudit.filters.gender_balance:GenderBalanceFilter", version="1",

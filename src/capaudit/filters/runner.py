@@ -10,7 +10,8 @@ store's schema files), hold the provenance of every filtered set:
     ``row_idx`` (the parent's row), ``new_row_idx`` (the output row, NULL when
     the caption left the set), ``image_id``, ``sentence_idx``, ``action``
     (keep / flag / revise / drop), ``reason``, ``original`` and ``revised``
-    text (original stored for every non-keep row), ``critique``, ``score``.
+    text (the original sentence of every row, kept ones too, so the log
+    alone shows what a filter judged and how), ``critique``, ``score``.
     Hence ``count(*) = kept + dropped`` by construction, and
     :func:`log_counts` checks it from the table itself.
 ``filter_runs``
@@ -109,7 +110,7 @@ def apply_filter(filt: Filter, docs: list[CaptionDoc], context: FilterContext | 
             log["sentence_idx"].append(d.sentence_idx)
             log["action"].append(d.action)
             log["reason"].append(d.reason or None)
-            log["original"].append(sents[d.sentence_idx] if d.action != "keep" else None)
+            log["original"].append(sents[d.sentence_idx])
             log["revised"].append(d.revised)
             log["critique"].append(d.critique)
             log["score"].append(None if d.score is None else float(d.score))
@@ -159,16 +160,37 @@ def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, 
 
 def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any] | None = None,
                out: str | None = None, *, replace: bool = False, run_id: int | None = None,
-               filt: Filter | None = None, tick: Callable[[int], None] | None = None):
-    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``."""
+               filt: Filter | None = None, tick: Callable[[int], None] | None = None,
+               score_evidence: tuple[str, str | None] | None = None):
+    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``.
+
+    ``score_evidence`` (``(kind, file or stored source)``) scores the set before
+    and after with that evidence (:func:`capaudit.filters.rescore.independent_chair`);
+    the result is stored in the summary as ``independent``.
+    """
     if not out:
         raise InputError("no output set name", fix="pass --out NEWSET")
     store.get_set(set_name)  # clear error for an unknown input set
     if filt is None:
         cls = FILTERS.get(filter_name)
         filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
+    scoring = None
+    if score_evidence is not None:
+        from capaudit.filters.evidence import resolve_evidence
+        from capaudit.filters.rescore import independent_chair
+
+        kind = score_evidence[0]   # loaded first: a bad file fails before the filter runs
+        scoring = (kind, *resolve_evidence(kind, score_evidence[1], store))
     docs = load_docs(store, set_name)
     output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    if scoring is not None:
+        used = output.summary.extra.get("evidence") or {}
+        after = [CaptionDoc(i, iid, cap) for i, (iid, cap) in enumerate(zip(
+            output.captions.column("image_id").to_pylist(),
+            output.captions.column("caption").to_pylist()))]
+        output.summary.extra["independent"] = independent_chair(
+            docs, after, *scoring, filter_kind=used.get("kind"),
+            filter_source=used.get("source"))
     info = write_filtered_set(store, set_name, out, output, filter_name=filt.name,
                               version=filt.version, config=filt.config(), run_id=run_id,
                               replace=replace)
