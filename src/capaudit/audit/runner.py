@@ -94,9 +94,13 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
-def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
+def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target=None,
               on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    A target is a set name, a caption file, or an already resolved
+    :class:`StreamTarget` (``audit compare`` passes targets restricted to the
+    images the sets share).
 
     ``on_target(target)`` is called when a target starts (``target.n`` is its
     caption count when known beforehand, else ``None``) and
@@ -115,7 +119,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     from capaudit.lotus.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
-    resolved = [resolve_target(store, t) for t in targets]
+    resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "

@@ -20,7 +20,8 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: ~2-3 min per LSTM seed on 2 cores; cached in the store)")
+                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~1.5 min on "
+                      "6,000 captions on 2 idle cores; cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
@@ -69,8 +70,9 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
-    from capaudit.audit.compare import Comparison, print_compare, rank
+    from capaudit.audit.compare import Comparison, ordered, rank
     from capaudit.audit.runner import run_audit, write_json
+    from capaudit.cli.compare_view import print_compare
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
@@ -89,7 +91,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
-    metrics_seen = list(dict.fromkeys(m for n in names for m in results[n].results))
+    metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:
         rank(cmp)
@@ -115,9 +117,19 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
             disparity: str = typer.Option(None, "--disparity",
                                           help="Also the gaps between groups of images: "
                                                "gender, skin_tone or gender,skin_tone"),
+            same_images: bool = typer.Option(
+                None, "--same-images/--all-images",
+                help="Score every set on the images all sets share (default when they "
+                     "share any) or each on all its own images (vocabulary then on equal "
+                     "numbers of captions)"),
             config: Path = Config, db: Path = DbOption):
-    """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
-    from capaudit.audit.compare import compare_sets, print_compare
+    """Side-by-side table and report.md + report.html with plots.
+
+    Sets are scored on the images they share; best/worst are marked only where
+    the 95% intervals do not overlap; a filtered set is scored on its parent's
+    images. LIC is computed with --lic only.
+    """
+    from capaudit.cli.compare_view import compare_and_report, print_compare
 
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
@@ -126,7 +138,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
-        cmp = compare_sets(open_store(db), sets, report, cfg, **hooks)
+        cmp = compare_and_report(open_store(db), sets, report, cfg, same_images, **hooks)
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 

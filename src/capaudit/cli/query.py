@@ -72,11 +72,11 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     add_annotations(store, "demographics", DEMO_DIR / "demographics.jsonl")
     out = {"store": store, "sets": ["coco", "oscar", "nic"]}
     if run_audit:
-        from capaudit.audit.compare import compare_sets
+        from capaudit.cli.compare_view import compare_and_report
 
-        out["compare"] = compare_sets(store, out["sets"], report_dir=report_dir or
-                                      Path("capaudit-demo-report"),
-                                      cfg={"disparity": ["gender", "skin_tone"]})
+        out["compare"] = compare_and_report(store, out["sets"], report_dir or
+                                            Path("capaudit-demo-report"),
+                                            cfg={"disparity": ["gender", "skin_tone"]})
     return out
 
 
@@ -88,7 +88,7 @@ def demo(db: Path = typer.Option(Path("capaudit-demo.duckdb"), "--db",
     result = build_demo(db, report)
     console.print(f"demo database: {db} (sets: {', '.join(result['sets'])})")
     if "compare" in result:
-        from capaudit.audit.compare import print_compare
+        from capaudit.cli.compare_view import print_compare
         print_compare(result["compare"])
         console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
     console.print(f"try: capaudit query --db {db} \"SELECT * FROM metrics LIMIT 10\"")

@@ -201,7 +201,8 @@ def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[s
     for m, crit in _board_metrics(sets, cat):
         missing = [s.name for s in sets if m not in s.estimates]
         if m in cat.judge_slots and m not in computed:
-            dropped.setdefault("a judge metric: comes with the judge layer", []).append(m)
+            dropped.setdefault("judge metrics: computed by the judged commands, not yet on the "
+                               "board", []).append(m)
             continue
         if missing:
             why = next((s.skipped[m] for s in sets if m in s.skipped), "not asked for")

@@ -16,6 +16,7 @@ One file holds everything a user may want to query with plain SQL:
   file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
   action and reason, and one row per filter run;
+- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``);
 - ``parse_cache``: spaCy features of a caption text keyed by (model, feature
   version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
   (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
@@ -131,6 +132,42 @@ FILTER_DDL = [
         created_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
 DDL += FILTER_DDL
+
+# -- judged metrics (capaudit.judge; SQL in store/judge.py) ----------------------------
+# ``judges``: one row per judge identity (backend, model, parameters, prompt hashes,
+# evidence kind); ``judge_items``: one row per judged sentence / unit / element / caption,
+# carrying the judge's model, backend and prompt hash, so results of two judges are never
+# mixed (every metric row's ``extra`` holds the same ``judge_id``).
+JUDGE_DDL = [
+    """CREATE TABLE IF NOT EXISTS judges (
+        judge_id VARCHAR PRIMARY KEY,
+        backend VARCHAR,
+        model VARCHAR,
+        params JSON,
+        prompts JSON,
+        evidence VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS judge_items (
+        run_id INTEGER,
+        judge_id VARCHAR,
+        judge_model VARCHAR,
+        judge_backend VARCHAR,
+        prompt_hash VARCHAR,
+        evidence VARCHAR,
+        metric VARCHAR,
+        set_name VARCHAR,
+        caption_idx BIGINT,
+        image_id BIGINT,
+        kind VARCHAR,
+        unit_idx INTEGER,
+        text VARCHAR,
+        status VARCHAR,
+        label VARCHAR,
+        score DOUBLE,
+        p_yes DOUBLE,
+        critique VARCHAR,
+        detail JSON)""",
+]
+DDL += JUDGE_DDL
 
 
 def migrate(con) -> None:
