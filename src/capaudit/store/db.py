@@ -36,10 +36,11 @@ class SetInfo:
     options: dict
     meta: dict
     created_at: object = None
+    namespace: str | None = None   # image-id namespace (capaudit.io.imageids); None = unassigned
 
 
 _SET_COLS = ("set_id, name, source_path, format, sha256, n_captions, n_images, parent, "
-             "options, meta, created_at")
+             "options, meta, created_at, namespace")
 
 
 def _set_from_row(row) -> SetInfo:
@@ -137,18 +138,38 @@ class Store:
         self.con.register("_capaudit_batch", tbl)
         try:
             meta = "meta" if "meta" in tbl.column_names else "NULL"
+            ns = "namespace" if "namespace" in tbl.column_names else "NULL"
             self.con.execute(
-                f"INSERT INTO captions SELECT ?, ? + row_number() OVER () - 1, image_key, "
-                f"image_id, caption, {meta} FROM _capaudit_batch", [set_id, start_row])
+                f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta, "
+                f"namespace) SELECT ?, ? + row_number() OVER () - 1, image_key, "
+                f"image_id, caption, {meta}, {ns} FROM _capaudit_batch", [set_id, start_row])
         finally:
             self.con.unregister("_capaudit_batch")
         return n
 
     def finalize_set(self, set_id: int) -> None:
+        self.set_namespaces(set_id)
         self.con.execute(
             "UPDATE caption_sets SET n_captions = s.n, n_images = s.m FROM ("
             "SELECT count(*) AS n, count(DISTINCT coalesce(CAST(image_id AS VARCHAR), image_key))"
             " AS m FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
+
+    def set_namespaces(self, set_id: int) -> None:
+        """Rows of a derived set take the namespace of their parent's rows (same image key);
+        the set's own namespace is its rows' common one, ``mixed`` when they disagree, NULL
+        when no row has one (see :mod:`capaudit.io.imageids`)."""
+        self.con.execute(
+            "UPDATE captions c SET namespace = p.namespace FROM ("
+            "SELECT DISTINCT image_key, first(namespace) AS namespace FROM captions "
+            "WHERE set_id = (SELECT s.set_id FROM caption_sets s JOIN caption_sets d "
+            "ON s.name = d.parent WHERE d.set_id = ?) GROUP BY image_key) p "
+            "WHERE c.set_id = ? AND c.namespace IS NULL AND c.image_key = p.image_key",
+            [set_id, set_id])
+        self.con.execute(
+            "UPDATE caption_sets SET namespace = coalesce(caption_sets.namespace, s.ns) FROM ("
+            "SELECT CASE WHEN count(namespace) = 0 THEN NULL WHEN count(DISTINCT namespace) = 1 "
+            "AND count(namespace) = count(image_id) THEN any_value(namespace) ELSE 'mixed' END "
+            "AS ns FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
     def delete_set(self, name: str) -> None:
         info = self.get_set(name)
