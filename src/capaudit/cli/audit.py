@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import List
 
 import typer
+from rich.markup import escape
 
 from capaudit.cli.common import DbOption, console, open_store
 
@@ -68,6 +69,11 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
         min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                           help="Audit a set whose images are mostly not "
+                                                "annotated, on its annotated images"),
+        min_coverage: float = typer.Option(None, "--min-coverage", help="Share of a set's "
+                                           "images that must be annotated (0.5)"),
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
@@ -78,6 +84,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
     cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
+               allow_partial=allow_partial, min_coverage=min_coverage,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
@@ -91,6 +98,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
+    for n in names:  # how much of each set the annotations cover, before any number
+        console.print(escape(results[n].meta["coverage"]["line"]))
     metrics_seen = list(dict.fromkeys(m for n in names for m in results[n].results))
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:

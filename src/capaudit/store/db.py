@@ -198,6 +198,12 @@ class Store:
             f"SELECT {columns} FROM captions WHERE set_id = $sid ORDER BY row_idx",
             params={"sid": info.set_id}).to_arrow_table()
 
+    def set_images(self, name: str) -> list[tuple]:
+        """Distinct ``(image_key, image_id, namespace)`` of a set (for the coverage check)."""
+        info = self.get_set(name)
+        return self.sql("SELECT DISTINCT image_key, image_id, namespace FROM captions "
+                        "WHERE set_id = ?", [info.set_id])
+
     def iter_captions(self, name: str, batch_size: int = 100_000) -> Iterator[pa.RecordBatch]:
         info = self.get_set(name)
         cur = self.con.cursor()
