@@ -45,6 +45,7 @@ class Coverage:
     covered: dict[str, int] = field(default_factory=dict)        # kind -> images
     namespaces: dict[str, str | None] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)               # kinds covering nothing
+    n_with_ids: int = 0            # images with an integer id (none: nothing can join)
 
     def share(self, kind: str) -> float:
         return self.covered[kind] / self.n_images if self.n_images else 0.0
@@ -52,7 +53,7 @@ class Coverage:
     def line(self) -> str:
         parts = [f"{LABELS[k]} {self.covered[k]:,} ({100 * self.share(k):.1f}%)"
                  for k in self.covered]
-        ns = self.namespace or "unassigned"
+        ns = self.namespace or ("unassigned" if self.n_with_ids else "none: nothing joins")
         return (f"{self.target}: {self.n_images:,} images (ids: {ns}); annotated: "
                 + (", ".join(parts) if parts else "none needed"))
 
@@ -93,7 +94,7 @@ def measure(target: str, images, annotations, store=None,
     row_ns = {ns for _, iid, ns in images if iid is not None}
     set_ns = next(iter(row_ns)) if len(row_ns) == 1 else ("mixed" if row_ns else None)
     cov = Coverage(target, len({iid if iid is not None else key for key, iid, _ in images}),
-                   set_ns)
+                   set_ns, n_with_ids=len({iid for _, iid, _ in images if iid is not None}))
     for kind in needed_kinds(metrics):
         ids = kind_ids(annotations, kind)
         if ids is None:
@@ -109,7 +110,8 @@ def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False)
     """Stop (one line naming the fix) when a join is not believable; note kinds to drop."""
     complete_ok = any(k in cov.covered and cov.share(k) >= min_coverage for k in COMPLETE_KINDS)
     for kind, n in cov.covered.items():
-        if n == 0 and (allow_partial or kind == "demographics" and complete_ok
+        if n == 0 and (allow_partial or cov.n_with_ids == 0
+                       or kind == "demographics" and complete_ok
                        or cov.namespace not in (None, "mixed")
                        and not compatible(cov.namespace, cov.namespaces.get(kind))):
             cov.dropped.append(kind)

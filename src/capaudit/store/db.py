@@ -168,7 +168,8 @@ class Store:
         self.con.execute(
             "UPDATE caption_sets SET namespace = coalesce(caption_sets.namespace, s.ns) FROM ("
             "SELECT CASE WHEN count(namespace) = 0 THEN NULL WHEN count(DISTINCT namespace) = 1 "
-            "AND count(namespace) = count(image_id) THEN any_value(namespace) ELSE 'mixed' END "
+            "AND count(*) FILTER (WHERE image_id IS NOT NULL AND namespace IS NULL) = 0 "
+            "THEN any_value(namespace) ELSE 'mixed' END "
             "AS ns FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
     def delete_set(self, name: str) -> None:
