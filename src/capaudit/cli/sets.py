@@ -108,7 +108,10 @@ def remove(name: str, db: Path = DbOption):
 
 
 @sets_app.command("export")
-def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parquet or webdataset"),
+def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (the source file "
+                                             "back, revised in place, with OUT.changes.jsonl), "
+                                             "jsonl, parquet, webdataset, sharegpt4v, llava, "
+                                             "sharegpt, coco or hf"),
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place)."""
@@ -121,7 +124,11 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parqu
     info = store.get_set(name)
     provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
                              "n_captions": info.n_captions})
-    console.print(f"wrote {path}")
+    console.print(escape(f"wrote {path}"))
+    if to == "original":
+        changes = path.with_name(path.name + ".changes.jsonl")
+        n = sum(1 for _ in open(changes, encoding="utf-8"))
+        console.print(escape(f"{n:,} changes listed in {changes}"))
 
 
 def register(app: typer.Typer) -> None:
