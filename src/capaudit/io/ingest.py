@@ -148,6 +148,8 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
                     on_batch(batch.num_rows)
         if row == 0:
             raise InputError("the file holds no captions", path=path)
+        if getattr(reader, "skipped_no_image", 0):
+            store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
         assign_namespaces(store, set_id, path, namespace)
         store.finalize_set(set_id)
     return AddResult(store.get_set(name), added=True)

@@ -154,6 +154,13 @@ class Store:
             "SELECT count(*) AS n, count(DISTINCT coalesce(CAST(image_id AS VARCHAR), image_key))"
             " AS m FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
+    def update_set_meta(self, set_id: int, extra: Mapping) -> None:
+        """Merge ``extra`` into a set's ``meta`` JSON (e.g. records skipped at ingestion)."""
+        row = self.one("SELECT meta FROM caption_sets WHERE set_id = ?", [set_id])
+        meta = {**(json.loads(row[0]) if row and row[0] else {}), **dict(extra)}
+        self.con.execute("UPDATE caption_sets SET meta = ? WHERE set_id = ?",
+                         [json.dumps(meta, default=str), set_id])
+
     def set_namespaces(self, set_id: int) -> None:
         """Rows of a derived set take the namespace of their parent's rows (same image key);
         the set's own namespace is its rows' common one, ``mixed`` when they disagree, NULL
