@@ -196,7 +196,8 @@ def _apply(rec: dict, root, cap_col, changes: list, log: list, idx: int) -> bool
         cands = get_reader(root.format).caption_candidates
         cap_col = next((c for c in cands if c in rec), None)
     alive = True
-    for turn, text in sorted(changes, key=lambda c: -1 if c[0] is None else c[0]):
+    # last turn first: dropping a turn leaves the positions of the earlier ones as they are
+    for turn, text in sorted(changes, key=lambda c: -1 if c[0] is None else c[0], reverse=True):
         alive = _revise(rec, root.format, cap_col, turn, text, log, idx) and alive
     conv = _assistant(rec, root.format)
     if conv is not None:
