@@ -126,13 +126,16 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
             disparity: str = typer.Option(None, "--disparity",
                                           help="Also the gaps between groups of images: "
                                                "gender, skin_tone or gender,skin_tone"),
+            allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                               help="Audit sets mostly not annotated, on "
+                                                    "their annotated images"),
             config: Path = Config, db: Path = DbOption):
     """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
     from capaudit.audit.compare import compare_sets, print_compare
 
     cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
-               lic_epochs=lic_epochs, disparity=disparity,
+               lic_epochs=lic_epochs, disparity=disparity, allow_partial=allow_partial,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
