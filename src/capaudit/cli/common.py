@@ -36,6 +36,14 @@ def open_store(db: Path | None, read_only: bool = False):
     return Store(db_path(db), read_only=read_only)
 
 
+def audit_config(config, **cli) -> dict:
+    """The resolved ``audit`` settings: CLI values > YAML ``config`` > the runner's defaults."""
+    from capaudit.audit.runner import DEFAULTS
+    from capaudit.core.config import resolve
+
+    return resolve(DEFAULTS, config, cli, section="audit")
+
+
 def progress(transient: bool = False) -> Progress:
     """A rich progress bar; quiet when stdout is not a terminal."""
     return Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),

@@ -21,7 +21,7 @@ import pyarrow as pa
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError
 
-READERS: Registry = Registry("caption format")
+READERS: Registry = Registry("caption format", group="readers")  # base set below
 
 SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                     ("caption", pa.string()), ("meta", pa.string())])
@@ -105,6 +105,8 @@ def detect_format(path: Path) -> str:
     raise InputError(f"cannot tell the caption format; tried {tried}", path=path,
                      fix=f"pass --format with one of: {', '.join(sorted(READERS.names()))}")
 
+
+READERS.base = CaptionReader
 
 # what the readers without an ``expects`` of their own look for (named in the sniff hint)
 EXPECTS = {"webdataset": ".tar shards", "hf": "a datasets save_to_disk folder",
