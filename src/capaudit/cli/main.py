@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "capaudit.cli.annotations",  # annotations add/list
     "capaudit.cli.query",        # query, demo
     "capaudit.cli.audit",        # audit run/compare/words/lic/amplification
+    "capaudit.cli.judge",        # audit factuality/dcscore/capability/faithscore/capscore, judge
     "capaudit.cli.enrich",       # shards build, enrich, detect
     "capaudit.cli.filters",      # filter run/log, review export/import
     "capaudit.cli.downstream",   # train-downstream, caption

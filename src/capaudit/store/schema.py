@@ -15,7 +15,8 @@ One file holds everything a user may want to query with plain SQL:
 - ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
   file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
-  action and reason, and one row per filter run.
+  action and reason, and one row per filter run;
+- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``).
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -66,6 +67,10 @@ DDL = [
         started_at TIMESTAMP,
         ended_at TIMESTAMP,
         status VARCHAR)""",
+    # pid + host of the recording process: a later process marks a run whose pid is gone
+    # as 'killed' (Store.mark_orphaned_runs); added by ALTER so older stores upgrade too
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid BIGINT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR",
     """CREATE TABLE IF NOT EXISTS metrics (
         run_id INTEGER,
         set_name VARCHAR,
@@ -120,6 +125,42 @@ FILTER_DDL = [
         created_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
 DDL += FILTER_DDL
+
+# -- judged metrics (capaudit.judge; SQL in store/judge.py) ----------------------------
+# ``judges``: one row per judge identity (backend, model, parameters, prompt hashes,
+# evidence kind); ``judge_items``: one row per judged sentence / unit / element / caption,
+# carrying the judge's model, backend and prompt hash, so results of two judges are never
+# mixed (every metric row's ``extra`` holds the same ``judge_id``).
+JUDGE_DDL = [
+    """CREATE TABLE IF NOT EXISTS judges (
+        judge_id VARCHAR PRIMARY KEY,
+        backend VARCHAR,
+        model VARCHAR,
+        params JSON,
+        prompts JSON,
+        evidence VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS judge_items (
+        run_id INTEGER,
+        judge_id VARCHAR,
+        judge_model VARCHAR,
+        judge_backend VARCHAR,
+        prompt_hash VARCHAR,
+        evidence VARCHAR,
+        metric VARCHAR,
+        set_name VARCHAR,
+        caption_idx BIGINT,
+        image_id BIGINT,
+        kind VARCHAR,
+        unit_idx INTEGER,
+        text VARCHAR,
+        status VARCHAR,
+        label VARCHAR,
+        score DOUBLE,
+        p_yes DOUBLE,
+        critique VARCHAR,
+        detail JSON)""",
+]
+DDL += JUDGE_DDL
 
 
 # Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each
