@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import List
 
 import typer
+from rich.markup import escape
 
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 
@@ -62,6 +63,11 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
         min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                           help="Audit a set whose images are mostly not "
+                                                "annotated, on its annotated images"),
+        min_coverage: float = typer.Option(None, "--min-coverage", help="Share of a set's "
+                                           "images that must be annotated (0.5)"),
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
@@ -73,6 +79,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
+               allow_partial=allow_partial, min_coverage=min_coverage,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
@@ -86,6 +93,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
+    for n in names:  # how much of each set the annotations cover, before any number
+        console.print(escape(results[n].meta["coverage"]["line"]))
     metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:
@@ -117,6 +126,9 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                 help="Score every set on the images all sets share (default when they "
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
+            allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                               help="Audit sets mostly not annotated, on "
+                                                    "their annotated images"),
             config: Path = Config, db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
@@ -128,12 +140,16 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
 
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
-               lic_epochs=lic_epochs, disparity=disparity,
+               lic_epochs=lic_epochs, disparity=disparity, allow_partial=allow_partial,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
         cmp = compare_and_report(open_store(db), sets, report, cfg, same_images, **hooks)
+    for n in cmp.names:  # how much of each set the annotations cover, before any number
+        cov = getattr(cmp.results[n], "meta", {}).get("coverage")
+        if cov:
+            console.print(escape(cov["line"]))
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 

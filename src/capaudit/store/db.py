@@ -38,10 +38,11 @@ class SetInfo:
     options: dict
     meta: dict
     created_at: object = None
+    namespace: str | None = None   # image-id namespace (capaudit.io.imageids); None = unassigned
 
 
 _SET_COLS = ("set_id, name, source_path, format, sha256, n_captions, n_images, parent, "
-             "options, meta, created_at")
+             "options, meta, created_at, namespace")
 
 
 def _set_from_row(row) -> SetInfo:
@@ -139,18 +140,46 @@ class Store:
         self.con.register("_capaudit_batch", tbl)
         try:
             meta = "meta" if "meta" in tbl.column_names else "NULL"
+            ns = "namespace" if "namespace" in tbl.column_names else "NULL"
             self.con.execute(
-                f"INSERT INTO captions SELECT ?, ? + row_number() OVER () - 1, image_key, "
-                f"image_id, caption, {meta} FROM _capaudit_batch", [set_id, start_row])
+                f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta, "
+                f"namespace) SELECT ?, ? + row_number() OVER () - 1, image_key, "
+                f"image_id, caption, {meta}, {ns} FROM _capaudit_batch", [set_id, start_row])
         finally:
             self.con.unregister("_capaudit_batch")
         return n
 
     def finalize_set(self, set_id: int) -> None:
+        self.set_namespaces(set_id)
         self.con.execute(
             "UPDATE caption_sets SET n_captions = s.n, n_images = s.m FROM ("
             "SELECT count(*) AS n, count(DISTINCT coalesce(CAST(image_id AS VARCHAR), image_key))"
             " AS m FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
+
+    def update_set_meta(self, set_id: int, extra: Mapping) -> None:
+        """Merge ``extra`` into a set's ``meta`` JSON (e.g. records skipped at ingestion)."""
+        row = self.one("SELECT meta FROM caption_sets WHERE set_id = ?", [set_id])
+        meta = {**(json.loads(row[0]) if row and row[0] else {}), **dict(extra)}
+        self.con.execute("UPDATE caption_sets SET meta = ? WHERE set_id = ?",
+                         [json.dumps(meta, default=str), set_id])
+
+    def set_namespaces(self, set_id: int) -> None:
+        """Rows of a derived set take the namespace of their parent's rows (same image key);
+        the set's own namespace is its rows' common one, ``mixed`` when they disagree, NULL
+        when no row has one (see :mod:`capaudit.io.imageids`)."""
+        self.con.execute(
+            "UPDATE captions c SET namespace = p.namespace FROM ("
+            "SELECT DISTINCT image_key, first(namespace) AS namespace FROM captions "
+            "WHERE set_id = (SELECT s.set_id FROM caption_sets s JOIN caption_sets d "
+            "ON s.name = d.parent WHERE d.set_id = ?) GROUP BY image_key) p "
+            "WHERE c.set_id = ? AND c.namespace IS NULL AND c.image_key = p.image_key",
+            [set_id, set_id])
+        self.con.execute(
+            "UPDATE caption_sets SET namespace = coalesce(caption_sets.namespace, s.ns) FROM ("
+            "SELECT CASE WHEN count(namespace) = 0 THEN NULL WHEN count(DISTINCT namespace) = 1 "
+            "AND count(*) FILTER (WHERE image_id IS NOT NULL AND namespace IS NULL) = 0 "
+            "THEN any_value(namespace) ELSE 'mixed' END "
+            "AS ns FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
     def delete_set(self, name: str) -> None:
         info = self.get_set(name)
@@ -178,6 +207,12 @@ class Store:
         return self.con.sql(
             f"SELECT {columns} FROM captions WHERE set_id = $sid ORDER BY row_idx",
             params={"sid": info.set_id}).to_arrow_table()
+
+    def set_images(self, name: str) -> list[tuple]:
+        """Distinct ``(image_key, image_id, namespace)`` of a set (for the coverage check)."""
+        info = self.get_set(name)
+        return self.sql("SELECT DISTINCT image_key, image_id, namespace FROM captions "
+                        "WHERE set_id = ?", [info.set_id])
 
     def iter_captions(self, name: str, batch_size: int = 100_000) -> Iterator[pa.RecordBatch]:
         info = self.get_set(name)
