@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from capaudit.audit.runner import DEFAULTS, run_audit
 
@@ -154,9 +155,9 @@ def compare_table(cmp: Comparison, with_ci: bool = True) -> Table:
             r = cmp.results[n].results.get(m)
             text = fmt_value(m, r) if with_ci else fmt_value(m, r).split(" [")[0]
             if cmp.best.get(m) == n:
-                text = f"[bold green]{text}[/]"
+                text = Text(text, style="bold green")
             elif cmp.worst.get(m) == n:
-                text = f"[bold red]{text}[/]"
+                text = Text(text, style="bold red")
             cells.append(text)
         table.add_row(n, *cells)
     return table
@@ -170,7 +171,7 @@ def print_compare(cmp: Comparison, console=None) -> None:
     skipped = {(n, m): r.skipped for n in cmp.names for m, r in cmp.results[n].results.items()
                if r.skipped}
     for (n, m), why in skipped.items():
-        console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
+        console.print(Text(f"{n}: {m} not computed: {why}", style="yellow"))
     if cmp.disparities:
         from capaudit.audit.disparity import disparity_rows
         heads, rows = disparity_rows(cmp.disparities)

@@ -20,7 +20,7 @@ def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographic
     """Load an annotation file into the store (same file again: no-op)."""
     from capaudit.io.annotation_store import add_annotations
 
-    src, n = add_annotations(open_store(db), kind, path, name, replace)
+    src, n = add_annotations(open_store(db, create=True), kind, path, name, replace)
     console.print(f"{kind} annotations '{src}': {n:,} images")
 
 

@@ -8,7 +8,7 @@ from typing import List
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, console, esc, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -160,7 +160,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     if json_out:
         json_out.write_text(json.dumps({"sentences": out}, indent=2))
     for s in out:
-        console.print(f"[bold]{s['image_id']}[/]: {s['caption']}")
+        console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")
         console.print(f"  ground truth: {s['mscoco_gt_words']}")
         console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")

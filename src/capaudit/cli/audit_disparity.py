@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, console, esc, open_store
 
 
 def _fmt(r) -> str:
@@ -62,7 +62,8 @@ def disparity_command(
         console.print(table)
         for metric, per in d.results.items():
             if per[d.diff_key].skipped:
-                console.print(f"[yellow]{metric}: {per[d.diff_key].skipped}[/]")
+                console.print(f"[yellow]{esc(metric)}: {esc(str(per[d.diff_key].skipped))}[/]",
+                              markup=True)
         if d.meta["unlabelled_captions"]:
             console.print(f"{d.meta['unlabelled_captions']:,} captions of images without a "
                           f"{by} label left out")

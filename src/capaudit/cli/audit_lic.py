@@ -92,7 +92,7 @@ def lic_command(
     store = None
     if not no_cache:
         from capaudit.cli.common import open_store
-        store = open_store(db)
+        store = open_store(db, create=True)
         cache = StoreCache(store)
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
@@ -111,7 +111,7 @@ def lic_command(
         table.add_row(str(s), *[f"{res[k]['seeds'][s]:.2f}" for k in keys])
     table.add_row("mean ± std", *[f"{res[k]['value']:.2f} ± {res[k]['std']:.2f}" for k in keys],
                   style="bold")
-    Console().print(table)
+    Console(markup=False).print(table)
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}

@@ -113,7 +113,7 @@ def caption_command(
     from capaudit.errors import InputError
     from capaudit.train_downstream.caption import generate_captions, run_info
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     try:
         if store.find_set(out) is not None and not replace:
             raise InputError(f"a caption set named '{out}' already exists",

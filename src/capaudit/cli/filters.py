@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.common import DbOption, console, esc, open_store, progress, recorded_run
 
 filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
@@ -50,10 +50,10 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dic
 
 
 def _print_summary(summary: dict, out: str) -> None:
-    console.print(f"[bold]{summary['filter']}[/] -> [bold]{out}[/]: captions "
+    console.print(f"[bold]{esc(summary['filter'])}[/] -> [bold]{esc(out)}[/]: captions "
                   f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
                   f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
-                  f"{summary['sentences_dropped']:,} dropped")
+                  f"{summary['sentences_dropped']:,} dropped", markup=True)
     acts = summary.get("actions", {})
     console.print("  actions: " + ", ".join(f"{a} {n:,}" for a, n in acts.items() if n))
     if summary.get("reasons"):
@@ -77,7 +77,7 @@ def _print_summary(summary: dict, out: str) -> None:
         console.print(table)
     refused = summary.get("refused")
     if refused:
-        console.print(f"[yellow]refused {len(refused)} row(s)[/]:")
+        console.print(f"[yellow]refused {len(refused)} row(s)[/]:", markup=True)
         for r in refused[:10]:
             console.print(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}")
 
@@ -175,12 +175,12 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
         typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "created_at"},
                                "log_counts": counts}, indent=2, default=str))
         return
-    console.print(f"[bold]{set_name}[/] = {info['filter']} v{info['version']} of "
-                  f"[bold]{info['parent']}[/] (run {info['run_id']})")
+    console.print(f"[bold]{esc(set_name)}[/] = {esc(info['filter'])} v{info['version']} of "
+                  f"[bold]{esc(str(info['parent']))}[/] (run {info['run_id']})", markup=True)
     _print_summary(info["summary"], set_name)
     status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
     console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "
-                  f"{counts['dropped']:,} dropped ({status})")
+                  f"{counts['dropped']:,} dropped ({status})", markup=True)
     if limit:
         tbl = read_log(store, set_name, None if all_actions else ("flag", "revise", "drop"), limit)
         table = Table("row", "sent", "action", "reason", "original", "revised / critique")

@@ -35,7 +35,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
           write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
           db: Path = DbOption):
     """Run SQL against the store (read-only unless --write)."""
-    store = open_store(db, read_only=not write)
+    store = open_store(db, read_only=not write, sandbox=True)
     cols, rows = run_query(store, sql)
     if as_csv:
         w = csv.writer(sys.stdout)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, open_store, progress
+from capaudit.cli.common import DbOption, console, esc, open_store, progress
 
 sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption sets.")
 
@@ -24,7 +24,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     """Register a caption file as a named set (adding the same file again is a no-op)."""
     from capaudit.io.ingest import add_caption_set
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     with progress(transient=True) as bar:
         task = bar.add_task(f"ingesting {path.name}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
@@ -32,14 +32,14 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                  on_batch=lambda n: bar.advance(task, n))
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
-    console.print(f"{verb} [bold]{info.name}[/]: {info.n_captions:,} captions of "
-                  f"{info.n_images:,} images ({info.format})")
+    console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
+                  f"{info.n_images:,} images ({esc(info.format)})", markup=True)
 
 
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
-    store = open_store(db)
+    store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "format", "captions", "images", "parent", "source")
     for s in store.list_sets():
         table.add_row(s.name, s.format or "", f"{s.n_captions:,}", f"{s.n_images:,}",
@@ -64,9 +64,10 @@ def set_summary(store, name: str, samples: int = 5) -> dict:
 def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
          db: Path = DbOption):
     """Rows, images, captions per image and sample captions of a set."""
-    s = set_summary(open_store(db, read_only=True), name, samples)
+    s = set_summary(open_store(db, read_only=True, sandbox=True), name, samples)
     info = s["info"]
-    console.print(f"[bold]{info.name}[/] ({info.format}) from {info.source_path}")
+    console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
+                  f"{esc(str(info.source_path))}", markup=True)
     console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}")
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with COCO id {s['with_coco_id']:,}  "

@@ -21,6 +21,9 @@ from capaudit.io.readers.base import SCHEMA, CaptionReader
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
+_INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
+              "UTINYINT"}
+_FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 
 
 def _q(path: Path) -> str:
@@ -39,7 +42,11 @@ class _DuckReader(CaptionReader):
     id_candidates = ID_CANDIDATES
     caption_candidates = CAPTION_CANDIDATES
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:  # pragma: no cover
+    _chosen: tuple[str | None, str | None] = (None, None)  # (id column, caption column)
+
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:  # pragma: no cover
+        """The DuckDB table function for ``path``; ``columns`` (name -> type) is a hint that
+        readers with a sampled schema (JSONL) use to read just those columns so typed."""
         raise NotImplementedError
 
     def diagnose(self, path: Path, exc: Exception) -> InputError:
@@ -78,17 +85,57 @@ class _DuckReader(CaptionReader):
                          "--caption-col", True)
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
-        src = self.source(path, columns=[c for c in (idc, cap) if c])
-        if idc is None:
-            key_sql, id_sql = "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
-        elif types[idc] in ("BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT"):
-            key_sql, id_sql = f"CAST({_qi(idc)} AS VARCHAR)", f"CAST({_qi(idc)} AS BIGINT)"
-        else:
-            key_sql = f"CAST({_qi(idc)} AS VARCHAR)"
-            id_sql = (f"coalesce(TRY_CAST({_qi(idc)} AS BIGINT), "
-                      f"{SQL_PARSE_IMAGE_ID.format(col=_qi(idc))})")
+        self._chosen = (idc, cap)
+        src = self.source(path, columns={**({idc: "JSON"} if idc else {}), cap: "JSON"})
+        try:
+            types = dict(con.execute(f"SELECT column_name, column_type FROM "
+                                     f"(DESCRIBE SELECT * FROM {src})").fetchall())
+        except duckdb.Error as exc:
+            raise self.diagnose(path, exc) from None
+        key_sql, id_sql = self._id_sql(idc, types.get(idc))
         return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
-                f"CAST({_qi(cap)} AS VARCHAR) AS caption, NULL::VARCHAR AS meta FROM {src}")
+                f"{self._caption_sql(path, con, src, cap, types[cap])} AS caption, "
+                f"NULL::VARCHAR AS meta FROM {src}")
+
+    @staticmethod
+    def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
+        """image_key and image_id, the SQL twin of :func:`parse_image_id`: integers stay,
+        integral floats become integers, anything else (1.5, "7.6") is kept as text only,
+        never rounded. Read as text, a file whose ids turn from integers into file names
+        after the sampled rows cannot fail half-way."""
+        if idc is None:
+            return "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
+        col = _qi(idc)
+        key = f"CAST({col} AS VARCHAR)"
+        if typ == "JSON":  # JSONL: the id's own JSON type decides, row by row
+            text, num = f"({col}->>'$')", f"TRY_CAST({col}->>'$' AS DOUBLE)"
+            return text, (f"CASE json_type({col}) WHEN 'VARCHAR' THEN "
+                          f"{SQL_PARSE_IMAGE_ID.format(col=text)} "
+                          f"WHEN 'BIGINT' THEN TRY_CAST({text} AS BIGINT) "
+                          f"WHEN 'UBIGINT' THEN TRY_CAST({text} AS BIGINT) "
+                          f"WHEN 'DOUBLE' THEN CASE WHEN {num} = trunc({num}) AND abs({num}) < 1e18 "
+                          f"THEN CAST({num} AS BIGINT) END END")
+        if typ in _INT_TYPES:
+            return key, f"CAST({col} AS BIGINT)"
+        if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
+            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND "
+                         f"abs({col}) < 1e18 THEN CAST({col} AS BIGINT) END")
+        return key, SQL_PARSE_IMAGE_ID.format(col=col)
+
+    def _caption_sql(self, path: Path, con, src: str, cap: str, typ: str) -> str:
+        """A caption is a string, in every reader; a number, list or bytes names its row."""
+        col = _qi(cap)
+        if typ == "VARCHAR":
+            return col
+        if typ == "JSON":  # JSONL: strings pass, anything else stops the scan
+            return (f"CASE WHEN json_type({col}) IS NULL OR json_type({col}) = 'VARCHAR' "
+                    f"THEN {col}->>'$' ELSE error('caption is not a string: ' || "
+                    f"json_type({col})) END")
+        row = con.execute(f"SELECT min(rn) FROM (SELECT row_number() OVER () AS rn, {col} AS c "
+                          f"FROM {src}) WHERE c IS NOT NULL").fetchone()[0]
+        raise InputError(f"caption column '{cap}' holds {typ} values, not text", path=path,
+                         row=row or 1, fix="captions must be strings; convert the column or "
+                                           "pass --caption-col naming a text column")
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         con = duckdb.connect()
@@ -128,15 +175,16 @@ class JsonlReader(_DuckReader):
         return path.suffix.lower() in {".jsonl", ".ndjson"} or (
             first.startswith(b"{") and first.rstrip().endswith(b"}"))
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         """Sample the schema cheaply; read the chosen columns as text.
 
-        Reading only the id and caption columns, typed VARCHAR, means a type
-        change after the sampled rows (an int id turning into a file name)
-        cannot fail half-way through a large file.
+        Reading only the id and caption columns as JSON values means a
+        type change after the sampled rows (an int id turning into a file name)
+        cannot fail half-way through a large file, and a caption that is not a
+        string is seen as such (not turned into text).
         """
         if columns:
-            spec = ", ".join(f"{_q_str(c)}: 'VARCHAR'" for c in columns)
+            spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
             return (f"read_json({_q(path)}, format='newline_delimited', "
                     f"maximum_object_size=67108864, columns={{{spec}}})")
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
@@ -153,6 +201,10 @@ class JsonlReader(_DuckReader):
             if not isinstance(rec, dict):
                 return InputError("line is not a JSON object", path=path, row=row,
                                   fix="one JSON object per line")
+            caption = rec.get(self._chosen[1]) if self._chosen[1] else None
+            if caption is not None and not isinstance(caption, str):
+                return InputError(f"caption is not a string (got {type(caption).__name__})",
+                                  path=path, row=row, fix="captions must be JSON strings")
             return None
         return _scan_lines(path, check) or super().diagnose(path, exc)
 
@@ -164,7 +216,7 @@ class CsvReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         delim = "\t" if path.suffix.lower() == ".tsv" else ","
         return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
 
@@ -179,7 +231,7 @@ class ParquetReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and head[:4] == b"PAR1"
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         return f"read_parquet({_q(path)})"
 
 
@@ -209,7 +261,7 @@ class CapsFusionReader(_DuckReader):
             return {"laion_coco", "capsfusion"} <= names
         return b"laion_coco" in head and b"capsfusion" in head
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         head = open(path, "rb").read(4)
         if head == b"PAR1":
             return f"read_parquet({_q(path)})"
