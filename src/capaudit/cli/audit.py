@@ -81,7 +81,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks)
     run_id = results.get("_run_id")
@@ -128,7 +128,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
-        cmp = compare_sets(open_store(db), sets, report, cfg, **hooks)
+        cmp = compare_sets(open_store(db, create=True), sets, report, cfg, **hooks)
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 

@@ -99,6 +99,21 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code if isinstance(exc.exit_code, int) and exc.exit_code else 2
     except (typer.Abort, typer.Exit) as exc:
         return getattr(exc, "exit_code", 1)
+    except (duckdb.IOException, duckdb.SerializationException) as exc:
+        # a store cut short opens but fails when a page past the end is read
+        first = str(exc).strip().splitlines()[0][:300]
+        sys.stderr.write(f"capaudit: error: {first} (fix: the store or a file it reads is "
+                         "truncated or damaged; restore it from a copy or rebuild it, and "
+                         "check free disk space)\n")
+        return 2
+    except RecursionError:  # a safety net: the readers name the file where they can
+        sys.stderr.write("capaudit: error: input nested too deeply to read (a JSON or YAML "
+                         "structure thousands of levels deep)\n")
+        return 2
+    except RuntimeError as exc:  # DuckDB stops a running query on SIGINT with this
+        if str(exc).strip() == "Query interrupted":
+            return _interrupted()
+        raise
     # typer turns a KeyboardInterrupt inside a command into Exit(130) and, with
     # standalone_mode=False, returns that code instead of raising it.
     if code == 130:

@@ -95,6 +95,10 @@ def load_model_and_tokenizer(model: str | Path):
     if not path.exists() and looks_local:
         raise InputError("model folder not found", path=src,
                          fix="pass a local copy of Salesforce/blip-image-captioning-base")
+    if path.is_dir() and not any(path.glob("*.safetensors")) and any(path.glob("*.bin")):
+        raise InputError("pickled weights (*.bin) are refused, never loaded: unpickling can run "
+                         "arbitrary code", path=src,
+                         fix="convert the model to safetensors (save_pretrained does by default)")
     try:
         net = transformers.BlipForConditionalGeneration.from_pretrained(src)
         tok = transformers.AutoTokenizer.from_pretrained(src)

@@ -198,6 +198,9 @@ class JsonlReader(_DuckReader):
             except json.JSONDecodeError as e:
                 return InputError(f"malformed JSON ({e.msg})", path=path, row=row,
                                   fix="one JSON object per line")
+            except RecursionError:
+                return InputError("JSON nested too deeply", path=path, row=row,
+                                  fix="flatten the record")
             if not isinstance(rec, dict):
                 return InputError("line is not a JSON object", path=path, row=row,
                                   fix="one JSON object per line")
