@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     set_command(argv if argv is not None else sys.argv[1:])
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:
         sys.stderr.write(f"capaudit: error: {exc}\n")
         return exc.exit_code

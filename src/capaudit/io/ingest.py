@@ -53,6 +53,11 @@ def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
                          fix="drop the record or give it a caption")
 
 
+# what str.strip() and pyarrow's utf8_trim_whitespace remove (tabs, NBSP, U+3000, ...):
+# a caption of only these is empty on both paths, not just one of only spaces
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
 def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     """Fast path for DuckDB-native formats: one INSERT ... SELECT, then checks in SQL."""
     import duckdb
@@ -65,7 +70,7 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     except duckdb.Error as exc:
         raise reader.diagnose(path, exc) from None
     bad = store.one("SELECT min(row_idx) FROM captions WHERE set_id = ? AND "
-                    "trim(caption) = ''", [set_id])
+                    "trim(caption, ?) = ''", [set_id, _WHITESPACE])
     if bad and bad[0] is not None:
         raise InputError("empty or missing caption", path=path, row=bad[0] + 1,
                          fix="drop the record or give it a caption")

@@ -239,7 +239,10 @@ def _open_error(path: Path, exc: Exception) -> InputError:
     (whole) capaudit database."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if "Conflicting lock" in first:
-        pid = first.rsplit("PID", 1)[-1].strip(" )") if "PID" in first else "?"
+        import re
+
+        found = re.search(r"PID (\d+)", first)
+        pid = found.group(1) if found else "?"
         return InputError(f"another capaudit process (pid {pid}) holds the store", path=path,
                           fix="wait for it to finish, or pass another --db")
     return InputError(f"cannot open the database ({first[:200]})", path=path,

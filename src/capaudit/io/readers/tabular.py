@@ -109,14 +109,16 @@ class _DuckReader(CaptionReader):
         key = f"CAST({col} AS VARCHAR)"
         if typ == "JSON":  # JSONL: the id's own JSON type decides, row by row
             text, num = f"({col}->>'$')", f"TRY_CAST({col}->>'$' AS DOUBLE)"
+            big = f"TRY_CAST({text} AS HUGEINT)"
+            small = f"CASE WHEN abs({big}) < 1000000000000000000 THEN CAST({big} AS BIGINT) END"
             return text, (f"CASE json_type({col}) WHEN 'VARCHAR' THEN "
                           f"{SQL_PARSE_IMAGE_ID.format(col=text)} "
-                          f"WHEN 'BIGINT' THEN TRY_CAST({text} AS BIGINT) "
-                          f"WHEN 'UBIGINT' THEN TRY_CAST({text} AS BIGINT) "
+                          f"WHEN 'BIGINT' THEN {small} WHEN 'UBIGINT' THEN {small} "
                           f"WHEN 'DOUBLE' THEN CASE WHEN {num} = trunc({num}) AND abs({num}) < 1e18 "
                           f"THEN CAST({num} AS BIGINT) END END")
         if typ in _INT_TYPES:
-            return key, f"CAST({col} AS BIGINT)"
+            return key, (f"CASE WHEN abs(CAST({col} AS HUGEINT)) < 1000000000000000000 "
+                         f"THEN CAST({col} AS BIGINT) END")
         if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
             return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND "
                          f"abs({col}) < 1e18 THEN CAST({col} AS BIGINT) END")
