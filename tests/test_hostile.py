@@ -13,6 +13,7 @@ import ast
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -448,3 +449,135 @@ def test_lock_conflict_names_the_other_process(nic_db, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+# -- fuzz: JSONL and CSV readers --------------------------------------------------------------
+# Each file is a mix of valid records and hostile lines. The promise: the set is stored and
+# equals the valid records, or the command fails with exit 2 naming a row -- the first line
+# DuckDB cannot parse (bad UTF-8, malformed JSON, not an object, a caption that is not a
+# string, a ragged CSV row) or else the first record with an empty caption. Never a traceback.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WS = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
+_caption = _text.filter(lambda t: t.strip(_WS))
+_id = st.one_of(st.integers(-10**19, 10**19), st.floats(allow_nan=False, allow_infinity=False),
+                st.builds("COCO_val2014_{:012d}.jpg".format, st.integers(0, 10**12 - 1)),
+                _text, st.none())
+_STRUCTURAL = "structural"  # DuckDB cannot read the file: the first such line is named
+
+
+def _jsonl_line():
+    valid = st.tuples(_id, _caption).map(
+        lambda t: ("ok", json.dumps({"image_id": t[0], "caption": t[1]}).encode(), t))
+    hostile = st.sampled_from([
+        ("empty", b'{"image_id": 1, "caption": " \\t\\u3000"}'),
+        ("empty", b'{"image_id": 1, "caption": null}'),
+        ("empty", b'{"image_id": 1, "caption": ""}'),
+        (_STRUCTURAL, b'{"image_id": 1, "caption": 5}'),
+        (_STRUCTURAL, b'{"image_id": 1, "caption": ["a"]}'),
+        (_STRUCTURAL, b'{"image_id": 1, "caption": "cut'),
+        (_STRUCTURAL, b'[1, 2]'),
+        (_STRUCTURAL, b'{"image_id": 1, "caption": "\xff\xfe"}'),
+        ("blank", b""),
+        ("blank", b"   "),
+    ]).map(lambda t: (t[0], t[1], None))
+    return st.one_of(valid, valid, hostile)
+
+
+def _expect(lines, row_of):
+    """(None, valid records) or (first row that must be named, None)."""
+    structural = [row_of(i) for i, (kind, _, _) in enumerate(lines) if kind == _STRUCTURAL]
+    if structural:
+        return structural[0], None
+    empty = [row_of(i) for i, (kind, _, _) in enumerate(lines) if kind == "empty"]
+    if empty:
+        return empty[0], None
+    return None, [t for kind, _, t in lines if kind == "ok"]
+
+
+@pytest.fixture(scope="module")
+def mem_store():
+    """One in-memory store for all examples (no fsync per example): each adds its own set,
+    and a failure must leave the store as it was."""
+    from capaudit.store import Store
+
+    s = Store(":memory:")
+    yield s
+    s.close()
+
+
+_names = iter(range(10**9))
+
+
+def _add(path: Path, store):
+    """add_caption_set as `sets add` calls it: a set, or an InputError (the CLI's one line,
+    exit 2); any other exception fails the test as the traceback it would be."""
+    from capaudit.errors import InputError
+    from capaudit.io.ingest import add_caption_set
+
+    name = f"s{next(_names)}"
+    before = store.sql("SELECT count(*), list(name) FROM caption_sets")
+    try:
+        add_caption_set(store, name, path)
+    except InputError as exc:
+        assert store.sql("SELECT count(*), list(name) FROM caption_sets") == before
+        return str(exc), name
+    return None, name
+
+
+def _stored(store, name):
+    return [tuple(r.values()) for r in
+            store.captions(name, "image_key, image_id, caption").to_pylist()]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_jsonl_line(), min_size=1, max_size=8))
+def test_fuzz_jsonl_reader(lines, mem_store, tmp_path_factory):
+    f = tmp_path_factory.getbasetemp() / "fuzz.jsonl"
+    f.write_bytes(b"".join(raw + b"\n" for _, raw, _ in lines))
+    row, valid = _expect(lines, lambda i: i + 1)
+    err, name = _add(f, mem_store)
+    if valid == []:  # nothing but blank lines
+        assert err and "holds no captions" in err
+    elif valid is not None:
+        assert err is None, err
+        got = _stored(mem_store, name)
+        assert [g[2] for g in got] == [c for _, c in valid]
+        assert [g[1] for g in got] == [parse_image_id(i) for i, _ in valid]
+    else:
+        assert err and f", row {row}:" in err, (row, err)
+
+
+def _csv_record():
+    valid = st.tuples(st.one_of(st.integers(0, 10**12), _text), _caption).map(
+        lambda t: ("ok", t))
+    empty = st.just(("empty", ("1", "")))
+    ragged = st.just((_STRUCTURAL, ("1", "a", "extra")))
+    return st.one_of(valid, valid, empty, ragged)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(_csv_record(), min_size=1, max_size=8))
+def test_fuzz_csv_reader(records, mem_store, tmp_path_factory):
+    import io
+
+    f = tmp_path_factory.getbasetemp() / "fuzz.csv"
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["image_id", "caption"])
+    starts = []
+    for _, rec in records:
+        # file line where the record starts (\r, \n and \r\n each end a line)
+        starts.append(len(re.findall(r"\r\n|\r|\n", buf.getvalue())) + 1)
+        w.writerow(rec)
+    f.write_text(buf.getvalue(), encoding="utf-8", newline="")
+    lines = [(kind, None, rec) for kind, rec in records]
+    row, valid = _expect(lines, lambda i: starts[i])
+    err, name = _add(f, mem_store)
+    if valid is not None:
+        assert err is None, err
+        assert [g[2] for g in _stored(mem_store, name)] == [c for _, c in valid]
+    else:
+        assert err and f", row {row}:" in err, (row, err)

@@ -72,7 +72,8 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     bad = store.one("SELECT min(row_idx) FROM captions WHERE set_id = ? AND "
                     "trim(caption, ?) = ''", [set_id, _WHITESPACE])
     if bad and bad[0] is not None:
-        raise InputError("empty or missing caption", path=path, row=bad[0] + 1,
+        raise InputError("empty or missing caption", path=path,
+                         row=reader.record_row(path, bad[0]),
                          fix="drop the record or give it a caption")
     return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
 

@@ -8,6 +8,7 @@ exact bad row (the error path, never the hot path).
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Iterator
@@ -49,7 +50,14 @@ class _DuckReader(CaptionReader):
         readers with a sampled schema (JSONL) use to read just those columns so typed."""
         raise NotImplementedError
 
+    def scan(self, path: Path) -> InputError | None:
+        """Re-read the file in Python to name the first bad row (error path only)."""
+        return None
+
     def diagnose(self, path: Path, exc: Exception) -> InputError:
+        err = self.scan(path)
+        if err is not None:
+            return err
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return InputError(f"cannot read as {self.name} ({first[:200]})", path=path,
                           fix="check the file format or pass --format")
@@ -81,8 +89,11 @@ class _DuckReader(CaptionReader):
             raise self.diagnose(path, exc) from None
         cols = [r[0] for r in desc]
         types = {r[0]: r[1] for r in desc}
-        cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
-                         "--caption-col", True)
+        try:
+            cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
+                             "--caption-col", True)
+        except InputError as exc:  # a broken first line or an empty file hides the columns
+            raise self.scan(path) or exc from None
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
         self._chosen = (idc, cap)
@@ -139,6 +150,11 @@ class _DuckReader(CaptionReader):
                          row=row or 1, fix="captions must be strings; convert the column or "
                                            "pass --caption-col naming a text column")
 
+    def record_row(self, path: Path, index: int) -> int:
+        """The row an error names for the record at 0-based ``index`` (error path only):
+        the same numbering as the parse errors, so one file has one kind of row number."""
+        return index + 1
+
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         con = duckdb.connect()
         try:
@@ -166,6 +182,13 @@ def _scan_lines(path: Path, check) -> InputError | None:
     return None
 
 
+def _no_records(path: Path) -> InputError | None:
+    with open(path, "rb") as fh:
+        if any(line.strip() for line in fh):
+            return None
+    return InputError("the file holds no captions", path=path, fix="check the path")
+
+
 class JsonlReader(_DuckReader):
     name = "jsonl"
 
@@ -191,7 +214,7 @@ class JsonlReader(_DuckReader):
                     f"maximum_object_size=67108864, columns={{{spec}}})")
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
 
-    def diagnose(self, path: Path, exc: Exception) -> InputError:
+    def scan(self, path: Path) -> InputError | None:
         def check(row, text):
             if not text.strip():
                 return None
@@ -206,12 +229,25 @@ class JsonlReader(_DuckReader):
             if not isinstance(rec, dict):
                 return InputError("line is not a JSON object", path=path, row=row,
                                   fix="one JSON object per line")
-            caption = rec.get(self._chosen[1]) if self._chosen[1] else None
+            col = self._chosen[1] or self.caption_col or next(
+                (c for c in self.caption_candidates if c in rec), None)
+            caption = rec.get(col) if col else None
             if caption is not None and not isinstance(caption, str):
                 return InputError(f"caption is not a string (got {type(caption).__name__})",
                                   path=path, row=row, fix="captions must be JSON strings")
             return None
-        return _scan_lines(path, check) or super().diagnose(path, exc)
+        return _scan_lines(path, check) or _no_records(path)
+
+    def record_row(self, path: Path, index: int) -> int:
+        """Line number of record ``index``: DuckDB skips blank lines, the count does not."""
+        seen = -1
+        with open(path, "rb") as fh:
+            for row, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    seen += 1
+                    if seen == index:
+                        return row
+        return index + 1
 
 
 class CsvReader(_DuckReader):
@@ -225,8 +261,42 @@ class CsvReader(_DuckReader):
         delim = "\t" if path.suffix.lower() == ".tsv" else ","
         return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
 
-    def diagnose(self, path: Path, exc: Exception) -> InputError:
-        return _scan_lines(path, lambda row, text: None) or super().diagnose(path, exc)
+    def _records(self, path: Path) -> Iterator[tuple[int, list[str]]]:
+        """(first line of the record, fields) for each record, header included."""
+        delim = "\t" if path.suffix.lower() == ".tsv" else ","
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh, delimiter=delim)
+            start = 1
+            for fields in reader:
+                yield start, fields
+                start = reader.line_num + 1
+
+    def record_row(self, path: Path, index: int) -> int:
+        """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
+        for i, (line, fields) in enumerate(r for r in self._records(path) if r[1]):
+            if i == index + 1:
+                return line
+        return index + 2
+
+    def scan(self, path: Path) -> InputError | None:
+        err = _scan_lines(path, lambda row, text: None)
+        if err:
+            return err
+        width = None
+        try:
+            for line, fields in self._records(path):
+                if not fields:
+                    continue
+                if width is None:
+                    width = len(fields)
+                elif len(fields) != width:
+                    return InputError(f"{len(fields)} fields where the header has {width}",
+                                      path=path, row=line,
+                                      fix="quote fields holding the delimiter; one value per "
+                                          "header column")
+        except csv.Error as e:
+            return InputError(f"malformed CSV ({e})", path=path, fix="check the quoting")
+        return _no_records(path) if width is None else None
 
 
 class ParquetReader(_DuckReader):
