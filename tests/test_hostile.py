@@ -21,6 +21,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import capaudit
 from capaudit.cli.main import main
@@ -76,8 +78,8 @@ def stored(db: Path, name: str):
 def nic_db(tmp_path, shared, capsys):
     """A store holding the real NIC captions of COCO val2014 (10,780 captions)."""
     db = tmp_path / "q.duckdb"
-    code, _, err = cli(["sets", "add", "nic", shared("data", "captioners",
-                                                     "nic_val2014_gender.jsonl"), "--db", db], capsys)
+    nic = shared("data", "captioners", "nic_val2014_gender.jsonl")
+    code, _, err = cli(["sets", "add", "nic", nic, "--db", db], capsys)
     assert code == 0, err
     return db
 
@@ -456,8 +458,6 @@ def test_lock_conflict_names_the_other_process(nic_db, capsys):
 # equals the valid records, or the command fails with exit 2 naming a row -- the first line
 # DuckDB cannot parse (bad UTF-8, malformed JSON, not an object, a caption that is not a
 # string, a ragged CSV row) or else the first record with an empty caption. Never a traceback.
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _WS = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 _text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
@@ -532,7 +532,8 @@ def _stored(store, name):
             store.captions(name, "image_key, image_id, caption").to_pylist()]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_jsonl_line(), min_size=1, max_size=8))
 def test_fuzz_jsonl_reader(lines, mem_store, tmp_path_factory):
     f = tmp_path_factory.getbasetemp() / "fuzz.jsonl"
@@ -558,7 +559,8 @@ def _csv_record():
     return st.one_of(valid, valid, empty, ragged)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=st.lists(_csv_record(), min_size=1, max_size=8))
 def test_fuzz_csv_reader(records, mem_store, tmp_path_factory):
     import io

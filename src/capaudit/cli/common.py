@@ -59,7 +59,8 @@ def interrupt_note() -> str | None:
 
 def progress(transient: bool = False) -> Progress:
     """A rich progress bar; quiet when stdout is not a terminal."""
-    return Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False),
+                    BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=err_console, transient=transient,
                     disable=not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS"))

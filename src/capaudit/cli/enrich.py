@@ -14,7 +14,8 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.common import (DbOption, console, keep_on_interrupt, open_store, progress,
+                                 recorded_run)
 
 shards_app = typer.Typer(help="Build and inspect webdataset shards.", no_args_is_help=True)
 
@@ -103,6 +104,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
         raise InputError(f"a caption set named '{out}' already exists",
                          fix="choose another --out or pass --replace")
+    keep_on_interrupt(f"finished shards are kept in {work}; rerun the same command to resume")
     with progress() as bar:
         task = bar.add_task(f"enrich {adapter}", total=None)
         summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,

@@ -81,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     usage message and exit 2, Ctrl-C one line and exit 130; never a traceback for those."""
     import duckdb
 
+    from capaudit.cli.common import keep_on_interrupt
     from capaudit.core.config import set_command
     from capaudit.errors import CapauditError
 
     set_command(argv if argv is not None else sys.argv[1:])
+    keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
         code = app(args=argv, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:

@@ -125,8 +125,8 @@ class _DuckReader(CaptionReader):
             return text, (f"CASE json_type({col}) WHEN 'VARCHAR' THEN "
                           f"{SQL_PARSE_IMAGE_ID.format(col=text)} "
                           f"WHEN 'BIGINT' THEN {small} WHEN 'UBIGINT' THEN {small} "
-                          f"WHEN 'DOUBLE' THEN CASE WHEN {num} = trunc({num}) AND abs({num}) < 1e18 "
-                          f"THEN CAST({num} AS BIGINT) END END")
+                          f"WHEN 'DOUBLE' THEN CASE WHEN {num} = trunc({num}) AND "
+                          f"abs({num}) < 1e18 THEN CAST({num} AS BIGINT) END END")
         if typ in _INT_TYPES:
             return key, (f"CASE WHEN abs(CAST({col} AS HUGEINT)) < 1000000000000000000 "
                          f"THEN CAST({col} AS BIGINT) END")
