@@ -147,7 +147,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
-    store = open_store(db)
+    store = open_store(db, create=True)  # a caption file given as target is registered
     ann = resolve_annotations(store, chair_gt=chair_gt)
     if ann.chair_gt is None:
         raise InputError("no CHAIR ground truth", fix="pass --chair-gt or add it with "

@@ -47,7 +47,7 @@ def disparity_command(
                min_images=min_images, instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):
         out = run_disparity(store, targets, cfg, by=by)
     run_id = out.pop("_run_id", None)
