@@ -97,53 +97,50 @@ class _DuckReader(CaptionReader):
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
         self._chosen = (idc, cap)
-        src = self.source(path, columns={**({idc: "JSON"} if idc else {}), cap: "JSON"})
+        src = self.source(path, columns={**({idc: "VARCHAR"} if idc else {}), cap: "JSON"})
         try:
             types = dict(con.execute(f"SELECT column_name, column_type FROM "
                                      f"(DESCRIBE SELECT * FROM {src})").fetchall())
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         key_sql, id_sql = self._id_sql(idc, types.get(idc))
-        return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
-                f"{self._caption_sql(path, con, src, cap, types[cap])} AS caption, "
-                f"NULL::VARCHAR AS meta FROM {src}")
+        cap_sql, extra = self._caption_sql(path, con, src, cap, types[cap])
+        return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, {cap_sql} AS caption, "
+                f"NULL::VARCHAR AS meta FROM (SELECT *{extra} FROM {src})")
 
     @staticmethod
     def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
-        """image_key and image_id, the SQL twin of :func:`parse_image_id`: integers stay,
-        integral floats become integers, anything else (1.5, "7.6") is kept as text only,
-        never rounded. Read as text, a file whose ids turn from integers into file names
-        after the sampled rows cannot fail half-way."""
+        """image_key and image_id, the SQL twin of :func:`parse_image_id`: whole numbers up to
+        18 digits and COCO file names are image ids; anything else ("1.5", "7.6", "-3") is
+        kept as text only, never rounded (a cast alone turned 1.5 into 2). Text ids are read
+        as text, so a file whose ids turn from integers into file names after the sampled
+        rows cannot fail half-way. (A JSON float like 3.0 reads as the text "3.0".)"""
         if idc is None:
             return "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
         col = _qi(idc)
         key = f"CAST({col} AS VARCHAR)"
-        if typ == "JSON":  # JSONL: the id's own JSON type decides, row by row
-            text, num = f"({col}->>'$')", f"TRY_CAST({col}->>'$' AS DOUBLE)"
-            big = f"TRY_CAST({text} AS HUGEINT)"
-            small = f"CASE WHEN abs({big}) < 1000000000000000000 THEN CAST({big} AS BIGINT) END"
-            return text, (f"CASE json_type({col}) WHEN 'VARCHAR' THEN "
-                          f"{SQL_PARSE_IMAGE_ID.format(col=text)} "
-                          f"WHEN 'BIGINT' THEN {small} WHEN 'UBIGINT' THEN {small} "
-                          f"WHEN 'DOUBLE' THEN CASE WHEN {num} = trunc({num}) AND "
-                          f"abs({num}) < 1e18 THEN CAST({num} AS BIGINT) END END")
         if typ in _INT_TYPES:
-            return key, (f"CASE WHEN abs(CAST({col} AS HUGEINT)) < 1000000000000000000 "
+            return key, (f"CASE WHEN {col} >= 0 AND {col} < 1000000000000000000 "
                          f"THEN CAST({col} AS BIGINT) END")
         if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
-            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND "
-                         f"abs({col}) < 1e18 THEN CAST({col} AS BIGINT) END")
-        return key, SQL_PARSE_IMAGE_ID.format(col=col)
+            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND {col} >= 0 "
+                         f"AND {col} < 1e18 THEN CAST({col} AS BIGINT) END")
+        # fast exact path first: the integer whose text is the id itself (no rounding)
+        num = f"TRY_CAST({key} AS BIGINT)"
+        return key, (f"CASE WHEN CAST({num} AS VARCHAR) = {key} AND {num} >= 0 AND "
+                     f"{num} < 1000000000000000000 THEN {num} "
+                     f"ELSE {SQL_PARSE_IMAGE_ID.format(col=col)} END")
 
-    def _caption_sql(self, path: Path, con, src: str, cap: str, typ: str) -> str:
-        """A caption is a string, in every reader; a number, list or bytes names its row."""
+    def _caption_sql(self, path: Path, con, src: str, cap: str, typ: str) -> tuple[str, str]:
+        """A caption is a string, in every reader; a number, list or bytes names its row.
+        Returns the caption expression and any helper column it reads."""
         col = _qi(cap)
         if typ == "VARCHAR":
-            return col
+            return col, ""
         if typ == "JSON":  # JSONL: strings pass, anything else stops the scan
-            return (f"CASE WHEN json_type({col}) IS NULL OR json_type({col}) = 'VARCHAR' "
-                    f"THEN {col}->>'$' ELSE error('caption is not a string: ' || "
-                    f"json_type({col})) END")
+            return (f"CASE WHEN _captype = 'VARCHAR' THEN from_json({col}, '\"VARCHAR\"') "
+                    f"WHEN _captype IS NULL THEN NULL ELSE error('caption is not a string: ' "
+                    f"|| _captype) END"), f", json_type({col}) AS _captype"
         row = con.execute(f"SELECT min(rn) FROM (SELECT row_number() OVER () AS rn, {col} AS c "
                           f"FROM {src}) WHERE c IS NOT NULL").fetchone()[0]
         raise InputError(f"caption column '{cap}' holds {typ} values, not text", path=path,
