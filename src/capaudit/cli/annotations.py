@@ -87,7 +87,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
 @ann_app.command("list")
 def list_annotations(db: Path = DbOption):
     """List stored annotation sources."""
-    store = open_store(db)
+    store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "kind", "images", "path", "added")
     for row in store.sql("SELECT name, kind, n_images, path, added_at FROM annotation_sources "
                          "ORDER BY added_at"):
