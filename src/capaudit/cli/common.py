@@ -19,11 +19,11 @@ from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-# Markup is off: captions, set names and query results are data, and "[/bold]" in a
-# caption must print as itself, not crash. A line that wants style passes markup=True and
+# Markup and emoji codes are off: captions, set names and query results are data, and
+# "[/bold]" or ":dog:" in a caption must print as itself, not crash or turn into a picture. A line that wants style passes markup=True and
 # escapes every piece of data in it with esc().
-console = Console(markup=False)
-err_console = Console(stderr=True, markup=False)
+console = Console(markup=False, emoji=False)
+err_console = Console(stderr=True, markup=False, emoji=False)
 esc = escape
 
 DB_ENV = "CAPAUDIT_DB"
