@@ -88,7 +88,6 @@ class _DuckReader(CaptionReader):
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         cols = [r[0] for r in desc]
-        types = {r[0]: r[1] for r in desc}
         try:
             cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
                              "--caption-col", True)
@@ -198,12 +197,12 @@ class JsonlReader(_DuckReader):
             first.startswith(b"{") and first.rstrip().endswith(b"}"))
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        """Sample the schema cheaply; read the chosen columns as text.
+        """Sample the schema cheaply; read only the chosen columns, typed as asked.
 
-        Reading only the id and caption columns as JSON values means a
-        type change after the sampled rows (an int id turning into a file name)
-        cannot fail half-way through a large file, and a caption that is not a
-        string is seen as such (not turned into text).
+        The id read as text means a type change after the sampled rows (an int
+        id turning into a file name) cannot fail half-way through a large file;
+        the caption read as a JSON value means one that is not a string is seen
+        as such (not turned into text).
         """
         if columns:
             spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
