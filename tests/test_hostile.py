@@ -357,7 +357,7 @@ def test_review_csv_neutralises_formulas_and_round_trips(store, tmp_path):
 def test_odd_checkpoints_are_one_line(tmp_path, kind):
     torch = pytest.importorskip("torch")
     from capaudit.errors import InputError
-    from capaudit.train_downstream.checkpoint import CHECKPOINT, load_checkpoint
+    from capaudit.train_downstream.checkpoint import CHECKPOINT, REQUIRED_KEYS, load_checkpoint
 
     p = tmp_path / CHECKPOINT
     if kind == "list":
@@ -370,7 +370,7 @@ def test_odd_checkpoints_are_one_line(tmp_path, kind):
     else:
         p.write_bytes(b"hello" if kind == "garbage" else b"")
     with pytest.raises(InputError, match="not a capaudit checkpoint"):
-        load_checkpoint(tmp_path)
+        load_checkpoint(tmp_path, required=REQUIRED_KEYS)  # as a resume in train.py loads it
 
 
 class _Payload:
