@@ -1,7 +1,7 @@
 """``audit compare``: the GCE paper's Table 1 view over several caption sets.
 
 Audits every set with the same annotations, marks the best and worst value of
-each metric (direction per metric below), prints a rich table and writes
+each metric (direction from the metric's spec), prints a rich table and writes
 ``report.md`` + ``report.html`` with plots (see :mod:`capaudit.audit.report`).
 """
 
@@ -14,15 +14,8 @@ from typing import Any, Sequence
 from rich.table import Table
 from rich.text import Text
 
+from capaudit.audit.metrics.spec import arrow, direction, label
 from capaudit.audit.runner import DEFAULTS, run_audit
-
-# +1: higher is better, -1: lower is better, 0: descriptive only
-DIRECTION = {"vocab": +1, "length": 0, "recall": +1, "gender_error": -1,
-             "recall_disparity": -1, "chair_s": -1, "chair_i": -1, "lic": -1, "lic_m": -1, "lic_d": 0,
-             "chair_s_corrected": -1, "chair_i_corrected": -1, "recall_corrected": +1}
-LABEL = {"vocab": "Vocab", "length": "Length", "recall": "Recall", "gender_error": "Gender err",
-         "recall_disparity": "Recall disp.", "chair_s": "CHAIR_s", "chair_i": "CHAIR_i",
-         "lic": "LIC", "lic_m": "LIC_M", "lic_d": "LIC_D"}
 
 
 @dataclass
@@ -46,7 +39,7 @@ class Comparison:
 
 def rank(cmp: Comparison) -> None:
     for m in cmp.metrics:
-        d = DIRECTION.get(m, 0)
+        d = direction(m)
         vals = {n: cmp.value(n, m) for n in cmp.names}
         vals = {n: v for n, v in vals.items() if v is not None}
         if d == 0 or len(vals) < 2 or len(set(vals.values())) < 2:
@@ -97,7 +90,7 @@ def parent_costs(store, cmp: Comparison) -> list[dict]:
         if info is None or not info.parent or info.parent not in cmp.names:
             continue
         if info.format == "downstream":  # captions of a model trained on the parent set
-            from capaudit.train_downstream.amplification import amplification
+            from capaudit.audit.amplification import amplification
             cmp.amplifications.append((info.parent, name, amplification(
                 cmp.results[info.parent].results, cmp.results[name].results)))
             continue
@@ -147,8 +140,7 @@ def compare_table(cmp: Comparison, with_ci: bool = True) -> Table:
     table = Table(title="capaudit compare (best in green, worst in red; 95% bootstrap CI)")
     table.add_column("set")
     for m in cmp.metrics:
-        arrow = {1: " ↑", -1: " ↓", 0: ""}[DIRECTION.get(m, 0)]
-        table.add_column(LABEL.get(m, m) + arrow, justify="right")
+        table.add_column(label(m) + arrow(m), justify="right")
     for n in cmp.names:
         cells = []
         for m in cmp.metrics:

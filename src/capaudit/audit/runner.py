@@ -17,13 +17,15 @@ without a store no details are built at all.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Sequence
 
-import pyarrow as pa
-
+from capaudit.audit.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
+
+__all__ = ["DEFAULTS", "run_audit", "metric_names", "audit_target", "audit_stream_target",
+           "store_metrics", "results_json", "write_json", "Target", "StreamTarget", "load_target",
+           "resolve_target"]
 
 DEFAULTS: dict[str, Any] = {
     "metrics": None,          # None = every default metric
@@ -36,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "instances": None,
     "chair_gt": None,
     "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~84 s per LSTM seed)
+    "lic": False,             # also train LIC leakage classifiers (slow: ~2-3 min per LSTM seed)
     "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",
@@ -47,105 +49,14 @@ DEFAULTS: dict[str, Any] = {
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
 
 
-@dataclass
-class Target:
-    name: str
-    image_ids: list
-    captions: list
-    source: str
-
-
-@dataclass
-class StreamTarget:
-    """A target read in batches: ``rows()`` gives a fresh ``(image_id, caption)`` iterator."""
-
-    name: str
-    source: str
-    spec: str                      # what the user gave (set name or path), for load_target
-    rows: Callable[[], Iterator[tuple]]
-    n: int | None = None           # captions, when known before reading (registered sets)
-
-    @property
-    def captions(self) -> range:
-        """Sized stand-in for ``Target.captions`` (``len`` only: the captions are not held)."""
-        return range(self.n or 0)
-
-
-def _batches_rows(batches) -> Iterator[tuple]:
-    for batch in batches:
-        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
-
-
-def resolve_target(store, target: str) -> StreamTarget:
-    """Like :func:`load_target` (same checks and names) but reads nothing yet."""
-    if store is not None:
-        info = store.find_set(target)
-        if info is not None:
-            return StreamTarget(target, f"set:{target}", target,
-                                lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
-    path = _target_path(store, target)
-    from capaudit.io.ingest import check_batch
-    from capaudit.io.readers import detect_format, get_reader
-
-    reader = get_reader(detect_format(path))
-
-    def rows() -> Iterator[tuple]:
-        row = 0
-        for batch in reader.read(path):
-            check_batch(batch, path, row)
-            row += batch.num_rows
-            yield from _batches_rows([batch])
-
-    return StreamTarget(_file_name(path), str(path), target, rows)
-
-
-def _file_name(path: Path) -> str:
-    return path.name.split(".")[0] if not path.is_dir() else path.name
-
-
-def _target_path(store, target: str) -> Path:
-    path = Path(target)
-    if not path.exists():
-        hint = "register it with capaudit sets add, or give a caption file"
-        if store is not None:
-            names = [s.name for s in store.list_sets()]
-            import difflib
-            close = difflib.get_close_matches(target, names, n=1)
-            if close:
-                hint = f"did you mean the set '{close[0]}'?"
-        raise InputError(f"'{target}' is neither a registered set nor a file", fix=hint)
-    return path
-
-
-def load_target(store, target: str) -> Target:
-    """A registered set, else a caption file read with the sniffed reader."""
-    if store is not None and store.find_set(target) is not None:
-        tbl = store.captions(target, "image_id, caption")
-        return Target(target, tbl.column("image_id").to_pylist(),
-                      tbl.column("caption").to_pylist(), f"set:{target}")
-    path = _target_path(store, target)
-    from capaudit.io.ingest import check_batch
-    from capaudit.io.readers import detect_format, get_reader
-
-    reader = get_reader(detect_format(path))
-    ids, caps, row = [], [], 0
-    for batch in reader.read(path):
-        check_batch(batch, path, row)
-        row += batch.num_rows
-        ids.extend(batch.column("image_id").to_pylist())
-        caps.extend(batch.column("caption").to_pylist())
-    return Target(_file_name(path), ids, caps, str(path))
-
-
 def metric_names(cfg: dict) -> list[str] | None:
     """``cfg['metrics']`` (a list or a comma string) checked against the registry."""
     metrics = cfg.get("metrics")
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if metrics:
-        from capaudit.audit.metrics import METRICS
-        for m in metrics:
-            METRICS.entry(m)  # did-you-mean on typos
+        from capaudit.audit.metrics.stream import check_streams
+        check_streams(metrics)  # did-you-mean on typos; LIC only through --lic
     return metrics
 
 
@@ -158,7 +69,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
                         n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
                         min_images=cfg["min_images"], corrected=cfg["corrected"],
                         chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
-                        details_sink=details_sink, on_progress=on_progress)
+                        details_sink=details_sink, on_progress=on_progress, config=cfg)
 
 
 def audit_target(target: Target, annotations, cfg: dict):
@@ -168,13 +79,7 @@ def audit_target(target: Target, annotations, cfg: dict):
     return audit_captions(target.image_ids, target.captions, annotations, metrics=metrics,
                           mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
                           workers=cfg["workers"], min_images=cfg["min_images"],
-                          corrected=cfg["corrected"])
-
-
-def store_results(store, run_id: int, name: str, result) -> None:
-    """Write metric rows and per-caption details (caller holds the transaction)."""
-    store_metrics(store, run_id, name, result)
-    store_details(store, run_id, name, result.details)
+                          corrected=cfg["corrected"], config=cfg)
 
 
 def store_metrics(store, run_id: int, name: str, result) -> None:
@@ -183,25 +88,6 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         if r.skipped:
             extra["skipped"] = r.skipped
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
-
-
-def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
-    """Insert a details table (all captions, or one streamed chunk) into ``caption_details``."""
-    if d.num_rows == 0:
-        return
-    tbl = pa.table({
-        "row_idx": d.column("caption_index"), "image_id": d.column("image_id"),
-        "n_tokens": d.column("n_tokens"), "n_sentences": d.column("n_sentences"),
-        "mentioned": d.column("mentioned"), "hallucinated": d.column("hallucinated"),
-        "gender_pred": d.column("gender").cast(pa.string()),
-        "chair_s": d.column("chair_s"), "recall": d.column("recall")})
-    store.con.register("_details", tbl)
-    try:
-        store.con.execute(
-            "INSERT INTO caption_details SELECT ?, ?, row_idx, image_id, n_tokens, n_sentences, "
-            "mentioned, hallucinated, gender_pred, chair_s, recall FROM _details", [run_id, name])
-    finally:
-        store.con.unregister("_details")
 
 
 def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
@@ -218,6 +104,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.store.details import write_details
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
@@ -251,7 +138,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for t in resolved:
-                audit_one(t, lambda tbl, name=t.name: store_details(store, run_id, name, tbl))
+                audit_one(t, lambda tbl, name=t.name: write_details(store, run_id, name, tbl))
                 store_metrics(store, run_id, t.name, results[t.name])
             store.finish_run(run_id, "ok")
         results["_run_id"] = run_id

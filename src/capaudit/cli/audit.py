@@ -8,7 +8,7 @@ from typing import List
 
 import typer
 
-from capaudit.cli.common import DbOption, console, esc, open_store
+from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -18,7 +18,7 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: ~84 s per LSTM seed on 2 cores; cached in the store)")
+                      "(slow: ~2-3 min per LSTM seed on 2 cores; cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
@@ -49,13 +49,6 @@ class _AuditProgress:
         self.bar.advance(self.tasks[t.name], n)
 
 
-def _cfg(config, **cli) -> dict:
-    from capaudit.audit.runner import DEFAULTS
-    from capaudit.core.config import resolve
-
-    return resolve(DEFAULTS, config, cli, section="audit")
-
-
 @audit_app.command("run")
 def run(targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
         instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
@@ -75,7 +68,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
     from capaudit.audit.compare import Comparison, print_compare, rank
     from capaudit.audit.runner import run_audit, write_json
 
-    cfg = _cfg(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
+    cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
                instances=str(instances) if instances else None,
@@ -121,7 +114,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     """Side-by-side table (best/worst marked) and report.md + report.html with plots."""
     from capaudit.audit.compare import compare_sets, print_compare
 
-    cfg = _cfg(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
+    cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
                lic_epochs=lic_epochs, disparity=disparity,
                instances=str(instances) if instances else None,
@@ -143,7 +136,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""
     from capaudit.audit.engine import chair_words
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
@@ -171,9 +164,11 @@ def register(app: typer.Typer) -> None:
     (import-light: torch and the like load only when a command runs)."""
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_lic import lic_command
+    from capaudit.cli.audit_metrics import metrics_command
     from capaudit.cli.downstream import amplification_command
 
     audit_app.command("lic")(lic_command)
     audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
+    audit_app.command("metrics")(metrics_command)
     app.add_typer(audit_app, name="audit")

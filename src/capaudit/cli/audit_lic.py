@@ -17,7 +17,7 @@ from capaudit.errors import InputError
 
 def _load_target(target: str, db: Optional[Path]) -> tuple[str, dict[int, list[str]]]:
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
     from capaudit.cli.common import db_path, open_store
 
     store = open_store(db, read_only=True) if db_path(db).exists() else None

@@ -57,6 +57,14 @@ def interrupt_note() -> str | None:
     return _INTERRUPT_NOTE[0] if _INTERRUPT_NOTE else None
 
 
+def audit_config(config, **cli) -> dict:
+    """The resolved ``audit`` settings: CLI values > YAML ``config`` > the runner's defaults."""
+    from capaudit.audit.runner import DEFAULTS
+    from capaudit.core.config import resolve
+
+    return resolve(DEFAULTS, config, cli, section="audit")
+
+
 def progress(transient: bool = False) -> Progress:
     """A rich progress bar; quiet when stdout is not a terminal."""
     return Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False),

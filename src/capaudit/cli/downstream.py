@@ -154,7 +154,7 @@ def amplification_command(
     Uses the latest stored `audit run` results of each set; audits a set now when it has none or when annotation files are given (stored annotations otherwise)."""
     from rich.table import Table
 
-    from capaudit.train_downstream.amplification import amplification, stored_results, to_markdown
+    from capaudit.audit.amplification import amplification, stored_results, to_markdown
 
     wanted = [m.strip() for m in metrics.split(",")] if metrics else None
     store = open_store(db)

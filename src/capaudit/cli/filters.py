@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from capaudit.cli.common import DbOption, console, esc, open_store, progress, recorded_run
+from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
 
 filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
@@ -20,7 +22,7 @@ review_app = typer.Typer(no_args_is_help=True, help="Human review of flagged cap
 # options each filter understands (CLI name -> filter option); the rest are refused
 _FILTER_OPTIONS = {
     "hallucination": {"action", "evidence", "chair_gt", "instances", "detections", "min_score",
-                      "object_mode", "negation", "missing"},
+                      "object_mode", "negation", "missing", "non_visual"},
     "gender-neutral": {"when", "demographics"},
     "gender-balance": {"by", "demographics", "instances", "chair_gt", "seed", "tolerance",
                        "min_images", "object_mode"},
@@ -49,8 +51,56 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dic
     return {k: v for k, v in cfg.items() if k in cls.defaults}
 
 
-def _print_summary(summary: dict, out: str) -> None:
-    console.print(f"[bold]{esc(summary['filter'])}[/] -> [bold]{esc(out)}[/]: captions "
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _print_independent(ind: dict) -> None:
+    b, a = ind["before"], ind["after"]
+    console.print(Text(
+        f"  scored with {ind['evidence']} from {ind['source']} ({ind['covered']:,} of "
+        f"{ind['set_images']:,} images): CHAIR_s {_pct(b['chair_s'])} -> "
+        f"{_pct(a['chair_s'])}, CHAIR_i {_pct(b['chair_i'])} -> {_pct(a['chair_i'])}, "
+        f"mentions/caption {_pct(b['mentions_per_caption'])} -> "
+        f"{_pct(a['mentions_per_caption'])}"))
+
+
+def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
+    """Which evidence judged the set, its coverage, what the parse spared, and whether the
+    before/after CHAIR is independent of the filter (it is not under the same evidence)."""
+    ev = summary.get("evidence")
+    ind = summary.get("independent")
+    if not isinstance(ev, dict):
+        if ind:
+            _print_independent(ind)
+        return
+    n, c = ev.get("set_images") or 0, ev.get("covered") or 0
+    cov = f"{c:,} of {n:,} images ({100 * c / n:.1f}%)" if n else "no images with an id"
+    console.print(Text(f"  evidence: {ev['kind']} from {ev.get('source')}: covers {cov}"))
+    if n and c / n < 0.5:
+        console.print(Text(f"  warning: most images have no {ev['kind']} evidence; their "
+                           "captions are kept unjudged (reason no-evidence)", style="yellow"))
+    p = summary.get("parse") or {}
+    if p:
+        line = (f"  non-visual ({p.get('non_visual')}): {p.get('non_visual_mentions', 0):,} "
+                f"mention(s), {p.get('non_visual_sentences', 0):,} sentence(s) spared")
+        if p.get("modifiers"):
+            line += (f"; modifiers: {p.get('modifier_mentions', 0):,} mention(s), "
+                     f"{p.get('modifier_sentences', 0):,} sentence(s) spared")
+        console.print(Text(line))
+    if ind:
+        _print_independent(ind)
+    if not ind or ind.get("circular"):
+        other = "instances" if ev["kind"] == "chair-gt" else "chair-gt"
+        console.print(Text(
+            f"  circular: {out} was filtered with {ev['kind']}, so its CHAIR under "
+            f"{ev['kind']} is ~0 by construction; audit compare {parent or 'PARENT'} {out} with "
+            f"that evidence measures the filter against itself. Score it independently: "
+            f"--score-evidence {other} (or a detector JSONL file)", style="yellow"))
+
+
+def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
+    console.print(f"[bold]{escape(summary['filter'])}[/] -> [bold]{escape(out)}[/]: captions "
                   f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
                   f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
                   f"{summary['sentences_dropped']:,} dropped", markup=True)
@@ -59,6 +109,7 @@ def _print_summary(summary: dict, out: str) -> None:
     if summary.get("reasons"):
         console.print("  reasons: " + ", ".join(f"{r} {n:,}"
                                                 for r, n in list(summary["reasons"].items())[:6]))
+    _print_evidence(summary, out, parent)
     bal = summary.get("balance")
     if bal:
         b, a = bal["images_before"], bal["images_after"]
@@ -79,7 +130,7 @@ def _print_summary(summary: dict, out: str) -> None:
     if refused:
         console.print(f"[yellow]refused {len(refused)} row(s)[/]:", markup=True)
         for r in refused[:10]:
-            console.print(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}")
+            console.print(Text(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}"))
 
 
 @filter_app.command("run")
@@ -99,6 +150,14 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
         negation: bool = typer.Option(None, "--negation/--no-negation",
                                       help="Skip negated mentions (default on)"),
         missing: str = typer.Option(None, "--missing", help="Images without evidence: keep/drop"),
+        non_visual: str = typer.Option(
+            None, "--non-visual", help="hallucination: mentions in generic or hypothetical "
+            "clauses ('to protect people from sunlight'): keep (default: not judged), flag "
+            "(kept, marked for review) or judge (like any mention, as CHAIR does)"),
+        score_evidence: str = typer.Option(
+            None, "--score-evidence", help="Also score the set before and after with this "
+            "evidence (chair-gt, instances, detector, KIND=FILE or a detector JSONL): the "
+            "gain measured by evidence the filter did not use"),
         when: str = typer.Option(None, "--when", help="unknown, contradicted, always (comma list)"),
         demographics: str = typer.Option(
             None, "--demographics", help="Image gender labels: a file or a stored source name "
@@ -132,7 +191,7 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
 
     given = {"action": action, "evidence": evidence, "chair_gt": chair_gt, "instances": instances,
              "detections": detections, "min_score": min_score, "object_mode": object_mode,
-             "negation": negation, "missing": missing, "when": when,
+             "negation": negation, "missing": missing, "non_visual": non_visual, "when": when,
              "demographics": demographics, "by": by, "tolerance": tolerance,
              "min_images": min_images, "judge_backend": judge_backend, "judge_url": judge_url,
              "judge_model": judge_model, "reviser_backend": reviser_backend,
@@ -143,24 +202,34 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
     if filter_name == "gender-balance":
         given["seed"] = seed
     opts = filter_options(filter_name, given, config)
+    scoring = None
+    if score_evidence:
+        from capaudit.filters.rescore import parse_score_evidence
+
+        scoring = parse_score_evidence(score_evidence, {
+            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
+            "detector": opts.get("detections")})
     store = open_store(db)
     n = store.get_set(set_name).n_captions
     cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
-           "version": FILTERS.version(filter_name), "options": opts}
+           "version": FILTERS.version(filter_name), "options": opts,
+           "score_evidence": list(scoring) if scoring else None}
     with recorded_run(store, cfg, seed) as run_id, progress(transient=True) as bar:
         task = bar.add_task(f"{filter_name} on {set_name}", total=n)
         info, summary = run_filter(store, set_name, filter_name, opts, out, replace=replace,
-                                   run_id=run_id, tick=lambda k: bar.advance(task, k))
-    _print_summary(summary.as_dict(), info.name)
+                                   run_id=run_id, tick=lambda k: bar.advance(task, k),
+                                   score_evidence=scoring)
+    _print_summary(summary.as_dict(), info.name, set_name)
 
 
 @filter_app.command("log")
 def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered set"),
         limit: int = typer.Option(20, "--limit", help="Rows to show (0: none)"),
-        all_actions: bool = typer.Option(False, "--all", help="Also show kept sentences"),
+        all_actions: bool = typer.Option(False, "--all", help="Also show kept sentences, with "
+                                         "their text and why they were kept"),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
         db: Path = DbOption):
-    """Show what a filter removed or changed, and why, with the sentence counts."""
+    """Show what a filter removed or changed, and why: full sentences, image ids, counts."""
     from capaudit.errors import InputError
     from capaudit.filters.runner import filter_run_info, log_counts, read_log
 
@@ -175,22 +244,34 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
         typer.echo(json.dumps({"run": {k: v for k, v in info.items() if k != "created_at"},
                                "log_counts": counts}, indent=2, default=str))
         return
-    console.print(f"[bold]{esc(set_name)}[/] = {esc(info['filter'])} v{info['version']} of "
-                  f"[bold]{esc(str(info['parent']))}[/] (run {info['run_id']})", markup=True)
-    _print_summary(info["summary"], set_name)
+    console.print(f"[bold]{escape(set_name)}[/] = {escape(info['filter'])} v{info['version']} "
+                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})",
+                  markup=True)
+    _print_summary(info["summary"], set_name, info["parent"])
     status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
     console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "
                   f"{counts['dropped']:,} dropped ({status})", markup=True)
     if limit:
         tbl = read_log(store, set_name, None if all_actions else ("flag", "revise", "drop"), limit)
-        table = Table("row", "sent", "action", "reason", "original", "revised / critique")
-        for r in tbl.to_pylist():
+        rows = tbl.to_pylist()
+        revised = any(r["revised"] or r["critique"] for r in rows)
+        table = Table("row", "image", "sent", "action", "reason", "sentence",
+                      *(["revised / critique"] if revised else []), show_lines=True)
+        for r in rows:
             tail = r["revised"] or ""
             if r["critique"]:
                 tail = (tail + " | " if tail else "") + "critique: " + r["critique"]
-            table.add_row(str(r["row_idx"]), str(r["sentence_idx"]), r["action"],
-                          (r["reason"] or "")[:60], (r["original"] or "")[:70], tail[:70])
+            original = r["original"] if r["original"] is not None else "(not logged)"
+            table.add_row(str(r["row_idx"]), "" if r["image_id"] is None else str(r["image_id"]),
+                          str(r["sentence_idx"]), r["action"], Text(r["reason"] or ""),
+                          Text(original), *([Text(tail)] if revised else []))
         console.print(table)
+        shown = tbl.num_rows
+        total = counts["sentences_in"] if all_actions else counts["sentences_in"] - \
+            counts["actions"].get("keep", 0)
+        if shown < total:
+            console.print(f"  showing {shown:,} of {total:,} rows (--limit N for more"
+                          f"{'' if all_actions else ', --all for kept sentences too'})")
 
 
 @filter_app.command("list")

@@ -191,7 +191,7 @@ class CritiqueReviseFilter(Filter):
             out = fn(messages)
         except CapauditError:
             raise
-        except Exception:  # network / server failure: recorded, the sentence is flagged
+        except OSError:  # network / server failure (ConnectionError, timeout): recorded, flagged
             with self._lock:
                 self.calls["errors"] += 1
             return None

@@ -2,147 +2,69 @@
 
 Mentions come from the audit's own extractor
 (:func:`capaudit.text.mentions.caption_mentions` over the CHAIR rules, ``reference`` mode
-by default, ``corrected`` on request), so a sentence is judged by exactly the
-words the CHAIR metric counts; after the filter, CHAIR_s of the output set is
-0 under the same evidence (tested on every visible captioner set).
+by default, ``corrected`` on request), so a sentence is judged by the words
+the CHAIR metric counts. With ``non_visual="judge"`` and reference mode the
+filter judges exactly those words, and CHAIR_s of the output set is 0 under
+the same evidence (tested on every visible captioner set). That 0 is by
+construction: measuring the filter's gain needs *other* evidence
+(``capaudit filter run --score-evidence``; :mod:`capaudit.filters.rescore`).
 
-Evidence (``evidence=``; when not given, the kind whose file is given), per image, a
-support score for each COCO category:
-
-* ``chair-gt``: the CHAIR ground truth (instance categories plus objects from
-  the human captions), 1.0 for a listed object;
-* ``instances``: COCO instance categories, 1.0 for a present category;
-* ``detector``: detector output, as ``capaudit detect --json`` writes it
-  (``{"image_id", "detections": [{"category", "score", "box"}]}`` per line;
-  ``label`` is accepted for ``category``, and flat ``{"image_id", "label",
-  "score"}`` rows too); the support of a category is its highest score.
+Evidence (``evidence=``; when not given, the kind whose file is given):
+``chair-gt``, ``instances`` or ``detector`` (:mod:`capaudit.filters.evidence`,
+which also says when to use which). The filter reports the kind, where it was
+read from and how many of the set's images it covers.
 
 **Scoring** (per sentence): every non-negated mention gets its support; the
-sentence score is the lowest support among them (1.0 when it mentions
-nothing). A mention is *unsupported* when its support is below ``min_score``
-(annotations: absent). Negated mentions ("no dog in sight", "a street
-without cars", "is not holding a cup") are not evidence of hallucination and
-are skipped; see :mod:`capaudit.filters.negation` for the rule.
+sentence score is the lowest support among the mentions it judges (1.0 when
+none). A mention is *unsupported* when its support is below ``min_score``
+(annotations: absent). Three kinds of mention are not claims that the
+object is in the image, and are logged but not judged:
+
+* negated ones ("no dog in sight", "a street without cars"):
+  :mod:`capaudit.filters.negation`;
+* non-visual ones, in generic or hypothetical clauses ("to protect people
+  from sunlight", "attracts buyers"): :mod:`capaudit.filters.nonvisual`.
+  ``non_visual="keep"`` (default) leaves them alone, ``"flag"`` keeps the
+  sentence but marks it for review, ``"judge"`` judges them like any mention;
+* in ``corrected`` mode only, object words that modify another object word
+  ("passenger airplanes", "dog bed", "car seat"):
+  :func:`capaudit.filters.parse.modifier_heads`. Reference mode keeps the
+  reference's words exactly ("passenger jet" is one word there already).
+
+The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
+only on sentences with an unsupported mention and a word some rule needs
+(:func:`capaudit.filters.parse.mention_notes`).
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
 unsupported mention (a caption left with no sentence leaves the set);
 ``drop-caption`` drops every sentence of a caption that has one; ``flag``
-keeps everything and marks those sentences. Images the evidence does not
-cover are kept and logged with reason ``no-evidence`` (``missing="drop"``
-drops them instead).
+keeps everything and marks those sentences. Every sentence is logged with its
+reason (``unsupported: cat->cat``, ``non-visual: person->person (purpose: to
+protect)``, ``modifier: passenger->person (modifies airplanes)``,
+``negated: dog``). Images the evidence does not cover are kept and logged
+with reason ``no-evidence`` (``missing="drop"`` drops them instead).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections import Counter
 from typing import Mapping
 
 from capaudit.errors import InputError
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
+from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
+                                       resolve_evidence)
 from capaudit.filters.negation import negated_positions
+from capaudit.filters.nonvisual import NON_VISUAL_MODES
+from capaudit.filters.parse import mention_notes, parser_available
 from capaudit.text.mentions import caption_mentions
+from capaudit.text.objects import MODES
 
-__all__ = ["HallucinationFilter", "load_evidence", "load_detections"]
+__all__ = ["HallucinationFilter", "load_evidence", "load_detections", "resolve_evidence",
+           "EVIDENCE_KINDS"]
 
-EVIDENCE_KINDS = ("chair-gt", "instances", "detector")
 HALLU_ACTIONS = ("drop-sentence", "drop-caption", "flag")
-_LABEL_ALIASES = {"tvmonitor": "tv", "tv monitor": "tv", "motorbike": "motorcycle",
-                  "aeroplane": "airplane", "sofa": "couch", "diningtable": "dining table",
-                  "pottedplant": "potted plant", "hair dryer": "hair drier", "doughnut": "donut",
-                  "cellphone": "cell phone", "laptop computer": "laptop"}
-
-
-# -- evidence -------------------------------------------------------------------
-def _norm_label(label) -> str:
-    lab = str(label).strip().lower().replace("_", " ")
-    return _LABEL_ALIASES.get(lab, lab)
-
-
-def load_detections(path: str | Path) -> dict[int, dict[str, float]]:
-    """Detector output: per image, the highest score of each category."""
-    from capaudit.io.annotations import _check_exists, _image_id, iter_jsonl
-
-    path = Path(path)
-    _check_exists(path)
-    out: dict[int, dict[str, float]] = {}
-    for row, rec in iter_jsonl(path):
-        if "image_id" in rec and rec["image_id"] is None:
-            continue  # `capaudit detect` output for an image without a COCO id
-        iid = _image_id(rec, path, row)
-        dets = rec.get("detections", rec.get("objects"))
-        if dets is None:
-            dets = [rec] if any(k in rec for k in ("label", "category", "class", "name")) else []
-        best = out.setdefault(iid, {})
-        for d in dets:
-            if isinstance(d, str):
-                label, score = d, 1.0
-            else:
-                label = d.get("label", d.get("category", d.get("class", d.get("name"))))
-                score = d.get("score", d.get("confidence", 1.0))
-            if label is None:
-                raise InputError("a detection has no 'label'", path=path, row=row,
-                                 fix='use {"image_id", "detections": [{"label", "score"}]}')
-            try:
-                score = float(score)
-            except (TypeError, ValueError):
-                raise InputError(f"detection score {score!r} is not a number", path=path,
-                                 row=row) from None
-            lab = _norm_label(label)
-            if score > best.get(lab, -1.0):
-                best[lab] = score
-    return out
-
-
-def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
-    """A source stored with ``capaudit annotations add`` (None when there is none)."""
-    if store is None:
-        return None
-    table, col = {"chair-gt": ("chair_gt", "object"),
-                  "instances": ("instance_categories", "category")}.get(kind, (None, None))
-    if table is None:
-        return None
-    try:
-        rows = store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [name])
-    except Exception:  # table missing in an old store
-        return None
-    if not rows:
-        return None
-    out: dict[int, dict[str, float]] = {}
-    for iid, obj in rows:
-        if obj is not None:
-            out.setdefault(int(iid), {})[obj] = 1.0
-        else:
-            out.setdefault(int(iid), {})
-    return out
-
-
-def load_evidence(kind: str, ref: str | Path | None, store=None) -> dict[int, dict[str, float]]:
-    """Evidence of ``kind`` from a file path (or a stored annotation source name)."""
-    if kind not in EVIDENCE_KINDS:
-        raise InputError(f"unknown evidence '{kind}'", fix=f"use one of {', '.join(EVIDENCE_KINDS)}")
-    option = {"chair-gt": "--chair-gt", "instances": "--instances", "detector": "--detections"}[kind]
-    if ref is None and store is not None and kind in ("chair-gt", "instances"):
-        # like audit run: fall back to the most recent stored source of that kind
-        from capaudit.io.annotation_store import _stored_source
-
-        ref = _stored_source(store, kind, None)
-    if ref is None:
-        raise InputError(f"evidence '{kind}' needs a file", fix=f"pass {option} FILE, or "
-                         f"store one with capaudit annotations add {kind} FILE")
-    path = Path(ref)
-    if not path.exists():
-        stored = _stored(store, kind, str(ref))
-        if stored is not None:
-            return stored
-        raise InputError("file not found", path=path,
-                         fix=f"pass an existing file (or a stored annotation source) to {option}")
-    if kind == "detector":
-        return load_detections(path)
-    from capaudit.io.annotations import load_chair_gt, load_instances
-
-    sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
-    return {iid: dict.fromkeys(objs, 1.0) for iid, objs in sets.items()}
 
 
 # -- the filter -----------------------------------------------------------------
@@ -150,20 +72,26 @@ class HallucinationFilter(Filter):
     """Drop sentences that mention objects the evidence does not support."""
 
     name = "hallucination"
-    version = "1"
+    version = "2"
     defaults: Mapping = {"evidence": None, "chair_gt": None, "instances": None,
                          "detections": None, "min_score": None, "action": "drop-sentence",
-                         "object_mode": "reference", "negation": True, "missing": "keep"}
+                         "object_mode": "reference", "negation": True, "missing": "keep",
+                         "non_visual": "keep"}
 
     def __init__(self, evidence_map: dict[int, dict[str, float]] | None = None, **options):
         super().__init__(**options)
-        if self.options["action"] not in HALLU_ACTIONS:
-            raise InputError(f"unknown action '{self.options['action']}' for hallucination",
-                             fix=f"use one of {', '.join(HALLU_ACTIONS)}")
-        if self.options["missing"] not in ("keep", "drop"):
-            raise InputError("missing must be 'keep' or 'drop'")
+        o = self.options
+        for key, allowed in (("action", HALLU_ACTIONS), ("missing", ("keep", "drop")),
+                             ("non_visual", NON_VISUAL_MODES), ("object_mode", MODES)):
+            if o[key] not in allowed:
+                raise InputError(f"unknown {key.replace('_', '-')} '{o[key]}' for hallucination",
+                                 fix=f"use one of {', '.join(allowed)}")
         self.evidence = evidence_map
+        self.source = "given" if evidence_map is not None else None
         self._cache: dict[str, tuple] = {}
+        self._counts: Counter = Counter()
+        self._images: set = set()
+        self._covered: set = set()
 
     @property
     def kind(self) -> str:
@@ -184,44 +112,86 @@ class HallucinationFilter(Filter):
             return 0.5 if self.kind == "detector" else 1.0
         return float(ms)
 
+    @property
+    def _modifiers(self) -> bool:
+        """Compound modifiers are skipped in corrected mode; reference mode stays exact."""
+        return self.options["object_mode"] == "corrected"
+
+    @property
+    def _non_visual(self) -> bool:
+        return self.options["non_visual"] != "judge"
+
     def setup(self, context: FilterContext | None = None) -> None:
         if self.evidence is None:
             kind = self.kind
             ref = {"chair-gt": self.options["chair_gt"], "instances": self.options["instances"],
                    "detector": self.options["detections"]}.get(kind)
-            self.evidence = load_evidence(kind, ref, context.store if context else None)
+            self.evidence, self.source = resolve_evidence(kind, ref,
+                                                          context.store if context else None)
+        if self._modifiers or self._non_visual:
+            parser_available()  # fail now, naming the extra, not at the first hallucination
+        self._counts, self._images, self._covered = Counter(), set(), set()
 
     def _analyse(self, caption: str):
         hit = self._cache.get(caption)
         if hit is None:
             sents, ments = caption_mentions(caption, self.options["object_mode"])
             neg = [negated_positions(s) for s in sents] if self.options["negation"] else None
-            hit = (len(sents), ments, neg)
+            hit = (sents, ments, neg)
             if len(self._cache) > 200_000:
                 self._cache.clear()
             self._cache[caption] = hit
         return hit
 
+    def _notes(self, sent: list[str], ments) -> tuple:
+        """Parse notes (modifier / non-visual) for the mentions of one sentence."""
+        if not (self._modifiers or self._non_visual):
+            return (None,) * len(ments)
+        return mention_notes(tuple(sent), tuple(m.token_idx for m in ments),
+                             self.options["object_mode"], self._modifiers, self._non_visual)
+
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
         n_spans = len(doc.spans)
-        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": []})
+        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
+                                         "non_visual": [], "modifier": []})
                   for i in range(n_spans)]
         support = self.evidence.get(doc.image_id) if doc.image_id is not None else None
+        if doc.image_id is not None:
+            self._images.add(doc.image_id)
+        else:
+            self._counts["no_image_id"] += 1
         if support is None:
             for s in scores:
                 s.score, s.facts["no_evidence"] = None, True
             return scores
-        n_sents, ments, neg = self._analyse(doc.caption)
-        aligned = n_sents == n_spans
+        self._covered.add(doc.image_id)
+        sents, ments, neg = self._analyse(doc.caption)
+        aligned = len(sents) == n_spans
         thr = self.threshold
-        for cat, word, si, ti in ments:
+        by_sent: dict[int, list] = {}
+        for m in ments:
+            by_sent.setdefault(m.sentence_idx, []).append(m)
+        for si, sms in by_sent.items():
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
-            if neg is not None and ti in neg[si]:
-                target.facts["negated"].append(word)
-                continue
-            sup = support.get(cat, 0.0)
-            target.score = min(target.score, sup)
-            target.facts["unsupported" if sup < thr else "supported"].append(f"{word}->{cat}")
+            sups = [support.get(m.category, 0.0) for m in sms]
+            negated = [neg is not None and m.token_idx in neg[si] for m in sms]
+            parse = any(sup < thr and not n for sup, n in zip(sups, negated))
+            notes = self._notes(sents[si], sms) if parse else (None,) * len(sms)
+            for m, sup, is_neg, note in zip(sms, sups, negated, notes):
+                if is_neg:
+                    target.facts["negated"].append(m.word)
+                    continue
+                named = f"{m.word}->{m.category}"
+                if note is not None and sup < thr:
+                    kind, why = note
+                    if kind == "modifier":  # "passenger" of "passenger airplanes"
+                        target.facts["modifier"].append(f"{named} (modifies {why})")
+                        continue
+                    target.facts["non_visual"].append(f"{named} ({why})")
+                    if self._non_visual:
+                        continue
+                target.score = min(target.score, sup)
+                target.facts["unsupported" if sup < thr else "supported"].append(named)
         if not aligned:
             for s in scores:
                 s.facts["whole_caption"] = True
@@ -238,31 +208,53 @@ class HallucinationFilter(Filter):
         caption_bad = bool(bad)
         decisions = []
         for s in scores:
-            u = s.facts["unsupported"]
-            neg = s.facts["negated"]
+            f = s.facts
+            self._counts["non_visual_mentions"] += len(f["non_visual"])
+            self._counts["modifier_mentions"] += len(f["modifier"])
+            u = f["unsupported"]
+            notes = _notes_text(f, ("non_visual", "modifier", "negated"))
             if u:
-                reason = "unsupported: " + ", ".join(u)
+                reason = "; ".join(["unsupported: " + ", ".join(u)] + notes)
             elif caption_bad and (action == "drop-caption" or whole):
                 reason = "caption-has-unsupported: " + ", ".join(
                     x for b in bad for x in b.facts["unsupported"])
             else:
-                reason = ("negated: " + ", ".join(neg)) if neg else ""
-                decisions.append(Decision(s.sentence_idx, "keep", reason, score=s.score))
+                for k in ("non_visual", "modifier"):
+                    self._counts[f"{k}_sentences"] += bool(f[k])
+                reason = "; ".join(notes + _notes_text(f, ("supported",))) or "no object mention"
+                act = "flag" if f["non_visual"] and self.options["non_visual"] == "flag" \
+                    else "keep"
+                decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
                 continue
             act = "flag" if action == "flag" else "drop"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
         return CaptionResult(doc, decisions)
 
+    def apply(self, docs):
+        yield from super().apply(docs)
+        self.report = self._report()
+
+    def _report(self) -> dict:
+        """Set-level facts: which evidence, how much of the set it covers, what the parse spared."""
+        n, c = len(self._images), len(self._covered)
+        return {"evidence": {"kind": self.kind, "source": self.source,
+                             "images_in_evidence": len(self.evidence or {}),
+                             "set_images": n, "covered": c,
+                             "captions_without_image_id": self._counts["no_image_id"],
+                             "coverage": round(c / n, 4) if n else None},
+                "parse": {"non_visual": self.options["non_visual"],
+                          "modifiers": self._modifiers,
+                          **{k: self._counts[k] for k in
+                             ("non_visual_mentions", "non_visual_sentences",
+                              "modifier_mentions", "modifier_sentences")}}}
+
     def config(self) -> dict:
         cfg = super().config()
         cfg["evidence"], cfg["threshold"] = self.kind, self.threshold
+        cfg["evidence_source"] = self.source
         return cfg
 
 
-def evidence_summary(evidence: Mapping[int, Mapping[str, float]]) -> dict:
-    """Small JSON-able description of loaded evidence (images, categories)."""
-    cats = set()
-    for v in evidence.values():
-        cats.update(v)
-    return {"images": len(evidence), "categories": len(cats)}
-
+def _notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:
+    """``["non-visual: person->person (purpose: to protect)", ...]`` for the facts present."""
+    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys if facts[key]]

@@ -10,7 +10,8 @@ store's schema files), hold the provenance of every filtered set:
     ``row_idx`` (the parent's row), ``new_row_idx`` (the output row, NULL when
     the caption left the set), ``image_id``, ``sentence_idx``, ``action``
     (keep / flag / revise / drop), ``reason``, ``original`` and ``revised``
-    text (original stored for every non-keep row), ``critique``, ``score``.
+    text (the original sentence of every row, kept ones too, so the log
+    alone shows what a filter judged and how), ``critique``, ``score``.
     Hence ``count(*) = kept + dropped`` by construction, and
     :func:`log_counts` checks it from the table itself.
 ``filter_runs``
@@ -27,37 +28,12 @@ from typing import Any, Callable, Iterator, Mapping
 import pyarrow as pa
 
 from capaudit.errors import InputError
+from capaudit.store.schema import FILTER_DDL
 from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
                                    FilterContext, FilterSummary)
 
 __all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",
            "filter_run_info", "FilterOutput", "write_filtered_set"]
-
-LOG_DDL = [
-    """CREATE TABLE IF NOT EXISTS filter_log (
-        set_name VARCHAR NOT NULL,
-        filter VARCHAR,
-        run_id INTEGER,
-        row_idx BIGINT,
-        new_row_idx BIGINT,
-        image_id BIGINT,
-        sentence_idx INTEGER,
-        action VARCHAR,
-        reason VARCHAR,
-        original VARCHAR,
-        revised VARCHAR,
-        critique VARCHAR,
-        score DOUBLE)""",
-    """CREATE TABLE IF NOT EXISTS filter_runs (
-        set_name VARCHAR NOT NULL,
-        parent VARCHAR,
-        filter VARCHAR,
-        version VARCHAR,
-        run_id INTEGER,
-        config JSON,
-        summary JSON,
-        created_at TIMESTAMP DEFAULT current_timestamp)""",
-]
 
 _LOG_SCHEMA = pa.schema([("set_name", pa.string()), ("filter", pa.string()),
                          ("run_id", pa.int32()), ("row_idx", pa.int64()),
@@ -71,7 +47,8 @@ _OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
 
 
 def ensure_tables(con) -> None:
-    for ddl in LOG_DDL:
+    """The filter tables (DDL in :mod:`capaudit.store.schema`; older stores may lack them)."""
+    for ddl in FILTER_DDL:
         con.execute(ddl)
 
 
@@ -133,7 +110,7 @@ def apply_filter(filt: Filter, docs: list[CaptionDoc], context: FilterContext | 
             log["sentence_idx"].append(d.sentence_idx)
             log["action"].append(d.action)
             log["reason"].append(d.reason or None)
-            log["original"].append(sents[d.sentence_idx] if d.action != "keep" else None)
+            log["original"].append(sents[d.sentence_idx])
             log["revised"].append(d.revised)
             log["critique"].append(d.critique)
             log["score"].append(None if d.score is None else float(d.score))
@@ -183,16 +160,37 @@ def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, 
 
 def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any] | None = None,
                out: str | None = None, *, replace: bool = False, run_id: int | None = None,
-               filt: Filter | None = None, tick: Callable[[int], None] | None = None):
-    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``."""
+               filt: Filter | None = None, tick: Callable[[int], None] | None = None,
+               score_evidence: tuple[str, str | None] | None = None):
+    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``.
+
+    ``score_evidence`` (``(kind, file or stored source)``) scores the set before
+    and after with that evidence (:func:`capaudit.filters.rescore.independent_chair`);
+    the result is stored in the summary as ``independent``.
+    """
     if not out:
         raise InputError("no output set name", fix="pass --out NEWSET")
     store.get_set(set_name)  # clear error for an unknown input set
     if filt is None:
         cls = FILTERS.get(filter_name)
         filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
+    scoring = None
+    if score_evidence is not None:
+        from capaudit.filters.evidence import resolve_evidence
+        from capaudit.filters.rescore import independent_chair
+
+        kind = score_evidence[0]   # loaded first: a bad file fails before the filter runs
+        scoring = (kind, *resolve_evidence(kind, score_evidence[1], store))
     docs = load_docs(store, set_name)
     output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    if scoring is not None:
+        used = output.summary.extra.get("evidence") or {}
+        after = [CaptionDoc(i, iid, cap) for i, (iid, cap) in enumerate(zip(
+            output.captions.column("image_id").to_pylist(),
+            output.captions.column("caption").to_pylist()))]
+        output.summary.extra["independent"] = independent_chair(
+            docs, after, *scoring, filter_kind=used.get("kind"),
+            filter_source=used.get("source"))
     info = write_filtered_set(store, set_name, out, output, filter_name=filt.name,
                               version=filt.version, config=filt.config(), run_id=run_id,
                               replace=replace)

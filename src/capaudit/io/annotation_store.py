@@ -107,6 +107,23 @@ def _grouped(rows) -> dict[int, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def _load_sets(store, kind: str, path: Path) -> dict[int, frozenset[str]]:
+    """A ``{image_id: names}`` file (instances JSONL, CHAIR ground truth), parsed once per
+    content: later audits read the store's parse cache (:mod:`capaudit.store.annotations`)."""
+    load = (lambda p: ann.load_instances(p)[0]) if kind == "instances" else ann.load_chair_gt
+    from capaudit.store.annotations import cache_sets, cache_usable, cached_sets
+
+    if store is None or not path.is_file() or not cache_usable(store):
+        return load(path)
+    sha = fingerprint(path)
+    sets = cached_sets(store, sha, kind)
+    if sets is None:
+        sets = load(path)
+        if sets:
+            cache_sets(store, sha, kind, sets)
+    return sets
+
+
 def resolve_annotations(store=None, instances: str | Path | None = None,
                         chair_gt: str | Path | None = None,
                         demographics: str | Path | None = None) -> ann.Annotations:
@@ -116,14 +133,15 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
                "chair_gt": ("chair_gt", "object", chair_gt)}
     for attr, (table, col, given) in grouped.items():
         kind = attr.replace("_", "-")
-        if given and attr == "instances":
-            value, result.instance_counts = ann.load_instances(given)
+        if given and attr == "instances" and Path(given).suffix.lower() == ".json":
+            value, result.instance_counts = ann.load_instances(given)  # COCO JSON: with counts
             source = str(given)
         elif given:
-            value, source = ann.load_chair_gt(given), str(given)
+            value, source = _load_sets(store, kind, Path(given)), str(given)
         elif store is not None and (src := _stored_source(store, kind, None)):
-            value = _grouped(store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?",
-                                       [src]))
+            from capaudit.store.annotations import source_rows
+
+            value = _grouped(source_rows(store, table, col, src))
             source = f"store:{src}"
         else:
             continue

@@ -8,8 +8,14 @@ One file holds everything a user may want to query with plain SQL:
 - ``runs``: every command that wrote results (resolved config, seed, package
   versions, start/end, status);
 - ``metrics``: one row per (run, set, metric, group) with value, n and the
-  bootstrap interval; ``caption_details``: per-caption audit details;
-- ``lic_cache``: LIC results keyed by (fingerprint, config, seed).
+  bootstrap interval; ``caption_details``: per-caption audit details (core
+  columns here; each metric's own columns are added on first write,
+  :mod:`capaudit.store.details`);
+- ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
+  file given on the command line is parsed once, not on every audit;
+- ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
+  action and reason, and one row per filter run.
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -82,9 +88,38 @@ DDL = [
         gender_pred VARCHAR,
         chair_s BOOLEAN,
         recall DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS annotation_cache (
+        sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
 ]
+
+FILTER_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_log (
+        set_name VARCHAR NOT NULL,
+        filter VARCHAR,
+        run_id INTEGER,
+        row_idx BIGINT,
+        new_row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        action VARCHAR,
+        reason VARCHAR,
+        original VARCHAR,
+        revised VARCHAR,
+        critique VARCHAR,
+        score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS filter_runs (
+        set_name VARCHAR NOT NULL,
+        parent VARCHAR,
+        filter VARCHAR,
+        version VARCHAR,
+        run_id INTEGER,
+        config JSON,
+        summary JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+DDL += FILTER_DDL
 
 
 def migrate(con) -> None:
@@ -92,3 +127,21 @@ def migrate(con) -> None:
     for stmt in DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+# engine details column -> caption_details column
+DETAIL_RENAMES = {"caption_index": "row_idx", "gender": "gender_pred"}
+
+
+def add_columns(con, table: str, schema) -> None:
+    """Add the columns of a pyarrow ``schema`` that ``table`` lacks (types as DuckDB maps them)."""
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+    missing = [f for f in schema if f.name not in have]
+    if not missing:
+        return
+    import pyarrow as pa
+
+    types = con.from_arrow(pa.table({f.name: pa.nulls(0, f.type) for f in missing})).types
+    for f, t in zip(missing, types):
+        con.execute(f'ALTER TABLE {table} ADD COLUMN "{f.name}" {t}')

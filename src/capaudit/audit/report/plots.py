@@ -13,7 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-TRADEOFF_METRICS = ("gender_error", "recall_disparity", "chair_s", "chair_i", "lic")
+
+
+def tradeoff_metrics(metrics) -> list[str]:
+    """The bias and hallucination metrics (lower is better, by their spec) to plot against recall."""
+    from capaudit.audit.metrics.spec import direction, metric_spec
+
+    return [m for m in metrics if (s := metric_spec(m)) is not None and m == s.name
+            and s.criterion in ("bias", "alignment") and direction(m) == -1]
 
 
 def _plt():
@@ -38,7 +45,7 @@ def regression(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 def tradeoff_plots(cmp, out: Path) -> list[dict]:
     plt = _plt()
     made = []
-    for m in TRADEOFF_METRICS:
+    for m in tradeoff_metrics(cmp.metrics):
         pts = [(n, cmp.value(n, "recall"), cmp.value(n, m)) for n in cmp.names]
         pts = [p for p in pts if p[1] is not None and p[2] is not None]
         if len(pts) < 2:

@@ -12,24 +12,13 @@ import html
 import json
 from pathlib import Path
 
+from capaudit.audit.metrics.spec import arrow, description, label
 from capaudit.audit.report.plots import disparity_plot, tradeoff_plots
 
-NOTES = {
-    "vocab": "distinct lowercased tokens (treebank tokenization)",
-    "length": "mean tokens per caption",
-    "recall": "mean share of the image's instance categories the caption mentions (×100)",
-    "gender_error": "captions whose gender words contradict the image label (Burns et al. 2018, ×100)",
-    "recall_disparity": "mean |recall(man) − recall(woman)| over categories (Hall et al. 2023, ×100)",
-    "chair_s": "captions with ≥1 hallucinated COCO object (×100)",
-    "chair_i": "hallucinated object mentions / all object mentions (×100)",
-}
-
-
 def _md_table(cmp) -> str:
-    from capaudit.audit.compare import DIRECTION, LABEL, fmt_value
+    from capaudit.audit.compare import fmt_value
 
-    head = "| set | " + " | ".join(
-        LABEL.get(m, m) + {1: " ↑", -1: " ↓", 0: ""}[DIRECTION.get(m, 0)] for m in cmp.metrics) + " |"
+    head = "| set | " + " | ".join(label(m) + arrow(m) for m in cmp.metrics) + " |"
     lines = [head, "|---|" + "---:|" * len(cmp.metrics)]
     for n in cmp.names:
         cells = []
@@ -62,7 +51,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
           + (f" Stored as run {cmp.run_id}." if cmp.run_id else ""), "",
           "## Metrics", "", _md_table(cmp), "",
           "Best and worst per metric are marked; length is descriptive only.", ""]
-    md += [f"- **{m}**: {NOTES[m]}" for m in cmp.metrics if m in NOTES]
+    md += [f"- **{m}**: {description(m)}" for m in cmp.metrics if description(m)]
     skipped = [(n, m, r.skipped) for n in cmp.names for m, r in cmp.results[n].results.items()
                if r.skipped]
     if skipped:
@@ -71,7 +60,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
         from capaudit.audit.compare import fmt_cost
         md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
     for up, down, rows in getattr(cmp, "amplifications", []):
-        from capaudit.train_downstream.amplification import to_markdown
+        from capaudit.audit.amplification import to_markdown
         md += ["", to_markdown(rows, up, down)]
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]

@@ -120,7 +120,7 @@ class EchoBackend(Backend):
                           len(r.prompt.split()), 12) for r in requests]
 
 
-BACKENDS: Registry = Registry("backend")
+BACKENDS: Registry = Registry("backend", base=Backend, group="backends")
 BACKENDS.register("openai", "capaudit.enrich.backends.openai:OpenAIBackend", version="1",
                   description="any OpenAI-compatible chat-completions server")
 BACKENDS.register("transformers", "capaudit.enrich.backends.transformers_backend:"

@@ -21,7 +21,7 @@ import pyarrow as pa
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError
 
-READERS: Registry = Registry("caption format")
+READERS: Registry = Registry("caption format", group="readers")  # base set below
 
 SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                     ("caption", pa.string()), ("meta", pa.string())])
@@ -100,6 +100,8 @@ def detect_format(path: Path) -> str:
     raise InputError("cannot tell the caption format", path=path,
                      fix=f"pass --format, one of: {', '.join(READERS.names())}")
 
+
+READERS.base = CaptionReader
 
 SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "coco", "sharegpt4v", "fusecap",
                "jsonl", "csv"]

@@ -1,0 +1,139 @@
+"""Evidence for the hallucination filter: per image, a support score for each COCO category.
+
+Three kinds (``EVIDENCE_KINDS``), read from a file or a stored annotation
+source (``capaudit annotations add``):
+
+* ``chair-gt``: the CHAIR ground truth, 1.0 for a listed object. It is the
+  instance categories *plus* objects parsed from the image's human captions,
+  so it is the evidence the CHAIR metric uses, and the most lenient: an object
+  a human captioner named counts as present even without an instance box;
+* ``instances``: COCO instance categories, 1.0 for a present category. Only
+  annotated boxes count, so a caption naming an object the annotators left
+  unboxed (a person in a photo on the wall, a tiny car) is unsupported: the
+  strictest of the three on COCO;
+* ``detector``: detector output, as ``capaudit detect --json`` writes it
+  (``{"image_id", "detections": [{"category", "score", "box"}]}`` per line;
+  ``label`` is accepted for ``category``, and flat ``{"image_id", "label",
+  "score"}`` rows too); the support of a category is its highest score. The
+  only kind that needs no human annotation, and the one to measure a filter
+  that used ``chair-gt`` or ``instances`` independently.
+
+:func:`resolve_evidence` also says where the evidence came from (``file:PATH``
+or ``store:NAME``), which the filter logs with the evidence's coverage of the
+set's images.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capaudit.errors import InputError
+
+__all__ = ["EVIDENCE_KINDS", "load_evidence", "resolve_evidence", "load_detections"]
+
+EVIDENCE_KINDS = ("chair-gt", "instances", "detector")
+_LABEL_ALIASES = {"tvmonitor": "tv", "tv monitor": "tv", "motorbike": "motorcycle",
+                  "aeroplane": "airplane", "sofa": "couch", "diningtable": "dining table",
+                  "pottedplant": "potted plant", "hair dryer": "hair drier", "doughnut": "donut",
+                  "cellphone": "cell phone", "laptop computer": "laptop"}
+
+
+def _norm_label(label) -> str:
+    lab = str(label).strip().lower().replace("_", " ")
+    return _LABEL_ALIASES.get(lab, lab)
+
+
+def load_detections(path: str | Path) -> dict[int, dict[str, float]]:
+    """Detector output: per image, the highest score of each category."""
+    from capaudit.io.annotations import _check_exists, _image_id, iter_jsonl
+
+    path = Path(path)
+    _check_exists(path)
+    out: dict[int, dict[str, float]] = {}
+    for row, rec in iter_jsonl(path):
+        if "image_id" in rec and rec["image_id"] is None:
+            continue  # `capaudit detect` output for an image without a COCO id
+        iid = _image_id(rec, path, row)
+        dets = rec.get("detections", rec.get("objects"))
+        if dets is None:
+            dets = [rec] if any(k in rec for k in ("label", "category", "class", "name")) else []
+        best = out.setdefault(iid, {})
+        for d in dets:
+            if isinstance(d, str):
+                label, score = d, 1.0
+            else:
+                label = d.get("label", d.get("category", d.get("class", d.get("name"))))
+                score = d.get("score", d.get("confidence", 1.0))
+            if label is None:
+                raise InputError("a detection has no 'label'", path=path, row=row,
+                                 fix='use {"image_id", "detections": [{"label", "score"}]}')
+            try:
+                score = float(score)
+            except (TypeError, ValueError):
+                raise InputError(f"detection score {score!r} is not a number", path=path,
+                                 row=row) from None
+            lab = _norm_label(label)
+            if score > best.get(lab, -1.0):
+                best[lab] = score
+    return out
+
+
+def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
+    """A source stored with ``capaudit annotations add`` (None when there is none)."""
+    if store is None:
+        return None
+    table, col = {"chair-gt": ("chair_gt", "object"),
+                  "instances": ("instance_categories", "category")}.get(kind, (None, None))
+    if table is None:
+        return None
+    import duckdb
+
+    from capaudit.store.annotations import source_rows
+
+    try:
+        rows = source_rows(store, table, col, name)
+    except duckdb.CatalogException:  # table missing in an old store
+        return None
+    if not rows:
+        return None
+    out: dict[int, dict[str, float]] = {}
+    for iid, obj in rows:
+        if obj is not None:
+            out.setdefault(int(iid), {})[obj] = 1.0
+        else:
+            out.setdefault(int(iid), {})
+    return out
+
+
+def load_evidence(kind: str, ref: str | Path | None, store=None) -> dict[int, dict[str, float]]:
+    """Evidence of ``kind`` from a file path (or a stored annotation source name)."""
+    return resolve_evidence(kind, ref, store)[0]
+
+
+def resolve_evidence(kind: str, ref: str | Path | None, store=None
+                     ) -> tuple[dict[int, dict[str, float]], str]:
+    """``(evidence, where it came from)``: ``file:PATH`` or ``store:NAME``, for the log."""
+    if kind not in EVIDENCE_KINDS:
+        raise InputError(f"unknown evidence '{kind}'", fix=f"use one of {', '.join(EVIDENCE_KINDS)}")
+    option = {"chair-gt": "--chair-gt", "instances": "--instances", "detector": "--detections"}[kind]
+    if ref is None and store is not None and kind in ("chair-gt", "instances"):
+        # like audit run: fall back to the most recent stored source of that kind
+        from capaudit.io.annotation_store import _stored_source
+
+        ref = _stored_source(store, kind, None)
+    if ref is None:
+        raise InputError(f"evidence '{kind}' needs a file", fix=f"pass {option} FILE, or "
+                         f"store one with capaudit annotations add {kind} FILE")
+    path = Path(ref)
+    if not path.exists():
+        stored = _stored(store, kind, str(ref))
+        if stored is not None:
+            return stored, f"store:{ref}"
+        raise InputError("file not found", path=path,
+                         fix=f"pass an existing file (or a stored annotation source) to {option}")
+    if kind == "detector":
+        return load_detections(path), f"file:{path}"
+    from capaudit.io.annotations import load_chair_gt, load_instances
+
+    sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
+    return {iid: dict.fromkeys(objs, 1.0) for iid, objs in sets.items()}, f"file:{path}"
