@@ -77,6 +77,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     """Enrich captions over shards and register the result as a caption set."""
     from capaudit.core.config import write_provenance
     from capaudit.enrich.adapters import ADAPTERS
+    from capaudit.enrich.backends.openai import check_api_key_env
     from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
@@ -95,6 +96,10 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
         "detector": {"name": detector or ("annotations" if annotations else None),
                      "options": det_opts},
         "ocr": ocr, "captions": captions})
+    # a key pasted as the variable's name is refused before it can reach runs/provenance
+    check_api_key_env(api_key_env, must_be_set=True)
+    for section in ("llm", "captioner"):
+        check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     work = work_dir or Path("capaudit-enrich") / out
     cache_path = str(cache or work / "cache.sqlite")
     cfg_hash = effective_hash(adapter, cfg)
@@ -112,8 +117,6 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
                              on_start=lambda n, d: bar.update(task, total=n),
                              on_shard=lambda r: bar.advance(task))
     table = summary.pop("table")
-    (work / "failures.jsonl").write_text(
-        "".join(json.dumps(f, sort_keys=True) + "\n" for f in summary["failures"]), encoding="utf-8")
     if table.num_rows == 0:
         raise InputError("enrichment produced no caption; every sample failed",
                          path=work / "failures.jsonl")

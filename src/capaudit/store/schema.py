@@ -66,6 +66,10 @@ DDL = [
         started_at TIMESTAMP,
         ended_at TIMESTAMP,
         status VARCHAR)""",
+    # pid + host of the recording process: a later process marks a run whose pid is gone
+    # as 'killed' (Store.mark_orphaned_runs); added by ALTER so older stores upgrade too
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid BIGINT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR",
     """CREATE TABLE IF NOT EXISTS metrics (
         run_id INTEGER,
         set_name VARCHAR,

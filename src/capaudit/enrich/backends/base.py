@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 from capaudit.core.registry import Registry
 from capaudit.enrich.backends.cache import ResponseCache
@@ -58,7 +58,12 @@ class Stats:
 
 @dataclass
 class Backend:
-    """Base class: subclasses implement ``_generate_uncached`` for the cache misses."""
+    """Base class: subclasses implement ``_generate_uncached`` for the cache misses.
+
+    Backends that overlap requests also implement ``_iter_uncached`` (results
+    as they arrive), so each answer is cached the moment it is paid for and a
+    run killed mid-batch loses none of them.
+    """
 
     model: str = ""
     params: dict = field(default_factory=dict)   # temperature, max_tokens, ...
@@ -87,8 +92,8 @@ class Backend:
             else:
                 misses.append(i)
         if misses:
-            results = self._generate_uncached([requests[i] for i in misses])
-            for i, res in zip(misses, results):
+            for j, res in self._iter_uncached([requests[i] for i in misses]):
+                i = misses[j]
                 out[i] = res
                 if res.error is None:
                     self.stats.tokens_in += res.tokens_in
@@ -103,6 +108,10 @@ class Backend:
 
     def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
         raise NotImplementedError
+
+    def _iter_uncached(self, requests: list[GenRequest]) -> Iterator[tuple[int, GenResult]]:
+        """(index into ``requests``, result) in the order results arrive."""
+        yield from enumerate(self._generate_uncached(requests))
 
     def close(self) -> None:
         if self.cache is not None:
