@@ -24,7 +24,7 @@ def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographic
     """Load an annotation file into the store (same file again: no-op)."""
     from capaudit.io.annotation_store import add_annotations
 
-    src, n = add_annotations(open_store(db), kind, path, name, replace, namespace=namespace)
+    src, n = add_annotations(open_store(db, create=True), kind, path, name, replace, namespace=namespace)
     console.print(f"{kind} annotations '{src}': {n:,} images")
 
 
@@ -93,7 +93,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
 @ann_app.command("list")
 def list_annotations(db: Path = DbOption):
     """List stored annotation sources."""
-    store = open_store(db)
+    store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "kind", "images", "path", "added")
     for row in store.sql("SELECT name, kind, n_images, path, added_at FROM annotation_sources "
                          "ORDER BY added_at"):

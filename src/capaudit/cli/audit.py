@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import List
 
 import typer
-from rich.markup import escape
 
-from capaudit.cli.common import DbOption, audit_config, console, open_store
+from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -83,7 +82,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks)
     run_id = results.get("_run_id")
@@ -94,7 +93,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
     for n in names:  # how much of each set the annotations cover, before any number
-        console.print(escape(results[n].meta["coverage"]["line"]))
+        console.print(results[n].meta["coverage"]["line"])
     metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:
@@ -145,11 +144,11 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
-        cmp = compare_and_report(open_store(db), sets, report, cfg, same_images, **hooks)
+        cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
     for n in cmp.names:  # how much of each set the annotations cover, before any number
         cov = getattr(cmp.results[n], "meta", {}).get("coverage")
         if cov:
-            console.print(escape(cov["line"]))
+            console.print(cov["line"])
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 
@@ -168,7 +167,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
-    store = open_store(db)
+    store = open_store(db, create=True)  # a caption file given as target is registered
     ann = resolve_annotations(store, chair_gt=chair_gt)
     if ann.chair_gt is None:
         raise InputError("no CHAIR ground truth", fix="pass --chair-gt or add it with "
@@ -181,7 +180,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     if json_out:
         json_out.write_text(json.dumps({"sentences": out}, indent=2))
     for s in out:
-        console.print(f"[bold]{s['image_id']}[/]: {s['caption']}")
+        console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")
         console.print(f"  ground truth: {s['mscoco_gt_words']}")
         console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")

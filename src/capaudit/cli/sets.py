@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, open_store, progress
+from capaudit.cli.common import DbOption, console, esc, open_store, progress
 
 sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption sets.")
 
@@ -37,7 +36,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     """Register a caption file as a named set (adding the same file again is a no-op)."""
     from capaudit.io.ingest import add_caption_set
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     with progress(transient=True) as bar:
         task = bar.add_task(f"ingesting {path.name}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
@@ -47,9 +46,9 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                  skip_no_image=skip_no_image or None)
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
-    console.print(escape(f"{verb} {info.name}: {info.n_captions:,} captions of "
-                         f"{info.n_images:,} images ({info.format}; ids: "
-                         f"{info.namespace or 'unassigned'})"))
+    console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
+                  f"{info.n_images:,} images ({esc(info.format)}; ids: "
+                  f"{esc(info.namespace or 'unassigned')})", markup=True)
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
@@ -58,12 +57,12 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
-    store = open_store(db)
+    store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "format", "ids", "captions", "images", "parent", "source")
     for s in store.list_sets():
-        table.add_row(escape(s.name), s.format or "", escape(s.namespace or "unassigned"),
-                      f"{s.n_captions:,}", f"{s.n_images:,}", escape(s.parent or ""),
-                      escape(s.source_path or ""))
+        table.add_row(s.name, s.format or "", s.namespace or "unassigned",
+                      f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
+                      s.source_path or "")
     console.print(table)
 
 
@@ -84,11 +83,12 @@ def set_summary(store, name: str, samples: int = 5) -> dict:
 def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
          db: Path = DbOption):
     """Rows, images, captions per image and sample captions of a set."""
-    s = set_summary(open_store(db, read_only=True), name, samples)
+    s = set_summary(open_store(db, read_only=True, sandbox=True), name, samples)
     info = s["info"]
-    console.print(f"[bold]{info.name}[/] ({info.format}) from {info.source_path}")
+    console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
+                  f"{esc(str(info.source_path))}", markup=True)
     ids = info.namespace or "unassigned (bare numbers: joined only if an audit finds them annotated)"
-    console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {escape(ids)}")
+    console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {ids}")
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")
@@ -124,11 +124,11 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
     info = store.get_set(name)
     provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
                              "n_captions": info.n_captions})
-    console.print(escape(f"wrote {path}"))
+    console.print(f"wrote {path}")
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")
         n = sum(1 for _ in open(changes, encoding="utf-8"))
-        console.print(escape(f"{n:,} changes listed in {changes}"))
+        console.print(f"{n:,} changes listed in {changes}")
 
 
 def register(app: typer.Typer) -> None:

@@ -43,9 +43,9 @@ def parse_image_id(value) -> int | None:
         return None
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, int):  # 0..18 digits, like the text form: fits int64
+        return value if 0 <= value < 10**18 else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 1e18:
         return int(value)
     text = str(value)
     if _INT.match(text):

@@ -52,21 +52,38 @@ def _set_from_row(row) -> SetInfo:
     return SetInfo(*vals)
 
 
-class Store:
-    """A capaudit database file (created on first use)."""
+# A store opened for user SQL (``capaudit query``) or for reading only needs no file but
+# its own and no network: DuckDB refuses read_csv/COPY TO/ATTACH/INSTALL, and the
+# locked configuration cannot be switched back from inside the SQL.
+SANDBOX = {"enable_external_access": False, "lock_configuration": True,
+           "autoload_known_extensions": False, "autoinstall_known_extensions": False}
 
-    def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False):
+
+class Store:
+    """A capaudit database file.
+
+    Only a command that adds data creates the file (``create=True``); a read
+    command on a mistyped ``--db`` says it is not there instead of leaving an
+    empty database behind. ``sandbox=True`` opens it without file-system,
+    network or extension access (see :data:`SANDBOX`).
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
+                 create: bool = True, sandbox: bool = False):
         self.path = Path(path)
-        if read_only and not self.path.exists():
+        if (read_only or not create) and not self.path.exists():
             raise InputError("database not found", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self.con = duckdb.connect(str(self.path), read_only=read_only,
+                                      config=dict(SANDBOX) if sandbox else {})
         except duckdb.Error as exc:
-            raise InputError(f"cannot open the database ({str(exc).splitlines()[0]})",
-                             path=self.path, fix="pass a capaudit .duckdb file with --db") from None
+            raise _open_error(self.path, exc) from None
         if not read_only:
-            migrate(self.con)
+            try:
+                migrate(self.con)
+            except duckdb.Error as exc:
+                raise _open_error(self.path, exc) from None
 
     # -- plumbing -------------------------------------------------------------
     def close(self) -> None:
@@ -273,6 +290,22 @@ class Store:
     def cache_put(self, key: str, value: Mapping) -> None:
         self.con.execute("INSERT OR REPLACE INTO lic_cache (key, value) VALUES (?, ?)",
                          [key, json.dumps(dict(value), default=_jsonable)])
+
+
+def _open_error(path: Path, exc: Exception) -> InputError:
+    """One line for a store that cannot be opened: locked by another process, or not a
+    (whole) capaudit database."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "Conflicting lock" in first:
+        import re
+
+        found = re.search(r"PID (\d+)", first)
+        pid = found.group(1) if found else "?"
+        return InputError(f"another capaudit process (pid {pid}) holds the store", path=path,
+                          fix="wait for it to finish, or pass another --db")
+    return InputError(f"cannot open the database ({first[:200]})", path=path,
+                      fix="pass a capaudit .duckdb file with --db; a truncated or damaged "
+                          "store must be restored from a copy or rebuilt")
 
 
 def _pid_alive(pid: int) -> bool:

@@ -91,6 +91,9 @@ def load_json_document(path: Path):
         raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})",
                          path=path, fix="repair the JSON, or use JSONL with one object per line") \
             from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path,
+                         fix="flatten the document (captions need only a few levels)") from None
 
 
 def detect_format(path: Path) -> str:
