@@ -10,7 +10,7 @@ import typer
 
 from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
                                              lotus_cli)
-from capaudit.cli.common import DbOption, audit_config, console, open_store
+from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -66,6 +66,11 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
         reference: str = ReferenceOpt, clip_model: str = ClipModelOpt, images: Path = ImagesOpt,
         long_text: str = LongTextOpt,
+        allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                           help="Audit a set whose images are mostly not "
+                                                "annotated, on its annotated images"),
+        min_coverage: float = typer.Option(None, "--min-coverage", help="Share of a set's "
+                                           "images that must be annotated (0.5)"),
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
         config: Path = Config, db: Path = DbOption):
@@ -78,10 +83,11 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                **lotus_cli(reference, clip_model, images, long_text),
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
+               allow_partial=allow_partial, min_coverage=min_coverage,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks)
     run_id = results.get("_run_id")
@@ -91,6 +97,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
+    for n in names:  # how much of each set the annotations cover, before any number
+        console.print(results[n].meta["coverage"]["line"])
     metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
     if len(names) > 1:
@@ -122,6 +130,9 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                 help="Score every set on the images all sets share (default when they "
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
+            allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
+                                               help="Audit sets mostly not annotated, on "
+                                                    "their annotated images"),
             config: Path = Config, db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
@@ -133,12 +144,16 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
 
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
-               lic_epochs=lic_epochs, disparity=disparity,
+               lic_epochs=lic_epochs, disparity=disparity, allow_partial=allow_partial,
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     with _AuditProgress() as hooks:
-        cmp = compare_and_report(open_store(db), sets, report, cfg, same_images, **hooks)
+        cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
+    for n in cmp.names:  # how much of each set the annotations cover, before any number
+        cov = getattr(cmp.results[n], "meta", {}).get("coverage")
+        if cov:
+            console.print(cov["line"])
     print_compare(cmp)
     console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
 
@@ -157,7 +172,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
-    store = open_store(db)
+    store = open_store(db, create=True)  # a caption file given as target is registered
     ann = resolve_annotations(store, chair_gt=chair_gt)
     if ann.chair_gt is None:
         raise InputError("no CHAIR ground truth", fix="pass --chair-gt or add it with "
@@ -170,7 +185,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     if json_out:
         json_out.write_text(json.dumps({"sentences": out}, indent=2))
     for s in out:
-        console.print(f"[bold]{s['image_id']}[/]: {s['caption']}")
+        console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")
         console.print(f"  ground truth: {s['mscoco_gt_words']}")
         console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")

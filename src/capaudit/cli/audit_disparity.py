@@ -52,7 +52,7 @@ def disparity_command(
                **lotus_cli(reference, clip_model, images, long_text),
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):
         out = run_disparity(store, targets, cfg, by=by)
     run_id = out.pop("_run_id", None)
@@ -63,11 +63,12 @@ def disparity_command(
         for col in ("metric", a, b, d.diff_key):
             table.add_column(col, justify="left" if col == "metric" else "right")
         for metric, per in d.results.items():
-            table.add_row(escape(metric), _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
+            table.add_row(metric, _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
         console.print(table)
         for metric, per in d.results.items():
             if per[d.diff_key].skipped:
-                console.print(f"[yellow]{escape(metric)}: {escape(per[d.diff_key].skipped)}[/]")
+                console.print(f"[yellow]{escape(metric)}: {escape(per[d.diff_key].skipped)}[/]",
+                              markup=True)
         if d.meta["unlabelled_captions"]:
             console.print(f"{d.meta['unlabelled_captions']:,} captions of images without a "
                           f"{by} label left out")

@@ -170,9 +170,19 @@ JUDGE_DDL = [
 DDL += JUDGE_DDL
 
 
+# Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each
+# caption's id and an annotation source's ids belong to; NULL = unassigned (bare numbers).
+# Added by ALTER so that stores written before keep working.
+NAMESPACE_DDL = [
+    "ALTER TABLE caption_sets ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE captions ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE annotation_sources ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+]
+
+
 def migrate(con) -> None:
     """Create missing tables and record the schema version."""
-    for stmt in DDL:
+    for stmt in DDL + NAMESPACE_DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
