@@ -51,7 +51,6 @@ def leaderboard_command(
         config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
         db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
-    from rich.markup import escape
     from rich.table import Table
 
     from capaudit.core.config import provenance_beside, resolve
@@ -70,30 +69,30 @@ def leaderboard_command(
         out = run_leaderboard(store, targets, cfg)
     lb = out["leaderboard"]
     for p, r in lb.profiles.items():
-        table = Table(title=f"profile {escape(p)} (N-avg; rank 95% interval over "
+        table = Table(title=f"profile {p} (N-avg; rank 95% interval over "
                             f"{lb.meta['n_boot']} resamples)")
         for col in ("rank", "set", "N-avg", "rank interval", "first"):
             table.add_column(col, justify="left" if col == "set" else "right")
         for i in sorted(range(len(lb.sets)), key=lambda i: r["rank"][i]):
             ri = r.get("rank_interval")
-            table.add_row(str(r["rank"][i]), escape(lb.sets[i]), f"{r['score'][i]:.3f}",
+            table.add_row(str(r["rank"][i]), lb.sets[i], f"{r['score'][i]:.3f}",
                           f"[{ri[i][0]}, {ri[i][1]}]" if ri else "-",
                           f"{100 * r['first_share'][i]:.0f}%" if r.get("first_share") else "-")
         console.print(table)
     for name, per in lb.groups.items():
         cells = per.get("intersections") or {}
         if cells:
-            table = Table(title=f"{escape(name)}: gender x skin tone (images per cell)")
+            table = Table(title=f"{name}: gender x skin tone (images per cell)")
             heads = list(next(iter(cells.values())))
             for col in ["metric", *heads]:
                 table.add_column(col, justify="left" if col == "metric" else "right")
             for metric, row in cells.items():
-                table.add_row(escape(metric), *[
+                table.add_row(metric, *[
                     "-" if row[h]["value"] is None else f"{row[h]['value']:.2f} (n={row[h]['images']})"
                     for h in heads])
             console.print(table)
     for note in lb.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
+        console.print(f"note: {note}")  # the console prints data verbatim (no markup)
     payload = {"leaderboard": lb.to_dict(),
                "worst": {s.name: s.worst for s in out["sets"]}}
     if json_out:
@@ -111,6 +110,6 @@ def leaderboard_command(
 
         index = write_page(html, payload)
         provenance_beside(index, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
-        console.print(f"page: {escape(str(index))}")
-    console.print(f"stored as run {out.get('_run_id')} in {escape(str(store.path))}"
+        console.print(f"page: {str(index)}")
+    console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
                   " (metrics.grp = 'leaderboard:PROFILE')")
