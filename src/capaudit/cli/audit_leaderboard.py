@@ -64,7 +64,7 @@ def leaderboard_command(
                demographics=str(demographics) if demographics else None, n_boot=n_boot,
                seed=seed, workers=workers)
     cfg = resolve(DEFAULTS, config, cli, section="leaderboard")
-    store = open_store(db)
+    store = open_store(db, create=True)  # results and caches are written
     with console.status("evaluating sets"):
         out = run_leaderboard(store, targets, cfg)
     lb = out["leaderboard"]
