@@ -42,7 +42,8 @@ class _ShardProgress:
 
 def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address: str | None,
                skip_bad: bool, work_dir: Path | None, json_out: Path | None, db: Path | None):
-    from capaudit.audit.compare import Comparison, print_compare
+    from capaudit.audit.compare import Comparison
+    from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
     from capaudit.audit.sharded import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
@@ -50,7 +51,7 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
 
     spec = Path(shards.split("*")[0].rstrip("/") or ".")
     name = name or (spec.name if spec.is_dir() else spec.parent.name) or "shards"
-    store = open_store(db)
+    store = open_store(db, create=True)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     work = work_dir or Path(f"{name}.audit-work")

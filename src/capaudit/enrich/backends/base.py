@@ -37,6 +37,7 @@ class GenResult:
     cached: bool = False
     error: str | None = None
     attempts: int = 1                # HTTP attempts including retries
+    logprobs: list | None = None     # top log-probabilities of the first answer tokens, if sent
 
 @dataclass
 class Stats:
@@ -87,7 +88,7 @@ class Backend:
             hit = self.cache.get(self.cache_key(req)) if self.cache is not None else None
             if hit is not None:
                 out[i] = GenResult(hit["text"], hit.get("tokens_in", 0), hit.get("tokens_out", 0),
-                                   cached=True)
+                                   cached=True, logprobs=hit.get("logprobs"))
                 self.stats.cache_hits += 1
             else:
                 misses.append(i)
@@ -101,7 +102,8 @@ class Backend:
                     if self.cache is not None:
                         self.cache.put(self.cache_key(requests[i]),
                                        {"text": res.text, "tokens_in": res.tokens_in,
-                                        "tokens_out": res.tokens_out})
+                                        "tokens_out": res.tokens_out,
+                                        **({"logprobs": res.logprobs} if res.logprobs else {})})
                 else:
                     self.stats.failures += 1
         return out  # type: ignore[return-value]

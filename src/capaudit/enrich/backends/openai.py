@@ -66,8 +66,8 @@ def _int(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def parse_reply(raw: bytes) -> tuple[str, int, int] | str:
-    """(text, tokens in, tokens out) of a chat-completions body, or why it is malformed.
+def parse_reply(raw: bytes) -> tuple[str, int, int, list | None] | str:
+    """(text, tokens in, tokens out, logprobs) of a chat-completions body, or why it is malformed.
 
     A 200 can still carry an HTML error page from a proxy, bytes in another
     encoding or a body cut short: that sample is retried, then reported.
@@ -87,7 +87,11 @@ def parse_reply(raw: bytes) -> tuple[str, int, int] | str:
     if text is not None and not isinstance(text, str):
         return f"message content is not a string: {body[:200]}"
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return (text or "").strip(), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    # the first answer tokens' log-probabilities, where the server sends them (P(yes) of a judge)
+    lp = data["choices"][0].get("logprobs") if isinstance(data["choices"][0], dict) else None
+    lp = lp.get("content") if isinstance(lp, dict) else None
+    return ((text or "").strip(), _int(usage.get("prompt_tokens")),
+            _int(usage.get("completion_tokens")), lp[:8] if isinstance(lp, list) else None)
 
 
 @dataclass
@@ -172,7 +176,8 @@ class OpenAIBackend(Backend):
             if status == 200:
                 parsed = parse_reply(data) if isinstance(data, bytes) else data
                 if isinstance(parsed, tuple):
-                    return GenResult(parsed[0], parsed[1], parsed[2], attempts=attempts)
+                    return GenResult(parsed[0], parsed[1], parsed[2], attempts=attempts,
+                                     logprobs=parsed[3])
                 last = f"malformed response: {parsed}"
             else:
                 last = f"HTTP {status}: {data}" if status else str(data)
