@@ -118,6 +118,23 @@ def _load_into(acc, parts: dict | None) -> None:
     acc.merge(part)
 
 
+def _merge_tree(level: list[tuple]) -> tuple:
+    """Merge neighbours pairwise, in shard order, until one is left: each unit is merged
+    log2(shards) times instead of once per later shard (a left fold is quadratic)."""
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            (a, a2), (b, b2) = level[i], level[i + 1]
+            a.merge(b)
+            if a2 is not None:
+                a2.merge(b2)
+            nxt.append((a, a2))
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
 def _key(cfg: dict, annotations) -> dict:
     from capaudit import __version__
     from capaudit.text.objects import LEXICON_PREFIX
@@ -170,8 +187,9 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                                      if "(fix:" in err else "repair it or pass --skip-bad-shards")
         finally:
             ex.close()
-        acc, acc2 = accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,
-                               cfg["min_images"], corrected=cfg["corrected"], config=cfg)
+        fresh = lambda: accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,  # noqa
+                                   cfg["min_images"], corrected=cfg["corrected"], config=cfg)
+        level = []
         for task in tasks:
             if summaries[task.index]["status"] == "failed":
                 continue
@@ -180,9 +198,11 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
             if _sha256(data) != (read_marker(work, name) or {}).get("state_sha256"):
                 raise InputError("a shard state changed under the audit", path=work / name,
                                  fix="rerun (another process wrote this work directory)")
-            parts = pickle.loads(data)
-            _load_into(acc, parts["acc"])
-            _load_into(acc2, parts["acc2"])
+            parts, (a, a2) = pickle.loads(data), fresh()
+            _load_into(a, parts["acc"])
+            _load_into(a2, parts["acc2"])
+            level.append((a, a2))
+        acc, acc2 = _merge_tree(level) if level else fresh()
     res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
     res.meta.update(n_shards=len(tasks), executor=executor)
     return res, [summaries[t.index] for t in tasks]
