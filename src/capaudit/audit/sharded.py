@@ -94,7 +94,8 @@ def audit_shard(task: ShardTask) -> dict:
                                int(cfg.get("chunk_size") or 50_000), None, cfg["corrected"],
                                None, cfg, offset=task.index * SHARD_OFFSET)
     except (InputError, OSError) as exc:
-        return {"shard": name, "status": "failed", "error": str(exc), "n_captions": 0,
+        return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
+                "n_captions": 0,
                 "seconds": time.perf_counter() - t0}
     data = pickle.dumps({"acc": _parts(acc), "acc2": _parts(acc2)},
                         protocol=pickle.HIGHEST_PROTOCOL)
