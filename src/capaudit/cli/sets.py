@@ -91,15 +91,9 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parqu
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place)."""
-    from capaudit.io.export import export_set
+    from capaudit.io.export import export_with_provenance
 
-    store = open_store(db, read_only=True)
-    path = export_set(store, name, to, out)
-    from capaudit.core.config import provenance_beside
-
-    info = store.get_set(name)
-    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
-                             "n_captions": info.n_captions})
+    path = export_with_provenance(open_store(db, read_only=True), name, to, out)
     console.print(f"wrote {path}")
 
 

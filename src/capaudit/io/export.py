@@ -58,3 +58,15 @@ def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path
 
 def _safe_key(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(key))
+
+
+def export_with_provenance(store, name: str, to: str, out: str | Path | None = None) -> Path:
+    """:func:`export_set`, then the set's provenance (sha256, source, size) beside the output:
+    the one path of ``capaudit sets export`` and :meth:`capaudit.api.AuditStore.export`."""
+    from capaudit.core.config import provenance_beside
+
+    path = export_set(store, name, to, out)
+    info = store.get_set(name)
+    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256,
+                             "source": info.source_path, "n_captions": info.n_captions})
+    return path
