@@ -19,6 +19,8 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                 "capsfusion, jsonl, csv, parquet, webdataset, hf or auto"),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
         caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
+        split: str = typer.Option(None, "--split", help="hf: the split of a dataset with "
+                                  "several (PATH may be a Hub id in the local cache)"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite a set of that name"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
@@ -28,7 +30,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     with progress(transient=True) as bar:
         task = bar.add_task(f"ingesting {path.name}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
-                                 caption_col=caption_col,
+                                 caption_col=caption_col, split=split,
                                  on_batch=lambda n: bar.advance(task, n))
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
