@@ -99,3 +99,36 @@ def test_demographic_labels_file_named_source_latest_and_neither(tmp_path, share
         flt.setup(FilterContext(store=store))
         assert flt.labels == {i: g for i, g in gender.items() if g in ("male", "female")}
         assert len(flt.labels) == 10780
+
+
+def test_annotation_files_are_parsed_once_per_content(tmp_path, monkeypatch):
+    """A file given on the command line is parsed on the first audit and read back from the
+    store's cache afterwards (same table); a changed file is parsed again."""
+    from capaudit.io import annotations as ann_mod
+    from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.store import Store
+
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text('{"image_id": 1, "objects": ["dog", "hot dog"]}\n{"image_id": 2, "objects": []}\n')
+    inst = tmp_path / "inst.jsonl"
+    inst.write_text('{"image_id": 1, "categories": ["dog"]}\n')
+    calls = []
+    real_gt, real_inst = ann_mod.load_chair_gt, ann_mod.load_instances
+    monkeypatch.setattr(ann_mod, "load_chair_gt", lambda p: calls.append(p) or real_gt(p))
+    monkeypatch.setattr(ann_mod, "load_instances", lambda p: calls.append(p) or real_inst(p))
+    with Store(tmp_path / "c.duckdb") as st:
+        first = resolve_annotations(st, inst, gt)
+        second = resolve_annotations(st, inst, gt)
+        assert len(calls) == 2  # parsed once each
+        assert first.chair_gt == second.chair_gt == {1: frozenset({"dog", "hot dog"}), 2: frozenset()}
+        assert first.instances == second.instances == {1: frozenset({"dog"})}
+        assert second.sources["chair_gt"] == str(gt)
+        # the audit reads the cached (columnar) table exactly as the parsed dict
+        from capaudit.audit.engine import audit_captions
+        caps = ["A dog eats a hot dog.", "A cat and a dog.", "A red bus."]
+        a, b = (audit_captions([1, 2, None], caps, x, n_boot=20, workers=1) for x in (first, second))
+        assert a.to_dict() == b.to_dict() and a.results["chair_i"].value == 50.0
+        assert a.details.equals(b.details)
+        gt.write_text('{"image_id": 3, "objects": ["cat"]}\n')
+        assert resolve_annotations(st, None, gt).chair_gt == {3: frozenset({"cat"})}
+        assert len(calls) == 3

@@ -140,3 +140,15 @@ def test_compare_with_disparity_reports_and_stores_the_same_gaps(tmp_path, capsy
     assert len(runs) == 2 and runs[0][1] == runs[1][1]  # compare and disparity agree exactly
     assert f"{runs[0][1]:+.2f}" in md
     assert main(["audit", "compare", "nic", "--disparity", "age", *common]) == 2
+
+
+def test_readme_figures_on_nic(nic):
+    """The README's disparity figures (defaults: 1,000 resamples, seed 0) are what the code gives."""
+    ids, caps, ann, _ = nic
+    d = audit_disparity(ids, caps, ann, by="gender", metrics=["gender_error", "chair_s"])
+    ge, cs = d.results["gender_error"], d.results["chair_s"]
+    assert round(ge["male"].value, 2) == 8.24 and round(ge["female"].value, 2) == 27.79
+    gap = ge["male-female"]
+    assert round(gap.value, 2) == -19.55
+    assert (round(gap.ci_low, 1), round(gap.ci_high, 1)) == (-21.3, -18.0)
+    assert round(cs["male"].value, 2) == 33.75 and round(cs["female"].value, 2) == 41.01

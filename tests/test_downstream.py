@@ -218,7 +218,10 @@ def test_train_kill_resume_caption_amplify(env):
         info = store.get_set("down")
         assert info.n_captions == N_IMAGES and info.parent == "up"
         assert info.meta["beams"] == 1 and info.meta["training"]["steps"] == 6
-        assert all(isinstance(c, str) for c in store.captions("down").column("caption").to_pylist())
+        down = store.captions("down").to_pydict()
+        # one caption per held-out image, generated within --max-length 6 wordpieces
+        assert len(set(down["image_id"])) == N_IMAGES and None not in down["image_id"]
+        assert all(isinstance(c, str) and len(c.split()) <= 6 for c in down["caption"])
         # stand-ins for stored `audit run` results of both sets
         for name, value, lo, hi in (("up", 0.10, 0.08, 0.12), ("down", 0.16, 0.13, 0.20)):
             store.write_metric(1, name, "chair_i", value, 24, lo, hi)
@@ -232,7 +235,7 @@ def test_train_kill_resume_caption_amplify(env):
                                    "--db", str(env["db"]), "--report", str(report)])
     assert res.exit_code == 0, res.output
     assert "chair_i" in res.output and "0.060" in res.output
-    assert "| chair_i | 0.100 | 0.160 | 0.060 |" in report.read_text()
+    assert "| chair_i ↓ | 0.100 | 0.160 | 0.060 |" in report.read_text()  # ↓: lower is better
     with Store(env["db"]) as store:
         row = store.one("SELECT value, extra FROM metrics WHERE metric = 'amplification.chair_i'")
         assert row[0] == pytest.approx(0.06) and json.loads(row[1])["upstream_set"] == "up"
@@ -269,7 +272,7 @@ def test_train_kill_resume_caption_amplify(env):
 
 
 def test_amplification_intervals():
-    from capaudit.train_downstream.amplification import Stat, amplification
+    from capaudit.audit.amplification import Stat, amplification
 
     up = {"chair_i": Stat(0.10, 100, 0.08, 0.12), "len": Stat(10.0, 100)}
     down = {"chair_i": Stat(0.16, 100, 0.13, 0.20), "len": Stat(9.0, 100, 8.5, 9.5)}

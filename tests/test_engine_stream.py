@@ -111,3 +111,39 @@ def test_stream_toy_skips_and_empty():
         _assert_identical(full, streamed)
     res = audit_stream(iter(()), Annotations(), n_boot=10, workers=1)
     assert res.meta["n_captions"] == 0 and res.details.num_rows == 0
+
+
+def test_two_shards_merge_into_the_whole(shared):
+    """StreamStats of two disjoint halves (two shards / workers), merged, give exactly the
+    single-pass results: every metric's state is mergeable (the sharded audit's contract)."""
+    import numpy as np
+
+    from capaudit.audit.engine import image_id_array, stream_results
+    from capaudit.audit.metrics import default_metrics
+    from capaudit.audit.metrics.base import MetricContext
+    from capaudit.audit.metrics.stream import StreamStats
+    from capaudit.text.records import build_records
+
+    ann = _annotations(shared)
+    rows = [json.loads(line) for line in islice(
+        shared("data", "captioners", "nic_val2014_gender.jsonl").open(encoding="utf-8"), 3000)]
+    ids = [r["image_id"] for r in rows]
+    caps = [r["caption"] for r in rows]
+    ids[7] = ids[2500] = None
+    ids, caps = ids + ids[:800], caps + caps[1000:1800]   # images in both shards
+
+    def shard(lo, hi):
+        acc = StreamStats(default_metrics(), "reference", ann)
+        acc.add(MetricContext(build_records(caps[lo:hi], workers=1), image_id_array(ids[lo:hi]),
+                              ann, offset=lo, captions=caps[lo:hi]))
+        return acc
+
+    merged = shard(0, 1700).merge(shard(1700, len(caps)))
+    whole = shard(0, len(caps))
+    a, _ = stream_results(merged, 200, 5, 1)
+    b, _ = stream_results(whole, 200, 5, 1)
+    assert list(a) == default_metrics()
+    for k in a:
+        assert (a[k].value, a[k].n, a[k].ci_low, a[k].ci_high, a[k].extra) == \
+               (b[k].value, b[k].n, b[k].ci_low, b[k].ci_high, b[k].extra), k
+    assert np.isfinite(a["recall_disparity"].value)

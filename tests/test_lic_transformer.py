@@ -43,6 +43,16 @@ def test_runs_on_tiny_sample(clf):
     assert 0 <= res["score"] <= 100 and res["n_test"] == 16 and res["truncated"] == 0
 
 
+@pytest.mark.slow  # ~100 s of MiniLM fine-tuning on a loaded 2-core machine
+def test_learns_planted_signal():
+    """The object word decides the label: a working classifier must find it (the LSTM test's
+    check for the transformer); a higher learning rate so two short epochs suffice."""
+    fast = TransformerClassifier(lr=1e-3, batch_size=16, max_length=16)
+    toks, labels = _data(fast.mask_token, n=64)
+    res = fast.fit_score(toks[:48], labels[:48], toks[48:], labels[48:], seed=0, epochs=2)
+    assert res["accuracy"] >= 90 and res["score"] > 75, res
+
+
 def test_truncation_warns():
     short = TransformerClassifier(max_length=6)
     toks, labels = _data(short.mask_token, n=8)

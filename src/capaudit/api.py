@@ -133,16 +133,11 @@ class AuditStore:
     def __repr__(self) -> str:
         return f"AuditStore({str(self.path)!r})"
 
-    def _open(self, read_only: bool = False, sandbox: bool = False):
+    def _open(self, read_only: bool = False, *, create: bool = False, sandbox: bool = False):
+        """The store for one call: only adding data creates the file (as in the CLI)."""
         from capaudit.store import Store
 
-        if sandbox:
-            import inspect
-
-            # the sandboxed read-only open of ``capaudit query`` (store/db.py)
-            kw = {"sandbox": True} if "sandbox" in inspect.signature(Store).parameters else {}
-            return Store(self.path, read_only=True, **kw)
-        return Store(self.path, read_only=read_only)
+        return Store(self.path, read_only=read_only, create=create, sandbox=sandbox)
 
     def add_set(self, name: str, path: str | Path, format: str | None = None, *,
                 replace: bool = False, **reader_options: Any):
@@ -158,7 +153,7 @@ class AuditStore:
         """
         from capaudit.io.ingest import add_caption_set
 
-        with self._open() as store:
+        with self._open(create=True) as store:
             return add_caption_set(store, name, path, format or "auto", replace=replace,
                                    **reader_options).info
 
@@ -174,7 +169,7 @@ class AuditStore:
         """
         from capaudit.io.annotation_store import add_annotations
 
-        with self._open() as store:
+        with self._open(create=True) as store:
             add_annotations(store, kind, path, name)
 
     def sets(self) -> list:
@@ -213,10 +208,12 @@ class AuditStore:
         return _audit_table(results, results.get("_run_id"))
 
     def compare(self, sets: Sequence[str], metrics: str | Sequence[str] | None = None, *,
-                report: str | Path | None = None, config: str | Path | None = None,
-                **options: Any):
+                report: str | Path | None = None, same_images: bool | None = None,
+                config: str | Path | None = None, **options: Any):
         """``capaudit audit compare``: audit ``sets`` with the same annotations, mark best
-        and worst, and (with ``report``) write report.md/report.html with plots.
+        and worst where the intervals separate, and (with ``report``) write
+        report.md/report.html with plots. ``same_images``: score every set on the images
+        they share (``None``: when they overlap) or each on all its own.
 
         Returns the :class:`capaudit.audit.compare.Comparison`; its rows as a
         :class:`ResultTable` with :func:`comparison_table`. ``disparity="gender"`` adds the
@@ -227,14 +224,14 @@ class AuditStore:
         >>> _ = store.add_set("nic", capaudit.demo_file("nic.jsonl"))
         >>> _ = store.add_set("oscar", capaudit.demo_file("oscar.jsonl"))
         >>> cmp = store.compare(["nic", "oscar"], metrics=["vocab"], n_boot=50)
-        >>> cmp.best["vocab"] in ("nic", "oscar"), len(comparison_table(cmp))
-        (True, 2)
+        >>> cmp.names, len(comparison_table(cmp))
+        (['nic', 'oscar'], 2)
         """
-        from capaudit.audit.compare import compare_sets
+        from capaudit.audit.compare import compare_and_report
 
         cfg = _audit_cfg(metrics, options, config)
         with self._open() as store:
-            return compare_sets(store, list(sets), Path(report) if report else None, cfg)
+            return compare_and_report(store, list(sets), report, cfg, same_images)
 
     def disparity(self, targets: str | Sequence[str], by: str = "gender",
                   metrics: str | Sequence[str] | None = None, *,
@@ -312,7 +309,7 @@ class AuditStore:
         """
         from capaudit.cli.query import run_query
 
-        with self._open(sandbox=True) as store:
+        with self._open(read_only=True, sandbox=True) as store:
             cols, rows = run_query(store, sql)
         return ResultTable(tuple(cols), [tuple(r) for r in rows])
 

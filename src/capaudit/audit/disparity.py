@@ -34,16 +34,20 @@ import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import image_id_array, point_value
-from capaudit.audit.metrics import DEFAULT_METRICS, METRICS
-from capaudit.audit.metrics.base import MetricContext, MetricResult, MetricSkipped
+from capaudit.audit.metrics import METRICS, default_metrics
+from capaudit.audit.metrics.base import MetricContext, MetricResult
+from capaudit.audit.metrics.stream import StreamStats, check_streams
 from capaudit.errors import InputError
 from capaudit.text.records import build_records
 
 __all__ = ["GROUPINGS", "Disparity", "audit_disparity"]
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
-NOT_BY = {"gender": {"recall_disparity": "recall disparity is itself a man - woman difference"}}
-SIZE_DEPENDENT = ("vocab",)
+
+
+def not_by(by: str, names) -> dict[str, str]:
+    """``{metric: reason}`` for the metrics whose spec says grouping by ``by`` makes no sense."""
+    return {n: METRICS.get(n).not_by[by] for n in names if by in METRICS.get(n).not_by}
 
 
 @dataclass
@@ -88,18 +92,14 @@ def _equal_images(ids: np.ndarray, idx: dict[str, np.ndarray], seed: int) -> dic
 
 
 def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip):
-    records = build_records([captions[i] for i in sel], mode=mode, workers=workers)
-    ctx = MetricContext(records, ids[sel], annotations, min_images)
-    ests, skipped = {}, {}
-    for name in names:
-        if name in skip:
-            skipped[name] = skip[name]
-            continue
-        try:
-            ests[name] = METRICS.get(name)(ctx)
-        except MetricSkipped as exc:
-            skipped[name] = str(exc)
-    return ests, skipped, ctx.n_units, int(len(ctx.images))
+    """Every metric's estimate on one group (the engine's accumulators on one chunk)."""
+    texts = [captions[i] for i in sel]
+    records = build_records(texts, mode=mode, workers=workers)
+    acc = StreamStats([n for n in names if n not in skip], mode, annotations, min_images)
+    acc.add(MetricContext(records, ids[sel], annotations, min_images, captions=texts))
+    ests, skipped, units = acc.estimates()
+    skipped.update({n: skip[n] for n in names if n in skip})
+    return ests, skipped, units.n, units.n_images
 
 
 def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], annotations,
@@ -114,9 +114,8 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         raise InputError(f"no {by} labels for the images",
                          fix="pass --demographics FILE or add them with capaudit annotations "
                              "add demographics FILE")
-    names = list(metrics or DEFAULT_METRICS)
-    for name in names:
-        METRICS.get(name)  # typos fail before any work
+    names = list(metrics or default_metrics())
+    check_streams(names)  # typos fail before any work
     groups = GROUPINGS[by]
     ids = image_id_array(image_ids)
     captions = list(captions)
@@ -125,8 +124,8 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         empty = [g for g, v in idx.items() if len(v) == 0]
         raise InputError(f"no captions of {by} = {', '.join(empty)} images in this set",
                          fix="check that the labels cover this set's image ids")
-    plan = [(tuple(n for n in names if n not in SIZE_DEPENDENT), idx, "all images")]
-    sized = [n for n in names if n in SIZE_DEPENDENT]
+    sized = [n for n in names if METRICS.get(n).size_dependent]
+    plan = [(tuple(n for n in names if n not in sized), idx, "all images")]
     if sized:
         plan.append((tuple(sized), _equal_images(ids, idx, seed), "equal images"))
     results: dict[str, dict[str, MetricResult]] = {}
@@ -140,7 +139,7 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         for k, g in enumerate(groups):
             ests, skipped, n_units, n_images = _group_estimates(
                 captions, ids, part_idx[g], part_names, annotations, mode, min_images, workers,
-                NOT_BY.get(by, {}))
+                not_by(by, part_names))
             meta.setdefault("images", {}).setdefault(basis, {})[g] = n_images
             boots[g] = (bootstrap_values(ests, n_units, n_boot, _group_seed(seed, k), workers)
                         if n_boot > 0 and ests else {})
@@ -197,7 +196,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
@@ -230,7 +229,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
                         run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
     """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
     labels are left out); stored under the compare's run when there is one."""
-    from capaudit.audit.runner import load_target
+    from capaudit.audit.targets import load_target
 
     bys = cfg.get("disparity") or ()
     bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)

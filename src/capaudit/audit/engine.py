@@ -2,12 +2,17 @@
 
 Why an engine: the CLI, reports, filters and the store all need the same
 thing -- "these captions of these images, with these annotations: every metric
-with n and a 95% interval, plus one row per caption to query in DuckDB". The
-engine builds the per-caption records once (:mod:`capaudit.text.records`,
-on ``workers`` processes), runs each registered metric as a pure function of
-them, bootstraps all metrics together over images, and assembles a pyarrow
-table of per-caption details. A metric whose annotations are missing is
-returned with ``skipped`` set to the reason instead of failing the run.
+with n and a 95% interval, plus one row per caption to query in DuckDB".
+
+There is one path, the streaming one (:func:`audit_stream`): captions are
+analysed a chunk at a time (:mod:`capaudit.text.records`, on ``workers``
+processes); each registered metric's accumulator turns the chunk into its
+mergeable state (:class:`~capaudit.audit.metrics.stream.StreamStats`); at the
+end every metric is finalized over the whole audit's images and all are
+bootstrapped together. An in-memory audit (:func:`audit_captions`) is a
+single chunk. Per-caption details (core columns plus each metric's declared
+``details``) are built per chunk and handed to a sink. A metric whose
+annotations are missing is returned with ``skipped`` set to the reason.
 
 :func:`chair_words` reproduces the reference CHAIR script's per-caption word
 lists (generated, ground-truth, hallucinated), for ``capaudit audit words``.
@@ -22,28 +27,26 @@ import numpy as np
 import pyarrow as pa
 
 from capaudit.audit.bootstrap import bootstrap_intervals
-from capaudit.audit.metrics import DEFAULT_METRICS, METRICS
-from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, MetricSkipped
-from capaudit.audit.metrics.chair import caption_hallucinated
-from capaudit.audit.metrics.recall import caption_recall
+from capaudit.audit.metrics import default_metrics
+from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
+from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
+from capaudit.audit.metrics.stream import StreamStats
 from capaudit.io.annotations import Annotations
 from capaudit.text.gender import GENDER_NAMES
 from capaudit.text.objects import get_lexicon
-from capaudit.text.records import CaptionRecords, build_records
+from capaudit.text.records import build_records
 from capaudit.text.singularize import singularize, singularize_corrected
 from capaudit.text.tokenize import tokenize_caption
 
-__all__ = ["AuditResult", "audit_captions", "audit_stream", "audit_records", "chair_words",
-           "CORRECTED_METRICS"]
-
-CORRECTED_METRICS = ("chair_s", "chair_i", "recall")
+__all__ = ["AuditResult", "audit_captions", "audit_stream", "stream_results", "build_details",
+           "chair_words"]
 
 
 @dataclass
 class AuditResult:
     results: dict[str, MetricResult]
     details: pa.Table
-    records: CaptionRecords | None  # None from audit_stream (records are not kept)
+    records: None = None  # kept for callers of the old in-memory path; records are not kept
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -65,62 +68,28 @@ def point_value(est: Estimate) -> float | None:
     return None if value is None or np.isnan(value) else float(value)
 
 
-def audit_records(records: CaptionRecords, image_ids: Sequence[int | None] | np.ndarray,
-                  annotations: Annotations | None, metrics: list[str] | None = None,
-                  n_boot: int = 1000, seed: int = 0, min_images: int = 10,
-                  suffix: str = "", workers: int = 1) -> tuple[dict[str, MetricResult], MetricContext]:
-    """Metrics (with intervals) over already-built records."""
-    ids = image_ids if isinstance(image_ids, np.ndarray) else image_id_array(image_ids)
-    if len(ids) != len(records):
-        from capaudit.errors import InputError
-        raise InputError(f"{len(ids)} image ids for {len(records)} captions")
-    ctx = MetricContext(records, ids, annotations, min_images)
-    estimates: dict[str, Estimate] = {}
-    results: dict[str, MetricResult] = {}
-    for name in metrics or DEFAULT_METRICS:
-        fn = METRICS.get(name)
-        try:
-            est = fn(ctx)
-        except MetricSkipped as exc:
-            results[name + suffix] = MetricResult(None, 0, extra={}, skipped=str(exc))
-            continue
-        estimates[name + suffix] = est
-    cis = bootstrap_intervals(estimates, ctx.n_units, n_boot, seed, workers=workers)
-    for name, est in estimates.items():
-        value = point_value(est)
-        extra = dict(est.extra, mode=records.mode)
-        results[name] = MetricResult(value, est.n, *cis[name], extra=extra)
-    return results, ctx
-
-
 def audit_captions(image_ids: Sequence[int | None], captions: Sequence[str],
                    annotations: Annotations | None, metrics: list[str] | None = None,
                    mode: str = "reference", n_boot: int = 1000, seed: int = 0, workers: int = 2,
-                   min_images: int = 10, corrected: bool = False) -> AuditResult:
-    """Audit one caption set.
+                   min_images: int = 10, corrected: bool = False,
+                   config: dict | None = None) -> AuditResult:
+    """Audit one caption set held in memory: :func:`audit_stream` on a single chunk.
 
-    ``corrected=True`` adds ``chair_s_corrected``, ``chair_i_corrected`` and
-    ``recall_corrected`` (object mentions in corrected mode) beside the
-    ``mode`` values.
+    ``corrected=True`` adds ``<metric>_corrected`` (object mentions in corrected
+    mode) beside the ``mode`` values of every metric whose spec has ``corrected``.
     """
     if len(image_ids) != len(captions):
         from capaudit.errors import InputError
         raise InputError(f"{len(image_ids)} image ids for {len(captions)} captions")
-    captions = list(captions)
-    ids = image_id_array(image_ids)
-    records = build_records(captions, mode=mode, workers=workers)
-    results, ctx = audit_records(records, ids, annotations, metrics, n_boot, seed, min_images,
-                                 workers=workers)
-    if corrected and mode != "corrected":
-        wanted = [m for m in (metrics or DEFAULT_METRICS) if m in CORRECTED_METRICS]
-        if wanted:
-            rec2 = build_records(captions, mode="corrected", workers=workers)
-            res2, _ = audit_records(rec2, ids, annotations, wanted, n_boot, seed, min_images,
-                                    suffix="_corrected", workers=workers)
-            results.update(res2)
-    return AuditResult(results, build_details(ctx), records,
-                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": len(captions),
-                        "n_images": int(len(ctx.images))})
+    parts: list[pa.Table] = []
+    res = audit_stream(zip(image_ids, captions), annotations, metrics, mode, n_boot, seed, workers,
+                       min_images, chunk_size=max(len(captions), 1), details_sink=parts.append,
+                       corrected=corrected, config=config)
+    if parts:
+        res.details = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    res.meta.pop("streamed", None)
+    res.meta.pop("chunk_size", None)
+    return res
 
 
 def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotations | None,
@@ -128,31 +97,26 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
                  seed: int = 0, workers: int = 2, min_images: int = 10,
                  chunk_size: int = 50_000, details_sink: Callable[[pa.Table], Any] | None = None,
                  corrected: bool = False,
-                 on_progress: Callable[[int], Any] | None = None) -> AuditResult:
-    """Like :func:`audit_captions` for an iterable of ``(image_id, caption)`` too big to hold.
+                 on_progress: Callable[[int], Any] | None = None,
+                 config: dict | None = None) -> AuditResult:
+    """Audit an iterable of ``(image_id, caption)``, ``chunk_size`` captions at a time.
 
-    Captions are analysed ``chunk_size`` at a time; of each chunk only what the
-    metrics need is kept (:class:`~capaudit.audit.metrics.stream.StreamStats`:
-    per-image sufficient statistics merged by image id, the vocabulary,
-    counters), so memory is bounded by the number of images and the
-    vocabulary, not by the number of captions. Values and intervals are
-    identical to :func:`audit_captions` on the same input and seed.
+    Of each chunk only the metrics' mergeable states are kept (per-image
+    sufficient statistics, the vocabulary, counters), so memory is bounded by
+    the number of images and the vocabulary, not by the number of captions.
+    Values and intervals do not depend on ``chunk_size``.
 
-    Per-caption details: each chunk's table (as :func:`build_details`, with
+    Per-caption details: each chunk's table (:func:`build_details`, with
     ``caption_index`` counted over the whole stream) is passed to
     ``details_sink`` and dropped. Without a sink no details are built: the
     returned :class:`AuditResult` then has an empty ``details`` table (same
-    columns). ``records`` is always ``None`` (they are not kept).
-    ``on_progress(n)`` is called after each chunk with the captions it held.
+    columns). ``on_progress(n)`` is called after each chunk with its captions.
+    ``config`` (the resolved audit settings) is given to every metric's context.
     """
-    from capaudit.audit.metrics.stream import StreamStats
-
-    names = list(metrics or DEFAULT_METRICS)
-    for name in names:
-        METRICS.get(name)  # unknown names fail before any work
-    extra = [m for m in names if m in CORRECTED_METRICS] if corrected and mode != "corrected" else []
-    acc = StreamStats(mode, annotations, min_images)
-    acc2 = StreamStats("corrected", annotations, min_images) if extra else None
+    names = list(metrics or default_metrics())
+    acc = StreamStats(names, mode, annotations, min_images, config)   # unknown names fail here
+    extra = corrected_metrics(names) if corrected and mode != "corrected" else []
+    acc2 = StreamStats(extra, "corrected", annotations, min_images, config) if extra else None
     batch_ids: list[int | None] = []
     batch: list[str] = []
     done = 0
@@ -161,22 +125,21 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
         nonlocal done
         ids = image_id_array(batch_ids)
         records = build_records(batch, mode=mode, workers=workers)
-        ctx = MetricContext(records, ids, annotations, min_images)
-        acc.add(records, ctx)
+        ctx = MetricContext(records, ids, annotations, min_images, offset=done, captions=batch,
+                            config=config)
+        acc.add(ctx)
         if details_sink is not None:
-            tbl = build_details(ctx)
-            tbl = tbl.set_column(0, "caption_index",
-                                 pa.array(np.arange(done, done + len(records), dtype=np.int64)))
-            details_sink(tbl)
+            details_sink(build_details(ctx, acc))
         del ctx, records
         if acc2 is not None:
             rec2 = build_records(batch, mode="corrected", workers=workers)
-            acc2.add(rec2, MetricContext(rec2, ids, annotations, min_images))
+            acc2.add(MetricContext(rec2, ids, annotations, min_images, offset=done,
+                                   captions=batch, config=config))
         done += len(batch)
         if on_progress is not None:
             on_progress(len(batch))
-        batch.clear()
         batch_ids.clear()
+        batch.clear()
 
     for iid, cap in rows:
         batch_ids.append(iid)
@@ -185,65 +148,54 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
             flush()
     if batch:
         flush()
-    results = _stream_results(acc, names, n_boot, seed, workers, "")
+    results, units = stream_results(acc, n_boot, seed, workers)
     if acc2 is not None:
-        results.update(_stream_results(acc2, extra, n_boot, seed, workers, "_corrected"))
-    empty = build_details(MetricContext(build_records([], mode=mode, workers=1),
-                                        np.zeros(0, np.int64), annotations, min_images))
-    return AuditResult(results, empty, None,
+        results.update(stream_results(acc2, n_boot, seed, workers, CORRECTED_SUFFIX)[0])
+    empty = MetricContext(build_records([], mode=mode, workers=1), np.zeros(0, np.int64),
+                          annotations, min_images, config=config)
+    return AuditResult(results, build_details(empty, acc), None,
                        {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": acc.n_captions,
-                        "n_images": int(sum(1 for i in acc.slot_image if i >= 0)),
-                        "streamed": True, "chunk_size": chunk_size})
+                        "n_images": units.n_images, "streamed": True, "chunk_size": chunk_size})
 
 
-def _stream_results(acc, names: list[str], n_boot: int, seed: int, workers: int,
-                    suffix: str) -> dict[str, MetricResult]:
-    """Intervals and results from streamed statistics, as :func:`audit_records` does."""
-    ests, skipped, n_units = acc.estimates(names)
+def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffix: str = ""):
+    """``({name + suffix: MetricResult}, units)``: finalize every metric, bootstrap them
+    together over the units, in the order the metrics were asked for."""
+    ests, skipped, units = acc.estimates()
+    estimates = {name + suffix: est for name, est in ests.items()}
+    cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers)
     results: dict[str, MetricResult] = {}
-    for name in names:
+    for name in acc.metrics:
         if name in skipped:
             results[name + suffix] = MetricResult(None, 0, extra={}, skipped=skipped[name])
-    estimates = {name + suffix: est for name, est in ests.items()}
-    cis = bootstrap_intervals(estimates, n_units, n_boot, seed, workers=workers)
-    for name, est in estimates.items():
-        results[name] = MetricResult(point_value(est), est.n, *cis[name],
-                                     extra=dict(est.extra, mode=acc.mode))
-    return results
+            continue
+        est = estimates[name + suffix]
+        results[name + suffix] = MetricResult(point_value(est), est.n, *cis[name + suffix],
+                                              extra=dict(est.extra, mode=acc.mode))
+    return results, units
 
 
-def _list_column(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str]) -> pa.Array:
-    offsets = np.searchsorted(caps, np.arange(n + 1)).astype(np.int32)
-    values = pa.DictionaryArray.from_arrays(pa.array(cats.astype(np.int32)), pa.array(names))
-    return pa.ListArray.from_arrays(pa.array(offsets), values.cast(pa.string()))
+def build_details(ctx: MetricContext, acc: StreamStats) -> pa.Table:
+    """One row per caption: what every metric saw (for DuckDB queries).
 
-
-def build_details(ctx: MetricContext) -> pa.Table:
-    """One row per caption: what every metric saw (for DuckDB queries)."""
+    Core columns, then each metric's declared ``details`` columns (nulls when
+    the metric is skipped).
+    """
     rec, n = ctx.records, len(ctx.records)
     caps, cats = ctx.mentioned_pairs
     cols: dict[str, Any] = {
-        "caption_index": pa.array(np.arange(n, dtype=np.int64)),
+        "caption_index": pa.array(ctx.offset + np.arange(n, dtype=np.int64)),
         "image_id": pa.array(ctx.caption_image, mask=~ctx.has_image),
         "n_tokens": pa.array(rec.n_tokens),
         "n_sentences": pa.array(rec.n_sentences),
-        "mentioned": _list_column(caps, cats, n, ctx.categories),
+        "mentioned": category_lists(caps, cats, n, ctx.categories),
+        "gender": pa.DictionaryArray.from_arrays(pa.array(rec.gender.astype(np.int8)),
+                                                 pa.array(list(GENDER_NAMES))),
     }
-    try:
-        h = ctx.hallucinated
-        hk = np.unique(ctx.mention_caption[h] * ctx.n_cat + rec.m_cat[h])
-        cols["hallucinated"] = _list_column(hk // ctx.n_cat, hk % ctx.n_cat, n, ctx.categories)
-        cols["chair_s"] = pa.array(caption_hallucinated(ctx), mask=~ctx.has_image)
-    except MetricSkipped:
-        cols["hallucinated"] = pa.nulls(n, pa.list_(pa.string()))
-        cols["chair_s"] = pa.nulls(n, pa.bool_())
-    cols["gender"] = pa.DictionaryArray.from_arrays(pa.array(rec.gender.astype(np.int8)),
-                                                    pa.array(list(GENDER_NAMES)))
-    try:
-        r = caption_recall(ctx)
-        cols["recall"] = pa.array(r, mask=np.isnan(r))
-    except MetricSkipped:
-        cols["recall"] = pa.nulls(n, pa.float64())
+    for name, metric in acc.metrics.items():
+        got = {} if name in acc.skipped else metric.caption_details(ctx)
+        for col, typ in type(metric).details.items():
+            cols[col] = got[col] if col in got else pa.nulls(n, typ)
     return pa.table(cols)
 
 

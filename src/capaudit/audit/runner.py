@@ -16,14 +16,18 @@ without a store no details are built at all.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Sequence
 
-import pyarrow as pa
-
+from capaudit.audit import coverage
+from capaudit.audit.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
+
+__all__ = ["DEFAULTS", "run_audit", "metric_names", "audit_target", "audit_stream_target",
+           "store_metrics", "results_json", "write_json", "Target", "StreamTarget", "load_target",
+           "resolve_target"]
 
 DEFAULTS: dict[str, Any] = {
     "metrics": None,          # None = every default metric
@@ -36,105 +40,17 @@ DEFAULTS: dict[str, Any] = {
     "instances": None,
     "chair_gt": None,
     "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~84 s per LSTM seed)
+    "lic": False,             # also train LIC leakage classifiers (slow: ~2-3 min per LSTM seed)
     "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",
     "lic_epochs": None,       # None = the classifier's reference default
     "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
+    "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/coverage.py)
+    "allow_partial": False,   # audit partially annotated sets on their annotated images
 }
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
-
-
-@dataclass
-class Target:
-    name: str
-    image_ids: list
-    captions: list
-    source: str
-
-
-@dataclass
-class StreamTarget:
-    """A target read in batches: ``rows()`` gives a fresh ``(image_id, caption)`` iterator."""
-
-    name: str
-    source: str
-    spec: str                      # what the user gave (set name or path), for load_target
-    rows: Callable[[], Iterator[tuple]]
-    n: int | None = None           # captions, when known before reading (registered sets)
-
-    @property
-    def captions(self) -> range:
-        """Sized stand-in for ``Target.captions`` (``len`` only: the captions are not held)."""
-        return range(self.n or 0)
-
-
-def _batches_rows(batches) -> Iterator[tuple]:
-    for batch in batches:
-        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
-
-
-def resolve_target(store, target: str) -> StreamTarget:
-    """Like :func:`load_target` (same checks and names) but reads nothing yet."""
-    if store is not None:
-        info = store.find_set(target)
-        if info is not None:
-            return StreamTarget(target, f"set:{target}", target,
-                                lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
-    path = _target_path(store, target)
-    from capaudit.io.ingest import check_batch
-    from capaudit.io.readers import detect_format, get_reader
-
-    reader = get_reader(detect_format(path))
-
-    def rows() -> Iterator[tuple]:
-        row = 0
-        for batch in reader.read(path):
-            check_batch(batch, path, row)
-            row += batch.num_rows
-            yield from _batches_rows([batch])
-
-    return StreamTarget(_file_name(path), str(path), target, rows)
-
-
-def _file_name(path: Path) -> str:
-    return path.name.split(".")[0] if not path.is_dir() else path.name
-
-
-def _target_path(store, target: str) -> Path:
-    path = Path(target)
-    if not path.exists():
-        hint = "register it with capaudit sets add, or give a caption file"
-        if store is not None:
-            names = [s.name for s in store.list_sets()]
-            import difflib
-            close = difflib.get_close_matches(target, names, n=1)
-            if close:
-                hint = f"did you mean the set '{close[0]}'?"
-        raise InputError(f"'{target}' is neither a registered set nor a file", fix=hint)
-    return path
-
-
-def load_target(store, target: str) -> Target:
-    """A registered set, else a caption file read with the sniffed reader."""
-    if store is not None and store.find_set(target) is not None:
-        tbl = store.captions(target, "image_id, caption")
-        return Target(target, tbl.column("image_id").to_pylist(),
-                      tbl.column("caption").to_pylist(), f"set:{target}")
-    path = _target_path(store, target)
-    from capaudit.io.ingest import check_batch
-    from capaudit.io.readers import detect_format, get_reader
-
-    reader = get_reader(detect_format(path))
-    ids, caps, row = [], [], 0
-    for batch in reader.read(path):
-        check_batch(batch, path, row)
-        row += batch.num_rows
-        ids.extend(batch.column("image_id").to_pylist())
-        caps.extend(batch.column("caption").to_pylist())
-    return Target(_file_name(path), ids, caps, str(path))
 
 
 def metric_names(cfg: dict) -> list[str] | None:
@@ -143,9 +59,8 @@ def metric_names(cfg: dict) -> list[str] | None:
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if metrics:
-        from capaudit.audit.metrics import METRICS
-        for m in metrics:
-            METRICS.entry(m)  # did-you-mean on typos
+        from capaudit.audit.metrics.stream import check_streams
+        check_streams(metrics)  # did-you-mean on typos; LIC only through --lic
     return metrics
 
 
@@ -158,7 +73,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
                         n_boot=cfg["n_boot"], seed=cfg["seed"], workers=cfg["workers"],
                         min_images=cfg["min_images"], corrected=cfg["corrected"],
                         chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK),
-                        details_sink=details_sink, on_progress=on_progress)
+                        details_sink=details_sink, on_progress=on_progress, config=cfg)
 
 
 def audit_target(target: Target, annotations, cfg: dict):
@@ -168,13 +83,7 @@ def audit_target(target: Target, annotations, cfg: dict):
     return audit_captions(target.image_ids, target.captions, annotations, metrics=metrics,
                           mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
                           workers=cfg["workers"], min_images=cfg["min_images"],
-                          corrected=cfg["corrected"])
-
-
-def store_results(store, run_id: int, name: str, result) -> None:
-    """Write metric rows and per-caption details (caller holds the transaction)."""
-    store_metrics(store, run_id, name, result)
-    store_details(store, run_id, name, result.details)
+                          corrected=cfg["corrected"], config=cfg)
 
 
 def store_metrics(store, run_id: int, name: str, result) -> None:
@@ -185,28 +94,26 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
-def store_details(store, run_id: int, name: str, d: pa.Table) -> None:
-    """Insert a details table (all captions, or one streamed chunk) into ``caption_details``."""
-    if d.num_rows == 0:
-        return
-    tbl = pa.table({
-        "row_idx": d.column("caption_index"), "image_id": d.column("image_id"),
-        "n_tokens": d.column("n_tokens"), "n_sentences": d.column("n_sentences"),
-        "mentioned": d.column("mentioned"), "hallucinated": d.column("hallucinated"),
-        "gender_pred": d.column("gender").cast(pa.string()),
-        "chair_s": d.column("chair_s"), "recall": d.column("recall")})
-    store.con.register("_details", tbl)
-    try:
-        store.con.execute(
-            "INSERT INTO caption_details SELECT ?, ?, row_idx, image_id, n_tokens, n_sentences, "
-            "mentioned, hallucinated, gender_pred, chair_s, recall FROM _details", [run_id, name])
-    finally:
-        store.con.unregister("_details")
+def check_coverage(store, resolved: list[StreamTarget], annotations, cfg: dict) -> dict:
+    """Coverage of each target (:mod:`capaudit.audit.coverage`), before any metric; stops
+    with one line when a join is not believable; hides the ids that may not join."""
+    out = {}
+    for t in resolved:
+        images = coverage.target_images(store, t)
+        cov = coverage.measure(t.name, images, annotations, store, metric_names(cfg))
+        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+        t.rows = coverage.guarded_rows(t.rows, coverage.kept_ids(images, annotations, cov))
+        out[t.name] = cov
+    return out
 
 
-def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
+def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target=None,
               on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    A target is a set name, a caption file, or an already resolved
+    :class:`StreamTarget` (``audit compare`` passes targets restricted to the
+    images the sets share).
 
     ``on_target(target)`` is called when a target starts (``target.n`` is its
     caption count when known beforehand, else ``None``) and
@@ -218,15 +125,17 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.store.details import write_details
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    resolved = [resolve_target(store, t) for t in targets]
+    resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
     metric_names(cfg)  # typos fail before any work
+    covs = check_coverage(store, resolved, annotations, cfg)
     lic: dict[str, dict] = {}
     if cfg.get("lic"):  # before the transaction: its cache writes are transactions of their own
         from capaudit.audit.lic.results import lic_results
@@ -239,10 +148,13 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
         if on_target:
             on_target(t)
         step = (lambda n, t=t: on_progress(t, n)) if on_progress else None
-        res = audit_stream_target(t, annotations, cfg, sink, step)
+        cov = covs[t.name]
+        res = audit_stream_target(t, coverage.restrict(annotations, cov), cfg, sink, step)
         if t.n is None:
             t.n = res.meta["n_captions"]
         res.results.update(lic.get(t.name, {}))
+        coverage.mark_skipped(res.results, cov)
+        res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
         results[t.name] = res
 
     if store is not None:
@@ -251,7 +163,7 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for t in resolved:
-                audit_one(t, lambda tbl, name=t.name: store_details(store, run_id, name, tbl))
+                audit_one(t, lambda tbl, name=t.name: write_details(store, run_id, name, tbl))
                 store_metrics(store, run_id, t.name, results[t.name])
             store.finish_run(run_id, "ok")
         results["_run_id"] = run_id
@@ -263,8 +175,9 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
 
 
 def results_json(results: dict[str, Any]) -> dict:
-    return {"sets": {name: res.to_dict() for name, res in results.items()
-                     if not name.startswith("_")}}
+    names = [n for n in results if not n.startswith("_")]
+    return {"sets": {n: results[n].to_dict() for n in names},
+            "coverage": {n: results[n].meta.get("coverage") for n in names}}
 
 
 def write_json(results: dict[str, Any], path: str | Path) -> Path:

@@ -15,7 +15,13 @@ from typing import Iterator
 
 def long_captions(coco_captions_json: str | Path, n: int,
                   target_tokens: int = 170) -> Iterator[tuple[int, str]]:
-    """Yield ``(image_id, caption)`` pairs of about ``target_tokens`` whitespace tokens."""
+    """Yield ``(image_id, caption)`` pairs of about ``target_tokens`` whitespace tokens.
+
+    Every caption is distinct (the engine analyses identical captions once, which would
+    flatter a benchmark): caption ``i`` starts at human caption ``i * 7919 mod m`` and walks
+    with stride ``1 + i // m``, so a new pass over the ``m`` human captions joins them
+    differently.
+    """
     data = json.loads(Path(coco_captions_json).read_text("utf-8"))
     caps = [a["caption"].strip() for a in data["annotations"]]
     ids = [a["image_id"] for a in data["annotations"]]
@@ -23,9 +29,10 @@ def long_captions(coco_captions_json: str | Path, n: int,
     m = len(caps)
     for i in range(n):
         j = (i * 7919) % m
+        step = 1 + i // m
         parts, tok = [], 0
         while tok < target_tokens:
             parts.append(caps[j] if caps[j].endswith(".") else caps[j] + ".")
             tok += lens[j]
-            j = (j + 1) % m
+            j = (j + step) % m
         yield ids[(i * 7919) % m], " ".join(parts)

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, audit_config, console, open_store
 
 
 def _fmt(r) -> str:
@@ -37,17 +37,17 @@ def disparity_command(
         config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
         db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
+    from rich.markup import escape
     from rich.table import Table
 
     from capaudit.audit.disparity import run_disparity
-    from capaudit.cli.audit import _cfg
     from capaudit.core.config import provenance_beside
 
-    cfg = _cfg(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
+    cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
                min_images=min_images, instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):
         out = run_disparity(store, targets, cfg, by=by)
     run_id = out.pop("_run_id", None)
@@ -62,13 +62,16 @@ def disparity_command(
         console.print(table)
         for metric, per in d.results.items():
             if per[d.diff_key].skipped:
-                console.print(f"[yellow]{metric}: {per[d.diff_key].skipped}[/]")
+                console.print(f"[yellow]{escape(metric)}: {escape(per[d.diff_key].skipped)}[/]",
+                              markup=True)
         if d.meta["unlabelled_captions"]:
             console.print(f"{d.meta['unlabelled_captions']:,} captions of images without a "
                           f"{by} label left out")
-        if "vocab" in d.results:
+        sized = [m for m in d.results if d.results[m][a].extra.get("basis") == "equal images"]
+        if sized:
             k = d.meta["images"]["equal images"][a]
-            console.print(f"vocab on {k:,} images per group (the larger group subsampled)")
+            console.print(f"{', '.join(sized)} on {k:,} images per group (the larger group "
+                          "subsampled: these grow with sample size)")
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}

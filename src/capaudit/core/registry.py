@@ -5,16 +5,26 @@ executors) owns one :class:`Registry`. Entries are registered either with a
 decorator on the object itself or lazily as a ``"module:attr"`` string, so
 heavy imports (torch, transformers, litert) only happen when that named
 implementation is used. Unknown names give a "did you mean" message.
+
+Rules: a name is registered once (a second registration is refused, so a
+plugin cannot silently replace a built-in), and an implementation must be a
+subclass (or instance) of the role's ``base`` when one is set. Third-party
+packages add entries through entry points in the group ``capaudit.<group>``
+(``capaudit.metrics``, ``capaudit.readers``, ``capaudit.filters``,
+``capaudit.backends``): their names are read from the installed metadata on
+the first lookup and their modules imported only when that name is used, as
+pytest's plugins and lm-eval's registry do.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from capaudit.errors import InputError
+from capaudit.errors import CapauditError, InputError
 
 T = TypeVar("T")
 
@@ -26,6 +36,37 @@ class Entry:
     version: str = "1"
     description: str = ""
     extra: str | None = None  # optional-dependency extra needed by this entry
+    plugin: bool = False      # came from an entry point of another package
+
+
+ENTRY_POINT_PREFIX = "capaudit."
+
+
+class RegistryError(CapauditError):
+    """A name registered twice, or an implementation of the wrong kind (plugins included)."""
+
+
+def _entry_points(group: str) -> list:
+    """Installed entry points of ``group``; the metadata is scanned once per process for all
+    capaudit groups (one scan of site-packages costs ~0.1 s)."""
+    return _capaudit_entry_points().get(group, [])
+
+
+@functools.lru_cache(maxsize=1)
+def _capaudit_entry_points() -> dict[str, list]:
+    from importlib.metadata import distributions
+
+    out: dict[str, list] = {}
+    for dist in distributions():
+        for ep in dist.entry_points:
+            if ep.group.startswith(ENTRY_POINT_PREFIX) and ep not in out.get(ep.group, ()):
+                out.setdefault(ep.group, []).append(ep)
+    return out
+
+
+def rescan_plugins() -> None:
+    """Forget the scanned entry points (registries re-read them on their next lookup)."""
+    _capaudit_entry_points.cache_clear()
 
 
 @dataclass
@@ -34,6 +75,10 @@ class Registry(Generic[T]):
 
     role: str
     _entries: dict[str, Entry] = field(default_factory=dict)
+    base: type | None = None                      # implementations must subclass this
+    check: Callable[[str, Any], None] | None = None   # check(name, impl): ValueError if wrong
+    group: str | None = None                      # entry-point group suffix ("metrics")
+    _plugins_loaded: bool = False
 
     def register(self, name: str, target: Any = None, *, version: str = "1",
                  description: str = "", extra: str | None = None) -> Callable | None:
@@ -51,18 +96,63 @@ class Registry(Generic[T]):
         return None
 
     def _add(self, entry: Entry) -> None:
+        old = self._entries.get(entry.name)
+        if old is not None and _where(old.target) != _where(entry.target):  # a reload is fine
+            raise RegistryError(f"{self.role} '{entry.name}' is already registered "
+                             f"({_where(old.target)}); pick another name for {_where(entry.target)}")
+        if not isinstance(entry.target, str):
+            self._validate(entry.name, entry.target)
         self._entries[entry.name] = entry
 
+    def _validate(self, name: str, obj: Any) -> None:
+        if self.base is not None:
+            ok = isinstance(obj, self.base) or (isinstance(obj, type) and issubclass(obj, self.base))
+            if not ok:
+                raise RegistryError(f"{self.role} '{name}' ({_where(obj)}) is not a "
+                                f"{self.base.__module__}.{self.base.__qualname__}")
+        if self.check is not None:
+            try:
+                self.check(name, obj)
+            except ValueError as exc:
+                raise RegistryError(str(exc)) from exc
+
+    def load_plugins(self) -> None:
+        """Add the names of entry points in ``capaudit.<group>`` (targets stay lazy).
+
+        Installed metadata is read once per process; after installing a plugin in a running
+        process call ``capaudit.core.registry.rescan_plugins()``.
+        """
+        if self._plugins_loaded or not self.group:
+            return
+        self._plugins_loaded = True
+        for ep in _entry_points(ENTRY_POINT_PREFIX + self.group):
+            old = self._entries.get(ep.name)
+            if old is not None and old.plugin and old.target == ep.value:
+                continue  # the same plugin found twice on sys.path
+            if old is not None:
+                raise RegistryError(f"{self.role} '{ep.name}' from the entry point {ep.value} is "
+                                 f"already registered ({_where(self._entries[ep.name].target)}); "
+                                 "the plugin must use another name")
+            self._entries[ep.name] = Entry(ep.name, ep.value, description=f"plugin {ep.value}",
+                                           plugin=True)
+
+    def registered(self) -> list[str]:
+        """Names in registration order (built-ins first, then plugins)."""
+        self.load_plugins()
+        return list(self._entries)
+
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        return sorted(self.registered())
 
     def __contains__(self, name: str) -> bool:
+        self.load_plugins()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def entry(self, name: str) -> Entry:
+        self.load_plugins()
         if name not in self._entries:
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f"did you mean '{close[0]}'?" if close else \
@@ -82,9 +172,24 @@ class Registry(Generic[T]):
                     from capaudit.errors import MissingExtraError
                     raise MissingExtraError(exc.name or module_name, entry.extra,
                                             f"{self.role} '{name}'") from exc
+                if entry.plugin:
+                    raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
+                                        f"{entry.target} ({exc})") from exc
                 raise
-            entry.target = getattr(module, attr)
+            target = getattr(module, attr, None)
+            if target is None:
+                raise RegistryError(f"{self.role} '{name}': {module_name} has no '{attr}'")
+            self._validate(name, target)
+            entry.target = target
         return entry.target
 
     def version(self, name: str) -> str:
         return self.entry(name).version
+
+
+def _where(obj: Any) -> str:
+    if isinstance(obj, str):
+        return obj
+    mod = getattr(obj, "__module__", None) or type(obj).__module__
+    qual = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return f"{mod}:{qual}"

@@ -45,7 +45,7 @@ __all__ = ["FILTERS", "Filter", "CaptionDoc", "SentenceScore", "Decision", "Capt
 ACTIONS = ("keep", "flag", "revise", "drop")
 KEPT_ACTIONS = frozenset({"keep", "flag", "revise"})
 
-FILTERS: Registry = Registry("filter")
+FILTERS: Registry = Registry("filter", group="filters")  # base (Filter) set below
 FILTERS.register("hallucination", "capaudit.filters.hallucination:HallucinationFilter",
                  version="2", description="drop sentences mentioning objects the evidence lacks")
 FILTERS.register("gender-neutral", "capaudit.filters.gender:GenderNeutralFilter", version="1",
@@ -224,6 +224,9 @@ class Filter:
 
     def config(self) -> dict:
         return {"filter": self.name, "version": self.version, **self.options}
+
+
+FILTERS.base = Filter
 
 
 @dataclass

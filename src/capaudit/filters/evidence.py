@@ -88,8 +88,10 @@ def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
         return None
     import duckdb
 
+    from capaudit.store.annotations import source_rows
+
     try:
-        rows = store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [name])
+        rows = source_rows(store, table, col, name)
     except duckdb.CatalogException:  # table missing in an old store
         return None
     if not rows:

@@ -30,7 +30,7 @@ reason ``negated``, so its effect can be audited.
 
 from __future__ import annotations
 
-__all__ = ["NEGATION_CUES", "SCOPE_TERMINATORS", "negated_positions", "is_negated"]
+__all__ = ["NEGATION_CUES", "SCOPE_TERMINATORS", "negated_positions"]
 
 NEGATION_CUES = frozenset({"no", "not", "n't", "without", "never", "nor", "neither", "none",
                            "nothing", "nobody", "lacking"})
@@ -75,8 +75,3 @@ def negated_positions(tokens: list[str], max_scope: int = MAX_SCOPE) -> set[int]
             out.add(j)
             j += 1
     return out
-
-
-def is_negated(tokens: list[str], index: int, max_scope: int = MAX_SCOPE) -> bool:
-    """True when ``tokens[index]`` lies in the scope of a negation cue of its sentence."""
-    return index in negated_positions(tokens, max_scope)

@@ -29,37 +29,12 @@ from typing import Any, Callable, Iterator, Mapping
 import pyarrow as pa
 
 from capaudit.errors import InputError
+from capaudit.store.schema import FILTER_DDL
 from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
                                    FilterContext, FilterSummary)
 
 __all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",
            "filter_run_info", "FilterOutput", "write_filtered_set"]
-
-LOG_DDL = [
-    """CREATE TABLE IF NOT EXISTS filter_log (
-        set_name VARCHAR NOT NULL,
-        filter VARCHAR,
-        run_id INTEGER,
-        row_idx BIGINT,
-        new_row_idx BIGINT,
-        image_id BIGINT,
-        sentence_idx INTEGER,
-        action VARCHAR,
-        reason VARCHAR,
-        original VARCHAR,
-        revised VARCHAR,
-        critique VARCHAR,
-        score DOUBLE)""",
-    """CREATE TABLE IF NOT EXISTS filter_runs (
-        set_name VARCHAR NOT NULL,
-        parent VARCHAR,
-        filter VARCHAR,
-        version VARCHAR,
-        run_id INTEGER,
-        config JSON,
-        summary JSON,
-        created_at TIMESTAMP DEFAULT current_timestamp)""",
-]
 
 _LOG_SCHEMA = pa.schema([("set_name", pa.string()), ("filter", pa.string()),
                          ("run_id", pa.int32()), ("row_idx", pa.int64()),
@@ -73,7 +48,8 @@ _OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
 
 
 def ensure_tables(con) -> None:
-    for ddl in LOG_DDL:
+    """The filter tables (DDL in :mod:`capaudit.store.schema`; older stores may lack them)."""
+    for ddl in FILTER_DDL:
         con.execute(ddl)
 
 

@@ -16,14 +16,19 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io import annotations as ann
+from capaudit.io.imageids import annotation_namespace
 from capaudit.io.ingest import fingerprint
 
 KINDS = ("instances", "chair-gt", "demographics")
 
 
 def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
-                    replace: bool = False) -> tuple[str, int]:
-    """Load and store an annotation file; returns (source name, images)."""
+                    replace: bool = False, namespace: str | None = None) -> tuple[str, int]:
+    """Load and store an annotation file; returns (source name, images).
+
+    ``namespace``: the dataset its image ids belong to; by default what the file name says
+    (``instances_val2014.json`` -> ``coco2014``), else unassigned (:mod:`capaudit.io.imageids`).
+    """
     if kind not in KINDS:
         raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
     path = Path(path)
@@ -73,8 +78,10 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
             store.con.execute(f"INSERT INTO {table} SELECT * FROM _ann")
         finally:
             store.con.unregister("_ann")
-        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images) "
-                          "VALUES (?, ?, ?, ?, ?)", [name, kind, str(path.resolve()), sha, n])
+        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
+                          "namespace) VALUES (?, ?, ?, ?, ?, ?)",
+                          [name, kind, str(path.resolve()), sha, n,
+                           namespace or annotation_namespace(path.name)])
     return name, n
 
 
@@ -107,6 +114,23 @@ def _grouped(rows) -> dict[int, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def _load_sets(store, kind: str, path: Path) -> dict[int, frozenset[str]]:
+    """A ``{image_id: names}`` file (instances JSONL, CHAIR ground truth), parsed once per
+    content: later audits read the store's parse cache (:mod:`capaudit.store.annotations`)."""
+    load = (lambda p: ann.load_instances(p)[0]) if kind == "instances" else ann.load_chair_gt
+    from capaudit.store.annotations import cache_sets, cache_usable, cached_sets
+
+    if store is None or not path.is_file() or not cache_usable(store):
+        return load(path)
+    sha = fingerprint(path)
+    sets = cached_sets(store, sha, kind)
+    if sets is None:
+        sets = load(path)
+        if sets:
+            cache_sets(store, sha, kind, sets)
+    return sets
+
+
 def resolve_annotations(store=None, instances: str | Path | None = None,
                         chair_gt: str | Path | None = None,
                         demographics: str | Path | None = None) -> ann.Annotations:
@@ -116,14 +140,15 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
                "chair_gt": ("chair_gt", "object", chair_gt)}
     for attr, (table, col, given) in grouped.items():
         kind = attr.replace("_", "-")
-        if given and attr == "instances":
-            value, result.instance_counts = ann.load_instances(given)
+        if given and attr == "instances" and Path(given).suffix.lower() == ".json":
+            value, result.instance_counts = ann.load_instances(given)  # COCO JSON: with counts
             source = str(given)
         elif given:
-            value, source = ann.load_chair_gt(given), str(given)
+            value, source = _load_sets(store, kind, Path(given)), str(given)
         elif store is not None and (src := _stored_source(store, kind, None)):
-            value = _grouped(store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?",
-                                       [src]))
+            from capaudit.store.annotations import source_rows
+
+            value = _grouped(source_rows(store, table, col, src))
             source = f"store:{src}"
         else:
             continue

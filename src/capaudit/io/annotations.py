@@ -41,6 +41,47 @@ class Annotations:
     sources: dict[str, str] = field(default_factory=dict)     # kind -> path
 
 
+class ColumnarSets(Mapping):
+    """A read-only ``{image_id: frozenset(names)}`` held as arrays, as the store's parse cache
+    returns it: sorted image ids, CSR ``offsets`` into ``codes``, and ``names[code]``.
+
+    It behaves as the dict the loaders build (``get``, ``in``, iteration, ``==``); the
+    metrics read the arrays directly (no per-image Python objects, see
+    :func:`capaudit.audit.metrics.base.MetricContext`)."""
+
+    def __init__(self, ids, offsets, codes, names: list[str]):
+        import numpy as np
+
+        self.ids = np.asarray(ids, np.int64)
+        self.offsets = np.asarray(offsets, np.int64)
+        self.codes = np.asarray(codes, np.int64)
+        self.names = list(names)
+
+    def _pos(self, key) -> int:
+        import numpy as np
+
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
+            return -1
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else -1
+
+    def __getitem__(self, key) -> frozenset[str]:
+        i = self._pos(key)
+        if i < 0:
+            raise KeyError(key)
+        names = self.names
+        return frozenset(names[c] for c in self.codes[self.offsets[i]:self.offsets[i + 1]].tolist())
+
+    def __contains__(self, key) -> bool:
+        return self._pos(key) >= 0
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 def _check_exists(path: Path) -> None:
     if not path.exists():
         raise InputError("file not found", path=path, fix="check the path")
@@ -63,6 +104,9 @@ def iter_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
                                  fix="one JSON object per line") from None
+            except RecursionError:
+                raise InputError("JSON nested too deeply", path=path, row=row,
+                                 fix="flatten the record") from None
             if not isinstance(rec, dict):
                 raise InputError("each line must be a JSON object", path=path, row=row)
             yield row, rec
@@ -81,7 +125,7 @@ def _image_id(rec: Mapping, path: Path, row: int) -> int:
 def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(f"malformed JSON ({exc.__class__.__name__})", path=path) from None
     if not isinstance(data, dict) or "annotations" not in data or "categories" not in data:
         raise InputError("not a COCO instances file (needs 'annotations' and 'categories')",

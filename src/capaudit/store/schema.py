@@ -8,8 +8,15 @@ One file holds everything a user may want to query with plain SQL:
 - ``runs``: every command that wrote results (resolved config, seed, package
   versions, start/end, status);
 - ``metrics``: one row per (run, set, metric, group) with value, n and the
-  bootstrap interval; ``caption_details``: per-caption audit details;
-- ``lic_cache``: LIC results keyed by (fingerprint, config, seed).
+  bootstrap interval; ``caption_details``: per-caption audit details (core
+  columns here; each metric's own columns are added on first write,
+  :mod:`capaudit.store.details`);
+- ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
+- ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
+  file given on the command line is parsed once, not on every audit;
+- ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
+  action and reason, and one row per filter run;
+- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``).
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -60,6 +67,10 @@ DDL = [
         started_at TIMESTAMP,
         ended_at TIMESTAMP,
         status VARCHAR)""",
+    # pid + host of the recording process: a later process marks a run whose pid is gone
+    # as 'killed' (Store.mark_orphaned_runs); added by ALTER so older stores upgrade too
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid BIGINT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR",
     """CREATE TABLE IF NOT EXISTS metrics (
         run_id INTEGER,
         set_name VARCHAR,
@@ -82,13 +93,106 @@ DDL = [
         gender_pred VARCHAR,
         chair_s BOOLEAN,
         recall DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS annotation_cache (
+        sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+
+FILTER_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_log (
+        set_name VARCHAR NOT NULL,
+        filter VARCHAR,
+        run_id INTEGER,
+        row_idx BIGINT,
+        new_row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        action VARCHAR,
+        reason VARCHAR,
+        original VARCHAR,
+        revised VARCHAR,
+        critique VARCHAR,
+        score DOUBLE)""",
+    """CREATE TABLE IF NOT EXISTS filter_runs (
+        set_name VARCHAR NOT NULL,
+        parent VARCHAR,
+        filter VARCHAR,
+        version VARCHAR,
+        run_id INTEGER,
+        config JSON,
+        summary JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+]
+DDL += FILTER_DDL
+
+# -- judged metrics (capaudit.judge; SQL in store/judge.py) ----------------------------
+# ``judges``: one row per judge identity (backend, model, parameters, prompt hashes,
+# evidence kind); ``judge_items``: one row per judged sentence / unit / element / caption,
+# carrying the judge's model, backend and prompt hash, so results of two judges are never
+# mixed (every metric row's ``extra`` holds the same ``judge_id``).
+JUDGE_DDL = [
+    """CREATE TABLE IF NOT EXISTS judges (
+        judge_id VARCHAR PRIMARY KEY,
+        backend VARCHAR,
+        model VARCHAR,
+        params JSON,
+        prompts JSON,
+        evidence VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS judge_items (
+        run_id INTEGER,
+        judge_id VARCHAR,
+        judge_model VARCHAR,
+        judge_backend VARCHAR,
+        prompt_hash VARCHAR,
+        evidence VARCHAR,
+        metric VARCHAR,
+        set_name VARCHAR,
+        caption_idx BIGINT,
+        image_id BIGINT,
+        kind VARCHAR,
+        unit_idx INTEGER,
+        text VARCHAR,
+        status VARCHAR,
+        label VARCHAR,
+        score DOUBLE,
+        p_yes DOUBLE,
+        critique VARCHAR,
+        detail JSON)""",
+]
+DDL += JUDGE_DDL
+
+
+# Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each
+# caption's id and an annotation source's ids belong to; NULL = unassigned (bare numbers).
+# Added by ALTER so that stores written before keep working.
+NAMESPACE_DDL = [
+    "ALTER TABLE caption_sets ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE captions ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE annotation_sources ADD COLUMN IF NOT EXISTS namespace VARCHAR",
 ]
 
 
 def migrate(con) -> None:
     """Create missing tables and record the schema version."""
-    for stmt in DDL:
+    for stmt in DDL + NAMESPACE_DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+# engine details column -> caption_details column
+DETAIL_RENAMES = {"caption_index": "row_idx", "gender": "gender_pred"}
+
+
+def add_columns(con, table: str, schema) -> None:
+    """Add the columns of a pyarrow ``schema`` that ``table`` lacks (types as DuckDB maps them)."""
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+    missing = [f for f in schema if f.name not in have]
+    if not missing:
+        return
+    import pyarrow as pa
+
+    types = con.from_arrow(pa.table({f.name: pa.nulls(0, f.type) for f in missing})).types
+    for f, t in zip(missing, types):
+        con.execute(f'ALTER TABLE {table} ADD COLUMN "{f.name}" {t}')

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["tokenize_caption", "segmented_tokenize_caption", "tokenize_sentences", "tokenize",
+__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize",
            "nltk_tokenize_sentences", "nltk_line_tokens", "fast_tokenize_caption", "fast_tokenize_sentences"]
 
 # Characters the fast path understands (input already lowercased).
@@ -273,8 +273,3 @@ def tokenize_sentences(caption: str, lower: bool = True) -> list[list[str]]:
 def tokenize(caption: str, lower: bool = True) -> list[str]:
     """Flat token list (the reference's ``nltk.word_tokenize(caption.lower())``)."""
     return [t for s in tokenize_sentences(caption, lower) for t in s]
-
-
-def segmented_tokenize_caption(caption: str) -> tuple[list[list[str]], list[str]] | None:
-    """The segment-wise path alone (for tests): None when the caption has no safe boundary."""
-    return _segmented_caption(caption.lower())

@@ -3,7 +3,7 @@ images, and compare the model's audit with its training captions' audit (amplifi
 
 Modules: :mod:`data` (shard images joined to a set's captions), :mod:`train`
 (AdamW fine-tuning with atomic, resumable checkpoints), :mod:`caption` (batched
-generation registered as a caption set), :mod:`amplification` (downstream minus
-upstream with intervals), :mod:`tiny` (a random tiny BLIP for tests and benchmarks).
-Nothing heavy is imported here: torch and transformers load inside the functions.
+generation registered as a caption set), :mod:`tiny` (a random tiny BLIP for tests and benchmarks).
+The amplification itself (downstream minus upstream with intervals) is pure numpy
+and lives in :mod:`capaudit.audit.amplification`. Nothing heavy is imported here: torch and transformers load inside the functions.
 """

@@ -10,7 +10,7 @@ an image bootstrap, and says so in ``extra["interval"]``).
 
 from __future__ import annotations
 
-from capaudit.audit.runner import Target, load_target
+from capaudit.audit.targets import Target, load_target
 
 
 class StoreCache:

@@ -12,10 +12,12 @@ Captions without an image id are left out.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, ratio
+from capaudit.audit.metrics.base import Estimate, Metric, MetricContext, ratio, register_metric
+from capaudit.audit.metrics.state import UnitSums
 
-__all__ = ["chair_s", "chair_i", "caption_hallucinated"]
+__all__ = ["ChairS", "ChairI", "caption_hallucinated"]
 
 
 def caption_hallucinated(ctx: MetricContext) -> np.ndarray:
@@ -25,27 +27,64 @@ def caption_hallucinated(ctx: MetricContext) -> np.ndarray:
 
 
 def _missing(ctx: MetricContext) -> int:
+    """Captions whose image has no row in the ground-truth table."""
     _, present = ctx.chair_gt
     return int((ctx.has_image & ~present[ctx.unit]).sum())
 
 
-@METRICS.register("chair_s", version="1")
-def chair_s(ctx: MetricContext) -> Estimate:
-    """Percent of captions with a hallucinated object."""
-    flag = caption_hallucinated(ctx).astype(np.float64)
-    m = ctx.has_image
-    stats = np.stack([ctx.per_unit(flag, m), ctx.per_unit(None, m)], axis=1)
-    return Estimate(stats, ratio(), int(m.sum()), {"captions_without_gt": _missing(ctx)})
+@register_metric
+class ChairS(Metric):
+    name, label = "chair_s", "CHAIR_s"
+    description = "captions with ≥1 hallucinated COCO object (×100)"
+    direction, criterion = -1, "alignment"
+    needs = frozenset({"chair_gt"})
+    corrected = True
+    details = {"chair_s": pa.bool_()}
+
+    def update(self, ctx):
+        flag = caption_hallucinated(ctx).astype(np.float64)
+        return UnitSums.of(ctx, flag, None, mask=ctx.has_image, captions_without_gt=_missing(ctx))
+
+    def finalize(self, state, units):
+        stats = state.dense(units)
+        return Estimate(stats, ratio(), int(stats[:, 1].sum()),
+                        {"captions_without_gt": int(state.totals["captions_without_gt"])})
+
+    def caption_details(self, ctx):
+        return {"chair_s": pa.array(caption_hallucinated(ctx), mask=~ctx.has_image)}
 
 
-@METRICS.register("chair_i", version="1")
-def chair_i(ctx: MetricContext) -> Estimate:
-    """Percent of object mentions that are hallucinated."""
-    h = ctx.hallucinated
-    keep = ctx.has_image[ctx.mention_caption]
-    u = ctx.mention_unit[keep]
-    stats = np.stack([np.bincount(u[h[keep]], minlength=ctx.n_units),
-                      np.bincount(u, minlength=ctx.n_units)], axis=1).astype(np.float64)
-    return Estimate(stats, ratio(), int(keep.sum()),
-                    {"captions": int(ctx.has_image.sum()), "hallucinated_mentions": int(h[keep].sum()),
-                     "captions_without_gt": _missing(ctx)})
+@register_metric
+class ChairI(Metric):
+    name, label = "chair_i", "CHAIR_i"
+    description = "hallucinated object mentions / all object mentions (×100)"
+    direction, criterion = -1, "alignment"
+    needs = frozenset({"chair_gt"})
+    corrected = True
+    details = {"hallucinated": pa.list_(pa.string())}
+
+    def update(self, ctx):
+        h = ctx.hallucinated
+        n = len(ctx.records)
+        hall = np.bincount(ctx.mention_caption[h], minlength=n)
+        ment = np.diff(ctx.records.m_offsets)
+        has = ctx.has_image
+        return UnitSums.of(ctx, hall, ment, mask=has, captions=int(has.sum()),
+                           hallucinated_mentions=int(hall[has].sum()),
+                           captions_without_gt=_missing(ctx))
+
+    def finalize(self, state, units):
+        stats = state.dense(units)
+        t = state.totals
+        return Estimate(stats, ratio(), int(stats[:, 1].sum()),
+                        {"captions": int(t["captions"]),
+                         "hallucinated_mentions": int(t["hallucinated_mentions"]),
+                         "captions_without_gt": int(t["captions_without_gt"])})
+
+    def caption_details(self, ctx):
+        from capaudit.audit.metrics.base import category_lists
+
+        h = ctx.hallucinated
+        hk = np.unique(ctx.mention_caption[h].astype(np.int64) * ctx.n_cat + ctx.records.m_cat[h])
+        return {"hallucinated": category_lists(hk // ctx.n_cat, hk % ctx.n_cat, len(ctx.records),
+                                               ctx.categories)}

@@ -18,30 +18,67 @@ is therefore their spread re-centred on the observed value (``recentre``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, SparseStats, ratio
+from capaudit.audit.metrics.base import Estimate, Metric, SparseStats, ratio, register_metric
+from capaudit.audit.metrics.state import UnitSums
+from capaudit.text.records import POSTING_CAP
 
-__all__ = ["vocab", "length", "vocab_estimate"]
+__all__ = ["Vocab", "Length", "Vocabulary", "vocab_estimate"]
 
 ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocabulary bootstrap
 
 
-@METRICS.register("vocab", version="1")
-def vocab(ctx: MetricContext) -> Estimate:
-    """Number of distinct lowercased tokens."""
-    rec = ctx.records
-    # rare tokens (used by <= POSTING_CAP captions): the units of the captions using them
-    unit_lists = [np.unique(ctx.unit[np.asarray(p, np.int64)]) for p in rec.postings.values()]
-    return vocab_estimate(len(rec.token_counts), unit_lists, ctx.n_units, len(rec))
+@dataclass
+class Vocabulary:
+    """Set-valued state: count of every token, and for tokens used by at most
+    ``POSTING_CAP`` captions the unit keys of those captions (one per caption)."""
+
+    token_counts: dict[str, int] = field(default_factory=dict)
+    postings: dict[str, list[int]] = field(default_factory=dict)
+    n: int = 0
+
+    def merge(self, other: "Vocabulary") -> "Vocabulary":
+        """Adds ``other`` into this state (modified and returned)."""
+        counts, posts, other_posts = self.token_counts, self.postings, other.postings
+        for t, c in other.token_counts.items():
+            total = counts.get(t, 0) + c
+            counts[t] = total
+            if total <= POSTING_CAP:
+                lst = posts.get(t)
+                if lst is None:
+                    posts[t] = list(other_posts[t])  # present: other's count is <= the total
+                else:
+                    lst.extend(other_posts[t])
+            elif t in posts:
+                del posts[t]
+        self.n += other.n
+        return self
+
+
+@register_metric
+class Vocab(Metric):
+    name, label = "vocab", "Vocab"
+    description = "distinct lowercased tokens (treebank tokenization)"
+    direction, criterion = +1, "complexity"
+    size_dependent = True
+
+    def update(self, ctx):
+        rec = ctx.records
+        keys = ctx.unit_keys[ctx.unit]  # unit key per caption
+        posts = {t: keys[np.asarray(p, np.int64)].tolist() for t, p in rec.postings.items()}
+        return Vocabulary(dict(rec.token_counts), posts, len(rec))
+
+    def finalize(self, state, units):
+        # rare tokens (used by <= POSTING_CAP captions): the distinct units using them
+        unit_lists = [np.unique(units.index(np.asarray(p, np.int64))) for p in state.postings.values()]
+        return vocab_estimate(len(state.token_counts), unit_lists, units.n, state.n)
 
 
 def vocab_estimate(n_vocab: int, unit_lists: list[np.ndarray], n_units: int, n: int) -> Estimate:
-    """The vocabulary estimate from its size and, per rare token, the distinct units using it.
-
-    Shared by :func:`vocab` and the streaming audit
-    (:mod:`capaudit.audit.metrics.stream`), which keeps only these.
-    """
+    """The vocabulary estimate from its size and, per rare token, the distinct units using it."""
     n_freq = n_vocab - len(unit_lists)
     if unit_lists:
         # presence matrix [units, rare tokens]: a token is in a resample iff the
@@ -67,10 +104,18 @@ def vocab_estimate(n_vocab: int, unit_lists: list[np.ndarray], n_units: int, n: 
                     {"rare_tokens": len(unit_lists)}, boot=boot, value=float(n_vocab), recentre=True)
 
 
-@METRICS.register("length", version="1")
-def length(ctx: MetricContext) -> Estimate:
-    """Mean number of tokens per caption."""
-    rec = ctx.records
-    stats = np.stack([ctx.per_unit(rec.n_tokens.astype(np.float64)), ctx.per_unit()], axis=1)
-    return Estimate(stats, ratio(1.0), len(rec),
-                    {"mean_sentences": float(rec.n_sentences.mean()) if len(rec) else None})
+@register_metric
+class Length(Metric):
+    name, label = "length", "Length"
+    description = "mean tokens per caption"
+    direction, criterion = 0, "complexity"
+
+    def update(self, ctx):
+        rec = ctx.records
+        return UnitSums.of(ctx, rec.n_tokens, None, sentences=int(rec.n_sentences.sum(dtype=np.int64)))
+
+    def finalize(self, state, units):
+        stats = state.dense(units)
+        n = int(stats[:, 1].sum())
+        return Estimate(stats, ratio(1.0), n,
+                        {"mean_sentences": state.totals["sentences"] / n if n else None})

@@ -31,22 +31,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from capaudit.audit.metrics.base import METRICS, Estimate, MetricContext, MetricSkipped, SparseStats
+from capaudit.audit.metrics.base import Estimate, Metric, MetricSkipped, SparseStats, register_metric
+from capaudit.audit.metrics.state import UnitCells
 
-__all__ = ["recall_disparity", "disparity_estimate"]
+__all__ = ["RecallDisparity", "disparity_estimate"]
 
 
-@METRICS.register("recall_disparity", version="1")
-def recall_disparity(ctx: MetricContext) -> Estimate:
-    """Mean |recall(man) - recall(woman)| over categories seen with both genders."""
-    inst, _ = ctx.instances
-    g_unit = ctx.image_gender
-    # hits: one per caption mentioning j (any j; filtered in disparity_estimate)
-    caps, cats = ctx.mentioned_pairs
-    u = ctx.unit[caps]
-    n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
-    return disparity_estimate(ctx.categories, inst, g_unit, ctx.per_unit(), u, cats,
-                              np.ones(len(u)), ctx.n_units, ctx.min_images, n)
+@register_metric
+class RecallDisparity(Metric):
+    name, label = "recall_disparity", "Recall disp."
+    description = "mean |recall(man) − recall(woman)| over categories (Hall et al. 2023, ×100)"
+    direction, criterion = -1, "bias"
+    needs = frozenset({"instances", "demographics"})
+    not_by = {"gender": "recall disparity is itself a man - woman difference"}
+
+    def update(self, ctx):
+        """Cells (image, category): captions of a gender-labelled image naming one of its
+        instance categories; the category selection waits for the whole input."""
+        inst, _ = ctx.instances
+        g_unit = ctx.image_gender
+        caps, cats = ctx.mentioned_pairs
+        u = ctx.unit[caps]
+        ok = (g_unit[u] > 0) & inst[u, cats]
+        n = int(((g_unit[ctx.unit] > 0) & ctx.has_image).sum())
+        return UnitCells.of(ctx.unit_keys[u[ok]], cats[ok], n=n)
+
+    def finalize(self, state, units):
+        ctx = units.context
+        inst, _ = ctx.instances
+        return disparity_estimate(ctx.categories, inst, ctx.image_gender, units.n_caps.copy(),
+                                  units.index(state.keys), state.cols, state.vals, units.n,
+                                  units.min_images, int(state.totals["n"]))
 
 
 def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarray,
@@ -55,9 +70,7 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
     """The estimate from per-unit pieces: instance matrix [units, C], gender per unit,
     captions per unit, and (unit, category, count) of captions mentioning the category.
 
-    Shared by :func:`recall_disparity` (one hit per caption) and the streaming
-    audit (:mod:`capaudit.audit.metrics.stream`, hits summed per image): the
-    category selection is always made here, on the full sample.
+    The category selection is made here, on the full sample.
     """
     C = len(categories)
     n_img = np.stack([inst[g_unit == 1].sum(0), inst[g_unit == 2].sum(0)])  # [2, C]

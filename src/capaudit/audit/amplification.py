@@ -147,12 +147,9 @@ def amplification(upstream: Mapping[str, Any], downstream: Mapping[str, Any], *,
 def stored_results(store, set_name: str) -> dict[str, Stat]:
     """The latest stored value of every metric of a set (group 'all'), as written by
     ``capaudit audit run``; amplification rows themselves are left out."""
-    rows = store.sql(
-        "SELECT metric, value, n, ci_low, ci_high FROM metrics m WHERE set_name = ? "
-        "AND grp = 'all' AND metric NOT LIKE 'amplification.%' AND run_id = ("
-        "SELECT max(run_id) FROM metrics WHERE set_name = m.set_name AND metric = m.metric "
-        "AND grp = 'all') ORDER BY metric", [set_name])
-    return {r[0]: Stat(r[1], r[2], r[3], r[4]) for r in rows}
+    from capaudit.store.results import latest_metrics
+
+    return {r[0]: Stat(*r[1:]) for r in latest_metrics(store, set_name)}
 
 
 def _fmt(x, digits: int = 3) -> str:
@@ -164,8 +161,10 @@ def to_markdown(rows: list[AmplificationRow], upstream: str, downstream: str) ->
     lines = [f"## Amplification: {downstream} (downstream) - {upstream} (upstream)", "",
              "| metric | upstream | downstream | delta | 95% CI | method |",
              "|---|---:|---:|---:|---|---|"]
+    from capaudit.audit.metrics.spec import arrow
+
     for r in rows:
         ci = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if r.ci_low is not None else "-"
-        lines.append(f"| {r.metric} | {_fmt(r.upstream)} | {_fmt(r.downstream)} | "
+        lines.append(f"| {r.metric}{arrow(r.metric)} | {_fmt(r.upstream)} | {_fmt(r.downstream)} | "
                      f"{_fmt(r.delta)} | {ci} | {r.method} |")
     return "\n".join(lines) + "\n"

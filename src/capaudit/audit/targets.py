@@ -1,0 +1,111 @@
+"""Audit targets: a registered set name or a caption file, read whole or in batches.
+
+A target is a registered set name or a caption file (format sniffed; it is
+read, not registered, and named by its file stem). :func:`resolve_target`
+reads nothing yet (the streaming audit pulls batches), :func:`load_target`
+reads everything (LIC and disparity need each image's captions together).
+Kept apart from :mod:`capaudit.audit.runner` so LIC, disparity and the CLI can
+load targets without importing the runner (and the runner can import them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from capaudit.errors import InputError
+
+__all__ = ["Target", "StreamTarget", "resolve_target", "load_target"]
+
+
+@dataclass
+class Target:
+    name: str
+    image_ids: list
+    captions: list
+    source: str
+
+
+@dataclass
+class StreamTarget:
+    """A target read in batches: ``rows()`` gives a fresh ``(image_id, caption)`` iterator."""
+
+    name: str
+    source: str
+    spec: str                      # what the user gave (set name or path), for load_target
+    rows: Callable[[], Iterator[tuple]]
+    n: int | None = None           # captions, when known before reading (registered sets)
+
+    @property
+    def captions(self) -> range:
+        """Sized stand-in for ``Target.captions`` (``len`` only: the captions are not held)."""
+        return range(self.n or 0)
+
+
+def _batches_rows(batches) -> Iterator[tuple]:
+    for batch in batches:
+        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
+
+
+def resolve_target(store, target: str) -> StreamTarget:
+    """Like :func:`load_target` (same checks and names) but reads nothing yet."""
+    if store is not None:
+        info = store.find_set(target)
+        if info is not None:
+            return StreamTarget(target, f"set:{target}", target,
+                                lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
+    path = _target_path(store, target)
+    from capaudit.io.ingest import check_batch
+    from capaudit.io.readers import detect_format, get_reader
+
+    reader = get_reader(detect_format(path))
+
+    def rows() -> Iterator[tuple]:
+        row = 0
+        for batch in reader.read(path):
+            check_batch(batch, path, row)
+            row += batch.num_rows
+            yield from _batches_rows([batch])
+
+    return StreamTarget(_file_name(path), str(path), target, rows)
+
+
+def _file_name(path: Path) -> str:
+    return path.name.split(".")[0] if not path.is_dir() else path.name
+
+
+def _target_path(store, target: str) -> Path:
+    path = Path(target)
+    if not path.exists():
+        hint = "register it with capaudit sets add, or give a caption file"
+        if store is not None:
+            names = [s.name for s in store.list_sets()]
+            import difflib
+            close = difflib.get_close_matches(target, names, n=1)
+            if close:
+                hint = f"did you mean the set '{close[0]}'?"
+        raise InputError(f"'{target}' is neither a registered set nor a file", fix=hint)
+    return path
+
+
+def load_target(store, target: str) -> Target:
+    """A registered set, else a caption file read with the sniffed reader."""
+    if store is not None and store.find_set(target) is not None:
+        tbl = store.captions(target, "image_id, caption")
+        return Target(target, tbl.column("image_id").to_pylist(),
+                      tbl.column("caption").to_pylist(), f"set:{target}")
+    path = _target_path(store, target)
+    from capaudit.io.ingest import check_batch
+    from capaudit.io.readers import detect_format, get_reader
+
+    reader = get_reader(detect_format(path))
+    ids, caps, row = [], [], 0
+    for batch in reader.read(path):
+        check_batch(batch, path, row)
+        row += batch.num_rows
+        ids.extend(batch.column("image_id").to_pylist())
+        caps.extend(batch.column("caption").to_pylist())
+    return Target(_file_name(path), ids, caps, str(path))
+
+

@@ -1,0 +1,42 @@
+"""``capaudit audit metrics``: every registered metric and its spec (plugins included)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from capaudit.cli.common import console
+
+
+def metric_rows() -> list[dict]:
+    """The spec of every registered metric, in registration order."""
+    from capaudit.audit.metrics.spec import specs
+
+    return [cls.spec() for cls in specs()]
+
+
+def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write the specs as JSON"),
+                    ) -> None:
+    """List every metric: description, direction, criterion and what it needs."""
+    from rich.table import Table
+
+    rows = metric_rows()
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = json_out.with_name(json_out.name + ".tmp")
+        tmp.write_text(json.dumps({"metrics": rows}, indent=2), encoding="utf-8")
+        tmp.replace(json_out)
+    table = Table(title="capaudit metrics (↑ higher is better, ↓ lower is better)")
+    for col in ("name", "dir", "criterion", "needs", "default", "description"):
+        table.add_column(col, no_wrap=col != "description", overflow="fold")
+    for r in rows:
+        flags = ("yes" if r["default"] else "no") + ("" if r["streams"] else " (--lic)")
+        table.add_row(r["name"],
+                      {1: "↑", -1: "↓", 0: "·"}[r["direction"]], r["criterion"],
+                      ", ".join(r["needs"]) or "-", flags,
+                      r["description"] + (" [corrected mode too]" if r["corrected"] else ""))
+    console.print(table)
+    if json_out:
+        console.print(f"JSON: {json_out}")
