@@ -115,3 +115,21 @@ def test_query_is_read_only(demo):
 def test_docstring_examples_run():
     failures, tried = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
     assert tried >= 10 and failures == 0
+
+
+@pytest.mark.slow
+def test_export_hf_carries_the_audit_details(demo, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    plain = datasets.load_from_disk(str(demo.export("nic", "hf", tmp_path / "plain")))
+    assert plain.column_names == ["image_key", "image_id", "namespace", "caption"]
+    res = demo.audit("nic", metrics=["chair_s", "chair_i"], n_boot=20)
+    ds = datasets.load_from_disk(str(demo.export("nic", "hf", tmp_path / "hf")))
+    assert {"audit_run_id", "hallucinated", "chair_s", "mentioned"} <= set(ds.column_names)
+    assert len(ds) == 1000 and set(ds["audit_run_id"]) == {res.run_id}
+    # CHAIR_s is the share of captions with a hallucinated object: the column gives it back
+    chair_s = next(iter(res))["value"]
+    assert 100 * sum(ds["chair_s"]) / len(ds) == pytest.approx(chair_s)
+    stored = demo.query(f"SELECT hallucinated FROM caption_details WHERE run_id = {res.run_id} "
+                        "ORDER BY row_idx").rows
+    assert [r[0] for r in stored] == list(ds["hallucinated"])
+    assert sum(1 for h in ds["hallucinated"] if h) > 0
