@@ -330,6 +330,26 @@ def test_styled_lines_opt_into_markup():
     assert found == []
 
 
+def _escapes_outside_markup(path: Path):
+    """escape()/esc() calls not inside a print(..., markup=True): with markup off they would
+    print their backslashes (a table cell, a title or a plain line shows data as it is)."""
+    tree = ast.parse(path.read_text())
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(k.arg == "markup" for k in node.keywords):
+            allowed.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("escape", "esc") and id(node) not in allowed):
+            yield f"{path.name}:{node.lineno}"
+
+
+def test_data_is_escaped_only_where_markup_is_on():
+    found = [hit for p in (SRC / "capaudit" / "cli").rglob("*.py")
+             for hit in _escapes_outside_markup(p)]
+    assert found == []
+
+
 # -- 12. review CSV: no spreadsheet formulas, round trip intact -------------------------------
 def test_review_csv_neutralises_formulas_and_round_trips(store, tmp_path):
     pa = pytest.importorskip("pyarrow")

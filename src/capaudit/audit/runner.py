@@ -46,6 +46,10 @@ DEFAULTS: dict[str, Any] = {
     "lic_classifier": "lstm",
     "lic_epochs": None,       # None = the classifier's reference default
     "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
+    "reference": None,        # LOTUS noun/verb coverage: the human caption set
+    "clip_model": None,       # LOTUS CLIP metrics: a local transformers CLIPModel
+    "images": None,           # ... and the folder of the set's images
+    "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
     "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/coverage.py)
     "allow_partial": False,   # audit partially annotated sets on their annotated images
 }
@@ -129,6 +133,9 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
+    from capaudit.lotus.inputs import prepare
+
+    prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):

@@ -8,6 +8,8 @@ from typing import List
 
 import typer
 
+from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
+                                             lotus_cli)
 from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
@@ -62,6 +64,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
         min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        reference: str = ReferenceOpt, clip_model: str = ClipModelOpt, images: Path = ImagesOpt,
+        long_text: str = LongTextOpt,
         allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
                                            help="Audit a set whose images are mostly not "
                                                 "annotated, on its annotated images"),
@@ -77,6 +81,7 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
+               **lotus_cli(reference, clip_model, images, long_text),
                lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
                allow_partial=allow_partial, min_coverage=min_coverage,
                instances=str(instances) if instances else None,
@@ -191,6 +196,7 @@ def register(app: typer.Typer) -> None:
     """Attach the audit sub-app; lic, amplification and disparity live in their own modules
     (import-light: torch and the like load only when a command runs)."""
     from capaudit.cli.audit_disparity import disparity_command
+    from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command
     from capaudit.cli.audit_metrics import metrics_command
     from capaudit.cli.downstream import amplification_command
@@ -199,4 +205,5 @@ def register(app: typer.Typer) -> None:
     audit_app.command("amplification")(amplification_command)
     audit_app.command("disparity")(disparity_command)
     audit_app.command("metrics")(metrics_command)
+    audit_app.command("leaderboard")(leaderboard_command)
     app.add_typer(audit_app, name="audit")

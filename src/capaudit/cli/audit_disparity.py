@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
+                                             lotus_cli)
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 
 
@@ -34,6 +36,8 @@ def disparity_command(
         workers: Optional[int] = typer.Option(None, "--workers"),
         min_images: Optional[int] = typer.Option(None, "--min-images"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
+        reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
+        images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
         config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
         db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
@@ -45,6 +49,7 @@ def disparity_command(
 
     cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
                min_images=min_images, instances=str(instances) if instances else None,
+               **lotus_cli(reference, clip_model, images, long_text),
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
     store = open_store(db, create=True)  # caption files given as targets are registered
