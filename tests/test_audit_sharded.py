@@ -165,3 +165,98 @@ def test_vocabulary_switches_to_a_sketch_the_json_says_so(shared, tmp_path, monk
     lo, hi = got["ci"]
     assert lo < got["value"] < hi and abs((hi - lo) / got["value"] - 2 * 1.96 * div.HLL_REL_ERROR) < 1e-3
     assert r7.results["length"].value == exact.results["length"].value
+
+
+# -- state files are never pickles ----------------------------------------------------
+class _Payload:
+    """Unpickling this writes ``target``: what a swapped state file could do."""
+
+    def __init__(self, target: Path):
+        self.target = str(target)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.target!r}, 'w').write('pwned')",))
+
+
+def _sharded_cli(folder: Path, tmp_path: Path, capsys, *extra: str):
+    from capaudit.cli.main import main
+    capsys.readouterr()
+    code = main(["audit", "run", "--shards", str(folder), "--work-dir", str(tmp_path / "w"),
+                 "--db", str(tmp_path / "r.duckdb"), "--metrics", "vocab,length", "--n-boot",
+                 "50", *extra])
+    return code, capsys.readouterr().err
+
+
+def _swap_state(tmp_path: Path, data: bytes) -> Path:
+    """Replace shard 00000's state by ``data`` and fix its marker's sha256 to match (an
+    attacker who edits the work directory can edit both)."""
+    import hashlib
+    (state,) = (tmp_path / "w").glob("*/00000.state.npz")
+    marker = state.parent / "00000.done.json"
+    state.write_bytes(data)
+    m = json.loads(marker.read_text())
+    m["state_sha256"] = hashlib.sha256(data).hexdigest()
+    marker.write_text(json.dumps(m))
+    return state
+
+
+def test_a_pickled_or_corrupt_state_file_is_refused_in_one_line(shared, tmp_path, capsys):
+    import pickle
+    ids, caps = _rows(shared, 300)
+    folder = _write_parquet(tmp_path / "s", ids, caps, 2)
+    code, err = _sharded_cli(folder, tmp_path, capsys)
+    assert code == 0, err
+    (state,) = (tmp_path / "w").glob("*/00000.state.npz")
+    assert state.read_bytes()[:2] == b"PK"  # a zip of .npy arrays, not a pickle
+    # the payload is live: unpickling it does write its file ...
+    control, target = tmp_path / "control", tmp_path / "pwned"
+    pickle.loads(pickle.dumps(_Payload(control)))
+    assert control.read_text() == "pwned"
+    # ... but as a state file it is refused, one line naming the file and the fix, never run
+    import numpy as np
+    buf = io.BytesIO()
+    np.save(buf, np.array([_Payload(target)], dtype=object), allow_pickle=True)
+    for data in (pickle.dumps(_Payload(target)),                  # a bare pickle
+                 buf.getvalue(),                                  # a pickle inside .npy
+                 state.read_bytes()[:200]):                       # a truncated state
+        _swap_state(tmp_path, data)
+        code, err = _sharded_cli(folder, tmp_path, capsys)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+        assert "00000.state.npz" in lines[0] and "delete the work directory" in lines[0]
+        assert not target.exists()
+
+
+def test_a_plugin_state_that_cannot_be_saved_safely_stops_the_run(shared, tmp_path):
+    import numpy as np
+    from capaudit.audit.metrics import METRICS, Metric, register_metric
+    from capaudit.audit.metrics.base import Estimate, ratio
+
+    class Opaque:  # not a registered dataclass: no safe way to write it
+        def __init__(self, n):
+            self.n = n
+
+        def merge(self, other):
+            return Opaque(self.n + other.n)
+
+    class OpaqueCount(Metric):
+        name, label, description = "opaque_count_test", "Opaque", "toy"
+        direction, criterion = 1, "complexity"
+
+        def update(self, ctx):
+            return Opaque(len(ctx.records))
+
+        def finalize(self, state, units):
+            return Estimate(np.zeros((units.n, 2)), ratio(), state.n)
+
+    register_metric(OpaqueCount)
+    try:
+        ids, caps = _rows(shared, 200)
+        folder = _write_parquet(tmp_path / "s", ids, caps, 2)
+        for skip in (False, True):  # --skip-bad-shards does not hide it
+            with pytest.raises(InputError, match=r"opaque_count_test cannot be saved safely.*"
+                                                 r"register_state"):
+                run_sharded(str(folder), _cfg(metrics=["opaque_count_test"]), Annotations(),
+                            tmp_path / "w", skip_bad=skip)
+    finally:
+        METRICS._entries.pop("opaque_count_test", None)

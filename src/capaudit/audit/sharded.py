@@ -16,15 +16,16 @@ pool or a Ray cluster. Captions without an image id are their own bootstrap
 units, numbered ``shard index * 2**40 + row``: the units keep the file order
 of the concatenated set, whatever the split.
 
-The state files are this program's own pickles in its own work directory,
-checked against the sha256 the marker records before they are loaded; never
-point ``--work-dir`` at files from elsewhere.
+The state files are never pickles (the work directory is user-controlled):
+``.npz`` arrays plus a JSON header (:mod:`capaudit.audit.state_io`), checked
+against the sha256 the marker records, and rebuilt only into registered state
+types. A metric whose state cannot be saved that way stops the run with one
+line; a state file that does not parse names itself and the fix.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from capaudit.errors import InputError
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
 SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
-STATE_SUFFIX = ".state.pkl"
+STATE_SUFFIX = ".state.npz"
 KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
 
 
@@ -79,6 +80,7 @@ def audit_shard(task: ShardTask) -> dict:
     from capaudit.audit.engine import accumulate
     from capaudit.audit.runner import metric_names
     from capaudit.io.caption_shards import iter_shard_rows
+    from capaudit.audit.state_io import StateError, dumps_state
     from capaudit.io.shards import atomic_write_bytes, input_fingerprint, read_marker, write_marker
 
     work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
@@ -97,14 +99,46 @@ def audit_shard(task: ShardTask) -> dict:
         return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
                 "n_captions": 0,
                 "seconds": time.perf_counter() - t0}
-    data = pickle.dumps({"acc": _parts(acc), "acc2": _parts(acc2)},
-                        protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        data = dumps_state({"acc": _parts(acc), "acc2": _parts(acc2)})
+    except StateError as exc:
+        names = [n for a in (acc, acc2) if a is not None for n, st in a.states.items()
+                 if not _saveable(st)]
+        return {"shard": name, "status": "failed", "fatal": True, "n_captions": 0,
+                "seconds": time.perf_counter() - t0,
+                "error": f"the state of metric {', '.join(names) or '?'} cannot be saved "
+                         f"safely for --shards ({exc}) (fix: register its state dataclass "
+                         "with capaudit.audit.state_io.register_state, or run without --shards)"}
     atomic_write_bytes(_state_path(work, name), data)
     write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
                                              "n_captions": acc.n_captions,
                                              "state_sha256": _sha256(data)})
     return {"shard": name, "status": "done", "n_captions": acc.n_captions,
             "seconds": time.perf_counter() - t0}
+
+
+def _saveable(state) -> bool:
+    from capaudit.audit.state_io import StateError, dumps_state
+
+    try:
+        dumps_state(state)
+    except StateError:
+        return False
+    return True
+
+
+def _load_state(path: Path, data: bytes) -> dict:
+    """The shard state in ``path`` (one-line error naming it when it does not parse)."""
+    from capaudit.audit.state_io import StateError, loads_state
+
+    try:
+        parts = loads_state(data)
+        if not isinstance(parts, dict) or not {"acc", "acc2"} <= parts.keys():
+            raise StateError("not a shard state")
+        return parts
+    except StateError as exc:
+        raise InputError(f"unreadable shard state ({exc})", path=path,
+                         fix=f"delete the work directory {path.parent.parent} and rerun") from None
 
 
 def _load_into(acc, parts: dict | None) -> None:
@@ -182,7 +216,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 summaries[task.index] = summary
                 if on_shard:
                     on_shard(summary)
-                if summary["status"] == "failed" and not skip_bad:
+                if summary["status"] == "failed" and (summary.get("fatal") or not skip_bad):
                     err = summary["error"]
                     raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
                                      if "(fix:" in err else "repair it or pass --skip-bad-shards")
@@ -199,7 +233,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
             if _sha256(data) != (read_marker(work, name) or {}).get("state_sha256"):
                 raise InputError("a shard state changed under the audit", path=work / name,
                                  fix="rerun (another process wrote this work directory)")
-            parts, (a, a2) = pickle.loads(data), fresh()
+            parts, (a, a2) = _load_state(_state_path(work, name), data), fresh()
             _load_into(a, parts["acc"])
             _load_into(a2, parts["acc2"])
             level.append((a, a2))
