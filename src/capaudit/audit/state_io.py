@@ -64,10 +64,12 @@ def _encode(v: Any, arrays: list[np.ndarray]) -> Any:
             raise StateError("a numpy array of Python objects")
         arrays.append(arr)
         return {"array" if isinstance(v, np.ndarray) else "scalar": len(arrays) - 1}
-    if isinstance(v, list):
-        return [_encode(x, arrays) for x in v]
+    if isinstance(v, list):  # ints (posting lists) as they are: the common, large case
+        return v if all(type(x) is int for x in v) else [_encode(x, arrays) for x in v]
     if isinstance(v, tuple):
         return {"tuple": [_encode(x, arrays) for x in v]}
+    if isinstance(v, dict) and all(type(k) is str for k in v):  # token tables
+        return {"sdict": {k: x if type(x) is int else _encode(x, arrays) for k, x in v.items()}}
     if isinstance(v, dict):
         return {"dict": [[_encode(k, arrays), _encode(x, arrays)] for k, x in v.items()]}
     name = f"{type(v).__module__}.{type(v).__qualname__}"
@@ -81,7 +83,7 @@ def _decode(v: Any, arrays: dict[str, np.ndarray]) -> Any:
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, list):
-        return [_decode(x, arrays) for x in v]
+        return v if all(type(x) is int for x in v) else [_decode(x, arrays) for x in v]
     if not isinstance(v, dict) or len(v) not in (1, 2):
         raise StateError(f"unexpected value {str(v)[:40]!r}")
     if "array" in v:
@@ -90,6 +92,8 @@ def _decode(v: Any, arrays: dict[str, np.ndarray]) -> Any:
         return arrays[f"a{int(v['scalar'])}"][()]
     if "tuple" in v:
         return tuple(_decode(x, arrays) for x in v["tuple"])
+    if "sdict" in v:
+        return {k: x if type(x) is int else _decode(x, arrays) for k, x in v["sdict"].items()}
     if "dict" in v:
         return {_decode(k, arrays): _decode(x, arrays) for k, x in v["dict"]}
     cls = _builtin_types().get(v.get("type"))
@@ -101,7 +105,8 @@ def _decode(v: Any, arrays: dict[str, np.ndarray]) -> Any:
 def dumps_state(obj: Any) -> bytes:
     """``obj`` as the bytes of an ``.npz`` file; :class:`StateError` names what cannot be saved."""
     arrays: list[np.ndarray] = []
-    header = json.dumps({"format": FORMAT, "state": _encode(obj, arrays)})
+    header = json.dumps({"format": FORMAT, "state": _encode(obj, arrays)},
+                        separators=(",", ":"), check_circular=False)
     buf = io.BytesIO()
     np.savez(buf, **{HEADER: np.frombuffer(header.encode(), np.uint8)},
              **{f"a{i}": a for i, a in enumerate(arrays)})
@@ -120,5 +125,5 @@ def loads_state(data: bytes) -> Any:
     except StateError:
         raise
     except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError, AttributeError) as exc:
+            UnicodeDecodeError, AttributeError, RecursionError) as exc:
         raise StateError(" ".join(str(exc).split())[:120] or type(exc).__name__) from None
