@@ -35,3 +35,36 @@ def test_audit_metrics_readable_in_80_columns(narrow, capsys):
         assert r["criterion"] in flat
         # the description's first words are shown (it may wrap)
         assert " ".join(r["description"].split()[:3]) in flat, r["description"]
+
+
+def _jsonl(path, rows):
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_disparity_prints_vocab_as_a_count(narrow, tmp_path, capsys, monkeypatch):
+    # was: "605.00 [588.00, 621.00]" for a number of distinct words (compare prints "605")
+    from capaudit.cli import audit_disparity
+
+    monkeypatch.setattr(audit_disparity, "console", Console(width=80))
+    caps = _jsonl(tmp_path / "caps.jsonl", [
+        {"image_id": 1, "caption": "a man rides a horse"},      # a man rides horse
+        {"image_id": 2, "caption": "a man on a red bike"},       # + on red bike
+        {"image_id": 3, "caption": "a woman with a dog"},        # a woman with dog
+        {"image_id": 4, "caption": "a woman holding a cat"}])    # + holding cat
+    demo = _jsonl(tmp_path / "demo.jsonl", [
+        {"image_id": 1, "gender": "male", "skin_tone": None},
+        {"image_id": 2, "gender": "male", "skin_tone": None},
+        {"image_id": 3, "gender": "female", "skin_tone": None},
+        {"image_id": 4, "gender": "female", "skin_tone": None}])
+    assert main(["audit", "disparity", str(caps), "--demographics", str(demo), "--metrics",
+                 "vocab,length", "--n-boot", "20", "--db", str(tmp_path / "s.duckdb")]) == 0
+    out = capsys.readouterr().out
+    vocab = next(line for line in out.splitlines() if line.startswith("│ vocab"))
+    # male: a, man, rides, horse, on, red, bike = 7; female: a, woman, with, dog, holding,
+    # cat = 6; gap 1
+    assert [c.strip() for c in vocab.split("│")[2:5]] == ["7", "6", "1"]
+    length = next(line for line in out.splitlines() if line.startswith("│ length"))
+    assert [c.strip() for c in length.split("│")[2:5]] == ["5.50", "5.00", "0.50"]
