@@ -68,3 +68,31 @@ def test_disparity_prints_vocab_as_a_count(narrow, tmp_path, capsys, monkeypatch
     assert [c.strip() for c in vocab.split("│")[2:5]] == ["7", "6", "1"]
     length = next(line for line in out.splitlines() if line.startswith("│ length"))
     assert [c.strip() for c in length.split("│")[2:5]] == ["5.50", "5.00", "0.50"]
+
+
+def test_gender_balance_table_fits_80_columns(narrow, capsys, monkeypatch):
+    # was (filter run coco --filter gender-balance --by object): seven columns at 80 cut
+    # "skateboard" to "skatebo…", split "baseball glove" over two rows and printed the raw
+    # shares "0.9643" and "None"
+    from capaudit.cli import filters
+
+    monkeypatch.setattr(filters, "console", Console(width=80))
+    before = {"skateboard": {"man": 88, "woman": 5, "man_share": 88 / 93},
+              "baseball glove": {"man": 4, "woman": 0, "man_share": 1.0},
+              "cup": {"man": 10, "woman": 10, "man_share": 0.5}}
+    after = {"skateboard": {"man": 6, "woman": 5, "man_share": 6 / 11},
+             "baseball glove": {"man": 0, "woman": 0, "man_share": None},
+             "cup": {"man": 9, "woman": 10, "man_share": 9 / 19}}
+    summary = {"filter": "gender-balance", "captions_in": 10, "captions_out": 8,
+               "sentences_in": 10, "sentences_kept": 8, "sentences_dropped": 2,
+               "actions": {"keep": 8, "drop": 2},
+               "cooccurrence": {"before": before, "after": after}}
+    filters._print_summary(summary, "coco_bal")
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in line.split("│")[1:-1]] for line in lines
+                                  if line.startswith("│"))}
+    assert rows["skateboard"] == ["88", "5", "94.6", "6", "5", "54.5"]
+    assert rows["baseball glove"] == ["4", "0", "100.0", "0", "0", "-"]
+    # most skewed first
+    assert list(rows) == ["baseball glove", "skateboard", "cup"]
