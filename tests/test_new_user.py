@@ -96,3 +96,26 @@ def test_gender_balance_table_fits_80_columns(narrow, capsys, monkeypatch):
     assert rows["baseball glove"] == ["4", "0", "100.0", "0", "0", "-"]
     # most skewed first
     assert list(rows) == ["baseball glove", "skateboard", "cup"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["sets", "show"], "Missing"),                          # missing argument
+    (["audit", "run", "nic", "--n-boot", "abc"], "integer"),  # bad value
+    (["filter", "run", "nic", "--dry-run"], "--dry-run"),   # unknown option
+    (["nosuch"], "nosuch"),                                  # unknown command
+])
+def test_usage_errors_are_one_line_exit_2(argv, says, tmp_path, capsys):
+    # was: a traceback ending in typer._click.exceptions.NoSuchOption: typer >= 0.2x vendors
+    # click, so main's `isinstance(exc, click.ClickException)` never matched
+    assert main(argv + ["--db", str(tmp_path / "s.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("capaudit: error: ") and says in lines[0], err
+    assert "--help" in lines[0]
+
+
+def test_a_group_without_command_prints_its_help_and_no_empty_error(capsys):
+    assert main(["sets"]) == 2
+    out, err = capsys.readouterr()
+    assert "capaudit: error" not in err and "export" in out + err

@@ -56,6 +56,17 @@ def _register_all() -> None:
 _register_all()
 
 
+def _usage_errors() -> tuple[type, ...]:
+    """click's usage-error class, and typer's vendored copy (typer >= 0.2x raises that one)."""
+    found = []
+    for name in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            found.append(importlib.import_module(name).ClickException)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors print one line on stderr and exit 2."""
     from capaudit.core.config import set_command
@@ -73,14 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
     except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
+        if isinstance(exc, typer.Exit):
             return exc.exit_code
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already
             return 2
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, _usage_errors()):
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "capaudit"
+            msg = " ".join(exc.format_message().split())
+            sys.stderr.write(f"capaudit: error: {msg} (fix: see '{where} --help')\n")
+            return 2
+        if isinstance(exc, typer.Abort):
             return 1
         raise
     return 0
