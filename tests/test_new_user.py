@@ -119,3 +119,32 @@ def test_a_group_without_command_prints_its_help_and_no_empty_error(capsys):
     assert main(["sets"]) == 2
     out, err = capsys.readouterr()
     assert "capaudit: error" not in err and "export" in out + err
+
+
+def test_critique_revise_refuses_a_missing_images_folder(tmp_path):
+    # was: a mistyped --images judged every sentence as "no image is attached", silently
+    from capaudit.errors import InputError
+    from capaudit.filters.critique import CritiqueReviseFilter
+
+    with pytest.raises(InputError, match=r"--images .*nope.*no such folder"):
+        CritiqueReviseFilter(judge=lambda *a, **k: "yes", images=str(tmp_path / "nope")).setup(None)
+
+
+def test_unreachable_judge_error_gives_one_fix(monkeypatch):
+    # was: "every call to the judge failed (the judge did not answer at URL (...) (fix: start
+    # the server ...)) (fix: check that an OpenAI-compatible server answers ...)"
+    from capaudit.errors import InputError
+    from capaudit.filters.base import CaptionDoc
+    from capaudit.filters.critique import CritiqueReviseFilter
+
+    f = CritiqueReviseFilter(judge_url="http://127.0.0.1:9/v1")
+
+    def refused(docs):
+        raise InputError("the judge did not answer at http://127.0.0.1:9/v1 (URLError: "
+                         "Connection refused)", fix="start the server or correct --judge-url")
+
+    monkeypatch.setattr(f, "score_many", refused)
+    with pytest.raises(InputError) as err:
+        list(f.apply([CaptionDoc(0, 1, "A dog.")]))
+    msg = str(err.value)
+    assert msg.count("(fix:") == 1 and "Connection refused" in msg and "127.0.0.1:9" in msg
