@@ -29,6 +29,8 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
            rule: str = typer.Option("all", "--rule", help="all or majority"),
            name: str = typer.Option("derived-demographics", "--name"),
            out: Path = typer.Option(None, "--out", help="Also write the labels as JSONL"),
+           replace: bool = typer.Option(False, "--replace", help="Replace a stored source of "
+                                        "that name (else it is refused)"),
            db: Path = DbOption):
     """Image gender from human captions: all (or most) captions use man words only -> male."""
     import json
@@ -49,7 +51,7 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
         for iid, g in sorted(labels.items()):
             if iid is not None:
                 fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
-    add_annotations(store, "demographics", target, name, replace=True)
+    add_annotations(store, "demographics", target, name, replace=replace)
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
                   f"{len(labels) - n_m:,} female) with rule '{rule}' -> '{name}'")
@@ -62,6 +64,8 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
                                                       "(default: stored instances)"),
                        name: str = typer.Option("chair-gt", "--name"),
                        out: Path = typer.Option(None, "--out", help="Also write it as JSONL"),
+                       replace: bool = typer.Option(False, "--replace", help="Replace a stored "
+                                                    "source of that name (else it is refused)"),
                        db: Path = DbOption):
     """CHAIR ground truth as the reference builds it: instance categories ∪ caption objects."""
     import json
@@ -79,7 +83,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     with open(target, "w", encoding="utf-8") as fh:
         for iid in sorted(gt):
             fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
-    add_annotations(store, "chair-gt", target, name, replace=True)
+    add_annotations(store, "chair-gt", target, name, replace=replace)
     console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
                   + (f" and {out}" if out else ""))
 

@@ -91,7 +91,8 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
     names = [n for n in results if not n.startswith("_")]
     metrics_seen = ordered(m for n in names for m in results[n].results)
-    cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
+    cmp = Comparison(names, metrics_seen, {n: results[n] for n in names},
+                     annotations=results.get("_annotations"))
     if len(names) > 1:
         rank(cmp)
     print_compare(cmp)
