@@ -60,7 +60,6 @@ def lic_command(
     caption; with --reference only those that also have human captions) and
     estimates the time from a one-epoch calibration; a bar shows the ETA.
     """
-    from rich.markup import escape
     from rich.table import Table
 
     from capaudit.audit.lic.results import StoreCache
@@ -99,19 +98,19 @@ def lic_command(
     store = None
     if not no_cache:
         from capaudit.cli.common import open_store
-        store = open_store(db)
+        store = open_store(db, create=True)
         cache = StoreCache(store)
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
                       align_vocab=align_vocab, classifier_options=options,
-                      threads=threads, report=lambda line: err_console.print(escape(line)))
+                      threads=threads, report=lambda line: err_console.print(line))
     finally:
         if store is not None:
             store.close()
 
     keys = [k for k in ("lic_m", "lic_d", "lic") if res[k] is not None]
-    table = Table(title=f"LIC ({classifier}, {attribute}) on {escape(name)}: "
+    table = Table(title=f"LIC ({classifier}, {attribute}) on {name}: "
                         f"{res['n_images']:,} images")
     table.add_column("seed", justify="right")
     for k in keys:

@@ -20,7 +20,6 @@ def metric_rows() -> list[dict]:
 def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write the specs as JSON"),
                     ) -> None:
     """List every metric: description, direction, criterion and what it needs."""
-    from rich.markup import escape
     from rich.table import Table
 
     rows = metric_rows()
@@ -41,13 +40,13 @@ def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write th
     for r in rows:
         flags = ("yes" if r["default"] else "no") + ("" if r["streams"] else " (--lic)")
         needs = ", ".join(r["needs"]) or "-"
-        desc = escape(r["description"]) + (" [corrected mode too]" if r["corrected"] else "")
+        desc = r["description"] + (" [corrected mode too]" if r["corrected"] else "")
         if wide:
-            table.add_row(escape(r["name"]), arrow[r["direction"]], r["criterion"], needs,
+            table.add_row(r["name"], arrow[r["direction"]], r["criterion"], needs,
                           flags, desc)
         else:
-            table.add_row(f"{escape(r['name'])} {arrow[r['direction']]}\n{r['criterion']}",
+            table.add_row(f"{r['name']} {arrow[r['direction']]}\n{r['criterion']}",
                           f"{desc}\nneeds: {needs}; default: {flags}")
     console.print(table)
     if json_out:
-        console.print(f"JSON: {escape(str(json_out))}")
+        console.print(f"JSON: {json_out}")

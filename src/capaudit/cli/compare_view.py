@@ -8,13 +8,13 @@ Width. The Table 1 layout (one row per set) is used when it fits the console
 (80 columns when output is not a terminal); otherwise the table turns (one
 row per metric, one column per set), in as many tables as it takes to keep
 every set column readable. Intervals sit under their value in both layouts.
-Set names and other data are escaped before rich sees them.
+Set names and other data print verbatim: the consoles have markup off, style goes on Text.
 """
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from capaudit.audit.report.cells import cell, counts, fmt_cost, header, notes
 
@@ -25,9 +25,10 @@ TITLE = ("capaudit compare (95% bootstrap intervals; best in green, worst in red
 
 def _text(cmp, name: str, metric: str) -> str:
     text, mark = cell(cmp, name, metric)
-    text = escape(text).replace(" [", "\n[").replace(" (by construction)", "\n(by construction)")
+    text = text.replace(" [", "\n[").replace(" (by construction)", "\n(by construction)")
     text = text.replace("not computed (use --lic)", "not computed\n(use --lic)")
-    return f"[{STYLE[mark]}]{text}[/]" if mark else text
+    # the consoles print data verbatim (markup off): style goes on a Text, never as tags
+    return Text(text, style=STYLE[mark]) if mark else text
 
 
 def wide_table(cmp) -> Table:
@@ -37,9 +38,9 @@ def wide_table(cmp) -> Table:
     for col in ("captions", "images"):
         table.add_column(col, justify="right")
     for m in cmp.metrics:
-        table.add_column(escape(header(m)), justify="right")
+        table.add_column(header(m), justify="right")
     for n in cmp.names:
-        table.add_row(escape(n), *counts(cmp, n), *[_text(cmp, n, m) for m in cmp.metrics])
+        table.add_row(n, *counts(cmp, n), *[_text(cmp, n, m) for m in cmp.metrics])
     return table
 
 
@@ -48,12 +49,12 @@ def tall_table(cmp, names: list[str], title: str) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
     for n in names:
-        table.add_column(escape(n), justify="right", overflow="fold")
+        table.add_column(n, justify="right", overflow="fold")
     cap = [counts(cmp, n) for n in names]
     table.add_row("captions", *[c[0] for c in cap])
     table.add_row("images", *[c[1] for c in cap], end_section=True)
     for m in cmp.metrics:
-        table.add_row(escape(header(m)), *[_text(cmp, n, m) for n in names])
+        table.add_row(header(m), *[_text(cmp, n, m) for n in names])
     return table
 
 
@@ -87,7 +88,7 @@ def print_compare(cmp, console=None) -> None:
     for table in compare_tables(cmp, console=console):
         console.print(table)
     for line in notes(cmp):
-        console.print(f"[yellow]{escape(line)}[/]")
+        console.print(Text(line, style="yellow"))
     if cmp.disparities:
         from capaudit.audit.disparity import disparity_rows
         heads, rows = disparity_rows(cmp.disparities)
@@ -96,12 +97,12 @@ def print_compare(cmp, console=None) -> None:
             for col in ("set", "metric", *heads):
                 table.add_column(col, justify="left" if col in ("set", "metric") else "right")
             for row in rows:
-                table.add_row(*[escape(c) for c in row])
+                table.add_row(*row)
             console.print(table)
     for row in cmp.parent_costs:
-        console.print(escape(fmt_cost(row)))
+        console.print(fmt_cost(row))
     for up, down, rows in cmp.amplifications:
-        table = Table(title=f"amplification: {escape(down)} (downstream) - {escape(up)} (upstream)")
+        table = Table(title=f"amplification: {down} (downstream) - {up} (upstream)")
         for col in ("metric", "upstream", "downstream", "delta", "95% CI"):
             table.add_column(col, justify="left" if col == "metric" else "right")
         for r in rows:
@@ -109,20 +110,5 @@ def print_compare(cmp, console=None) -> None:
                 continue
             ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "-"
             table.add_row(r.metric, f"{r.upstream:.2f}", f"{r.downstream:.2f}",
-                          f"{r.delta:+.2f}", escape(ci))
+                          f"{r.delta:+.2f}", ci)
         console.print(table)
-
-
-def compare_and_report(store, sets, report_dir, cfg: dict, same_images=None, **hooks):
-    """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given."""
-    from capaudit.audit.compare import compare_sets
-    from capaudit.audit.report import write_report
-    from capaudit.audit.runner import DEFAULTS
-
-    cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
-    if report_dir is not None:
-        from pathlib import Path
-
-        cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, {**DEFAULTS, **cfg, "same_images": same_images})
-    return cmp

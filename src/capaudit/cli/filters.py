@@ -19,38 +19,6 @@ filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
 review_app = typer.Typer(no_args_is_help=True, help="Human review of flagged captions.")
 
-# options each filter understands (CLI name -> filter option); the rest are refused
-_FILTER_OPTIONS = {
-    "hallucination": {"action", "evidence", "chair_gt", "instances", "detections", "min_score",
-                      "object_mode", "negation", "missing", "non_visual"},
-    "gender-neutral": {"when", "demographics"},
-    "gender-balance": {"by", "demographics", "instances", "chair_gt", "seed", "tolerance",
-                       "min_images", "object_mode"},
-    "critique-revise": {"judge_backend", "judge_url", "judge_model", "reviser_backend",
-                        "reviser_url", "reviser_model", "images",
-                        "evidence", "chair_gt", "instances", "detections", "prompt_dir",
-                        "concurrency", "revise", "api_key_env"},
-}
-
-
-def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dict:
-    """Resolve defaults < YAML (section ``filter``) < CLI for filter ``name``."""
-    from capaudit.core.config import resolve
-    from capaudit.errors import InputError
-    from capaudit.filters.base import FILTERS
-
-    cls = FILTERS.get(name)
-    allowed = _FILTER_OPTIONS.get(name, set(cls.defaults))
-    extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
-    if extra:
-        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
-        raise InputError(f"filter '{name}' does not use {flags}",
-                         fix=f"its options: {', '.join('--' + k.replace('_', '-') for k in sorted(allowed))}")
-    cfg = resolve(dict(cls.defaults), yaml_path, {k: v for k, v in given.items() if k in allowed},
-                  section="filter")
-    return {k: v for k, v in cfg.items() if k in cls.defaults}
-
-
 def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
@@ -103,7 +71,7 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
     console.print(f"[bold]{escape(summary['filter'])}[/] -> [bold]{escape(out)}[/]: captions "
                   f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
                   f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
-                  f"{summary['sentences_dropped']:,} dropped")
+                  f"{summary['sentences_dropped']:,} dropped", markup=True)
     acts = summary.get("actions", {})
     console.print("  actions: " + ", ".join(f"{a} {n:,}" for a, n in acts.items() if n))
     if summary.get("reasons"):
@@ -128,12 +96,12 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
         share = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
         for o in sorted(before, key=key)[:15]:
             b, a = before[o], after.get(o, {"man": 0, "woman": 0, "man_share": None})
-            table.add_row(escape(o), f"{b['man']:,}", f"{b['woman']:,}", share(b["man_share"]),
+            table.add_row(o, f"{b['man']:,}", f"{b['woman']:,}", share(b["man_share"]),
                           f"{a['man']:,}", f"{a['woman']:,}", share(a["man_share"]))
         console.print(table)
     refused = summary.get("refused")
     if refused:
-        console.print(f"[yellow]refused {len(refused)} row(s)[/]:")
+        console.print(f"[yellow]refused {len(refused)} row(s)[/]:", markup=True)
         for r in refused[:10]:
             console.print(Text(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}"))
 
@@ -191,8 +159,7 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
         db: Path = DbOption):
     """Filter SET into a new set NEWSET linked to its parent; every change is logged."""
-    from capaudit.filters.base import FILTERS
-    from capaudit.filters.runner import run_filter
+    from capaudit.filters.runner import filter_set
 
     given = {"action": action, "evidence": evidence, "chair_gt": chair_gt, "instances": instances,
              "detections": detections, "min_score": min_score, "object_mode": object_mode,
@@ -204,26 +171,13 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
              "images": str(images) if images else None,
              "prompt_dir": str(prompt_dir) if prompt_dir else None,
              "concurrency": concurrency, "revise": revise}
-    if filter_name == "gender-balance":
-        given["seed"] = seed
-    opts = filter_options(filter_name, given, config)
-    scoring = None
-    if score_evidence:
-        from capaudit.filters.rescore import parse_score_evidence
-
-        scoring = parse_score_evidence(score_evidence, {
-            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-            "detector": opts.get("detections")})
     store = open_store(db)
     n = store.get_set(set_name).n_captions
-    cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
-           "version": FILTERS.version(filter_name), "options": opts,
-           "score_evidence": list(scoring) if scoring else None}
-    with recorded_run(store, cfg, seed) as run_id, progress(transient=True) as bar:
+    with progress(transient=True) as bar:
         task = bar.add_task(f"{filter_name} on {set_name}", total=n)
-        info, summary = run_filter(store, set_name, filter_name, opts, out, replace=replace,
-                                   run_id=run_id, tick=lambda k: bar.advance(task, k),
-                                   score_evidence=scoring)
+        info, summary = filter_set(store, set_name, filter_name, out, given, config=config,
+                                   seed=seed, replace=replace, score_evidence=score_evidence,
+                                   tick=lambda k: bar.advance(task, k))
     _print_summary(summary.as_dict(), info.name, set_name)
 
 
@@ -250,11 +204,12 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
                                "log_counts": counts}, indent=2, default=str))
         return
     console.print(f"[bold]{escape(set_name)}[/] = {escape(info['filter'])} v{info['version']} "
-                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})")
+                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})",
+                  markup=True)
     _print_summary(info["summary"], set_name, info["parent"])
     status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
     console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "
-                  f"{counts['dropped']:,} dropped ({status})")
+                  f"{counts['dropped']:,} dropped ({status})", markup=True)
     if limit:
         tbl = read_log(store, set_name, None if all_actions else ("flag", "revise", "drop"), limit)
         rows = tbl.to_pylist()

@@ -69,7 +69,7 @@ def _store(kw: dict):
 
     if kw.get("dry_run"):
         return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
-    return open_store(kw.get("db"))
+    return open_store(kw.get("db"), create=True)  # judged results are stored
 
 
 def _fmt(v) -> str:
@@ -77,10 +77,8 @@ def _fmt(v) -> str:
 
 
 def print_summary(result: dict) -> None:
-    from rich.markup import escape
-
     s, j = result["summary"], result["judge"]
-    who = escape(f"{j['backend']}:{j['model'] or '(no model)'} judge {j['judge_id']}")
+    who = f"{j['backend']}:{j['model'] or '(no model)'} judge {j['judge_id']}"
     if s["dry_run"]:
         cost = "unknown (add the model to judge.prices)" if s["est_cost"] is None \
             else f"{s['est_cost']:.4f}"
@@ -96,7 +94,6 @@ def print_summary(result: dict) -> None:
 
 
 def print_values(result: dict) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     tbl = Table("set", "metric", "group", "value", "n", "95% CI")
@@ -104,7 +101,7 @@ def print_values(result: dict) -> None:
         for key, v in vals.items():
             ci = f"[{_fmt(v.get('ci_low'))}, {_fmt(v.get('ci_high'))}]" \
                 if v.get("ci_low") is not None else "-"
-            tbl.add_row(escape(name), escape(v.get("metric", key)), escape(v.get("grp", "all")),
+            tbl.add_row(name, v.get("metric", key), v.get("grp", "all"),
                         _fmt(v.get("value")), _fmt(v.get("n")), ci)
     console.print(tbl)
 
@@ -114,13 +111,11 @@ def _finish(result: dict, cfg: dict, json_out) -> None:
 
     if result["values"] and not result["summary"]["dry_run"]:
         print_values(result)
-    from rich.markup import escape
-
     for k, v in result.get("extra", {}).items():
         if k.startswith("welch"):
-            console.print(escape(f"Welch t-test on {v['score']}, {v['a']} vs {v['b']}: "
-                                 f"t = {_fmt(v['t'])}, df = {_fmt(v['df'])}, p = {_fmt(v['p'])} "
-                                 f"(n = {v['n_a']}, {v['n_b']})"))
+            console.print(f"Welch t-test on {v['score']}, {v['a']} vs {v['b']}: "
+                          f"t = {_fmt(v['t'])}, df = {_fmt(v['df'])}, p = {_fmt(v['p'])} "
+                          f"(n = {v['n_a']}, {v['n_b']})")
     print_summary(result)
     if json_out:
         write_json(result, json_out, cfg)

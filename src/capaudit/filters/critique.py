@@ -31,7 +31,6 @@ the run stops with an error naming the server.
 from __future__ import annotations
 
 import base64
-import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor

@@ -16,14 +16,19 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io import annotations as ann
+from capaudit.io.imageids import annotation_namespace
 from capaudit.io.ingest import fingerprint
 
 KINDS = ("instances", "chair-gt", "demographics")
 
 
 def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
-                    replace: bool = False) -> tuple[str, int]:
-    """Load and store an annotation file; returns (source name, images)."""
+                    replace: bool = False, namespace: str | None = None) -> tuple[str, int]:
+    """Load and store an annotation file; returns (source name, images).
+
+    ``namespace``: the dataset its image ids belong to; by default what the file name says
+    (``instances_val2014.json`` -> ``coco2014``), else unassigned (:mod:`capaudit.io.imageids`).
+    """
     if kind not in KINDS:
         raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
     path = Path(path)
@@ -73,8 +78,10 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
             store.con.execute(f"INSERT INTO {table} SELECT * FROM _ann")
         finally:
             store.con.unregister("_ann")
-        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images) "
-                          "VALUES (?, ?, ?, ?, ?)", [name, kind, str(path.resolve()), sha, n])
+        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
+                          "namespace) VALUES (?, ?, ?, ?, ?, ?)",
+                          [name, kind, str(path.resolve()), sha, n,
+                           namespace or annotation_namespace(path.name)])
     return name, n
 
 

@@ -16,7 +16,10 @@ One file holds everything a user may want to query with plain SQL:
   file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
   action and reason, and one row per filter run;
-- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``).
+- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``);
+- ``parse_cache``: spaCy features of a caption text keyed by (model, feature
+  version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
+  (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -97,6 +100,10 @@ DDL = [
         sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
+    "CREATE TABLE IF NOT EXISTS parse_cache (key VARCHAR PRIMARY KEY, features JSON)",
+    """CREATE TABLE IF NOT EXISTS image_embeddings (
+        model VARCHAR, image_sha256 VARCHAR, embedding FLOAT[],
+        PRIMARY KEY (model, image_sha256))""",
 ]
 
 FILTER_DDL = [
@@ -163,9 +170,19 @@ JUDGE_DDL = [
 DDL += JUDGE_DDL
 
 
+# Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each
+# caption's id and an annotation source's ids belong to; NULL = unassigned (bare numbers).
+# Added by ALTER so that stores written before keep working.
+NAMESPACE_DDL = [
+    "ALTER TABLE caption_sets ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE captions ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE annotation_sources ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+]
+
+
 def migrate(con) -> None:
     """Create missing tables and record the schema version."""
-    for stmt in DDL:
+    for stmt in DDL + NAMESPACE_DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
