@@ -104,15 +104,13 @@ def test_gender_balance_table_fits_80_columns(narrow, capsys, monkeypatch):
     (["filter", "run", "nic", "--dry-run"], "--dry-run"),   # unknown option
     (["nosuch"], "nosuch"),                                  # unknown command
 ])
-def test_usage_errors_are_one_line_exit_2(argv, says, tmp_path, capsys):
+def test_usage_errors_exit_2_without_traceback(argv, says, tmp_path, capsys):
     # was: a traceback ending in typer._click.exceptions.NoSuchOption: typer >= 0.2x vendors
-    # click, so main's `isinstance(exc, click.ClickException)` never matched
+    # click, so main's `isinstance(exc, click.ClickException)` never matched (h11a's main.py
+    # now catches both; it prints click's usage message, see tests/test_hostile.py)
     assert main(argv + ["--db", str(tmp_path / "s.duckdb")]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("capaudit: error: ") and says in lines[0], err
-    assert "--help" in lines[0]
+    assert "Traceback" not in err and says in err and "--help" in err, err
 
 
 def test_a_group_without_command_prints_its_help_and_no_empty_error(capsys):
