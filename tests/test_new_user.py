@@ -197,3 +197,27 @@ def test_audit_run_says_which_stored_annotations_it_used(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "annotations: demographics store:labels" in out
     assert "50.00" in out  # image 1 (male) described as a woman: 1 error of 2
+
+
+def test_amplification_table_reads_like_compare(narrow, tmp_path, capsys, monkeypatch):
+    # was: "vocab  3291.000  897.000  -2394.000" and "recall_disp…" cut at 80 columns
+    from capaudit.cli import downstream
+
+    monkeypatch.setattr(downstream, "console", Console(width=80))
+    db = str(tmp_path / "s.duckdb")
+    up = _jsonl(tmp_path / "up.jsonl", [{"image_id": 1, "caption": "a man rides a horse"},
+                                        {"image_id": 2, "caption": "a dog on a red bike"}])
+    down = _jsonl(tmp_path / "down.jsonl", [{"image_id": 1, "caption": "a man on a horse"},
+                                            {"image_id": 2, "caption": "a dog"}])
+    for name, path in (("up", up), ("down", down)):
+        assert main(["sets", "add", name, str(path), "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["audit", "amplification", "--upstream", "up", "--downstream", "down",
+                 "--metrics", "vocab,length", "--db", db]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    rows = {c[0]: c[1:4] for c in ([x.strip() for x in line.split("│")[1:-1]] for line in lines
+                                   if line.startswith("│")) if c[0]}
+    # up: a man rides horse dog on red bike = 8 words; down: a man on horse dog = 5
+    assert rows["vocab"] == ["8", "5", "-3"]
+    assert rows["length"] == ["5.50", "3.50", "-2.00"]  # (5 + 6) / 2 and (5 + 2) / 2
