@@ -28,6 +28,29 @@ def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographic
     console.print(f"{kind} annotations '{src}': {n:,} images")
 
 
+@ann_app.command("detect")
+def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder or .tar"),
+           name: str = typer.Option(..., "--name", help="Instance source name (--instances NAME)"),
+           detector: str = typer.Option("ssd-mobilenet", "--detector",
+                                        help="ssd-mobilenet or ultralytics"),
+           weights: Path = typer.Option(None, "--detector-weights", help="ultralytics weights"),
+           min_score: float = typer.Option(0.5, "--min-score"),
+           executor: str = typer.Option("local", "--executor", help="local or ray"),
+           workers: int = typer.Option(1, "--workers", min=1),
+           address: str = typer.Option(None, "--address"),
+           work_dir: Path = typer.Option(None, "--work-dir", help="per-shard detections and "
+                                         "markers (NAME.detect-work); a rerun resumes"),
+           db: Path = DbOption):
+    """Detect objects in every image of the shards and store them as instance evidence."""
+    from capaudit.enrich.detect_annotations import run_detect_annotations
+
+    options = {"weights": str(weights)} if weights else {}
+    src, n, prov = run_detect_annotations(open_store(db), shards, name, detector, options,
+                                          min_score, work_dir, executor, workers, address)
+    console.print(f"instances '{src}': {n:,} images detected by {prov['model_id']} "
+                  f"(score >= {prov['min_score']}); use --instances {src}")
+
+
 @ann_app.command("derive-demographics")
 def derive(human_set: str = typer.Argument(..., help="Registered set of human captions"),
            rule: str = typer.Option("all", "--rule", help="all or majority"),

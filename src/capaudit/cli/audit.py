@@ -59,7 +59,7 @@ class _AuditProgress:
 
 
 @audit_app.command("run")
-def run(targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
+def run(targets: List[str] = typer.Argument(None, help="Registered set names or caption files"),
         instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
         metrics: str = Metrics,
         mode: str = typer.Option(None, "--mode", help="reference (default) or corrected"),
@@ -77,12 +77,26 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                                            "images that must be annotated (0.5)"),
         lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
         lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
+        lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
+                                     "(chair_synonyms.txt format) instead of COCO's 80"),
+        shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder "
+                                   "or glob of .tar / .parquet / HF .arrow shards"),
+        executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
+        address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
+        name: str = typer.Option(None, "--name", help="--shards: set name (folder name)"),
+        skip_bad: bool = typer.Option(False, "--skip-bad-shards",
+                                      help="--shards: report and skip unreadable shards"),
+        work_dir: Path = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
+                                      "markers (NAME.audit-work); a rerun resumes"),
         config: Path = Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.compare import Comparison, ordered, rank
     from capaudit.audit.runner import run_audit, write_json
     from capaudit.cli.compare_view import print_compare
 
+    if lexicon:
+        from capaudit.text.objects import user_lexicon_mode
+        mode = user_lexicon_mode(lexicon)
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                **lotus_cli(reference, clip_model, images, long_text),
@@ -91,6 +105,14 @@ def run(targets: List[str] = typer.Argument(..., help="Registered set names or c
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
+    if shards or not targets:
+        from capaudit.cli.audit_shards import run_shards
+        from capaudit.errors import InputError
+
+        if not shards or targets:
+            raise InputError("give either set names / caption files or --shards",
+                             fix="capaudit audit run SET ... or capaudit audit run --shards DIR")
+        return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db)
     store = open_store(db, create=True)  # caption files given as targets are registered
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks)
