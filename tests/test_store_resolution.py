@@ -48,3 +48,33 @@ def test_demo_refuses_a_file_that_is_not_a_store(tmp_path, monkeypatch, capsys):
     junk.write_text("my notes")
     assert main(["demo", "--db", str(junk), "--report", str(tmp_path / "rep")]) == 2
     assert junk.read_text() == "my notes"
+
+
+def test_audit_lic_opens_its_store_once_through_capaudit_db(tmp_path, monkeypatch, capsys):
+    import capaudit.audit.lic.runner as lic_runner
+    from capaudit.store import Store
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db, run_audit=False)["store"].close()
+    opened, seen = [], {}
+    init = Store.__init__
+
+    def counting_init(self, path, *a, **k):
+        opened.append(str(path))
+        init(self, path, *a, **k)
+
+    def fake_run_lic(model, labels, human, **kw):
+        seen.update(model=model, labels=labels, human=human, cache=kw["cache"])
+        seeds = {int(s): 50.0 for s in kw["seeds"]}
+        one = {"value": 50.0, "std": 0.0, "seeds": seeds}
+        return {"lic_m": one, "lic_d": one, "lic": {**one, "value": 0.0},
+                "n_images": len(model), "config": {}}
+
+    monkeypatch.setattr(Store, "__init__", counting_init)
+    monkeypatch.setattr(lic_runner, "run_lic", fake_run_lic)
+    monkeypatch.setenv(DB_ENV, str(db))
+    assert main(["audit", "lic", "oscar", "--reference", "coco", "--seeds", "2"]) == 0, \
+        capsys.readouterr().err
+    assert opened == [str(db)]  # labels, both set names and the cache: one open
+    assert seen["cache"] is not None and seen["human"]
+    assert set(seen["labels"].values()) == {"male", "female"}  # the stored demographics
