@@ -68,12 +68,15 @@ def test_demo_builds_and_compares(tmp_path, capsys):
               "provenance.json"):
         assert (tmp_path / "rep" / f).exists(), f
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "R² =" in md and "(best)" in md and "(worst)" in md
+    # three sets: error bars, no fitted line (a line needs 4); marks outside the noise only
+    assert "R² =" not in md and "no fitted line: 3 sets" in md
+    assert "(best)" in md and "(worst)" in md and "(by construction)" in md
     assert "## Gaps between groups of images" in md and "| male − female | light − dark |" in md
     assert "Gaps between groups of images" in out
     metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())["sets"]
     # the demo's human captions hallucinate nothing against CHAIR ground truth built from them
     assert metrics["coco"]["chair_s"]["value"] == 0.0
+    assert "by construction" in " ".join(out.split())
     assert metrics["nic"]["chair_s"]["value"] > metrics["oscar"]["chair_s"]["value"]
 
 

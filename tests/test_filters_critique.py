@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from capaudit.enrich.backends.chat import make_chat
-from capaudit.filters.critique import CritiqueReviseFilter, clean_revision, parse_judgement
+from capaudit.filters.critique import CritiqueReviseFilter, clean_revision
+from capaudit.judge.parse import yes_no_critique
 from capaudit.filters.runner import log_counts, read_log
 
 SENT = re.compile(r"Sentence: <<(.*?)>>", re.S)
@@ -160,10 +161,11 @@ def test_callable_judge_and_parsing(server):
     out = apply_filter(f, [CaptionDoc(0, 1, "A unicorn. A tree.")])
     assert out.log["action"] == ["flag", "keep"]
     assert out.log["critique"][0] == "there is no unicorn in the image"
-    assert parse_judgement('Sure: {"supported": "no", "critique": "x"}') == (False, "x")
-    assert parse_judgement("Yes.") == (True, "")
+    # the filter scores with the judge layer's strict parser (one implementation)
+    assert yes_no_critique('{"supported": false, "critique": "x"}') == (False, "x")
+    assert yes_no_critique("Yes.") == (True, "")
     with pytest.raises(ValueError):
-        parse_judgement("maybe")
+        yes_no_critique("maybe")
     assert clean_revision('Revised: "a cat."') == "a cat." and clean_revision("DELETE.") is None
 
 

@@ -22,7 +22,9 @@ def test_every_prompt_in_use_is_packaged_and_covered_by_package_data(tmp_path, m
     monkeypatch.chdir(tmp_path)  # no ./configs/prompts here: only packaged files can answer
     pkg = Path(capaudit.__file__).parent
     names = {p for name in ADAPTERS.names() for p in ADAPTERS.get(name).prompts}
-    names |= {"critique_judge", "critique_revise"}
+    names |= {"critique_revise"}
+    names |= {p.stem for p in (ROOT / "configs" / "prompts").glob("judge_*.txt")}
+    assert {"judge_factuality", "judge_units", "judge_capscore"} <= names
     assert {"sharegpt4v", "fusecap", "capsfusion"} <= names
     globs = _package_data_globs()
     for name in sorted(names):
@@ -30,7 +32,7 @@ def test_every_prompt_in_use_is_packaged_and_covered_by_package_data(tmp_path, m
         assert path.is_file(), path
         rel = path.relative_to(pkg).as_posix()
         assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
-        if name.startswith("critique_"):
+        if name.startswith("critique_"):  # the reviser's (the judge's is judge_factuality)
             assert critique.load_prompt(name.split("_", 1)[1]) == path.read_text(encoding="utf-8")
         else:
             assert load_prompt(name) == path.read_text(encoding="utf-8")

@@ -1,20 +1,75 @@
-"""``audit compare``: the GCE paper's Table 1 view over several caption sets.
+"""``audit compare``: the GCE paper's Table 1 view over several caption sets, hard to misread.
 
-Audits every set with the same annotations, marks the best and worst value of
-each metric (direction from the metric's spec), prints a rich table and writes
-``report.md`` + ``report.html`` with plots (see :mod:`capaudit.audit.report`).
+A side-by-side table misleads in five ways; this module computes around each:
+
+* **Different images.** A set of easy images beats a set of hard ones. When
+  the sets share images every set is scored on the shared images only
+  (``same_images``, on by default when they overlap); :class:`Basis` says
+  how many captions and images each set was scored on.
+* **Different sample sizes.** Vocabulary grows with the number of captions
+  (five human captions per image against one model caption), so it (every
+  metric whose spec says ``size_dependent``) is compared on the same number
+  of captions per set: a seeded sample of the smallest set's count, as
+  ``audit disparity`` compares groups.
+* **Differences inside the noise.** Best and worst are marked only where the
+  95% interval of the set does not overlap any other set's interval.
+* **Values that are 0 by construction.** Human COCO captions hallucinate
+  nothing against a CHAIR ground truth built from those captions, nor does a
+  set the hallucination filter cleaned with that ground truth; such values are
+  flagged (``flags``) and never ranked.
+* **A filtered set scored on its survivors.** A set whose parent is compared
+  too is scored on the parent's images, each caption the filter dropped
+  counting as an empty caption (it mentions nothing and hallucinates nothing),
+  so recall lost by dropping captions shows.
+
+LIC is slow and only computed when asked; otherwise the table carries a
+visible ``lic`` column "not computed (use --lic)".
+
+The basis (shared images, padding, equal sizes) is planned in
+:mod:`capaudit.audit.compare_basis`. Presentation lives elsewhere: the terminal table in
+:mod:`capaudit.cli.compare_view`, the report in :mod:`capaudit.audit.report`
+(which imports this module, never the other way round).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from rich.table import Table
+from capaudit.audit.compare_basis import (
+    Basis,
+    equal_size,
+    plan_basis,
+    set_format,
+    set_info,
+    size_dependent,
+)
+from capaudit.audit.metrics.spec import direction
+from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
+from capaudit.errors import InputError
 
-from capaudit.audit.metrics.spec import arrow, direction, label
-from capaudit.audit.runner import DEFAULTS, run_audit
+__all__ = [
+    "LIC_NOT_COMPUTED",
+    "Basis",
+    "Comparison",
+    "compare_sets",
+    "ordered",
+    "parent_costs",
+    "rank",
+]
+
+# column order of every view, whatever order the metrics were computed in
+ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
+         "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
+LIC_NOT_COMPUTED = "not computed (use --lic)"
+# caption formats that hold human COCO captions: the CHAIR ground truth is built from them
+HUMAN_COCO_FORMATS = ("coco", "karpathy")
+BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
+                   "these human captions")
+FILTERED_BY_GT = ("by construction: the hallucination filter removed what this CHAIR ground "
+                  "truth calls hallucinated (score it with other evidence: filter --evidence "
+                  "instances or a detector)")
 
 
 @dataclass
@@ -24,66 +79,144 @@ class Comparison:
     results: dict[str, Any]               # name -> AuditResult
     best: dict[str, str] = field(default_factory=dict)
     worst: dict[str, str] = field(default_factory=dict)
-    report_dir: Path | None = None
+    report_dir: Any = None
     annotations: Any = None
     run_id: int | None = None
     parent_costs: list[dict] = field(default_factory=list)
     amplifications: list[tuple[str, str, list]] = field(default_factory=list)
     disparities: dict[str, dict] = field(default_factory=dict)   # set -> {by: Disparity}
+    basis: Basis | None = None
+    flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
+    unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
         return None if r is None or r.skipped else r.value
 
+    def result(self, name: str, metric: str):
+        return self.results[name].results.get(metric)
+
+
+def ordered(metrics) -> list[str]:
+    """Metrics in the one column order of every view (unknown ones after, as given)."""
+    metrics = list(dict.fromkeys(metrics))
+    return ([m for m in ORDER if m in metrics] + [m for m in metrics if m not in ORDER])
+
+
+def _separated(r, others) -> bool:
+    """True when ``r``'s 95% interval overlaps none of ``others``' (all must have one)."""
+    if r.ci_low is None or r.ci_high is None:
+        return False
+    for o in others:
+        if o.ci_low is None or o.ci_high is None:
+            return False
+        if not (r.ci_high < o.ci_low or r.ci_low > o.ci_high):
+            return False
+    return True
+
 
 def rank(cmp: Comparison) -> None:
+    """Mark best/worst per metric where the intervals say so; flagged values take no part."""
     for m in cmp.metrics:
         d = direction(m)
-        vals = {n: cmp.value(n, m) for n in cmp.names}
-        vals = {n: v for n, v in vals.items() if v is not None}
-        if d == 0 or len(vals) < 2 or len(set(vals.values())) < 2:
+        cand = {}
+        for n in cmp.names:
+            r = cmp.result(n, m)
+            if r is not None and not r.skipped and r.value is not None and (n, m) not in cmp.flags:
+                cand[n] = r
+        if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
             continue
-        order = sorted(vals, key=lambda n: vals[n] * d)
-        cmp.worst[m], cmp.best[m] = order[0], order[-1]
+        order = sorted(cand, key=lambda n: cand[n].value * d)
+        worst, best = order[0], order[-1]
+        if _separated(cand[best], [cand[n] for n in order[:-1]]):
+            cmp.best[m] = best
+        if _separated(cand[worst], [cand[n] for n in order[1:]]):
+            cmp.worst[m] = worst
+        missing = [k for k, marks in (("best", cmp.best), ("worst", cmp.worst)) if m not in marks]
+        if missing:
+            cmp.unmarked[m] = " or ".join(missing)
 
 
-def compare_sets(store, names: Sequence[str], report_dir: Path | None = Path("report"),
-                 cfg: dict | None = None, **hooks) -> Comparison:
-    """Audit ``names`` (``hooks``: ``on_target`` / ``on_progress`` of :func:`run_audit`),
-    rank them and write the report."""
+def _circular_reason(store, t: StreamTarget) -> str | None:
+    """Why this set's CHAIR is 0 by construction, if it is."""
+    if set_format(store, t) in HUMAN_COCO_FORMATS:
+        return BY_CONSTRUCTION
+    info = set_info(store, t)
+    opts = (info.options or {}) if info is not None else {}
+    if opts.get("filter") == "hallucination" and opts.get("evidence") == "chair-gt":
+        return FILTERED_BY_GT
+    return None
+
+
+def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
+    """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
+    by construction: flag it, never rank it."""
+    for t in resolved:
+        why = _circular_reason(store, t)
+        if why is None:
+            continue
+        for m in cmp.metrics:
+            if m.startswith("chair") and cmp.value(t.name, m) is not None:
+                cmp.flags[(t.name, m)] = why
+
+
+def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
+                 same_images: bool | None = None, **hooks) -> Comparison:
+    """Audit ``names`` on a common basis, flag and rank them (``hooks``: ``on_target`` /
+    ``on_progress`` of :func:`run_audit`). ``same_images``: None = when the sets overlap."""
     cfg = {**DEFAULTS, **(cfg or {})}
-    results = run_audit(store, names, cfg, **hooks)
+    resolved = [resolve_target(store, n) for n in names]
+    if len({t.name for t in resolved}) != len(resolved):
+        raise InputError(f"two targets share the name {[t.name for t in resolved]}",
+                         fix="register them under distinct set names")
+    targets, basis = plan_basis(store, resolved, same_images)
+    results = run_audit(store, targets, cfg, **hooks)
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)
-    metrics: list[str] = []
-    for res in results.values():
-        for m in res.results:
-            if m not in metrics:
-                metrics.append(m)
-    cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id)
+    sized = size_dependent(dict.fromkeys(m for r in results.values() for m in r.results))
+    k, equal = equal_size(targets, sized, annotations, cfg)
+    basis.equal_captions, basis.equal_metrics = k, sized if k else []
+    for name, per in equal.items():
+        for m, r in per.items():
+            if m in results[name].results:
+                r.extra["all_captions"] = results[name].results[m].value
+                results[name].results[m] = r
+    if equal and store is not None and run_id is not None:
+        with store.transaction():
+            for name, per in equal.items():
+                for m, r in per.items():
+                    store.write_metric(run_id, name, m, r.value, r.n, r.ci_low, r.ci_high,
+                                       f"equal:{k}", r.extra)
+    from capaudit.audit.metrics.base import MetricResult
+    why = (LIC_NOT_COMPUTED if not cfg.get("lic") else
+           "LIC = LIC_M - LIC_D needs human captions (--lic-reference HUMAN_SET)")
+    for res in results.values():  # never silently absent
+        res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
+    metrics = ordered(m for res in results.values() for m in res.results)
+    cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
+                     basis=basis)
+    flag_circular(store, resolved, cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
     if cfg.get("disparity"):
         from capaudit.audit.disparity import compare_disparities
         cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)
-    if report_dir is not None:
-        from capaudit.audit.report import write_report
-        cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, cfg)
     return cmp
 
 
 def parent_costs(store, cmp: Comparison) -> list[dict]:
     """What a filter cost, for each compared set whose parent is compared too.
 
-    Recall over the parent's captions counts every caption the filter dropped
-    as mentioning nothing: the honest recall cost, which the filtered set's
-    own recall (over surviving captions only) hides.
+    Both are scored on the parent's images, each caption the filter dropped
+    counting as empty (:func:`plan_basis`), so ``recall`` here is the honest
+    recall cost that the filtered set's own recall (over surviving captions
+    only) hides.
     """
     out = []
     if store is None:
         return out
+    on_parent = cmp.basis.on_parent if cmp.basis else {}
     for name in cmp.names:
         info = store.find_set(name)
         if info is None or not info.parent or info.parent not in cmp.names:
@@ -94,95 +227,13 @@ def parent_costs(store, cmp: Comparison) -> list[dict]:
                 cmp.results[info.parent].results, cmp.results[name].results)))
             continue
         child, parent = cmp.results[name].results, cmp.results[info.parent].results
-        row = {"set": name, "parent": info.parent,
-               "captions": cmp.results[name].meta.get("n_captions"),
-               "parent_captions": cmp.results[info.parent].meta.get("n_captions")}
-        rc, rp = child.get("recall"), parent.get("recall")
-        if rc and rp and not rc.skipped and not rp.skipped and rp.n:
-            row["recall_parent_basis"] = rc.value * rc.n / rp.n
-            row["recall_parent"] = rp.value
-        for m in ("length", "chair_s", "gender_error"):
+        total = cmp.basis.total_captions if cmp.basis else {}
+        row = {"set": name, "parent": info.parent, "on_parent": name in on_parent,
+               "captions": total.get(name, cmp.results[name].meta.get("n_captions")),
+               "parent_captions": total.get(info.parent,
+                                            cmp.results[info.parent].meta.get("n_captions"))}
+        for m in ("recall", "length", "chair_s", "gender_error"):
             if m in child and m in parent and not child[m].skipped and not parent[m].skipped:
                 row[m] = (parent[m].value, child[m].value)
         out.append(row)
     return out
-
-
-def fmt_cost(row: dict) -> str:
-    text = (f"{row['set']} vs parent {row['parent']}: captions {row['captions']:,} of "
-            f"{row['parent_captions']:,} kept")
-    if "recall_parent_basis" in row:
-        text += (f"; recall over the parent's captions {row['recall_parent']:.2f} -> "
-                 f"{row['recall_parent_basis']:.2f} (dropped captions count as no mention)")
-    for m in ("length", "chair_s", "gender_error"):
-        if m in row:
-            text += f"; {m} {row[m][0]:.2f} -> {row[m][1]:.2f}"
-    return text
-
-
-def fmt_value(metric: str, r) -> str:
-    if r is None:
-        return "-"
-    if r.skipped:
-        return "n/a"
-    if r.value is None:
-        return "-"
-    if metric == "vocab":
-        return f"{r.value:,.0f}"
-    ci = ""
-    if r.ci_low is not None and r.ci_high is not None:
-        ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-    return f"{r.value:.2f}{ci}"
-
-
-def compare_table(cmp: Comparison, with_ci: bool = True) -> Table:
-    table = Table(title="capaudit compare (best in green, worst in red; 95% bootstrap CI)")
-    table.add_column("set")
-    for m in cmp.metrics:
-        table.add_column(label(m) + arrow(m), justify="right")
-    for n in cmp.names:
-        cells = []
-        for m in cmp.metrics:
-            r = cmp.results[n].results.get(m)
-            text = fmt_value(m, r) if with_ci else fmt_value(m, r).split(" [")[0]
-            if cmp.best.get(m) == n:
-                text = f"[bold green]{text}[/]"
-            elif cmp.worst.get(m) == n:
-                text = f"[bold red]{text}[/]"
-            cells.append(text)
-        table.add_row(n, *cells)
-    return table
-
-
-def print_compare(cmp: Comparison, console=None) -> None:
-    from capaudit.cli.common import console as default_console
-
-    console = console or default_console
-    console.print(compare_table(cmp))
-    skipped = {(n, m): r.skipped for n in cmp.names for m, r in cmp.results[n].results.items()
-               if r.skipped}
-    for (n, m), why in skipped.items():
-        console.print(f"[yellow]{n}: {m} not computed: {why}[/]")
-    if cmp.disparities:
-        from capaudit.audit.disparity import disparity_rows
-        heads, rows = disparity_rows(cmp.disparities)
-        if heads:
-            table = Table(title="Gaps between groups of images (95% bootstrap CI)")
-            for col in ("set", "metric", *heads):
-                table.add_column(col, justify="left" if col in ("set", "metric") else "right")
-            for row in rows:
-                table.add_row(*row)
-            console.print(table)
-    for row in cmp.parent_costs:
-        console.print(fmt_cost(row))
-    for up, down, rows in cmp.amplifications:
-        table = Table(title=f"amplification: {down} (downstream) - {up} (upstream)")
-        for col in ("metric", "upstream", "downstream", "delta", "95% CI"):
-            table.add_column(col, justify="left" if col == "metric" else "right")
-        for r in rows:
-            if r.delta is None:
-                continue
-            ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None else "-"
-            table.add_row(r.metric, f"{r.upstream:.2f}", f"{r.downstream:.2f}",
-                          f"{r.delta:+.2f}", ci)
-        console.print(table)

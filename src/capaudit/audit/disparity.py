@@ -91,12 +91,14 @@ def _equal_images(ids: np.ndarray, idx: dict[str, np.ndarray], seed: int) -> dic
     return out
 
 
-def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip):
+def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip,
+                     config=None):
     """Every metric's estimate on one group (the engine's accumulators on one chunk)."""
     texts = [captions[i] for i in sel]
     records = build_records(texts, mode=mode, workers=workers)
-    acc = StreamStats([n for n in names if n not in skip], mode, annotations, min_images)
-    acc.add(MetricContext(records, ids[sel], annotations, min_images, captions=texts))
+    acc = StreamStats([n for n in names if n not in skip], mode, annotations, min_images, config)
+    acc.add(MetricContext(records, ids[sel], annotations, min_images, captions=texts,
+                          config=config))
     ests, skipped, units = acc.estimates()
     skipped.update({n: skip[n] for n in names if n in skip})
     return ests, skipped, units.n, units.n_images
@@ -105,8 +107,9 @@ def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, w
 def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], annotations,
                     by: str = "gender", metrics: list[str] | None = None,
                     mode: str = "reference", n_boot: int = 1000, seed: int = 0,
-                    workers: int = 2, min_images: int = 10) -> Disparity:
-    """Every metric on each group of ``by`` and the difference, with bootstrap intervals."""
+                    workers: int = 2, min_images: int = 10, config: dict | None = None) -> Disparity:
+    """Every metric on each group of ``by`` and the difference, with bootstrap intervals.
+    ``config`` (the resolved settings) reaches every metric's context (LOTUS options)."""
     if by not in GROUPINGS:
         raise InputError(f"unknown grouping '{by}'", fix=f"use {' or '.join(GROUPINGS)}")
     labels = getattr(annotations, by, None) or {}
@@ -139,7 +142,7 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
         for k, g in enumerate(groups):
             ests, skipped, n_units, n_images = _group_estimates(
                 captions, ids, part_idx[g], part_names, annotations, mode, min_images, workers,
-                not_by(by, part_names))
+                not_by(by, part_names), config)
             meta.setdefault("images", {}).setdefault(basis, {})[g] = n_images
             boots[g] = (bootstrap_values(ests, n_units, n_boot, _group_seed(seed, k), workers)
                         if n_boot > 0 and ests else {})
@@ -185,7 +188,7 @@ def target_disparity(target, annotations, cfg: dict, by: str) -> Disparity:
     return audit_disparity(target.image_ids, target.captions, annotations, by=by,
                            metrics=metric_names(cfg), mode=cfg["mode"], n_boot=cfg["n_boot"],
                            seed=cfg["seed"], workers=cfg["workers"],
-                           min_images=cfg["min_images"])
+                           min_images=cfg["min_images"], config=cfg)
 
 
 def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") -> dict:
@@ -202,6 +205,9 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
+    from capaudit.lotus.inputs import prepare
+
+    prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     loaded = [load_target(store, t) for t in targets]
     out: dict[str, Any] = {t.name: target_disparity(t, annotations, cfg, by) for t in loaded}
     if store is not None:

@@ -16,10 +16,12 @@ without a store no details are built at all.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from capaudit.audit import coverage
 from capaudit.audit.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
 
@@ -44,6 +46,12 @@ DEFAULTS: dict[str, Any] = {
     "lic_classifier": "lstm",
     "lic_epochs": None,       # None = the classifier's reference default
     "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
+    "reference": None,        # LOTUS noun/verb coverage: the human caption set
+    "clip_model": None,       # LOTUS CLIP metrics: a local transformers CLIPModel
+    "images": None,           # ... and the folder of the set's images
+    "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
+    "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/coverage.py)
+    "allow_partial": False,   # audit partially annotated sets on their annotated images
 }
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
@@ -90,9 +98,26 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
-def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
+def check_coverage(store, resolved: list[StreamTarget], annotations, cfg: dict) -> dict:
+    """Coverage of each target (:mod:`capaudit.audit.coverage`), before any metric; stops
+    with one line when a join is not believable; hides the ids that may not join."""
+    out = {}
+    for t in resolved:
+        images = coverage.target_images(store, t)
+        cov = coverage.measure(t.name, images, annotations, store, metric_names(cfg))
+        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+        t.rows = coverage.guarded_rows(t.rows, coverage.kept_ids(images, annotations, cov))
+        out[t.name] = cov
+    return out
+
+
+def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target=None,
               on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
+
+    A target is a set name, a caption file, or an already resolved
+    :class:`StreamTarget` (``audit compare`` passes targets restricted to the
+    images the sets share).
 
     ``on_target(target)`` is called when a target starts (``target.n`` is its
     caption count when known beforehand, else ``None``) and
@@ -108,12 +133,16 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    resolved = [resolve_target(store, t) for t in targets]
+    from capaudit.lotus.inputs import prepare
+
+    prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
+    resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]
     names = [t.name for t in resolved]
     if len(set(names)) != len(names):
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
     metric_names(cfg)  # typos fail before any work
+    covs = check_coverage(store, resolved, annotations, cfg)
     lic: dict[str, dict] = {}
     if cfg.get("lic"):  # before the transaction: its cache writes are transactions of their own
         from capaudit.audit.lic.results import lic_results
@@ -126,10 +155,13 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
         if on_target:
             on_target(t)
         step = (lambda n, t=t: on_progress(t, n)) if on_progress else None
-        res = audit_stream_target(t, annotations, cfg, sink, step)
+        cov = covs[t.name]
+        res = audit_stream_target(t, coverage.restrict(annotations, cov), cfg, sink, step)
         if t.n is None:
             t.n = res.meta["n_captions"]
         res.results.update(lic.get(t.name, {}))
+        coverage.mark_skipped(res.results, cov)
+        res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
         results[t.name] = res
 
     if store is not None:
@@ -150,8 +182,9 @@ def run_audit(store, targets: Sequence[str], cfg: dict, on_target=None,
 
 
 def results_json(results: dict[str, Any]) -> dict:
-    return {"sets": {name: res.to_dict() for name, res in results.items()
-                     if not name.startswith("_")}}
+    names = [n for n in results if not n.startswith("_")]
+    return {"sets": {n: results[n].to_dict() for n in names},
+            "coverage": {n: results[n].meta.get("coverage") for n in names}}
 
 
 def write_json(results: dict[str, Any], path: str | Path) -> Path:

@@ -16,11 +16,15 @@ ann_app = typer.Typer(no_args_is_help=True, help="Store image annotations for au
 def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographics"),
         path: Path = typer.Argument(..., help="COCO instances JSON, or the JSONL/CSV forms"),
         name: str = typer.Option(None, "--name", help="Source name (default: the kind)"),
-        replace: bool = typer.Option(False, "--replace"), db: Path = DbOption):
+        replace: bool = typer.Option(False, "--replace"),
+        namespace: str = typer.Option(None, "--namespace", help="Dataset its image ids belong "
+                                      "to (coco2014, coco2017, nocaps, flickr30k or a name of "
+                                      "yours; default: from the file name, e.g. val2014)"),
+        db: Path = DbOption):
     """Load an annotation file into the store (same file again: no-op)."""
     from capaudit.io.annotation_store import add_annotations
 
-    src, n = add_annotations(open_store(db), kind, path, name, replace)
+    src, n = add_annotations(open_store(db, create=True), kind, path, name, replace, namespace=namespace)
     console.print(f"{kind} annotations '{src}': {n:,} images")
 
 
@@ -49,7 +53,8 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
         for iid, g in sorted(labels.items()):
             if iid is not None:
                 fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
-    add_annotations(store, "demographics", target, name, replace=True)
+    add_annotations(store, "demographics", target, name, replace=True,
+                    namespace=store.get_set(human_set).namespace)
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
                   f"{len(labels) - n_m:,} female) with rule '{rule}' -> '{name}'")
@@ -79,7 +84,8 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     with open(target, "w", encoding="utf-8") as fh:
         for iid in sorted(gt):
             fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
-    add_annotations(store, "chair-gt", target, name, replace=True)
+    add_annotations(store, "chair-gt", target, name, replace=True,
+                    namespace=store.get_set(human_set).namespace)
     console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
                   + (f" and {out}" if out else ""))
 
@@ -87,7 +93,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
 @ann_app.command("list")
 def list_annotations(db: Path = DbOption):
     """List stored annotation sources."""
-    store = open_store(db)
+    store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "kind", "images", "path", "added")
     from capaudit.store.annotations import list_sources
 

@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
+                                             lotus_cli)
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 
 
@@ -34,6 +36,8 @@ def disparity_command(
         workers: Optional[int] = typer.Option(None, "--workers"),
         min_images: Optional[int] = typer.Option(None, "--min-images"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
+        reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
+        images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
         config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
         db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
@@ -45,9 +49,10 @@ def disparity_command(
 
     cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
                min_images=min_images, instances=str(instances) if instances else None,
+               **lotus_cli(reference, clip_model, images, long_text),
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
-    store = open_store(db)
+    store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):
         out = run_disparity(store, targets, cfg, by=by)
     run_id = out.pop("_run_id", None)
@@ -58,11 +63,12 @@ def disparity_command(
         for col in ("metric", a, b, d.diff_key):
             table.add_column(col, justify="left" if col == "metric" else "right")
         for metric, per in d.results.items():
-            table.add_row(escape(metric), _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
+            table.add_row(metric, _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
         console.print(table)
         for metric, per in d.results.items():
             if per[d.diff_key].skipped:
-                console.print(f"[yellow]{escape(metric)}: {escape(per[d.diff_key].skipped)}[/]")
+                console.print(f"[yellow]{escape(metric)}: {escape(per[d.diff_key].skipped)}[/]",
+                              markup=True)
         if d.meta["unlabelled_captions"]:
             console.print(f"{d.meta['unlabelled_captions']:,} captions of images without a "
                           f"{by} label left out")

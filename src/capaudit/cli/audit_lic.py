@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,11 @@ from capaudit.cli.common import DbOption
 from capaudit.errors import InputError
 
 
+<<<<<<< HEAD
 def _load_target(target: str, store) -> tuple[str, dict[int, list[str]]]:
+=======
+def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]]]:
+>>>>>>> main
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
     from capaudit.audit.targets import load_target
 
@@ -43,27 +46,39 @@ def _open(db: Optional[Path], no_cache: bool):
 
 def lic_command(
     target: str = typer.Argument(..., help="Caption set: JSONL (image_id, caption), COCO JSON, or set name"),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
-    demographics: Optional[Path] = typer.Option(None, "--demographics", help="JSONL/CSV image_id, gender, skin_tone"),
+    reference: str | None = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
+    demographics: Path | None = typer.Option(None, "--demographics", help="JSONL/CSV image_id, gender, skin_tone"),
     classifier: str = typer.Option("lstm", "--classifier", help="lstm (reference) or transformer"),
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),
-    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
+    epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
     attribute: str = typer.Option("gender", "--attribute", help="gender or skin_tone"),
+<<<<<<< HEAD
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here"),
     db: Optional[Path] = DbOption,
+=======
+    json_out: Path | None = typer.Option(None, "--json", help="Write the results as JSON here"),
+    db: Path | None = typer.Option(None, "--db", help="DuckDB file for the cache (and set names)"),
+>>>>>>> main
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda"),
     align_vocab: bool = typer.Option(True, "--align-vocab/--no-align-vocab",
                                      help="Human words outside the model's vocabulary become <unk>"),
-    model_path: Optional[Path] = typer.Option(None, "--model-path", help="Transformer: local encoder directory"),
+    model_path: Path | None = typer.Option(None, "--model-path", help="Transformer: local encoder directory"),
     max_length: int = typer.Option(64, "--max-length", help="Transformer: max word pieces"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Train every seed even if cached"),
+    threads: int | None = typer.Option(None, "--threads", min=1,
+                                          help="CPU threads (default: the idle cores by load)"),
 ) -> None:
-    """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D."""
-    from rich.console import Console
+    """LIC leakage (Hirota et al. 2022): LIC_M, and with --reference LIC_D and LIC = LIC_M - LIC_D.
+
+    Before training it says how many images take part (labelled images with a
+    caption; with --reference only those that also have human captions) and
+    estimates the time from a one-epoch calibration; a bar shows the ETA.
+    """
     from rich.table import Table
 
-    from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
     from capaudit.audit.lic.results import StoreCache
+    from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
+    from capaudit.cli.common import console, err_console
     from capaudit.io.annotations import load_demographics
 
     if attribute not in ("gender", "skin_tone"):
@@ -88,25 +103,39 @@ def lic_command(
     if classifier == "transformer":
         options = {"max_length": max_length} | ({"model_path": model_path} if model_path else {})
 
+<<<<<<< HEAD
     cache = None if no_cache else StoreCache(store)
+=======
+    cache = None
+    store = None
+    if not no_cache:
+        from capaudit.cli.common import open_store
+        store = open_store(db, create=True)
+        cache = StoreCache(store)
+>>>>>>> main
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
-                      align_vocab=align_vocab, classifier_options=options)
+                      align_vocab=align_vocab, classifier_options=options,
+                      threads=threads, report=lambda line: err_console.print(line))
     finally:
         if store is not None:
             store.close()
 
     keys = [k for k in ("lic_m", "lic_d", "lic") if res[k] is not None]
-    table = Table(title=f"LIC ({classifier}, {attribute}) on {name}: {res['n_images']} images")
+    table = Table(title=f"LIC ({classifier}, {attribute}) on {name}: "
+                        f"{res['n_images']:,} images")
     table.add_column("seed", justify="right")
     for k in keys:
         table.add_column(k.upper(), justify="right")
     for s in res["lic_m"]["seeds"]:
         table.add_row(str(s), *[f"{res[k]['seeds'][s]:.2f}" for k in keys])
-    table.add_row("mean ± std", *[f"{res[k]['value']:.2f} ± {res[k]['std']:.2f}" for k in keys],
-                  style="bold")
-    Console().print(table)
+    if len(res["lic_m"]["seeds"]) > 1:  # one seed has no spread: printing ± 0.00 would claim one
+        table.add_row("mean ± std", *[f"{res[k]['value']:.2f} ± {res[k]['std']:.2f}" for k in keys],
+                      style="bold")
+    console.print(table)
+    if len(res["lic_m"]["seeds"]) == 1:
+        console.print("one seed: no spread over seeds (use --seeds 2 or more for a mean and its spread)")
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}

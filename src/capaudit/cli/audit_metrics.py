@@ -20,7 +20,6 @@ def metric_rows() -> list[dict]:
 def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write the specs as JSON"),
                     ) -> None:
     """List every metric: description, direction, criterion and what it needs."""
-    from rich.markup import escape
     from rich.table import Table
 
     rows = metric_rows()
@@ -34,10 +33,10 @@ def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write th
         table.add_column(col, no_wrap=col != "description", overflow="fold")
     for r in rows:
         flags = ("yes" if r["default"] else "no") + ("" if r["streams"] else " (--lic)")
-        table.add_row(escape(r["name"]),
+        table.add_row(r["name"],
                       {1: "↑", -1: "↓", 0: "·"}[r["direction"]], r["criterion"],
                       ", ".join(r["needs"]) or "-", flags,
-                      escape(r["description"]) + (" [corrected mode too]" if r["corrected"] else ""))
+                      r["description"] + (" [corrected mode too]" if r["corrected"] else ""))
     console.print(table)
     if json_out:
-        console.print(f"JSON: {escape(str(json_out))}")
+        console.print(f"JSON: {json_out}")

@@ -15,11 +15,16 @@ from typing import Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-console = Console()
-err_console = Console(stderr=True)
+# Markup and emoji codes are off: captions, set names and query results are data, and
+# "[/bold]" or ":dog:" in a caption must print as itself, not crash or turn into a picture. A line that wants style passes markup=True and
+# escapes every piece of data in it with esc().
+console = Console(markup=False, emoji=False)
+err_console = Console(stderr=True, markup=False, emoji=False)
+esc = escape
 
 DB_ENV = "CAPAUDIT_DB"
 
@@ -31,10 +36,26 @@ def db_path(db: Path | None, default: str = "capaudit.duckdb") -> Path:
     return Path(db or os.environ.get(DB_ENV) or default)
 
 
-def open_store(db: Path | None, read_only: bool = False):
+def open_store(db: Path | None, read_only: bool = False, *, create: bool = False,
+               sandbox: bool = False):
+    """The store behind ``--db``. Only commands that add data pass ``create=True``; the
+    others report a missing file instead of creating an empty store."""
     from capaudit.store import Store
 
-    return Store(db_path(db), read_only=read_only)
+    return Store(db_path(db), read_only=read_only, create=create, sandbox=sandbox)
+
+
+_INTERRUPT_NOTE: list[str] = []
+
+
+def keep_on_interrupt(note: str | None) -> None:
+    """Say what an interrupted command keeps (e.g. finished shards); main() prints it after
+    "interrupted," instead of "nothing stored"."""
+    _INTERRUPT_NOTE[:] = [note] if note else []
+
+
+def interrupt_note() -> str | None:
+    return _INTERRUPT_NOTE[0] if _INTERRUPT_NOTE else None
 
 
 def audit_config(config, **cli) -> dict:
@@ -47,7 +68,8 @@ def audit_config(config, **cli) -> dict:
 
 def progress(transient: bool = False) -> Progress:
     """A rich progress bar; quiet when stdout is not a terminal."""
-    return Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold", markup=False),
+                    BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=err_console, transient=transient,
                     disable=not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS"))
@@ -57,15 +79,25 @@ def progress(transient: bool = False) -> Progress:
 def recorded_run(store, config: dict, seed: int | None = None) -> Iterator[int]:
     """Record a run (command, resolved config, seed, versions) around a block.
 
-    The run row is committed first so a failure still leaves an honest
-    'failed' status; the block's own writes use their own transactions.
+    The run row is committed first so a crash still leaves an honest 'failed'
+    status (Ctrl-C: 'interrupted'; SIGKILL: 'killed', set by the next process
+    that opens the store). A command that rejects its input (a
+    :class:`~capaudit.errors.CapauditError`: one line, exit 2, its writes
+    rolled back) leaves no row at all: nothing ran.
     """
     from capaudit.core.config import current_command, package_versions
+    from capaudit.errors import CapauditError
 
     run_id = store.start_run(current_command(), config, seed,
                              package_versions())
     try:
         yield run_id
+    except CapauditError:
+        store.discard_run(run_id)
+        raise
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted")
+        raise
     except BaseException:
         store.finish_run(run_id, "failed")
         raise

@@ -16,7 +16,8 @@ from typing import Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, err_console, open_store, progress, recorded_run
+from capaudit.cli.common import (DbOption, console, err_console, keep_on_interrupt, open_store,
+                                 progress, recorded_run)
 
 
 def train_downstream_command(
@@ -84,7 +85,7 @@ def train_downstream_command(
                                        table.column("caption").to_pylist(), shards, model, out,
                                        cfg, set_name=set_name, on_step=on_step)
         except KeyboardInterrupt:
-            err_console.print(f"interrupted: rerun the same command to resume from "
+            keep_on_interrupt(f"rerun the same command to resume from "
                               f"{Path(out) / 'checkpoint.pt'} (if a checkpoint was written)")
             raise
     if summary.get("already_done"):
@@ -92,7 +93,7 @@ def train_downstream_command(
         return
     console.print(f"trained on {summary['pairs']} pairs ({summary['unmatched_captions']} captions "
                   f"without an image), {summary['steps']} steps on {summary['device']} "
-                  f"\\[{summary['precision']}]; model: {Path(out) / 'model'}")
+                  f"[{summary['precision']}]; model: {Path(out) / 'model'}")
 
 
 def caption_command(
@@ -113,7 +114,7 @@ def caption_command(
     from capaudit.errors import InputError
     from capaudit.train_downstream.caption import generate_captions, run_info
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     try:
         if store.find_set(out) is not None and not replace:
             raise InputError(f"a caption set named '{out}' already exists",

@@ -14,7 +14,8 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.common import (DbOption, console, keep_on_interrupt, open_store, progress,
+                                 recorded_run)
 
 shards_app = typer.Typer(help="Build and inspect webdataset shards.", no_args_is_help=True)
 
@@ -76,6 +77,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     """Enrich captions over shards and register the result as a caption set."""
     from capaudit.core.config import write_provenance
     from capaudit.enrich.adapters import ADAPTERS
+    from capaudit.enrich.backends.openai import check_api_key_env
     from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
@@ -94,15 +96,20 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
         "detector": {"name": detector or ("annotations" if annotations else None),
                      "options": det_opts},
         "ocr": ocr, "captions": captions})
+    # a key pasted as the variable's name is refused before it can reach runs/provenance
+    check_api_key_env(api_key_env, must_be_set=True)
+    for section in ("llm", "captioner"):
+        check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     work = work_dir or Path("capaudit-enrich") / out
     cache_path = str(cache or work / "cache.sqlite")
     cfg_hash = effective_hash(adapter, cfg)
     # check the name first (no DB lock is held while the models run: they may take days)
-    with open_store(db) as store:
+    with open_store(db, create=True) as store:
         existing = store.find_set(out)
     if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
         raise InputError(f"a caption set named '{out}' already exists",
                          fix="choose another --out or pass --replace")
+    keep_on_interrupt(f"finished shards are kept in {work}; rerun the same command to resume")
     with progress() as bar:
         task = bar.add_task(f"enrich {adapter}", total=None)
         summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,
@@ -110,12 +117,10 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
                              on_start=lambda n, d: bar.update(task, total=n),
                              on_shard=lambda r: bar.advance(task))
     table = summary.pop("table")
-    (work / "failures.jsonl").write_text(
-        "".join(json.dumps(f, sort_keys=True) + "\n" for f in summary["failures"]), encoding="utf-8")
     if table.num_rows == 0:
         raise InputError("enrichment produced no caption; every sample failed",
                          path=work / "failures.jsonl")
-    with open_store(db) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
+    with open_store(db, create=True) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
         meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
                 "work_dir": str(work), "llm": cfg["llm"]["backend"],
                 "model": cfg["llm"]["model"], "failures": len(summary["failures"])}

@@ -92,7 +92,7 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
     console.print(f"[bold]{escape(summary['filter'])}[/] -> [bold]{escape(out)}[/]: captions "
                   f"{summary['captions_in']:,} in, {summary['captions_out']:,} out; sentences "
                   f"{summary['sentences_in']:,} in = {summary['sentences_kept']:,} kept + "
-                  f"{summary['sentences_dropped']:,} dropped")
+                  f"{summary['sentences_dropped']:,} dropped", markup=True)
     acts = summary.get("actions", {})
     console.print("  actions: " + ", ".join(f"{a} {n:,}" for a, n in acts.items() if n))
     if summary.get("reasons"):
@@ -117,7 +117,7 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
         console.print(table)
     refused = summary.get("refused")
     if refused:
-        console.print(f"[yellow]refused {len(refused)} row(s)[/]:")
+        console.print(f"[yellow]refused {len(refused)} row(s)[/]:", markup=True)
         for r in refused[:10]:
             console.print(Text(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}"))
 
@@ -234,11 +234,12 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
                                "log_counts": counts}, indent=2, default=str))
         return
     console.print(f"[bold]{escape(set_name)}[/] = {escape(info['filter'])} v{info['version']} "
-                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})")
+                  f"of [bold]{escape(str(info['parent']))}[/] (run {info['run_id']})",
+                  markup=True)
     _print_summary(info["summary"], set_name, info["parent"])
     status = "[green]adds up[/]" if counts.get("ok") else "[red]does NOT add up[/]"
     console.print(f"  log: {counts['sentences_in']:,} sentences = {counts['kept']:,} kept + "
-                  f"{counts['dropped']:,} dropped ({status})")
+                  f"{counts['dropped']:,} dropped ({status})", markup=True)
     if limit:
         tbl = read_log(store, set_name, None if all_actions else ("flag", "revise", "drop"), limit)
         rows = tbl.to_pylist()

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "capaudit.cli.annotations",  # annotations add/list
     "capaudit.cli.query",        # query, demo
     "capaudit.cli.audit",        # audit run/compare/words/lic/amplification
+    "capaudit.cli.judge",        # audit factuality/dcscore/capability/faithscore/capscore, judge
     "capaudit.cli.enrich",       # shards build, enrich, detect
     "capaudit.cli.filters",      # filter run/log, review export/import
     "capaudit.cli.downstream",   # train-downstream, caption
@@ -55,34 +56,72 @@ def _register_all() -> None:
 _register_all()
 
 
+def _usage_error_types() -> tuple[type, ...]:
+    """Usage errors as typer raises them: its vendored click, and click itself."""
+    types: list[type] = []
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+        types.append(TyperClickException)
+    except ImportError:  # pragma: no cover - older typer uses click directly
+        pass
+    import click
+
+    types.append(click.ClickException)
+    return tuple(types)
+
+
+def _interrupted() -> int:
+    from capaudit.cli.common import interrupt_note
+
+    sys.stderr.write(f"capaudit: interrupted, {interrupt_note() or 'nothing stored'}\n")
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user errors print one line on stderr and exit 2."""
+    """Run the CLI: user errors print one line on stderr and exit 2, usage errors the usual
+    usage message and exit 2, Ctrl-C one line and exit 130; never a traceback for those."""
+    import duckdb
+
+    from capaudit.cli.common import keep_on_interrupt
     from capaudit.core.config import set_command
     from capaudit.errors import CapauditError
 
     set_command(argv if argv is not None else sys.argv[1:])
+    keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:
         sys.stderr.write(f"capaudit: error: {exc}\n")
         return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("capaudit: interrupted; nothing partial was stored\n")
-        return 130
+    except (KeyboardInterrupt, duckdb.InterruptException):
+        return _interrupted()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            return exc.exit_code
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        if isinstance(exc, click.exceptions.Abort):
-            return 1
+    except _usage_error_types() as exc:
+        exc.show()
+        return exc.exit_code if isinstance(exc.exit_code, int) and exc.exit_code else 2
+    except (typer.Abort, typer.Exit) as exc:
+        return getattr(exc, "exit_code", 1)
+    except (duckdb.IOException, duckdb.SerializationException) as exc:
+        # a store cut short opens but fails when a page past the end is read
+        first = str(exc).strip().splitlines()[0][:300]
+        sys.stderr.write(f"capaudit: error: {first} (fix: the store or a file it reads is "
+                         "truncated or damaged; restore it from a copy or rebuild it, and "
+                         "check free disk space)\n")
+        return 2
+    except RecursionError:  # a safety net: the readers name the file where they can
+        sys.stderr.write("capaudit: error: input nested too deeply to read (a JSON or YAML "
+                         "structure thousands of levels deep)\n")
+        return 2
+    except RuntimeError as exc:  # DuckDB stops a running query on SIGINT with this
+        if str(exc).strip() == "Query interrupted":
+            return _interrupted()
         raise
-    return 0
+    # typer turns a KeyboardInterrupt inside a command into Exit(130) and, with
+    # standalone_mode=False, returns that code instead of raising it.
+    if code == 130:
+        return _interrupted()
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
 def run() -> None:  # pragma: no cover

@@ -23,6 +23,11 @@ def run_query(store, sql: str):
         rows = cur.fetchall()
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0]
+        if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in first:
+            raise InputError(f"query refused: it may read and change only the store, never "
+                             f"files, other databases, extensions or settings ({first})",
+                             fix="query the store's tables; write files with capaudit sets "
+                                 "export") from None
         raise InputError(f"query failed: {first}", fix="check the SQL; "
                          "tables: caption_sets, captions, runs, metrics, caption_details, "
                          "annotation_sources, instance_categories, chair_gt, demographics") from None
@@ -35,7 +40,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
           write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
           db: Path = DbOption):
     """Run SQL against the store (read-only unless --write)."""
-    store = open_store(db, read_only=not write)
+    store = open_store(db, read_only=not write, sandbox=True)
     cols, rows = run_query(store, sql)
     if as_csv:
         w = csv.writer(sys.stdout)
@@ -94,11 +99,11 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     add_annotations(store, "demographics", DEMO_DIR / "demographics.jsonl")
     out = {"store": store, "sets": ["coco", "oscar", "nic"]}
     if run_audit:
-        from capaudit.audit.compare import compare_sets
+        from capaudit.cli.compare_view import compare_and_report
 
-        out["compare"] = compare_sets(store, out["sets"], report_dir=report_dir or
-                                      Path("capaudit-demo-report"),
-                                      cfg={"disparity": ["gender", "skin_tone"]})
+        out["compare"] = compare_and_report(store, out["sets"], report_dir or
+                                            Path("capaudit-demo-report"),
+                                            cfg={"disparity": ["gender", "skin_tone"]})
     return out
 
 
@@ -112,7 +117,7 @@ def demo(db: Path = typer.Option(None, "--db", help="Where to build the demo dat
     result = build_demo(db, report)
     console.print(f"demo database: {db} (sets: {', '.join(result['sets'])})")
     if "compare" in result:
-        from capaudit.audit.compare import print_compare
+        from capaudit.cli.compare_view import print_compare
         print_compare(result["compare"])
         console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
     console.print(f"try: capaudit query --db {db} \"SELECT * FROM metrics LIMIT 10\"")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, open_store, progress
+from capaudit.cli.common import DbOption, console, esc, open_store, progress
 
 sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption sets.")
 
@@ -20,30 +20,49 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
         caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite a set of that name"),
+        namespace: str = typer.Option(None, "--namespace", help="Dataset the image ids belong "
+                                      "to: coco2014, coco2017, nocaps, flickr30k, text or a "
+                                      "name of yours (default: inferred only from unambiguous "
+                                      "evidence such as COCO_val2014_ names)"),
+        split: str = typer.Option(None, "--split", help="karpathy: train, val, test, restval"),
+        turns: str = typer.Option(None, "--turns", help="llava/sharegpt: which assistant turns "
+                                  "become captions: first (default), all or join"),
+        where: str = typer.Option(None, "--where", help="llava/sharegpt/karpathy: keep records "
+                                  "matching e.g. \"type = 'detail'\" (field = / != value, "
+                                  "joined by and)"),
+        skip_no_image: bool = typer.Option(False, "--skip-no-image", help="Skip records "
+                                           "without an image (counted) instead of refusing"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
     from capaudit.io.ingest import add_caption_set
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     with progress(transient=True) as bar:
         task = bar.add_task(f"ingesting {path.name}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
-                                 caption_col=caption_col,
-                                 on_batch=lambda n: bar.advance(task, n))
+                                 caption_col=caption_col, namespace=namespace,
+                                 on_batch=lambda n: bar.advance(task, n), split=split,
+                                 turns=turns, where=where,
+                                 skip_no_image=skip_no_image or None)
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
-    console.print(f"{verb} [bold]{info.name}[/]: {info.n_captions:,} captions of "
-                  f"{info.n_images:,} images ({info.format})")
+    console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
+                  f"{info.n_images:,} images ({esc(info.format)}; ids: "
+                  f"{esc(info.namespace or 'unassigned')})", markup=True)
+    skipped = (info.meta or {}).get("skipped_no_image")
+    if skipped:
+        console.print(f"skipped {skipped:,} records without an image")
 
 
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
-    store = open_store(db)
-    table = Table("name", "format", "captions", "images", "parent", "source")
+    store = open_store(db, read_only=True, sandbox=True)
+    table = Table("name", "format", "ids", "captions", "images", "parent", "source")
     for s in store.list_sets():
-        table.add_row(s.name, s.format or "", f"{s.n_captions:,}", f"{s.n_images:,}",
-                      s.parent or "", s.source_path or "")
+        table.add_row(s.name, s.format or "", s.namespace or "unassigned",
+                      f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
+                      s.source_path or "")
     console.print(table)
 
 
@@ -63,12 +82,14 @@ def set_summary(store, name: str, samples: int = 5) -> dict:
 def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
          db: Path = DbOption):
     """Rows, images, captions per image and sample captions of a set."""
-    s = set_summary(open_store(db, read_only=True), name, samples)
+    s = set_summary(open_store(db, read_only=True, sandbox=True), name, samples)
     info = s["info"]
-    console.print(f"[bold]{info.name}[/] ({info.format}) from {info.source_path}")
-    console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}")
+    console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
+                  f"{esc(str(info.source_path))}", markup=True)
+    ids = info.namespace or "unassigned (bare numbers: joined only if an audit finds them annotated)"
+    console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {ids}")
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
-                  f"{s['captions_per_image']:.2f}  with COCO id {s['with_coco_id']:,}  "
+                  f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")
     table = Table("image", "caption")
     for key, cap in s["samples"]:
@@ -86,7 +107,10 @@ def remove(name: str, db: Path = DbOption):
 
 
 @sets_app.command("export")
-def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parquet or webdataset"),
+def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (the source file "
+                                             "back, revised in place, with OUT.changes.jsonl), "
+                                             "jsonl, parquet, webdataset, sharegpt4v, llava, "
+                                             "sharegpt, coco or hf"),
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place)."""
@@ -100,6 +124,10 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="jsonl, parqu
     provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
                              "n_captions": info.n_captions})
     console.print(f"wrote {path}")
+    if to == "original":
+        changes = path.with_name(path.name + ".changes.jsonl")
+        n = sum(1 for _ in open(changes, encoding="utf-8"))
+        console.print(f"{n:,} changes listed in {changes}")
 
 
 def register(app: typer.Typer) -> None:

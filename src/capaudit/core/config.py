@@ -33,6 +33,28 @@ def _deep_merge(base: dict, over: Mapping) -> dict:
     return out
 
 
+def _is_circular(data) -> bool:
+    """True when a YAML alias made a container that contains itself (``a: &a [*a]``).
+    Each container is walked once, so shared aliases ("billion laughs") stay cheap."""
+    done: set[int] = set()
+
+    def walk(node, path: set[int]) -> bool:
+        if not isinstance(node, (dict, list)) or id(node) in done:
+            return False
+        if id(node) in path:
+            return True
+        path.add(id(node))
+        found = any(walk(v, path) for v in (node.values() if isinstance(node, dict) else node))
+        path.discard(id(node))
+        done.add(id(node))
+        return found
+
+    try:
+        return walk(data, set())
+    except RecursionError:
+        return True
+
+
 def load_yaml(path: str | Path) -> dict:
     import yaml
 
@@ -44,6 +66,12 @@ def load_yaml(path: str | Path) -> dict:
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML ({exc.__class__.__name__})", path=path,
                          fix="correct the YAML syntax") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable YAML ({type(exc).__name__})", path=path,
+                         fix="a UTF-8 YAML mapping without deeply nested structures") from None
+    if _is_circular(data):
+        raise InputError("circular YAML alias (an anchor that contains itself)", path=path,
+                         fix="replace the *alias with the values it should hold")
     if not isinstance(data, dict):
         raise InputError("config must be a mapping at top level", path=path)
     return data
@@ -60,6 +88,18 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
         data = load_yaml(yaml_path)
         if section:
             data = data.get(section, {}) or {}
+            if not isinstance(data, dict):
+                raise InputError(f"'{section}' must be a mapping of options", path=yaml_path,
+                                 fix=f"write {section}: followed by indented key: value lines")
+        unknown = sorted(str(k) for k in data if k not in cfg) if cfg else []
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], [str(k) for k in cfg], n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise InputError(f"unknown option '{unknown[0]}'"
+                             + (f" in '{section}'" if section else ""), path=yaml_path,
+                             fix=f"{hint}known options: {', '.join(sorted(map(str, cfg)))}")
         cfg = _deep_merge(cfg, data)
     if cli:
         cfg = _deep_merge(cfg, cli)

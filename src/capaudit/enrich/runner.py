@@ -16,18 +16,25 @@ assembled table is identical whatever executor or worker count produced it.
 from __future__ import annotations
 
 import json
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock
+    fcntl = None
 
 import pyarrow as pa
 
 from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt_hash
 from capaudit.enrich.backends.base import Stats, make_backend
 from capaudit.errors import InputError
-from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, list_shards,
-                                read_marker, read_shard)
+from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
+                                list_shards, read_marker, read_shard)
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -40,7 +47,55 @@ DEFAULTS: dict = {
     "batch_size": 16,
 }
 
-_CONTEXTS: dict[str, Context] = {}  # per process: models load once per worker
+_CONTEXTS: dict[str, Context] = {}  # per process and cache: models load once per worker
+_LOCKS: dict[Path, int] = {}          # work directories this process holds (re-entrant)
+LOCK_NAME = ".lock"
+
+
+@contextmanager
+def work_dir_lock(work: str | Path) -> Iterator[Path]:
+    """Hold the work directory alone: a second ``enrich`` on it stops with one line.
+
+    Two runs on one directory would both send every request (and pay twice)
+    and delete each other's temporary files. An OS lock (``flock``) dies with
+    its process, so a killed run never leaves a stale lock behind.
+    """
+    work = Path(work).resolve()
+    if work in _LOCKS or fcntl is None:
+        _LOCKS[work] = _LOCKS.get(work, 0) + 1
+        try:
+            yield work
+        finally:
+            _LOCKS[work] -= 1
+            if not _LOCKS[work]:
+                del _LOCKS[work]
+        return
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        fh = open(work / LOCK_NAME, "a+", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot use this work directory ({exc.strerror or exc})", path=work,
+                         fix="pass a writable folder with --work-dir") from None
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise InputError(f"another capaudit enrich (pid {holder}) is using this work "
+                             "directory", path=work,
+                             fix="wait for it to finish, or pass another --work-dir") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _LOCKS[work] = 1
+        try:
+            yield work
+        finally:
+            del _LOCKS[work]
+    finally:
+        fh.close()  # releases the flock
 
 
 @dataclass(frozen=True)
@@ -51,6 +106,7 @@ class ShardTask:
     config: dict
     cfg_hash: str
     cache_path: str | None
+    input_fp: dict | None = None   # the last marker's fingerprint of this shard (hash reuse)
 
 
 def output_path(out_dir: Path, shard: str) -> Path:
@@ -87,9 +143,10 @@ def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Co
 
 
 def _context(task: ShardTask) -> Context:
-    if task.cfg_hash not in _CONTEXTS:
-        _CONTEXTS[task.cfg_hash] = build_context(task.adapter, task.config, task.cache_path)
-    return _CONTEXTS[task.cfg_hash]
+    key = f"{task.cfg_hash}|{task.cache_path}"  # another cache file is another context
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = build_context(task.adapter, task.config, task.cache_path)
+    return _CONTEXTS[key]
 
 
 def _snapshot(ctx: Context) -> dict:
@@ -107,6 +164,7 @@ def process_shard(task: ShardTask) -> dict:
     ctx = _context(task)
     adapter = ADAPTERS.get(task.adapter)()
     before = _snapshot(ctx)
+    fp = input_fingerprint(Path(task.shard), task.input_fp)
     samples = list(read_shard(Path(task.shard)))
     rows: list[dict] = []
     bs = max(1, int(task.config.get("batch_size", 16)))
@@ -124,7 +182,7 @@ def process_shard(task: ShardTask) -> dict:
     after = _snapshot(ctx)
     stats = {k: after[k] - before[k] for k in after}
     counts = {"samples": len(samples), "outputs": len(ok), "failures": failures,
-              "stats": stats, "seconds": time.perf_counter() - t0}
+              "stats": stats, "seconds": time.perf_counter() - t0, "input": fp}
     write_marker(out_dir, Path(task.shard).name, task.cfg_hash, counts)
     return {"shard": Path(task.shard).name, **counts}
 
@@ -139,18 +197,28 @@ def effective_hash(adapter: str, config: dict) -> str:
 
 def plan(shards_dir: str | Path, out_dir: Path, adapter: str, config: dict,
          cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
-    """(tasks still to do, markers of shards already done)."""
+    """(tasks still to do, markers of shards already done).
+
+    A shard is done when its marker matches the config hash AND the input
+    shard's content (a rebuilt shard of the same name is redone), lists no
+    failure, and its output exists.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     clean_tmp(out_dir)
     h = effective_hash(adapter, config)
     todo, done = [], []
     for shard in list_shards(Path(shards_dir))[:limit]:
-        marker = read_marker(out_dir, shard.name)
-        if marker and marker.get("config_hash") == h and not marker.get("failures") \
+        marker = read_marker(out_dir, shard.name) or {}
+        last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
+        fp = None
+        if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
                 and output_path(out_dir, shard.name).exists():
-            done.append(marker)
-        else:
-            todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path))
+            fp = input_fingerprint(shard, last_fp)
+            if fp["sha256"] == last_fp.get("sha256"):
+                done.append(marker)
+                continue
+        todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path,
+                              fp or last_fp))
     return todo, done
 
 
@@ -174,34 +242,42 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
                cache_path: str | None = None, limit: int | None = None,
                on_shard: Callable[[dict], None] | None = None,
                on_start: Callable[[int, int], None] | None = None) -> dict:
-    """Run the adapter over every shard not yet done; returns the summary and the table."""
+    """Run the adapter over every shard not yet done; returns the summary and the table.
+
+    Holds the work directory (:func:`work_dir_lock`) while it plans, runs,
+    assembles and writes ``failures.jsonl`` (this run's failed samples).
+    """
     from capaudit.executors import get_executor
 
     if config.get("captions") not in ("first", "all"):
         raise InputError("captions must be 'first' or 'all'")
     out_dir = Path(out_dir)
-    todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
-    if on_start:
-        on_start(len(todo), len(done))
-    t0 = time.perf_counter()
-    results = []
-    if todo:
-        ex = get_executor(executor, workers=workers, address=address)
-        try:
-            for _, res in ex.map_unordered(process_shard, todo):
-                results.append(res)
-                if on_shard:
-                    on_shard(res)
-        finally:
-            ex.close()
-    elapsed = time.perf_counter() - t0
-    names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
+    with work_dir_lock(out_dir):
+        todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
+        if on_start:
+            on_start(len(todo), len(done))
+        t0 = time.perf_counter()
+        results = []
+        if todo:
+            ex = get_executor(executor, workers=workers, address=address)
+            try:
+                for _, res in ex.map_unordered(process_shard, todo):
+                    results.append(res)
+                    if on_shard:
+                        on_shard(res)
+            finally:
+                ex.close()
+        elapsed = time.perf_counter() - t0
+        names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
+        table = collect(out_dir, names)
+        failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
+        atomic_write_bytes(out_dir / "failures.jsonl", "".join(
+            json.dumps(f, sort_keys=True) + "\n" for f in failures).encode("utf-8"))
     stats = Stats()
     for r in results:
         stats.add(r["stats"])
-    failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
     n_samples = sum(r["samples"] for r in results)
-    return {"table": collect(out_dir, names), "shards_total": len(names),
+    return {"table": table, "shards_total": len(names),
             "shards_run": len(results), "shards_skipped": len(done), "samples": n_samples,
             "outputs": sum(r["outputs"] for r in results), "failures": failures,
             "stats": dict(stats.__dict__), "seconds": elapsed,

@@ -32,7 +32,11 @@ def answer_for(messages: list) -> str:
 
 class FakeOpenAIServer:
     def __init__(self, delay_s: float = 0.0, fail_first: int = 0, fail_status: int = 429,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, answer=None):
+        """``answer(body) -> str | dict`` scripts the replies (default :func:`answer_for`);
+        a dict may set ``status``, ``content``, ``logprobs`` (the choice's ``content``
+        list), ``raw`` (bytes sent as is: malformed replies) and ``delay``."""
+        self.answer = answer
         self.delay_s, self.fail_first, self.fail_status = delay_s, fail_first, fail_status
         self.retry_after = retry_after
         self.calls = 0          # all POSTs, including failed ones
@@ -42,6 +46,8 @@ class FakeOpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # headers and body are two writes: without this, Nagle + delayed ACK add ~40 ms
+            disable_nagle_algorithm = True
             def log_message(self, *args):  # keep test output quiet
                 pass
 
@@ -54,9 +60,17 @@ class FakeOpenAIServer:
                     server.bodies.append(body)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._counted = True
                 try:
                     self._answer(n, body)
                 finally:
+                    self._leave()
+
+            def _leave(self):
+                # before the reply is written: the client may send its next request the
+                # moment it has read this one, and must not find it still "in flight"
+                if self._counted:
+                    self._counted = False
                     with server._lock:
                         server.in_flight -= 1
 
@@ -69,15 +83,27 @@ class FakeOpenAIServer:
                     headers = {"Retry-After": str(server.retry_after)} \
                         if server.retry_after is not None else {}
                     return self._send(server.fail_status, {"error": "try later"}, headers)
-                text = answer_for(body["messages"])
+                reply = server.answer(body) if server.answer else answer_for(body["messages"])
+                reply = {"content": reply} if isinstance(reply, str) else reply
+                if reply.get("delay"):
+                    time.sleep(reply["delay"])
+                if "raw" in reply:
+                    return self._send(reply.get("status", 200), None, raw=reply["raw"])
+                if reply.get("status", 200) != 200:
+                    return self._send(reply["status"], {"error": "scripted failure"})
+                text = reply["content"]
+                choice = {"index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": text}}
+                if reply.get("logprobs") is not None:
+                    choice["logprobs"] = {"content": reply["logprobs"]}
                 self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": body["model"],
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": text}}],
+                                 "choices": [choice],
                                  "usage": {"prompt_tokens": len(json.dumps(body)) // 4,
                                            "completion_tokens": len(text.split())}})
 
-            def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
+            def _send(self, status, payload, headers=None, raw=None):
+                self._leave()
+                data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -86,7 +112,10 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # the default 5 drops SYNs under concurrency: 1 s stalls
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -1,20 +1,21 @@
 """``critique-revise``: a judge labels each sentence, flagged ones are critiqued and rewritten.
 
-The judge is any callable ``chat(messages) -> str`` taking OpenAI-style chat
-messages (a system message, then a user message whose content may hold an
-``image_url`` part with a ``data:`` URL). By default it is built from the LLM
-backend registry (:func:`capaudit.enrich.backends.chat.make_chat`):
-``judge_backend="openai"`` for an OpenAI-compatible server (vLLM, llama.cpp,
-Ollama, a hosted API; retries and backoff included) or ``"transformers"`` for
-a local model folder.
+Sentences are scored by the one factuality scorer of the judge layer
+(:mod:`capaudit.judge.factuality`: the same prompt, strict parser, format
+retry and backends as ``capaudit audit factuality``), so a revision's gain is
+measured with the same judge that flagged it. The judge is built from
+``judge_backend`` (``openai`` for an OpenAI-compatible server: vLLM,
+llama.cpp, Ollama, a hosted API; ``transformers`` for a local model folder),
+or given as a ``chat(messages) -> str`` callable (wrapped as a backend).
+The reviser is a chat callable over the same backend registry
+(:func:`capaudit.enrich.backends.chat.make_chat`).
 
 Per caption, in order:
 
 1. **score**: for sentence ``i`` the judge gets the image (when ``images``
    locates it), the annotated objects (when evidence is given), the earlier
-   sentences ``0..i-1`` as context and sentence ``i``; it answers
-   ``{"supported": bool, "critique": str}`` (``configs/prompts/critique_judge.txt``).
-   Score 1.0 supported, 0.0 not;
+   sentences ``0..i-1`` as context and sentence ``i``; it answers yes/no and a
+   critique (``configs/prompts/judge_factuality.txt``). Score 1.0 supported, 0.0 not;
 2. **decide**: a supported sentence is kept. An unsupported one goes to the
    reviser (``critique_revise.txt``, possibly another model) with the context
    (as already revised), the sentence and the critique, and must return the
@@ -22,15 +23,14 @@ Per caption, in order:
    critique and revision; ``DELETE`` or an empty answer drops it. With
    ``revise=False`` the sentence is only flagged.
 
-A judge answer that cannot be parsed, or a failed call, keeps the sentence
-flagged ``judge-error`` (so it can go to human review); if every call fails
+A judge answer that cannot be parsed (after the one format retry), or a
+failed call, keeps the sentence flagged ``judge-error`` (so it can go to human review); if every call fails
 the run stops with an error naming the server.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -42,8 +42,13 @@ from capaudit.enrich.backends.chat import ChatFn, make_chat
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 
-__all__ = ["CritiqueReviseFilter", "load_prompt",
-           "parse_judgement", "ChatFn", "find_image"]
+__all__ = ["CritiqueReviseFilter", "load_prompt", "ChatFn", "find_image"]
+
+def _judge_prompt_override(prompt_dir) -> dict:
+    """``--prompt-dir`` may hold the judge's template too (``judge_factuality.txt``)."""
+    p = Path(prompt_dir) / "judge_factuality.txt" if prompt_dir else None
+    return {"judge_factuality": str(p)} if p is not None and p.is_file() else {}
+
 
 def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
     """``critique_{kind}.txt`` from ``prompt_dir``; without it, looked up like every template
@@ -57,31 +62,6 @@ def load_prompt(kind: str, prompt_dir: str | Path | None = None) -> str:
         raise InputError("prompt file not found", path=path,
                          fix=f"write critique_{kind}.txt there or drop --prompt-dir")
     return path.read_text(encoding="utf-8")
-
-
-# -- parsing --------------------------------------------------------------------
-_JSON = re.compile(r"\{.*\}", re.S)
-
-
-def parse_judgement(text: str) -> tuple[bool, str]:
-    """``(supported, critique)`` from a judge answer (JSON, or a plain yes/no first word)."""
-    m = _JSON.search(text or "")
-    if m:
-        try:
-            data = json.loads(m.group())
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and "supported" in data:
-            sup = data["supported"]
-            if isinstance(sup, str):
-                sup = sup.strip().lower() in ("true", "yes", "1", "supported")
-            return bool(sup), str(data.get("critique") or "").strip()
-    first = re.sub(r"[^a-z]", " ", (text or "").lower()).split()
-    if first and first[0] in ("yes", "supported", "true"):
-        return True, ""
-    if first and first[0] in ("no", "unsupported", "false", "not"):
-        return False, (text or "").strip()
-    raise ValueError(f"cannot parse judge answer: {(text or '')[:80]!r}")
 
 
 def clean_revision(text: str) -> str | None:
@@ -139,25 +119,37 @@ class CritiqueReviseFilter(Filter):
         self.calls = {"judge": 0, "revise": 0, "errors": 0}
 
     def setup(self, context: FilterContext | None = None) -> None:
+        from capaudit.judge.core import Judge, JudgeConfig
+
         o = self.options
         if self.judge is None:
-            self.judge = make_chat(o["judge_backend"], o["judge_model"], base_url=o["judge_url"],
-                                   api_key_env=o["api_key_env"], timeout_s=float(o["timeout_s"]),
-                                   max_retries=2)
+            self.scorer = Judge(JudgeConfig(
+                backend=o["judge_backend"], model=o["judge_model"], url=o["judge_url"],
+                api_key_env=o["api_key_env"], timeout_s=float(o["timeout_s"]), max_retries=2,
+                concurrency=int(o["concurrency"]), cache=None,
+                params={"temperature": 0.0, "max_tokens": 64},
+                prompts=_judge_prompt_override(o["prompt_dir"])))
+        else:  # a chat callable: the same scorer over it
+            from capaudit.judge.chatfn import ChatFnBackend
+
+            self.scorer = Judge(JudgeConfig(backend="chat", model="callable", cache=None,
+                                            logprobs=False),
+                                backend=ChatFnBackend(chat=self.judge))
         if self.reviser is None:
-            if o["reviser_backend"] or o["reviser_url"] or o["reviser_model"]:
+            if self.judge is not None and not (o["reviser_backend"] or o["reviser_url"]
+                                               or o["reviser_model"]):
+                self.reviser = self.judge
+            else:
                 self.reviser = make_chat(o["reviser_backend"] or o["judge_backend"],
                                          o["reviser_model"] or o["judge_model"],
                                          base_url=o["reviser_url"] or o["judge_url"],
                                          api_key_env=o["api_key_env"],
                                          timeout_s=float(o["timeout_s"]), max_retries=2)
-            else:
-                self.reviser = self.judge
-        if o["images"] and not getattr(self.judge, "accepts_images", True):
+        if o["images"] and not getattr(self.scorer.backend, "accepts_images", True):
             raise InputError(f"the {o['judge_backend']} judge is text-only and cannot see --images",
                              fix="drop --images (judge against --evidence), or use "
                                  "--judge-backend openai with a VLM server")
-        self.prompts = {k: load_prompt(k, o["prompt_dir"]) for k in ("judge", "revise")}
+        self.prompts = {"revise": load_prompt("revise", o["prompt_dir"])}
         kind = o["evidence"] or next((k for k, key in (("chair-gt", "chair_gt"),
                                                       ("instances", "instances"),
                                                       ("detector", "detections")) if o[key]), None)
@@ -200,24 +192,36 @@ class CritiqueReviseFilter(Filter):
         return out
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
-        image = find_image(doc, self.options["images"])
-        sents = doc.sentences
-        out = []
-        for i, s in enumerate(sents):
-            ans = self._call("judge", self.judge,
-                             self._messages("judge", doc, image,
-                                            context=" ".join(x.strip() for x in sents[:i]),
-                                            sentence=s.strip()))
-            if ans is None:
-                out.append(SentenceScore(i, None, {"error": "judge call failed", "image": image}))
-                continue
-            try:
-                sup, crit = parse_judgement(ans)
-            except ValueError as exc:
-                out.append(SentenceScore(i, None, {"error": str(exc), "image": image}))
-                continue
-            out.append(SentenceScore(i, 1.0 if sup else 0.0,
-                                     {"supported": sup, "critique": crit, "image": image}))
+        return self.score_many([doc])[0]
+
+    def score_many(self, docs: list[CaptionDoc]) -> list[list[SentenceScore]]:
+        """All sentences of all captions in one batch through the factuality scorer."""
+        from capaudit.judge.factuality import sentence_tasks
+
+        tasks, where, images = [], [], []
+        for d, doc in enumerate(docs):
+            image = find_image(doc, self.options["images"])
+            images.append(image)
+            ev = ("Evidence: the attached image." if image else "Evidence: no image is attached.")
+            if self.evidence is not None:
+                ev += f"\nAnnotated objects in the image: {self._evidence_text(doc)}"
+            sents = [s.strip() for s in doc.sentences]
+            tasks += sentence_tasks(sents, ev, image)
+            where += [(d, i) for i in range(len(sents))]
+        out: list[list[SentenceScore]] = [[] for _ in docs]
+        for (d, i), v in zip(where, self.scorer.run(tasks)):
+            image = images[d]
+            with self._lock:
+                self.calls["judge" if v.status in ("ok", "unparsed") else "errors"] += 1
+            if v.status == "ok":
+                sup, crit = v.value
+                out[d].append(SentenceScore(i, 1.0 if sup else 0.0,
+                                            {"supported": sup, "critique": crit, "image": image,
+                                             "p_yes": v.p_yes}))
+            else:
+                err = "judge call failed" if v.status == "failed" else \
+                    f"cannot parse judge answer: {(v.text or '')[:80]!r}"
+                out[d].append(SentenceScore(i, None, {"error": err, "image": image}))
         return out
 
     def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
@@ -265,19 +269,23 @@ class CritiqueReviseFilter(Filter):
     def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
         docs = list(docs)
         n_workers = max(1, int(self.options["concurrency"]))
-
-        def one(doc: CaptionDoc) -> CaptionResult:
-            return self.decide(doc, self.score(doc))
-
+        try:
+            scores = self.score_many(docs)
+        except InputError as exc:
+            if "did not answer" in str(exc):
+                raise InputError(f"every call to the judge failed ({exc})",
+                                 fix=self._judge_fix()) from None
+            raise
+        pairs = list(zip(docs, scores))
         if n_workers == 1 or len(docs) <= 1:
-            results = [one(d) for d in docs]
+            results = [self.decide(d, s) for d, s in pairs]
         else:
             with ThreadPoolExecutor(max_workers=n_workers) as pool:
-                results = list(pool.map(one, docs))  # keeps input order
+                results = list(pool.map(lambda p: self.decide(*p), pairs))  # keeps input order
         if docs and self.calls["errors"] and not (self.calls["judge"] or self.calls["revise"]):
             raise InputError(f"every call to the judge failed ({self.calls['errors']} calls)",
                              fix=self._judge_fix())
-        self.report = {"calls": dict(self.calls)}
+        self.report = {"calls": dict(self.calls), "judge": self.scorer.summary()}
         yield from results
 
     def _judge_fix(self) -> str:

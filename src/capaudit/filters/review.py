@@ -42,6 +42,23 @@ REVIEW_COLUMNS = ["set", "row_idx", "image_id", "image_key", "source_sha256", "c
                   "reasons", "decision", "edited_caption"]
 DECISIONS = ("", "keep", "edit", "drop")
 
+# A CSV cell starting with one of these is a formula to a spreadsheet: "=HYPERLINK(...)" in a
+# caption must not run when the reviewer opens the file. Such text is written with a
+# leading apostrophe (so is text that already starts with one, to keep the mapping
+# reversible) and read back without it.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def csv_safe(value):
+    """Neutralise a text cell for spreadsheets (undone by :func:`csv_unsafe`)."""
+    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+
+
+def csv_unsafe(value):
+    if isinstance(value, str) and value.startswith("'") and value[1:].startswith(_FORMULA_START):
+        return value[1:]
+    return value
+
 
 def caption_sha256(caption: str) -> str:
     return hashlib.sha256(caption.encode("utf-8")).hexdigest()
@@ -99,7 +116,7 @@ def export_review(store, set_name: str, path: str | Path, *, fmt: str | None = N
             w = csv.DictWriter(fh, fieldnames=REVIEW_COLUMNS)
             w.writeheader()
             for r in rows:
-                w.writerow({k: ("" if r[k] is None else r[k]) for k in REVIEW_COLUMNS})
+                w.writerow({k: ("" if r[k] is None else csv_safe(r[k])) for k in REVIEW_COLUMNS})
     else:
         with open(tmp, "w", encoding="utf-8") as fh:
             for r in rows:
@@ -116,7 +133,8 @@ def read_review_file(path: str | Path, fmt: str | None = None) -> list[tuple[int
     fmt = _fmt(path, fmt)
     if fmt == "csv":
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            recs = [(i, dict(r)) for i, r in enumerate(csv.DictReader(fh), start=2)]
+            recs = [(i, {k: csv_unsafe(v) for k, v in r.items()})
+                    for i, r in enumerate(csv.DictReader(fh), start=2)]
     else:
         from capaudit.io.annotations import iter_jsonl
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io import annotations as ann
+from capaudit.io.imageids import annotation_namespace
 from capaudit.io.ingest import fingerprint
 from capaudit.store import annotations as stored
 
@@ -23,8 +24,12 @@ KINDS = ("instances", "chair-gt", "demographics")
 
 
 def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
-                    replace: bool = False) -> tuple[str, int]:
-    """Load and store an annotation file; returns (source name, images)."""
+                    replace: bool = False, namespace: str | None = None) -> tuple[str, int]:
+    """Load and store an annotation file; returns (source name, images).
+
+    ``namespace``: the dataset its image ids belong to; by default what the file name says
+    (``instances_val2014.json`` -> ``coco2014``), else unassigned (:mod:`capaudit.io.imageids`).
+    """
     if kind not in KINDS:
         raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
     path = Path(path)
@@ -65,7 +70,8 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
         if not replace:
             raise InputError(f"annotations named '{name}' already exist with other content",
                              fix="pass --replace or --name")
-    stored.put_source(store, name, kind, arrow, path=str(path.resolve()), sha256=sha, n_images=n)
+    stored.put_source(store, name, kind, arrow, path=str(path.resolve()), sha256=sha, n_images=n,
+                      namespace=namespace or annotation_namespace(path.name))
     return name, n
 
 

@@ -104,6 +104,9 @@ def iter_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
                                  fix="one JSON object per line") from None
+            except RecursionError:
+                raise InputError("JSON nested too deeply", path=path, row=row,
+                                 fix="flatten the record") from None
             if not isinstance(rec, dict):
                 raise InputError("each line must be a JSON object", path=path, row=row)
             yield row, rec
@@ -122,7 +125,7 @@ def _image_id(rec: Mapping, path: Path, row: int) -> int:
 def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(f"malformed JSON ({exc.__class__.__name__})", path=path) from None
     if not isinstance(data, dict) or "annotations" not in data or "categories" not in data:
         raise InputError("not a COCO instances file (needs 'annotations' and 'categories')",

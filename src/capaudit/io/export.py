@@ -1,4 +1,11 @@
-"""Export a caption set to JSONL, parquet or webdataset shards.
+"""Export a caption set: JSONL, parquet, webdataset shards, training layouts, or its source.
+
+- ``jsonl`` / ``parquet`` / ``webdataset``: image id and caption;
+- ``sharegpt4v`` / ``llava``: a JSON list of LLaVA ``conversations`` records (one per
+  caption, the question a fixed "describe" prompt), ``sharegpt``: the ``messages``
+  layout, ``coco``: COCO captions JSON (integer ids only), ``hf``: a ``datasets`` folder;
+- ``original``: the file the set came from, revised in place
+  (:mod:`capaudit.io.export_original`).
 
 Outputs are written under a temporary name and renamed into place, so an
 interrupted export never leaves a truncated file that looks complete.
@@ -14,16 +21,32 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 
-FORMATS = ("jsonl", "parquet", "webdataset")
+FORMATS = ("original", "jsonl", "parquet", "webdataset", "sharegpt4v", "llava", "sharegpt",
+           "coco", "hf")
+PROMPT = "<image>\nDescribe the image in detail."
+SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "webdataset": "", "hf": "", "coco": ".json",
+          "sharegpt4v": ".json", "llava": ".json", "sharegpt": ".json"}
 
 
 def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path:
     if to not in FORMATS:
         raise InputError(f"unknown export format '{to}'", fix=f"use --to {' | '.join(FORMATS)}")
     info = store.get_set(name)
-    suffix = {"jsonl": ".jsonl", "parquet": ".parquet", "webdataset": ""}[to]
-    out = Path(out) if out else Path(f"{name}{suffix}")
+    if to == "original":
+        from capaudit.io.export_original import export_original, root_set
+
+        src = Path(root_set(store, name).source_path or name)
+        return export_original(store, name, Path(out) if out else
+                               Path(f"{name}{''.join(src.suffixes[-1:])}"))[0]
+    out = Path(out) if out else Path(f"{name}{SUFFIX[to]}")
     tmp = out.with_name(out.name + ".tmp")
+    if to in ("sharegpt4v", "llava", "sharegpt", "coco", "hf"):
+        _export_layout(store, info, to, tmp)
+        if out.is_dir():
+            import shutil
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+        return out
     src = (f"SELECT row_idx, image_key, image_id, caption FROM captions WHERE set_id = "
            f"{int(info.set_id)} ORDER BY row_idx")
     if to == "jsonl":
@@ -58,3 +81,36 @@ def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path
 
 def _safe_key(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(key))
+
+
+def _export_layout(store, info, to: str, tmp: Path) -> None:
+    """A training layout (one record per caption) or a ``datasets`` folder at ``tmp``."""
+    rows = store.captions(info.name, "row_idx, image_key, image_id, caption").to_pylist()
+    if to == "hf":
+        from capaudit.errors import require
+
+        datasets = require("datasets", "hf", "exporting a datasets folder")
+        ds = datasets.Dataset.from_list([{k: r[k] for k in ("image_key", "image_id", "caption")}
+                                         for r in rows])
+        ds.save_to_disk(str(tmp))
+        return
+    if to == "coco":
+        bad = next((r for r in rows if r["image_id"] is None), None)
+        if bad is not None:
+            raise InputError(f"caption row {bad['row_idx']} has no integer image id "
+                             f"('{bad['image_key']}'): COCO JSON needs one",
+                             fix="export with --to jsonl or sharegpt4v instead")
+        images = {r["image_id"]: r["image_key"] for r in rows}
+        data = {"images": [{"id": i, "file_name": k} for i, k in images.items()],
+                "annotations": [{"id": n, "image_id": r["image_id"], "caption": r["caption"]}
+                                for n, r in enumerate(rows)]}
+    elif to == "sharegpt":
+        data = [{"messages": [{"role": "user", "content": PROMPT.replace("\n", " ", 1)
+                               .replace("<image> ", "<image>")},
+                              {"role": "assistant", "content": r["caption"]}],
+                 "images": [r["image_key"]]} for r in rows]
+    else:
+        data = [{"id": f"{r['image_key']}-{r['row_idx']}", "image": r["image_key"],
+                 "conversations": [{"from": "human", "value": PROMPT},
+                                   {"from": "gpt", "value": r["caption"]}]} for r in rows]
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")

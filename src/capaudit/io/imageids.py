@@ -1,9 +1,24 @@
-"""Image-id normalisation.
+"""Image ids and the namespace (dataset) they belong to.
 
-COCO file names (``COCO_val2014_000000318219.jpg``, ``000000000009.jpg``,
-``coco/train2017/000000000009.jpg``) and plain integers map to integer image
-ids so that captions join with COCO annotations; any other id is kept as text
-(``image_key``) and gets no integer id.
+An integer id means nothing on its own: nocaps ids 0-4,499, Flickr30k names
+like ``1000092795.jpg`` and ScienceQA record ids are all numbers, and only
+some of them are COCO images. So every id carries a *namespace*, inferred
+only from evidence that cannot mean anything else:
+
+- ``COCO_val2014_000000318219.jpg`` (any ``COCO_<split><year>_`` name) -> ``coco2014``;
+- a COCO folder path, ``coco/train2017/000000000009.jpg`` -> ``coco2017``
+  (``.../val2014/...`` -> ``coco2014``);
+- a ``flickr30k``/``flickr8k`` folder -> ``flickr30k``/``flickr8k``;
+- a numeric file name under some other folder (``llava_pretrain/images/00000/000000012.jpg``)
+  -> that folder's first segment (``llava_pretrain``): a namespace of its own, joined with no
+  COCO annotation;
+- a bare number or a bare numeric file name (``318219``, ``000000000009.jpg``) -> no namespace
+  (``None``, "unassigned"). Whether such ids are COCO ids is decided at audit time by the
+  coverage check (:mod:`capaudit.audit.coverage`), not here.
+
+Readers that know their layout (COCO captions JSON, Karpathy ``cocoid``) set the
+namespace themselves. ``coco2014`` and ``coco2017`` share image ids (2017 is a re-split of
+the same images), so they join with each other (:func:`compatible`).
 """
 
 from __future__ import annotations
@@ -14,6 +29,12 @@ import re
 _COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
                         re.IGNORECASE)
 _INT = re.compile(r"^\s*\d{1,18}\s*$")
+_COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
+_COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
+_FLICKR_DIR = re.compile(r"(?:^|/)[^/]*(flickr30k|flickr8k)[^/]*/", re.IGNORECASE)
+
+KNOWN = ("coco2014", "coco2017", "nocaps", "flickr30k", "flickr8k", "text")
+_SAME_IDS = {"coco2014": "coco", "coco2017": "coco", "coco": "coco"}
 
 
 def parse_image_id(value) -> int | None:
@@ -22,9 +43,9 @@ def parse_image_id(value) -> int | None:
         return None
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, int):  # 0..18 digits, like the text form: fits int64
+        return value if 0 <= value < 10**18 else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 1e18:
         return int(value)
     text = str(value)
     if _INT.match(text):
@@ -33,6 +54,51 @@ def parse_image_id(value) -> int | None:
     if match:
         return int(match.group(1))
     return None
+
+
+def infer_namespace(value) -> str | None:
+    """The namespace ``value`` (an image key) gives unambiguous evidence for, else ``None``."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return None
+    text = str(value).strip().replace("\\", "/")
+    m = _COCO_PREFIX.search(text)
+    if m:
+        return "coco2017" if m.group(1) == "2017" else "coco2014"
+    m = _COCO_DIR.search(text)
+    if m:
+        return "coco" + m.group(1)
+    m = _FLICKR_DIR.search(text)
+    if m:
+        return m.group(1).lower()
+    if "/" in text.strip("/") and parse_image_id(text) is not None:
+        return "path:" + text.strip("/").split("/", 1)[0].lower()
+    return None
+
+
+def compatible(a: str | None, b: str | None) -> bool:
+    """Whether ids of namespaces ``a`` and ``b`` name the same images (``None``: unknown)."""
+    if a is None or b is None:
+        return True
+    return a == b or (a in _SAME_IDS and _SAME_IDS.get(a) == _SAME_IDS.get(b))
+
+
+def set_namespace(row_namespaces) -> str | None:
+    """One name for a set from its rows' namespaces: the common one, ``None`` if none has
+    evidence, ``mixed`` when rows disagree or only some have evidence."""
+    seen = set(row_namespaces)
+    if not seen or seen == {None}:
+        return None
+    if len(seen) == 1:
+        return next(iter(seen))
+    return "mixed"
+
+
+def annotation_namespace(path) -> str | None:
+    """A COCO annotation file names its split (``instances_val2014.json``,
+    ``chair_objects_trainval2014.jsonl``): that is the evidence; otherwise ``None``."""
+    m = re.search(r"(?:^|[_\-./])(?:train|val|trainval|test)(2014|2017)(?:[_\-.]|$)",
+                  str(path).replace("\\", "/").rsplit("/", 1)[-1], re.IGNORECASE)
+    return ("coco" + m.group(1)) if m else None
 
 
 # SQL twin of parse_image_id, for DuckDB-side ingestion of large files.

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from capaudit.errors import InputError
+from capaudit.io.imageids import compatible, infer_namespace
 from capaudit.io.readers.base import detect_format, get_reader, read_head, refuse_pickle
 from capaudit.store.db import SetInfo, Store
 
@@ -53,29 +54,73 @@ def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
                          fix="drop the record or give it a caption")
 
 
+# what str.strip() and pyarrow's utf8_trim_whitespace remove (tabs, NBSP, U+3000, ...):
+# a caption of only these is empty on both paths, not just one of only spaces
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+_WS_CODES = ", ".join(str(ord(c)) for c in _WHITESPACE)
+
+
 def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     """Fast path for DuckDB-native formats: one INSERT ... SELECT, then checks in SQL."""
     import duckdb
 
     select = reader.select_sql(path, store.con)
-    try:
+    try:  # meta.src: the source record, so that `sets export --to original` finds it back
         store.con.execute(
-            f"INSERT INTO captions SELECT ?, row_number() OVER () - 1, image_key, image_id, "
-            f"coalesce(caption, ''), meta FROM ({select})", [set_id])
+            f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta) "
+            f"SELECT ?, row_number() OVER () - 1, image_key, image_id, coalesce(caption, ''), "
+            f"coalesce(meta, json_object('src', row_number() OVER () - 1)) FROM ({select})",
+            [set_id])
     except duckdb.Error as exc:
         raise reader.diagnose(path, exc) from None
-    bad = store.one("SELECT min(row_idx) FROM captions WHERE set_id = ? AND "
-                    "trim(caption) = ''", [set_id])
+    # only a caption that starts with whitespace (or is empty) can be all whitespace: the
+    # cheap first-character test leaves trim() a handful of rows instead of millions
+    bad = store.one(f"SELECT min(row_idx) FROM (SELECT row_idx, caption FROM captions "
+                    f"WHERE set_id = ? AND (caption = '' OR ascii(caption) IN ({_WS_CODES}))) "
+                    f"WHERE trim(caption, ?) = ''", [set_id, _WHITESPACE])
     if bad and bad[0] is not None:
-        raise InputError("empty or missing caption", path=path, row=bad[0] + 1,
+        raise InputError("empty or missing caption", path=path,
+                         row=reader.record_row(path, bad[0]),
                          fix="drop the record or give it a caption")
     return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
 
 
+def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | None) -> None:
+    """Give each row the namespace its image key is evidence for (:mod:`.imageids`); with
+    ``namespace`` (``sets add --namespace``) every row gets it, unless a row's evidence names
+    another dataset (a ``COCO_val2014_`` name in a set declared ``nocaps``): refused by row."""
+    rows = store.sql("SELECT image_key, min(row_idx) FROM captions WHERE set_id = ? AND "
+                     "namespace IS NULL AND image_id IS NOT NULL AND "
+                     "regexp_matches(image_key, '[/\\\\]|COCO_', 'i') GROUP BY image_key",
+                     [set_id])
+    found = {key: (infer_namespace(key), row) for key, row in rows}
+    found = {k: v for k, v in found.items() if v[0] is not None}
+    if namespace:
+        for key, (ns, row) in found.items():
+            if not ns.startswith("path:") and not compatible(ns, namespace):
+                raise InputError(f"image '{key}' is a {ns} image, not {namespace}", path=path,
+                                 row=row + 1, fix=f"drop --namespace {namespace}, or fix the row")
+        store.con.execute("UPDATE captions SET namespace = ? WHERE set_id = ? AND "
+                          "image_id IS NOT NULL", [namespace, set_id])
+        store.con.execute("UPDATE caption_sets SET namespace = ? WHERE set_id = ?",
+                          [namespace, set_id])
+        return
+    if found:
+        tbl = pa.table({"k": list(found), "ns": [v[0] for v in found.values()]})
+        store.con.register("_capaudit_ns", tbl)
+        try:
+            store.con.execute("UPDATE captions SET namespace = m.ns FROM _capaudit_ns m "
+                              "WHERE set_id = ? AND namespace IS NULL AND image_key = m.k",
+                              [set_id])
+        finally:
+            store.con.unregister("_capaudit_ns")
+
+
 def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,
                     replace: bool = False, id_col: str | None = None,
-                    caption_col: str | None = None,
-                    on_batch: Callable[[int], None] | None = None) -> AddResult:
+                    caption_col: str | None = None, namespace: str | None = None,
+                    on_batch: Callable[[int], None] | None = None,
+                    **reader_options) -> AddResult:
     path = Path(path)
     if not name or not name.strip():
         raise InputError("the set name is empty", fix="give the set a name")
@@ -83,8 +128,11 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
         raise InputError("no such file or folder", path=path, fix="check the path")
     refuse_pickle(path, read_head(path, 8))
     fmt = detect_format(path) if fmt == "auto" else fmt
-    reader = get_reader(fmt, id_col=id_col, caption_col=caption_col)
-    options = {"id_col": id_col, "caption_col": caption_col}
+    reader_options = {k: v for k, v in reader_options.items() if v is not None}
+    reader = get_reader(fmt, id_col=id_col, caption_col=caption_col, **reader_options)
+    options = {"id_col": id_col, "caption_col": caption_col, **reader_options}
+    if namespace:
+        options["namespace"] = namespace
     sha = fingerprint(path)
     existing = store.find_set(name)
     if existing is not None and not replace:
@@ -110,5 +158,8 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
                     on_batch(batch.num_rows)
         if row == 0:
             raise InputError("the file holds no captions", path=path)
+        if getattr(reader, "skipped_no_image", 0):
+            store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
+        assign_namespaces(store, set_id, path, namespace)
         store.finalize_set(set_id)
     return AddResult(store.get_set(name), added=True)

@@ -29,9 +29,8 @@ import pyarrow.parquet as pq
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.webdataset import iter_samples, parse_sample, shard_paths
+from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
 
-IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
 MARKER_SUFFIX = ".done.json"
 
 
@@ -93,6 +92,24 @@ def read_marker(out_dir: Path, shard_name: str) -> dict | None:
 def is_done(out_dir: Path, shard_name: str, cfg_hash: str) -> bool:
     marker = read_marker(out_dir, shard_name)
     return bool(marker and marker.get("config_hash") == cfg_hash)
+
+
+def input_fingerprint(path: Path, previous: Mapping | None = None) -> dict:
+    """What a completion marker records of its input shard: sha256 plus the file's stat.
+
+    The sha256 keys the marker to the input's content (a shard rebuilt in the
+    same folder is redone); the stat (size, mtime, ctime, inode) lets a rerun
+    reuse ``previous``'s hash without reading the file again when nothing
+    about it changed. A touched or copied but identical shard hashes the same.
+    """
+    from capaudit.io.ingest import fingerprint
+
+    st = Path(path).stat()
+    stat = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "ino": st.st_ino}
+    if previous and previous.get("sha256") and all(previous.get(k) == v for k, v in stat.items()):
+        return {**stat, "sha256": previous["sha256"]}
+    return {**stat, "sha256": fingerprint(Path(path))}
 
 
 def clean_tmp(out_dir: Path) -> int:

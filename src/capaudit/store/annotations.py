@@ -47,7 +47,7 @@ def list_sources(store) -> list[tuple]:
 
 
 def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
-               n_images: int) -> None:
+               n_images: int, namespace: str | None = None) -> None:
     """Store the rows (a pyarrow table in the column order of the kind's table) of source
     ``name`` in one transaction, replacing an earlier source of that name."""
     with store.transaction() as con:
@@ -60,8 +60,9 @@ def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
             con.execute(f"INSERT INTO {KIND_TABLES[kind]} SELECT * FROM _ann")
         finally:
             con.unregister("_ann")
-        con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images) "
-                    "VALUES (?, ?, ?, ?, ?)", [name, kind, path, sha256, n_images])
+        con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
+                    "namespace) VALUES (?, ?, ?, ?, ?, ?)",
+                    [name, kind, path, sha256, n_images, namespace])
 
 
 def demographic_rows(store, source: str) -> list[tuple]:

@@ -15,7 +15,11 @@ One file holds everything a user may want to query with plain SQL:
 - ``annotation_cache``: parsed annotation files keyed by (sha256, kind), so a
   file given on the command line is parsed once, not on every audit;
 - ``filter_log`` / ``filter_runs``: every sentence a filter judged, with its
-  action and reason, and one row per filter run.
+  action and reason, and one row per filter run;
+- ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``);
+- ``parse_cache``: spaCy features of a caption text keyed by (model, feature
+  version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
+  (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -66,6 +70,10 @@ DDL = [
         started_at TIMESTAMP,
         ended_at TIMESTAMP,
         status VARCHAR)""",
+    # pid + host of the recording process: a later process marks a run whose pid is gone
+    # as 'killed' (Store.mark_orphaned_runs); added by ALTER so older stores upgrade too
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid BIGINT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR",
     """CREATE TABLE IF NOT EXISTS metrics (
         run_id INTEGER,
         set_name VARCHAR,
@@ -92,6 +100,10 @@ DDL = [
         sha256 VARCHAR, kind VARCHAR, image_id BIGINT, items VARCHAR[])""",
     """CREATE TABLE IF NOT EXISTS lic_cache (
         key VARCHAR PRIMARY KEY, value JSON, created_at TIMESTAMP DEFAULT current_timestamp)""",
+    "CREATE TABLE IF NOT EXISTS parse_cache (key VARCHAR PRIMARY KEY, features JSON)",
+    """CREATE TABLE IF NOT EXISTS image_embeddings (
+        model VARCHAR, image_sha256 VARCHAR, embedding FLOAT[],
+        PRIMARY KEY (model, image_sha256))""",
 ]
 
 FILTER_DDL = [
@@ -121,10 +133,56 @@ FILTER_DDL = [
 ]
 DDL += FILTER_DDL
 
+# -- judged metrics (capaudit.judge; SQL in store/judge.py) ----------------------------
+# ``judges``: one row per judge identity (backend, model, parameters, prompt hashes,
+# evidence kind); ``judge_items``: one row per judged sentence / unit / element / caption,
+# carrying the judge's model, backend and prompt hash, so results of two judges are never
+# mixed (every metric row's ``extra`` holds the same ``judge_id``).
+JUDGE_DDL = [
+    """CREATE TABLE IF NOT EXISTS judges (
+        judge_id VARCHAR PRIMARY KEY,
+        backend VARCHAR,
+        model VARCHAR,
+        params JSON,
+        prompts JSON,
+        evidence VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS judge_items (
+        run_id INTEGER,
+        judge_id VARCHAR,
+        judge_model VARCHAR,
+        judge_backend VARCHAR,
+        prompt_hash VARCHAR,
+        evidence VARCHAR,
+        metric VARCHAR,
+        set_name VARCHAR,
+        caption_idx BIGINT,
+        image_id BIGINT,
+        kind VARCHAR,
+        unit_idx INTEGER,
+        text VARCHAR,
+        status VARCHAR,
+        label VARCHAR,
+        score DOUBLE,
+        p_yes DOUBLE,
+        critique VARCHAR,
+        detail JSON)""",
+]
+DDL += JUDGE_DDL
+
+
+# Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each
+# caption's id and an annotation source's ids belong to; NULL = unassigned (bare numbers).
+# Added by ALTER so that stores written before keep working.
+NAMESPACE_DDL = [
+    "ALTER TABLE caption_sets ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE captions ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+    "ALTER TABLE annotation_sources ADD COLUMN IF NOT EXISTS namespace VARCHAR",
+]
+
 
 def migrate(con) -> None:
     """Create missing tables and record the schema version."""
-    for stmt in DDL:
+    for stmt in DDL + NAMESPACE_DDL:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 

@@ -23,9 +23,14 @@ import numpy as np
 
 from capaudit.errors import InputError
 
-__all__ = ["CHECKPOINT", "save_checkpoint", "load_checkpoint", "rng_state", "set_rng_state"]
+__all__ = ["CHECKPOINT", "REQUIRED_KEYS", "save_checkpoint", "load_checkpoint", "rng_state",
+           "set_rng_state"]
 
 CHECKPOINT = "checkpoint.pt"
+# what a resume reads (train.py passes these as ``required``): a file without one of them,
+# a list, or a cut-off file is refused in one line, not a KeyError half-way into a resume
+REQUIRED_KEYS = ("fingerprint", "model", "optimizer", "scheduler", "scaler", "rng", "step",
+                 "epoch", "batch_in_epoch")
 
 
 def rng_state() -> dict:
@@ -64,11 +69,9 @@ def save_checkpoint(path: Path, state: dict) -> None:
     os.replace(tmp, path)
 
 
-def load_checkpoint(run: Path) -> dict | None:
+def load_checkpoint(run: Path, required: tuple[str, ...] = ()) -> dict | None:
     """The last complete checkpoint of a run, or None. Loaded weights-only: a file that
     would need arbitrary unpickling is refused, never executed."""
-    import pickle
-
     import torch
 
     for tmp in run.glob(f"{CHECKPOINT}.tmp-*"):
@@ -77,9 +80,18 @@ def load_checkpoint(run: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"refusing {CHECKPOINT}: it is not a capaudit checkpoint "
-                         f"(weights-only load failed: {first[:120]})", path=path,
-                         fix="remove it, or start the run in a new --out folder") from None
+        raise _refuse(path, f"weights-only load failed: {first[:120]}") from None
+    if not isinstance(state, dict):
+        raise _refuse(path, f"it holds a {type(state).__name__}, not a mapping")
+    missing = [k for k in required if k not in state]
+    if missing:
+        raise _refuse(path, f"missing {', '.join(missing)}")
+    return state
+
+
+def _refuse(path: Path, why: str) -> InputError:
+    return InputError(f"refusing {CHECKPOINT}: it is not a capaudit checkpoint ({why})",
+                      path=path, fix="remove it, or start the run in a new --out folder")

@@ -33,8 +33,8 @@ from typing import Callable
 import numpy as np
 
 from capaudit.errors import InputError, require
-from capaudit.train_downstream.checkpoint import (CHECKPOINT, load_checkpoint, rng_state,
-                                                  save_checkpoint, set_rng_state)
+from capaudit.train_downstream.checkpoint import (CHECKPOINT, REQUIRED_KEYS, load_checkpoint,
+                                                  rng_state, save_checkpoint, set_rng_state)
 from capaudit.train_downstream.data import (ImagePreprocessor, PairDataset, ShardIndex,
                                             epoch_order, make_collate, pair_captions)
 
@@ -95,6 +95,10 @@ def load_model_and_tokenizer(model: str | Path):
     if not path.exists() and looks_local:
         raise InputError("model folder not found", path=src,
                          fix="pass a local copy of Salesforce/blip-image-captioning-base")
+    if path.is_dir() and not any(path.glob("*.safetensors")) and any(path.glob("*.bin")):
+        raise InputError("pickled weights (*.bin) are refused, never loaded: unpickling can run "
+                         "arbitrary code", path=src,
+                         fix="convert the model to safetensors (save_pretrained does by default)")
     try:
         net = transformers.BlipForConditionalGeneration.from_pretrained(src)
         tok = transformers.AutoTokenizer.from_pretrained(src)
@@ -158,7 +162,7 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
         if summary.get("fingerprint") != fp:
             raise refused
         return {**summary, "already_done": True}
-    ckpt = load_checkpoint(run)
+    ckpt = load_checkpoint(run, required=REQUIRED_KEYS)
     if ckpt is not None and ckpt["fingerprint"] != fp:
         raise refused
 

@@ -32,13 +32,14 @@ import json
 import os
 import statistics
 import time
-from typing import Any, Mapping, Protocol, Sequence
-
-from capaudit.core.registry import Registry
-from capaudit.errors import InputError, require
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from capaudit.audit.lic.masking import ATTRIBUTES, mask_tokens, tokenize
 from capaudit.audit.lic.split import balanced_split
+from capaudit.core.registry import Registry
+from capaudit.errors import InputError, require
 
 DEFAULT_SEEDS = (0, 12, 456, 789, 100, 200, 300, 400, 500, 1234)
 CACHE_VERSION = "lic-v1"
@@ -72,11 +73,29 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
+def cpu_threads(requested: int | None = None) -> tuple[int, str]:
+    """Intra-op threads for CPU training, and why.
+
+    Why not always every core: torch's OpenMP threads spin at each barrier, so
+    when other processes hold the cores a 2-thread LSTM epoch burns ~8x the CPU
+    time of a 1-thread one and runs ~5x slower in wall time (measured on the
+    shared 2-core box at load 16: 441 vs 91 ms per caption-epoch). We use as
+    many threads as there are idle cores by the 1-minute load, at least one.
+    """
+    cores = len(os.sched_getaffinity(0))
+    if requested:
+        return requested, f"{requested} (asked)"
+    load = os.getloadavg()[0]
+    n = max(1, min(cores, int(cores - load + 0.5)))
+    return n, f"{n} of {cores} cores (1-minute load {load:.1f}; --threads to choose)"
+
+
 def summarize(values: Mapping[int, float]) -> dict:
-    """{"value": mean, "std": population std, "seeds": {seed: value}}."""
+    """{"value": mean, "std": population std (None for one seed: no spread to speak of),
+    "seeds": {seed: value}}."""
     vals = list(values.values())
     return {"value": statistics.fmean(vals) if vals else None,
-            "std": statistics.pstdev(vals) if len(vals) > 1 else 0.0 if vals else None,
+            "std": statistics.pstdev(vals) if len(vals) > 1 else None,
             "seeds": {int(k): v for k, v in values.items()}}
 
 
@@ -86,41 +105,47 @@ def _progress(enabled: bool):
     import sys
 
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     quiet = not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS")
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
                     transient=False, disable=quiet)
 
 
-def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
-            human_captions: Mapping[int, Sequence[str]] | None = None, classifier: str = "lstm",
-            seeds: Sequence[int] = DEFAULT_SEEDS, epochs: int | None = None, device: str = "auto",
-            cache: Cache | None = None, progress: bool = True, *, attribute: str = "gender",
-            align_vocab: bool = True, test_ratio: float = 0.1,
-            classifier_options: Mapping[str, Any] | None = None, threads: int | None = None) -> dict:
-    """LIC_M, LIC_D and LIC over ``seeds``.
+@dataclass
+class LicPlan:
+    """Which images LIC trains on, and why the others are left out."""
 
-    ``model_captions``: image id -> caption (order matters: it fixes the split);
-    ``labels``: image id -> class (male/female, or light/dark for ``attribute=
-    "skin_tone"``); ``human_captions``: image id -> list of human captions.
-    ``epochs=None`` uses the classifier's reference default (LSTM 20, transformer 5).
-    Returns ``{"lic_m", "lic_d", "lic"}`` (each ``{"value", "std", "seeds"}``;
-    ``lic_d``/``lic`` are None without human captions) plus ``n_images``,
-    ``config`` and per-seed ``details``.
-    """
-    if attribute not in ATTRIBUTES:
-        raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
-    c0, c1, words, word_token = ATTRIBUTES[attribute]
-    if not seeds:
-        raise InputError("no seeds given", fix="use --seeds N with N >= 1")
-    torch = require("torch", "ml", "LIC classifiers")
-    device = resolve_device(device)
-    if device == "cpu":
-        torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
+    images: list
+    n_idx: int                 # human captions per image used for LIC_D (0: no reference)
+    captioned: int             # images with a model caption
+    labelled: int              # ... of which have a usable label
+    attribute: str
+    with_reference: bool
 
+    def describe(self) -> str:
+        text = (f"LIC on {len(self.images):,} images: of the {self.captioned:,} captioned images, "
+                f"{self.labelled:,} have a {self.attribute} label")
+        if self.with_reference:
+            text += (f" and {len(self.images):,} of those have human captions in the reference "
+                     f"set (LIC_M and LIC_D must use the same images); LIC_D trains "
+                     f"{self.n_idx} classifiers per seed, one per human caption")
+        return text
+
+
+def plan_images(model_captions: Mapping[int, str], labels: Mapping[int, str],
+                human_captions: Mapping[int, Sequence[str]] | None, attribute: str) -> LicPlan:
+    """The labelled images with a model caption (and, with a reference, human captions)."""
+    c0, c1 = ATTRIBUTES[attribute][:2]
     images = [i for i in model_captions if labels.get(i) in (c0, c1)]
+    labelled = len(images)
     n_idx = 0
     if human_captions is not None:
         images = [i for i in images if human_captions.get(i)]
@@ -132,6 +157,63 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
     if not images:
         raise InputError(f"no caption has an image labelled {c0}/{c1}",
                          fix="check the demographics file and the image ids")
+    return LicPlan(images, n_idx, len(model_captions), labelled, attribute,
+                   human_captions is not None)
+
+
+def calibrate(clf, images, labels, classes, tokens, seed: int, test_ratio: float,
+              n: int = 320) -> tuple[float, int]:
+    """(seconds per caption per epoch, from one epoch on ``n`` training captions; size of
+    the seed's train split)."""
+    split = balanced_split(images, labels, classes, seed, test_ratio)
+    train = split.train[:n]
+    t0 = time.perf_counter()
+    clf.fit_score([tokens[i] for i in train], split.train_labels[:n],
+                  [tokens[i] for i in split.test[:64]], split.test_labels[:64], seed=seed, epochs=1)
+    return (time.perf_counter() - t0) / max(1, len(train)), len(split.train)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
+            human_captions: Mapping[int, Sequence[str]] | None = None, classifier: str = "lstm",
+            seeds: Sequence[int] = DEFAULT_SEEDS, epochs: int | None = None, device: str = "auto",
+            cache: Cache | None = None, progress: bool = True, *, attribute: str = "gender",
+            align_vocab: bool = True, test_ratio: float = 0.1,
+            classifier_options: Mapping[str, Any] | None = None, threads: int | None = None,
+            report: Callable[[str], None] | None = None) -> dict:
+    """LIC_M, LIC_D and LIC over ``seeds``.
+
+    ``model_captions``: image id -> caption (order matters: it fixes the split);
+    ``labels``: image id -> class (male/female, or light/dark for ``attribute=
+    "skin_tone"``); ``human_captions``: image id -> list of human captions.
+    ``epochs=None`` uses the classifier's reference default (LSTM 20, transformer 5).
+    Returns ``{"lic_m", "lic_d", "lic"}`` (each ``{"value", "std", "seeds"}``;
+    ``lic_d``/``lic`` are None without human captions) plus ``n_images``,
+    ``config`` and per-seed ``details``.
+
+    ``report(line)``, when given, hears before any training how many images
+    take part and why, and an estimate of the time (from :func:`calibrate`).
+    """
+    if attribute not in ATTRIBUTES:
+        raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
+    c0, c1, words, word_token = ATTRIBUTES[attribute]
+    if not seeds:
+        raise InputError("no seeds given", fix="use --seeds N with N >= 1")
+    torch = require("torch", "ml", "LIC classifiers")
+    device = resolve_device(device)
+    if device == "cpu":
+        threads, why = cpu_threads(threads)
+        torch.set_num_threads(threads)
+        if report is not None:
+            report(f"torch threads: {why}")
+
+    plan = plan_images(model_captions, labels, human_captions, attribute)
+    images, n_idx = plan.images, plan.n_idx
+    if report is not None:
+        report(plan.describe())
 
     clf = CLASSIFIERS.get(classifier)(device=device, **dict(classifier_options or {}))
     mtok = clf.mask_token or word_token
@@ -150,24 +232,32 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
     fp_l = fingerprint([[i, labels[i]] for i in images])
 
     details: dict[int, dict] = {}
+    keys = {int(seed): "lic:" + fingerprint({"m": fp_m, "h": fp_h, "l": fp_l, "config": config,
+                                              "seed": int(seed)}) for seed in seeds}
+    hits = {s: cache.get(k) if cache is not None else None for s, k in keys.items()}
+    todo = [s for s in keys if hits[s] is None]
+    n_epochs = config["epochs"] * (1 + n_idx) * len(todo)
+    if report is not None and todo:
+        per, n_train = calibrate(clf, images, labels, (c0, c1), tok_m, todo[0], test_ratio)
+        report(f"{len(todo)} seed(s) to train ({len(keys) - len(todo)} cached): "
+               f"{1 + n_idx} classifier(s) x {config['epochs']} epochs each on ~{n_train:,} "
+               f"captions; estimated {_minutes(per * n_train * n_epochs)} "
+               f"(calibrated {per * 1000:.2f} ms per caption-epoch on this machine now)")
     bar = _progress(progress)
     if bar is not None:
         bar.start()
     try:
-        seed_task = bar.add_task(f"LIC {classifier} seeds", total=len(seeds)) if bar else None
-        for seed in seeds:
-            key = "lic:" + fingerprint({"m": fp_m, "h": fp_h, "l": fp_l, "config": config, "seed": int(seed)})
-            hit = cache.get(key) if cache is not None else None
-            if hit is not None:
-                details[int(seed)] = dict(hit) | {"cached": True}
-            else:
-                details[int(seed)] = _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions,
-                                               n_idx, keep, mtok, words, int(seed), epochs, test_ratio, bar)
-                if cache is not None:
-                    cache.put(key, details[int(seed)])
-                details[int(seed)] = details[int(seed)] | {"cached": False}
-            if bar:
-                bar.advance(seed_task)
+        task = bar.add_task(f"LIC {classifier}: epochs", total=n_epochs) if bar and todo else None
+        for seed, key in keys.items():
+            if hits[seed] is not None:
+                details[seed] = dict(hits[seed]) | {"cached": True}
+                continue
+            details[seed] = _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions,
+                                      n_idx, keep, mtok, words, seed, epochs, test_ratio,
+                                      bar, task)
+            if cache is not None:
+                cache.put(key, details[seed])
+            details[seed] = details[seed] | {"cached": False}
     finally:
         if bar is not None:
             bar.stop()
@@ -182,20 +272,18 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
 
 
 def _one_seed(clf, images, labels, classes, tok_m, human, n_idx, keep, mtok, words, seed, epochs,
-              test_ratio, bar) -> dict:
+              test_ratio, bar, task=None) -> dict:
     """Train LIC_M's classifier and, with human captions, one per caption index for LIC_D."""
     t0 = time.perf_counter()
     split = balanced_split(images, labels, classes, seed, test_ratio)
 
     def fit(tokens: Mapping[int, list[str]], what: str) -> dict:
-        task = bar.add_task(f"  seed {seed} {what}", total=epochs or clf.default_epochs) if bar else None
-        cb = (lambda e, n: bar.update(task, completed=e)) if bar else None
-        res = clf.fit_score([tokens[i] for i in split.train], split.train_labels,
-                            [tokens[i] for i in split.test], split.test_labels,
-                            seed=seed, epochs=epochs, on_epoch=cb)
-        if bar:
-            bar.remove_task(task)
-        return res
+        if bar is not None and task is not None:
+            bar.update(task, description=f"LIC seed {seed} {what}: epochs")
+        cb = (lambda e, n: bar.advance(task)) if bar is not None and task is not None else None
+        return clf.fit_score([tokens[i] for i in split.train], split.train_labels,
+                             [tokens[i] for i in split.test], split.test_labels,
+                             seed=seed, epochs=epochs, on_epoch=cb)
 
     m = fit(tok_m, "LIC_M")
     out = {"lic_m": m["score"], "accuracy_m": m["accuracy"], "n_train": m["n_train"],

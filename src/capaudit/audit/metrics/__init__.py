@@ -8,7 +8,9 @@ lookups the rest of capaudit uses, and :mod:`capaudit.audit.engine` for how
 they are run.
 """
 
-from capaudit.audit.metrics import diversity, recall, gender_error, recall_disparity, chair, lic  # noqa: F401,I001
+from capaudit.audit.metrics import diversity, recall, gender_error, recall_disparity, chair, lic, judged  # noqa: F401,I001
+# LOTUS metrics (read the caption texts through capaudit.lotus; not in the default audit)
+from capaudit.audit.metrics import coverage, clip_scores, complexity, nsfw, people_words  # noqa: F401,I001
 from capaudit.audit.metrics.base import (METRICS, Estimate, Metric, MetricContext, MetricResult,
                                          MetricSkipped, register_metric)
 from capaudit.audit.metrics.spec import default_metrics, metric_spec

@@ -40,9 +40,10 @@ def check_streams(names: list[str]) -> None:
     for name in names:
         cls = METRICS.get(name)  # did-you-mean on typos
         if not cls.streams:
+            how = " and use --lic" if name.startswith("lic") else \
+                f" and run capaudit audit {name.split('.')[0]}" if "judge" in cls.needs else ""
             raise InputError(f"metric '{name}' is not computed by the caption audit",
-                             fix="drop it from --metrics" + (" and use --lic" if name.startswith("lic")
-                                                             else ""))
+                             fix="drop it from --metrics" + how)
 
 
 class StreamStats:

@@ -10,27 +10,36 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
-from capaudit.audit.metrics.spec import arrow, description, label
-from capaudit.audit.report.plots import disparity_plot, tradeoff_plots
+from capaudit.audit.metrics.spec import description
+from capaudit.audit.report.cells import fmt_cost, notes
+from capaudit.audit.report.plots import MIN_FIT, disparity_plot, tradeoff_plots
+
 
 def _md_table(cmp) -> str:
-    from capaudit.audit.compare import fmt_value
+    """The Table 1 view: one row per set, captions and images scored, every metric."""
+    from capaudit.audit.report.cells import cell, counts, header
 
-    head = "| set | " + " | ".join(label(m) + arrow(m) for m in cmp.metrics) + " |"
-    lines = [head, "|---|" + "---:|" * len(cmp.metrics)]
+    head = "| set | captions | images | " + " | ".join(header(m) for m in cmp.metrics) + " |"
+    lines = [head, "|---|---:|---:|" + "---:|" * len(cmp.metrics)]
     for n in cmp.names:
         cells = []
         for m in cmp.metrics:
-            text = fmt_value(m, cmp.results[n].results.get(m))
-            if cmp.best.get(m) == n:
-                text = f"**{text}** (best)"
-            elif cmp.worst.get(m) == n:
-                text = f"_{text}_ (worst)"
-            cells.append(text)
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+            text, mark = cell(cmp, n, m)
+            cells.append({"best": f"**{text}** (best)", "worst": f"_{text}_ (worst)"}
+                         .get(mark, text))
+        name = n.replace("|", "\\|")   # a pipe in a set name must not split the row
+        lines.append(f"| {name} | " + " | ".join(counts(cmp, n)) + " | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _descriptive(metrics) -> list[str]:
+    from capaudit.audit.metrics.spec import direction, label
+
+    plain = [label(m) for m in metrics if direction(m) == 0]
+    return [f"Descriptive only (no best or worst): {', '.join(plain)}.", ""] if plain else []
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -50,14 +59,11 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
           f"{cfg.get('n_boot')} resamples over images, seed {cfg.get('seed')}."
           + (f" Stored as run {cmp.run_id}." if cmp.run_id else ""), "",
           "## Metrics", "", _md_table(cmp), "",
-          "Best and worst per metric are marked; length is descriptive only.", ""]
-    md += [f"- **{m}**: {description(m)}" for m in cmp.metrics if description(m)]
-    skipped = [(n, m, r.skipped) for n in cmp.names for m, r in cmp.results[n].results.items()
-               if r.skipped]
-    if skipped:
-        md += ["", "Not computed:"] + [f"- {n} / {m}: {why}" for n, m, why in skipped]
+          *_descriptive(cmp.metrics)]
+    md += [f"- {line}" for line in notes(cmp)]
+    md += ["", "Definitions:", ""]
+    md += [f"- *{m}*: {description(m)}" for m in cmp.metrics if description(m)]
     if getattr(cmp, "parent_costs", None):
-        from capaudit.audit.compare import fmt_cost
         md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
     for up, down, rows in getattr(cmp, "amplifications", []):
         from capaudit.audit.amplification import to_markdown
@@ -65,7 +71,8 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]
         for p in plots:
-            r2 = f" (slope {p['slope']:.3f}, R² = {p['r2']:.2f}, {p['n']} sets)" if "r2" in p else ""
+            r2 = (f" (slope {p['slope']:.3f}, R² = {p['r2']:.2f}, {p['fit_n']} sets)" if "r2" in p
+                  else f" (no fitted line: {p['fit_n']} sets, a line needs {MIN_FIT})")
             md += [f"![{p['metric']} vs recall]({p['file']})", f"{p['metric']} vs recall{r2}", ""]
     if disp:
         md += ["## Recall difference by category (man − woman)", "",
@@ -91,8 +98,13 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     _atomic_write(out / "report.md", md_text)
     _atomic_write(out / "report.html", _html(md_text, out))
     write_provenance(out / "provenance.json", cfg, cfg.get("seed"))
+    basis = getattr(cmp, "basis", None)
     (out / "metrics.json").write_text(json.dumps(
-        {"sets": {n: cmp.results[n].to_dict() for n in cmp.names}}, indent=2))
+        {"sets": {n: cmp.results[n].to_dict() for n in cmp.names},
+         "basis": None if basis is None else vars(basis),
+         "best": cmp.best, "worst": cmp.worst,
+         "flags": [{"set": n, "metric": m, "why": why} for (n, m), why in cmp.flags.items()]},
+        indent=2))
     return out / "report.md"
 
 
@@ -101,7 +113,8 @@ def _html(md_text: str, out: Path) -> str:
     body, in_table = [], False
     for line in md_text.splitlines():
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
+            cells = [c.strip().replace("\\|", "|")
+                     for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
             if set("".join(cells)) <= set("-:"):
                 continue
             tag = "th" if not in_table else "td"
@@ -128,16 +141,23 @@ def _html(md_text: str, out: Path) -> str:
         body.append("</table>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
-             "text-align:right}td:first-child{text-align:left}")
+             "text-align:right}td:first-child{text-align:left}"
+             ".best{background:#d8f0d8;font-weight:bold}.worst{background:#f8dada;font-style:italic}"
+             ".flag{color:#777}img{max-width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>capaudit report</title>"
             f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
 
 
 def _inline(text: str) -> str:
+    """Markdown emphasis to HTML. Best/worst cells get classes of their own (coloured
+    backgrounds); plain bold and italics (definitions, notes) stay black."""
     import re
 
     t = html.escape(text)
-    t = re.sub(r"\*\*(.+?)\*\*", r"<b style='color:green'>\1</b>", t)
-    t = re.sub(r"_(\S.*?\S|\S)_ \(worst\)", r"<i style='color:#b00'>\1</i> (worst)", t)
+    t = re.sub(r"\*\*(.+?)\*\* \(best\)", r"<span class='best'>\1 (best)</span>", t)
+    t = re.sub(r"_(\S.*?\S|\S)_ \(worst\)", r"<span class='worst'>\1 (worst)</span>", t)
+    t = re.sub(r"^(.*) \(by construction\)$", r"<span class='flag'>\1 (by construction)</span>", t)
+    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
+    t = re.sub(r"(?<![\w/])\*(\S.*?)\*", r"<i>\1</i>", t)
     t = re.sub(r"`(.+?)`", r"<code>\1</code>", t)
     return t

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 from capaudit.core.registry import Registry
 from capaudit.enrich.backends.cache import ResponseCache
@@ -37,6 +37,7 @@ class GenResult:
     cached: bool = False
     error: str | None = None
     attempts: int = 1                # HTTP attempts including retries
+    logprobs: list | None = None     # top log-probabilities of the first answer tokens, if sent
 
 @dataclass
 class Stats:
@@ -58,7 +59,12 @@ class Stats:
 
 @dataclass
 class Backend:
-    """Base class: subclasses implement ``_generate_uncached`` for the cache misses."""
+    """Base class: subclasses implement ``_generate_uncached`` for the cache misses.
+
+    Backends that overlap requests also implement ``_iter_uncached`` (results
+    as they arrive), so each answer is cached the moment it is paid for and a
+    run killed mid-batch loses none of them.
+    """
 
     model: str = ""
     params: dict = field(default_factory=dict)   # temperature, max_tokens, ...
@@ -82,13 +88,13 @@ class Backend:
             hit = self.cache.get(self.cache_key(req)) if self.cache is not None else None
             if hit is not None:
                 out[i] = GenResult(hit["text"], hit.get("tokens_in", 0), hit.get("tokens_out", 0),
-                                   cached=True)
+                                   cached=True, logprobs=hit.get("logprobs"))
                 self.stats.cache_hits += 1
             else:
                 misses.append(i)
         if misses:
-            results = self._generate_uncached([requests[i] for i in misses])
-            for i, res in zip(misses, results):
+            for j, res in self._iter_uncached([requests[i] for i in misses]):
+                i = misses[j]
                 out[i] = res
                 if res.error is None:
                     self.stats.tokens_in += res.tokens_in
@@ -96,13 +102,18 @@ class Backend:
                     if self.cache is not None:
                         self.cache.put(self.cache_key(requests[i]),
                                        {"text": res.text, "tokens_in": res.tokens_in,
-                                        "tokens_out": res.tokens_out})
+                                        "tokens_out": res.tokens_out,
+                                        **({"logprobs": res.logprobs} if res.logprobs else {})})
                 else:
                     self.stats.failures += 1
         return out  # type: ignore[return-value]
 
     def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
         raise NotImplementedError
+
+    def _iter_uncached(self, requests: list[GenRequest]) -> Iterator[tuple[int, GenResult]]:
+        """(index into ``requests``, result) in the order results arrive."""
+        yield from enumerate(self._generate_uncached(requests))
 
     def close(self) -> None:
         if self.cache is not None:

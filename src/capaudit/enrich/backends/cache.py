@@ -12,21 +12,31 @@ import json
 import sqlite3
 from pathlib import Path
 
+from capaudit.errors import InputError
+
 
 class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._con: sqlite3.Connection | None = None
 
     @property
     def con(self) -> sqlite3.Connection:
         # opened lazily so that the object pickles to workers before first use
         if self._con is None:
-            self._con = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
-            self._con.execute("PRAGMA journal_mode=WAL")
-            self._con.execute("CREATE TABLE IF NOT EXISTS responses "
-                              "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                con = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+                con.execute("PRAGMA journal_mode=WAL")
+                # WAL + NORMAL: a committed answer survives SIGKILL of the process (only an OS
+                # crash may lose the last ones); FULL would fsync every answer (~8 ms each)
+                con.execute("PRAGMA synchronous=NORMAL")
+                con.execute("CREATE TABLE IF NOT EXISTS responses "
+                            "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            except (sqlite3.Error, OSError) as exc:
+                raise InputError(f"not a usable response cache ({exc})", path=self.path,
+                                 fix="pass another --cache file (SQLite), or delete this one")
+            self._con = con
         return self._con
 
     def get(self, key: str) -> dict | None:

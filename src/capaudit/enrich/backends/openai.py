@@ -10,19 +10,88 @@ from an environment variable named in the config, never from the config.
 from __future__ import annotations
 
 import base64
+import http.client
+import ipaddress
 import json
 import os
 import random
+import re
 import time
-import zlib
 import urllib.error
+import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+import zlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Iterator
 
 from capaudit.enrich.backends.base import Backend, GenRequest, GenResult
+from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+MAX_REPLY_BYTES = 32_000_000   # a chat answer is kilobytes; never read an endless body
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_api_key_env(name: str | None, must_be_set: bool = False) -> None:
+    """Refuse an ``api_key_env`` that is not an environment variable NAME.
+
+    A key pasted there by mistake (``--api-key-env sk-...``) would otherwise be
+    stored in ``runs`` and ``provenance.json`` while requests go out without
+    it; the message never repeats the value. ``must_be_set``: the user named
+    the variable, so it being unset is a mistake too.
+    """
+    if not name:
+        return
+    if not _ENV_NAME.fullmatch(str(name)):
+        raise InputError("--api-key-env takes the NAME of an environment variable that holds "
+                         "the API key, not the key itself (the value given was neither used "
+                         "nor stored)", fix="export MY_KEY=... and pass --api-key-env MY_KEY")
+    if must_be_set and not os.environ.get(name):
+        raise InputError(f"--api-key-env names {name}, which is not set (or empty) in the "
+                         "environment", fix=f"export {name}=... or leave --api-key-env out")
+
+
+def is_loopback(host: str) -> bool:
+    host = (host or "").strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_reply(raw: bytes) -> tuple[str, int, int, list | None] | str:
+    """(text, tokens in, tokens out, logprobs) of a chat-completions body, or why it is malformed.
+
+    A 200 can still carry an HTML error page from a proxy, bytes in another
+    encoding or a body cut short: that sample is retried, then reported.
+    """
+    try:
+        body = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"not UTF-8 ({len(raw)} bytes: {raw[:60]!r})"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return f"not JSON ({len(raw)} bytes: {body[:80]!r})"
+    try:
+        text = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return f"no choices[0].message.content: {body[:200]}"
+    if text is not None and not isinstance(text, str):
+        return f"message content is not a string: {body[:200]}"
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    # the first answer tokens' log-probabilities, where the server sends them (P(yes) of a judge)
+    lp = data["choices"][0].get("logprobs") if isinstance(data["choices"][0], dict) else None
+    lp = lp.get("content") if isinstance(lp, dict) else None
+    return ((text or "").strip(), _int(usage.get("prompt_tokens")),
+            _int(usage.get("completion_tokens")), lp[:8] if isinstance(lp, list) else None)
 
 
 @dataclass
@@ -36,6 +105,18 @@ class OpenAIBackend(Backend):
     max_backoff_s: float = 30.0
 
     name = "openai"
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_api_key_env(self.api_key_env)
+        parts = urllib.parse.urlsplit(str(self.base_url))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"--base-url {self.base_url!r} is not an http(s) URL",
+                             fix="e.g. http://127.0.0.1:8000/v1")
+        # a loopback server is never reached through $http_proxy (which would also see the
+        # bearer token); other hosts follow the proxy variables, no_proxy included
+        direct = [urllib.request.ProxyHandler({})] if is_loopback(parts.hostname) else []
+        self._http = urllib.request.build_opener(*direct)
 
     def _url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -53,25 +134,35 @@ class OpenAIBackend(Backend):
             [{"role": "user", "content": content}]
         return {"model": self.model, "messages": messages, **self.params}
 
-    def _post(self, body: bytes) -> tuple[int, dict | str, float | None]:
+    def _post(self, body: bytes) -> tuple[int, bytes | str, float | None]:
+        """(status, body bytes, Retry-After) of one POST; transport errors raise."""
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self._url(), data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-                return resp.status, json.loads(resp.read().decode("utf-8")), None
+            with self._http.open(request, timeout=self.timeout_s) as resp:
+                raw = resp.read(MAX_REPLY_BYTES + 1)
+                if len(raw) > MAX_REPLY_BYTES:
+                    return resp.status, f"a reply over {MAX_REPLY_BYTES} bytes", None
+                return resp.status, raw, None
         except urllib.error.HTTPError as exc:
             retry_after = exc.headers.get("Retry-After") if exc.headers else None
             try:
                 retry_after = float(retry_after) if retry_after is not None else None
             except ValueError:
-                retry_after = None
-            text = exc.read().decode("utf-8", errors="replace")[:300]
+                retry_after = None  # an HTTP date: use our own backoff
+            if retry_after is not None and not 0 <= retry_after < float("inf"):
+                retry_after = None  # negative or NaN would crash time.sleep
+            try:
+                text = exc.read().decode("utf-8", errors="replace")[:300]
+            except (OSError, http.client.HTTPException):
+                text = ""
             return exc.code, text, retry_after
 
     def _one(self, req: GenRequest) -> GenResult:
+        """One sample: retried on transport errors, 408/429/5xx and malformed 200 replies."""
         body = json.dumps(self._payload(req)).encode()
         rng = random.Random(zlib.crc32(body))  # jitter, reproducible per request
         last = "no attempt"
@@ -80,35 +171,46 @@ class OpenAIBackend(Backend):
             attempts += 1
             try:
                 status, data, retry_after = self._post(body)
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError, timeouts
                 status, data, retry_after = 0, f"{exc.__class__.__name__}: {exc}", None
-            if status == 200 and isinstance(data, dict):
-                try:
-                    text = data["choices"][0]["message"]["content"]
-                except (KeyError, IndexError, TypeError):
-                    return GenResult(None, error=f"malformed response: {str(data)[:200]}",
-                                     attempts=attempts)
-                usage = data.get("usage") or {}
-                return GenResult((text or "").strip(), int(usage.get("prompt_tokens", 0)),
-                                 int(usage.get("completion_tokens", 0)), attempts=attempts)
-            last = f"HTTP {status}: {data}" if status else str(data)
-            if status and status not in RETRY_STATUS:
-                break  # 400/401/404: retrying cannot help
+            if status == 200:
+                parsed = parse_reply(data) if isinstance(data, bytes) else data
+                if isinstance(parsed, tuple):
+                    return GenResult(parsed[0], parsed[1], parsed[2], attempts=attempts,
+                                     logprobs=parsed[3])
+                last = f"malformed response: {parsed}"
+            else:
+                last = f"HTTP {status}: {data}" if status else str(data)
+                if status and status not in RETRY_STATUS:
+                    break  # 400/401/404: retrying cannot help
             if attempt < self.max_retries:
                 delay = min(self.max_backoff_s, self.backoff_s * 2 ** attempt)
                 delay = retry_after if retry_after is not None else delay * (0.5 + rng.random())
                 time.sleep(min(delay, self.max_backoff_s))
         return GenResult(None, error=last, attempts=attempts)
 
-    def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
+    def _iter_uncached(self, requests: list[GenRequest]) -> Iterator[tuple[int, GenResult]]:
         t0 = time.perf_counter()
-        if len(requests) == 1 or self.concurrency <= 1:
-            out = [self._one(r) for r in requests]
-        else:
+        try:
+            if len(requests) == 1 or self.concurrency <= 1:
+                for i, req in enumerate(requests):
+                    yield i, self._counted(self._one(req))
+                return
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
-                out = list(pool.map(self._one, requests))  # keeps request order
-        self.stats.seconds += time.perf_counter() - t0
-        # counted here, in the calling thread: worker threads never touch the counters
-        self.stats.requests += sum(r.attempts for r in out)
-        self.stats.retries += sum(r.attempts - 1 for r in out)
-        return out
+                futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
+                for fut in as_completed(futures):
+                    yield futures[fut], self._counted(fut.result())
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _counted(self, res: GenResult) -> GenResult:
+        # counted in the calling thread: worker threads never touch the counters
+        self.stats.requests += res.attempts
+        self.stats.retries += res.attempts - 1
+        return res
+
+    def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
+        out: list[GenResult | None] = [None] * len(requests)
+        for i, res in self._iter_uncached(requests):
+            out[i] = res
+        return out  # type: ignore[return-value]

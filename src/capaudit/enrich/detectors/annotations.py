@@ -24,6 +24,9 @@ class AnnotationDetector(Detector):
             raise InputError("the annotations detector needs an instances file",
                              fix="pass --annotations PATH (COCO instances JSON or JSONL)")
         p = Path(path)
+        if not p.is_file():
+            raise InputError("no such annotations file", path=p,
+                             fix="pass --annotations PATH (COCO instances JSON or JSONL)")
         self.model_id = f"annotations:{p.name}"
         self.by_id: dict[int, list[Detection]] = defaultdict(list)
         if p.suffix.lower() == ".json":

@@ -35,6 +35,7 @@ class CaptionReader:
 
     name = "base"
     version = "1"
+    expects = ""   # what sniffing looks for, named in the hint when no format matches
 
     def __init__(self, id_col: str | None = None, caption_col: str | None = None,
                  batch_size: int = 200_000, **options):
@@ -51,12 +52,17 @@ class CaptionReader:
         raise NotImplementedError
 
 
-def make_batch(keys, ids, captions, metas=None) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(ids, pa.int64()),
-         pa.array(captions, pa.string()),
-         pa.array(metas if metas is not None else [None] * len(keys), pa.string())],
-        schema=SCHEMA)
+def make_batch(keys, ids, captions, metas=None, namespace=None) -> pa.RecordBatch:
+    """A batch of :data:`SCHEMA`; ``namespace`` (one name, or one per row) adds the column of
+    that name when the reader knows its ids' dataset (COCO JSON, Karpathy, Flickr tokens)."""
+    arrays = [pa.array(keys, pa.string()), pa.array(ids, pa.int64()),
+              pa.array(captions, pa.string()),
+              pa.array(metas if metas is not None else [None] * len(keys), pa.string())]
+    if namespace is None:
+        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+    ns = [namespace] * len(keys) if isinstance(namespace, str) else namespace
+    return pa.RecordBatch.from_arrays(arrays + [pa.array(ns, pa.string())],
+                                      schema=SCHEMA.append(pa.field("namespace", pa.string())))
 
 
 def read_head(path: Path, n: int = 65536) -> bytes:
@@ -85,6 +91,9 @@ def load_json_document(path: Path):
         raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})",
                          path=path, fix="repair the JSON, or use JSONL with one object per line") \
             from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=path,
+                         fix="flatten the document (captions need only a few levels)") from None
 
 
 def detect_format(path: Path) -> str:
@@ -94,14 +103,20 @@ def detect_format(path: Path) -> str:
     for name in SNIFF_ORDER:
         if READERS.get(name).sniff(path, head):
             return name
-    raise InputError("cannot tell the caption format", path=path,
-                     fix=f"pass --format, one of: {', '.join(READERS.names())}")
+    tried = "; ".join(f"{n} (wants {READERS.get(n).expects or EXPECTS.get(n, n)})"
+                      for n in SNIFF_ORDER)
+    raise InputError(f"cannot tell the caption format; tried {tried}", path=path,
+                     fix=f"pass --format with one of: {', '.join(sorted(READERS.names()))}")
 
 
 READERS.base = CaptionReader
 
-SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "coco", "sharegpt4v", "fusecap",
-               "jsonl", "csv"]
+# what the readers without an ``expects`` of their own look for (named in the sniff hint)
+EXPECTS = {"webdataset": ".tar shards", "hf": "a datasets save_to_disk folder",
+           "parquet": "a parquet file", "jsonl": "a .jsonl file or one JSON object per line",
+           "csv": "a .csv or .tsv file"}
+SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "karpathy", "coco", "sharegpt",
+               "sharegpt4v", "llava", "fusecap", "flickr-token", "jsonl", "csv"]
 
 
 def get_reader(fmt: str, **options) -> CaptionReader:
@@ -111,6 +126,10 @@ def get_reader(fmt: str, **options) -> CaptionReader:
 for _name, _target in {
     "coco": "capaudit.io.readers.coco:CocoReader",
     "sharegpt4v": "capaudit.io.readers.llava:ShareGPT4VReader",
+    "llava": "capaudit.io.readers.llava:LLaVAReader",
+    "sharegpt": "capaudit.io.readers.llava:ShareGPTReader",
+    "karpathy": "capaudit.io.readers.karpathy:KarpathyReader",
+    "flickr-token": "capaudit.io.readers.flickr:FlickrTokenReader",
     "fusecap": "capaudit.io.readers.llava:FuseCapReader",
     "capsfusion": "capaudit.io.readers.tabular:CapsFusionReader",
     "jsonl": "capaudit.io.readers.tabular:JsonlReader",

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 
 from capaudit.errors import InputError
+from capaudit.io.imageids import infer_namespace
 from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
 
 
 class CocoReader(CaptionReader):
     name = "coco"
+    expects = "a JSON object with 'images' and 'annotations'"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -26,12 +29,16 @@ class CocoReader(CaptionReader):
         data = load_json_document(path)
         if not isinstance(data, dict) or "annotations" not in data:
             raise InputError("not a COCO captions file: no 'annotations' list", path=path,
-                             fix="use --format jsonl/json for other layouts")
+                             fix="pass --format karpathy, jsonl or llava for other layouts")
         names = {}
         for img in data.get("images", []) or []:
             if "id" in img:
                 names[int(img["id"])] = img.get("file_name") or str(img["id"])
-        keys, ids, caps = [], [], []
+        # the COCO captions format is evidence of COCO ids; the year from the names or info
+        first = next(iter(names.values()), "")
+        ns = infer_namespace(first) if str(first).upper().startswith("COCO_") else None
+        ns = ns or ("coco2017" if "2017" in json.dumps(data.get("info", "")) else "coco2014")
+        keys, ids, caps, metas = [], [], [], []
         for i, ann in enumerate(data["annotations"]):
             row = i + 1
             if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
@@ -49,8 +56,9 @@ class CocoReader(CaptionReader):
             keys.append(str(iid))
             ids.append(iid)
             caps.append(ann["caption"] if isinstance(ann["caption"], str) else None)
+            metas.append(f'{{"src": {i}}}')
             if len(keys) >= self.batch_size:
-                yield make_batch(keys, ids, caps)
-                keys, ids, caps = [], [], []
+                yield make_batch(keys, ids, caps, metas, ns)
+                keys, ids, caps, metas = [], [], [], []
         if keys:
-            yield make_batch(keys, ids, caps)
+            yield make_batch(keys, ids, caps, metas, ns)

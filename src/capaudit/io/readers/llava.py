@@ -1,73 +1,108 @@
-"""Released JSON of LLM-enriched COCO sets: ShareGPT4V (LLaVA conversations) and FuseCap.
+"""Conversation files of VLM trainers, and FuseCap's released JSON.
 
-ShareGPT4V releases a list of ``{"id", "image", "conversations"}`` where the
-caption is the first ``gpt`` turn; FuseCap releases a mapping from image file
-name to caption (a list of records is accepted too). Image ids come from the
-COCO file name (``coco/train2017/000000000009.jpg`` -> 9).
+- ``sharegpt4v`` / ``llava``: LLaVA's ``conversations`` layout (``{"id", "image",
+  "conversations": [{"from": "human"|"gpt", "value"}]}``), as a JSON list (ShareGPT4V's
+  releases) or JSONL; ``llava`` also reads LLaVA's QA files (``{"id", "image",
+  "instruction", "output", "type"}`` per line, e.g. ``coco2014_val_gpt4_qa_30x3.jsonl``).
+- ``sharegpt``: the ``messages`` layout (``{"messages": [{"role", "content"}], "images":
+  [...]}``) that LLaMA-Factory and many VLM trainers read and write.
+
+Every assistant turn can become a caption (``--turns first|all|join``) and ``--where``
+picks records (``type = 'detail'``). A record's image is its ``image`` (or first of
+``images``); a record without one (ScienceQA's text-only questions) is refused by row,
+or skipped and counted with ``--skip-no-image``. The record id is never taken for an
+image id. Image ids and namespaces come from the file names
+(:mod:`capaudit.io.imageids`).
+
+FuseCap releases a mapping from image file name to caption (a list of records too).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Iterator
 
-import pyarrow as pa
-
 from capaudit.errors import InputError
-from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
+from capaudit.io.readers.base import load_json_document
+from capaudit.io.readers.records import RecordReader, pick_turns
 
 
-class _BatchingReader(CaptionReader):
-    def _emit(self, rows) -> Iterator[pa.RecordBatch]:
-        keys, ids, caps, metas = [], [], [], []
-        for key, cap, meta in rows:
-            keys.append(str(key))
-            ids.append(parse_image_id(key))
-            caps.append(cap if isinstance(cap, str) else None)
-            metas.append(meta)
-            if len(keys) >= self.batch_size:
-                yield make_batch(keys, ids, caps, metas)
-                keys, ids, caps, metas = [], [], [], []
-        if keys:
-            yield make_batch(keys, ids, caps, metas)
+def _image_of(rec: dict):
+    image = rec.get("image")
+    if image is None and isinstance(rec.get("images"), list) and rec["images"]:
+        image = rec["images"][0]
+    if isinstance(image, list):
+        image = image[0] if image else None
+    return image if isinstance(image, (str, int)) and str(image).strip() else None
 
 
-class ShareGPT4VReader(_BatchingReader):
+class ShareGPT4VReader(RecordReader):
     name = "sharegpt4v"
+    expects = "a JSON list of records with 'conversations'"
+    speaker, text, assistant, turns_key = "from", "value", "gpt", "conversations"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         return (not path.is_dir() and head.lstrip().startswith(b"[")
                 and b'"conversations"' in head)
 
-    def _rows(self, path: Path, data):
-        if not isinstance(data, list):
-            raise InputError("ShareGPT4V JSON must be a list of records", path=path)
-        for i, rec in enumerate(data):
-            row = i + 1
-            if not isinstance(rec, dict) or "conversations" not in rec:
-                raise InputError("record lacks 'conversations'", path=path, row=row,
-                                 fix="use the LLaVA conversation format")
-            image = rec.get("image") or rec.get("id")
-            if image is None:
-                raise InputError("record lacks 'image' and 'id'", path=path, row=row)
-            gpt = [t.get("value") for t in rec["conversations"]
-                   if isinstance(t, dict) and t.get("from") == "gpt"]
-            if not gpt:
-                raise InputError("record has no 'gpt' turn to take the caption from", path=path,
-                                 row=row)
-            meta = json.dumps({"id": rec.get("id")}) if rec.get("id") is not None else None
-            yield image, gpt[0], meta
+    def assistant_texts(self, rec: dict) -> list | None:
+        """The assistant turns' texts (``None``: the record has no turns list)."""
+        if "output" in rec and self.turns_key not in rec:      # LLaVA QA layout
+            return [rec["output"]]
+        turns = rec.get(self.turns_key)
+        if not isinstance(turns, list):
+            return None
+        return [t.get(self.text) for t in turns
+                if isinstance(t, dict) and t.get(self.speaker) == self.assistant]
 
-    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        yield from self._emit(self._rows(path, load_json_document(path)))
+    def captions(self, path: Path, row: int, rec: dict) -> Iterator[tuple]:
+        texts = self.assistant_texts(rec)
+        if texts is None:
+            raise InputError(f"record lacks '{self.turns_key}'", path=path, row=row,
+                             fix=f"use the {self.name} layout or pass the right --format")
+        image = _image_of(rec)
+        if image is None:
+            self.no_image(path, row)
+            return
+        if not texts:
+            raise InputError(f"record has no '{self.assistant}' turn to take the caption from",
+                             path=path, row=row)
+        for turn, text in pick_turns(texts, self.turns):
+            meta = {"src": row - 1, "turn": turn}
+            if rec.get("id") is not None:
+                meta["id"] = rec["id"]
+            yield image, text, meta
 
 
-class FuseCapReader(_BatchingReader):
+class LLaVAReader(ShareGPT4VReader):
+    name = "llava"
+    expects = "JSONL/JSON records with 'conversations', or 'instruction' and 'output'"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        if path.is_dir():
+            return False
+        first = head.lstrip().split(b"\n", 1)[0]
+        return first.startswith(b"{") and (b'"conversations"' in first or (
+            b'"instruction"' in first and b'"output"' in first and b'"image"' in first))
+
+
+class ShareGPTReader(ShareGPT4VReader):
+    name = "sharegpt"
+    expects = "records with 'messages' [{role, content}] (and 'images')"
+    speaker, text, assistant, turns_key = "role", "content", "assistant", "messages"
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        return (not path.is_dir() and head.lstrip()[:1] in (b"[", b"{")
+                and b'"messages"' in head and b'"role"' in head)
+
+
+class FuseCapReader(RecordReader):
     name = "fusecap"
+    expects = "a JSON object mapping image file names to captions"
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -81,7 +116,7 @@ class FuseCapReader(_BatchingReader):
                 if not isinstance(cap, str):
                     raise InputError(f"value for {key!r} is not a caption string", path=path,
                                      row=i + 1)
-                yield key, cap, None
+                yield key, cap, {"src": key}
         elif isinstance(data, list):
             id_col = self.id_col
             cap_col = self.caption_col or "caption"
@@ -96,9 +131,9 @@ class FuseCapReader(_BatchingReader):
                 if cap_col not in rec:
                     raise InputError(f"record has no '{cap_col}' column", path=path, row=i + 1,
                                      fix="pass --caption-col")
-                yield rec[key_col], rec[cap_col], None
+                yield rec[key_col], rec[cap_col], {"src": i}
         else:
             raise InputError("FuseCap JSON must be a mapping or a list", path=path)
 
-    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        yield from self._emit(self._rows(path, load_json_document(path)))
+    def read(self, path: Path):
+        yield from self.emit(self._rows(path, load_json_document(path)))

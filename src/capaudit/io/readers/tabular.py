@@ -8,6 +8,7 @@ exact bad row (the error path, never the hot path).
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Iterator
@@ -21,6 +22,9 @@ from capaudit.io.readers.base import SCHEMA, CaptionReader
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
+_INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
+              "UTINYINT"}
+_FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 
 
 def _q(path: Path) -> str:
@@ -39,10 +43,21 @@ class _DuckReader(CaptionReader):
     id_candidates = ID_CANDIDATES
     caption_candidates = CAPTION_CANDIDATES
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:  # pragma: no cover
+    _chosen: tuple[str | None, str | None] = (None, None)  # (id column, caption column)
+
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:  # pragma: no cover
+        """The DuckDB table function for ``path``; ``columns`` (name -> type) is a hint that
+        readers with a sampled schema (JSONL) use to read just those columns so typed."""
         raise NotImplementedError
 
+    def scan(self, path: Path) -> InputError | None:
+        """Re-read the file in Python to name the first bad row (error path only)."""
+        return None
+
     def diagnose(self, path: Path, exc: Exception) -> InputError:
+        err = self.scan(path)
+        if err is not None:
+            return err
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return InputError(f"cannot read as {self.name} ({first[:200]})", path=path,
                           fix="check the file format or pass --format")
@@ -73,22 +88,68 @@ class _DuckReader(CaptionReader):
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         cols = [r[0] for r in desc]
-        types = {r[0]: r[1] for r in desc}
-        cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
-                         "--caption-col", True)
+        try:
+            cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
+                             "--caption-col", True)
+        except InputError as exc:  # a broken first line or an empty file hides the columns
+            raise self.scan(path) or exc from None
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
-        src = self.source(path, columns=[c for c in (idc, cap) if c])
+        self._chosen = (idc, cap)
+        src = self.source(path, columns={**({idc: "VARCHAR"} if idc else {}), cap: "JSON"})
+        try:
+            types = dict(con.execute(f"SELECT column_name, column_type FROM "
+                                     f"(DESCRIBE SELECT * FROM {src})").fetchall())
+        except duckdb.Error as exc:
+            raise self.diagnose(path, exc) from None
+        key_sql, id_sql = self._id_sql(idc, types.get(idc))
+        cap_sql, extra = self._caption_sql(path, con, src, cap, types[cap])
+        return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, {cap_sql} AS caption, "
+                f"NULL::VARCHAR AS meta FROM (SELECT *{extra} FROM {src})")
+
+    @staticmethod
+    def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
+        """image_key and image_id, the SQL twin of :func:`parse_image_id`: whole numbers up to
+        18 digits and COCO file names are image ids; anything else ("1.5", "7.6", "-3") is
+        kept as text only, never rounded (a cast alone turned 1.5 into 2). Text ids are read
+        as text, so a file whose ids turn from integers into file names after the sampled
+        rows cannot fail half-way. (A JSON float like 3.0 reads as the text "3.0".)"""
         if idc is None:
-            key_sql, id_sql = "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
-        elif types[idc] in ("BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT"):
-            key_sql, id_sql = f"CAST({_qi(idc)} AS VARCHAR)", f"CAST({_qi(idc)} AS BIGINT)"
-        else:
-            key_sql = f"CAST({_qi(idc)} AS VARCHAR)"
-            id_sql = (f"coalesce(TRY_CAST({_qi(idc)} AS BIGINT), "
-                      f"{SQL_PARSE_IMAGE_ID.format(col=_qi(idc))})")
-        return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, "
-                f"CAST({_qi(cap)} AS VARCHAR) AS caption, NULL::VARCHAR AS meta FROM {src}")
+            return "CAST(row_number() OVER () - 1 AS VARCHAR)", "NULL::BIGINT"
+        col = _qi(idc)
+        key = f"CAST({col} AS VARCHAR)"
+        if typ in _INT_TYPES:
+            return key, (f"CASE WHEN {col} >= 0 AND {col} < 1000000000000000000 "
+                         f"THEN CAST({col} AS BIGINT) END")
+        if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
+            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND {col} >= 0 "
+                         f"AND {col} < 1e18 THEN CAST({col} AS BIGINT) END")
+        # fast exact path first: the integer whose text is the id itself (no rounding)
+        num = f"TRY_CAST({key} AS BIGINT)"
+        return key, (f"CASE WHEN CAST({num} AS VARCHAR) = {key} AND {num} >= 0 AND "
+                     f"{num} < 1000000000000000000 THEN {num} "
+                     f"ELSE {SQL_PARSE_IMAGE_ID.format(col=col)} END")
+
+    def _caption_sql(self, path: Path, con, src: str, cap: str, typ: str) -> tuple[str, str]:
+        """A caption is a string, in every reader; a number, list or bytes names its row.
+        Returns the caption expression and any helper column it reads."""
+        col = _qi(cap)
+        if typ == "VARCHAR":
+            return col, ""
+        if typ == "JSON":  # JSONL: strings pass, anything else stops the scan
+            return (f"CASE WHEN _captype = 'VARCHAR' THEN from_json({col}, '\"VARCHAR\"') "
+                    f"WHEN _captype IS NULL THEN NULL ELSE error('caption is not a string: ' "
+                    f"|| _captype) END"), f", json_type({col}) AS _captype"
+        row = con.execute(f"SELECT min(rn) FROM (SELECT row_number() OVER () AS rn, {col} AS c "
+                          f"FROM {src}) WHERE c IS NOT NULL").fetchone()[0]
+        raise InputError(f"caption column '{cap}' holds {typ} values, not text", path=path,
+                         row=row or 1, fix="captions must be strings; convert the column or "
+                                           "pass --caption-col naming a text column")
+
+    def record_row(self, path: Path, index: int) -> int:
+        """The row an error names for the record at 0-based ``index`` (error path only):
+        the same numbering as the parse errors, so one file has one kind of row number."""
+        return index + 1
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         con = duckdb.connect()
@@ -117,6 +178,13 @@ def _scan_lines(path: Path, check) -> InputError | None:
     return None
 
 
+def _no_records(path: Path) -> InputError | None:
+    with open(path, "rb") as fh:
+        if any(line.strip() for line in fh):
+            return None
+    return InputError("the file holds no captions", path=path, fix="check the path")
+
+
 class JsonlReader(_DuckReader):
     name = "jsonl"
 
@@ -128,20 +196,21 @@ class JsonlReader(_DuckReader):
         return path.suffix.lower() in {".jsonl", ".ndjson"} or (
             first.startswith(b"{") and first.rstrip().endswith(b"}"))
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
-        """Sample the schema cheaply; read the chosen columns as text.
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
+        """Sample the schema cheaply; read only the chosen columns, typed as asked.
 
-        Reading only the id and caption columns, typed VARCHAR, means a type
-        change after the sampled rows (an int id turning into a file name)
-        cannot fail half-way through a large file.
+        The id read as text means a type change after the sampled rows (an int
+        id turning into a file name) cannot fail half-way through a large file;
+        the caption read as a JSON value means one that is not a string is seen
+        as such (not turned into text).
         """
         if columns:
-            spec = ", ".join(f"{_q_str(c)}: 'VARCHAR'" for c in columns)
+            spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
             return (f"read_json({_q(path)}, format='newline_delimited', "
                     f"maximum_object_size=67108864, columns={{{spec}}})")
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
 
-    def diagnose(self, path: Path, exc: Exception) -> InputError:
+    def scan(self, path: Path) -> InputError | None:
         def check(row, text):
             if not text.strip():
                 return None
@@ -150,11 +219,31 @@ class JsonlReader(_DuckReader):
             except json.JSONDecodeError as e:
                 return InputError(f"malformed JSON ({e.msg})", path=path, row=row,
                                   fix="one JSON object per line")
+            except RecursionError:
+                return InputError("JSON nested too deeply", path=path, row=row,
+                                  fix="flatten the record")
             if not isinstance(rec, dict):
                 return InputError("line is not a JSON object", path=path, row=row,
                                   fix="one JSON object per line")
+            col = self._chosen[1] or self.caption_col or next(
+                (c for c in self.caption_candidates if c in rec), None)
+            caption = rec.get(col) if col else None
+            if caption is not None and not isinstance(caption, str):
+                return InputError(f"caption is not a string (got {type(caption).__name__})",
+                                  path=path, row=row, fix="captions must be JSON strings")
             return None
-        return _scan_lines(path, check) or super().diagnose(path, exc)
+        return _scan_lines(path, check) or _no_records(path)
+
+    def record_row(self, path: Path, index: int) -> int:
+        """Line number of record ``index``: DuckDB skips blank lines, the count does not."""
+        seen = -1
+        with open(path, "rb") as fh:
+            for row, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    seen += 1
+                    if seen == index:
+                        return row
+        return index + 1
 
 
 class CsvReader(_DuckReader):
@@ -164,12 +253,46 @@ class CsvReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         delim = "\t" if path.suffix.lower() == ".tsv" else ","
         return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
 
-    def diagnose(self, path: Path, exc: Exception) -> InputError:
-        return _scan_lines(path, lambda row, text: None) or super().diagnose(path, exc)
+    def _records(self, path: Path) -> Iterator[tuple[int, list[str]]]:
+        """(first line of the record, fields) for each record, header included."""
+        delim = "\t" if path.suffix.lower() == ".tsv" else ","
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh, delimiter=delim)
+            start = 1
+            for fields in reader:
+                yield start, fields
+                start = reader.line_num + 1
+
+    def record_row(self, path: Path, index: int) -> int:
+        """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
+        for i, (line, fields) in enumerate(r for r in self._records(path) if r[1]):
+            if i == index + 1:
+                return line
+        return index + 2
+
+    def scan(self, path: Path) -> InputError | None:
+        err = _scan_lines(path, lambda row, text: None)
+        if err:
+            return err
+        width = None
+        try:
+            for line, fields in self._records(path):
+                if not fields:
+                    continue
+                if width is None:
+                    width = len(fields)
+                elif len(fields) != width:
+                    return InputError(f"{len(fields)} fields where the header has {width}",
+                                      path=path, row=line,
+                                      fix="quote fields holding the delimiter; one value per "
+                                          "header column")
+        except csv.Error as e:
+            return InputError(f"malformed CSV ({e})", path=path, fix="check the quoting")
+        return _no_records(path) if width is None else None
 
 
 class ParquetReader(_DuckReader):
@@ -179,22 +302,25 @@ class ParquetReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and head[:4] == b"PAR1"
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         return f"read_parquet({_q(path)})"
 
 
 class CapsFusionReader(_DuckReader):
-    """CapsFusion releases: columns ``laion_2b``, ``laion_coco``, ``capsfusion``.
+    """CapsFusion releases: columns ``laion_2b``, ``laion_coco`` and the fused caption.
 
-    The user picks which caption column to audit (``--caption-col``, default
-    ``capsfusion``); the image id is ``image_url``/``image`` when present,
-    else the row number, kept as text.
+    The fused caption's key is ``capsfusion`` in some releases and ``capsfuion_official``
+    (sic) in the project's own ``data/example_data.json``: both are sniffed and either is
+    the default caption; ``--caption-col`` picks any column of the file (``laion_2b`` to
+    audit the alt-texts). The image id is ``image_url``/``image`` when present, else the
+    row number, kept as text (LAION rows have no dataset ids: nothing joins them).
     """
 
     name = "capsfusion"
-    caption_candidates = ("capsfusion",)
+    expects = "records with 'laion_coco' and 'capsfusion' or 'capsfuion_official'"
+    caption_candidates = ("capsfusion", "capsfuion_official")
     id_candidates = ("image_id", "image", "image_url", "url", "id", "key")
-    COLUMNS = ("laion_2b", "laion_coco", "capsfusion")
+    FUSED = (b"capsfusion", b"capsfuion_official")
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -206,18 +332,12 @@ class CapsFusionReader(_DuckReader):
                 names = set(pq.read_schema(path).names)
             except Exception:  # not a readable parquet: let the parquet reader complain
                 return False
-            return {"laion_coco", "capsfusion"} <= names
-        return b"laion_coco" in head and b"capsfusion" in head
+            return "laion_coco" in names and bool(names & {f.decode() for f in cls.FUSED})
+        return b"laion_coco" in head and any(f in head for f in cls.FUSED)
 
-    def source(self, path: Path, columns: list[str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         head = open(path, "rb").read(4)
         if head == b"PAR1":
             return f"read_parquet({_q(path)})"
         fmt = "array" if head.lstrip().startswith(b"[") else "auto"
         return f"read_json({_q(path)}, format='{fmt}', sample_size=-1)"
-
-    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        if self.caption_col and self.caption_col not in self.COLUMNS:
-            raise InputError(f"unknown CapsFusion caption column '{self.caption_col}'",
-                             path=path, fix=f"use --caption-col one of {', '.join(self.COLUMNS)}")
-        yield from super().read(path)

@@ -1,0 +1,198 @@
+"""Judged commands: ``capaudit audit factuality|dcscore|capability|faithscore|capscore`` and
+``capaudit judge validate``.
+
+Thin: every command takes the same judge options (built once here, attached to
+each command's signature), resolves the config and calls
+:func:`capaudit.judge.runner.run_judged` (or the validation), then prints the
+numbers and the cost summary.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from capaudit.cli.common import DbOption, console, open_store
+
+judge_app = typer.Typer(no_args_is_help=True, help="Judge models: validate them against labels.")
+
+_P = inspect.Parameter
+JUDGE_OPTIONS = [
+    ("judge_backend", Optional[str], typer.Option(None, "--judge-backend",
+                                                  help="openai (any OpenAI-compatible server) "
+                                                       "or transformers (local, text-only)")),
+    ("judge_url", Optional[str], typer.Option(None, "--judge-url", help="server base URL (…/v1)")),
+    ("judge_model", Optional[str], typer.Option(None, "--judge-model",
+                                                help="model name, or a local folder/gemma3-270m")),
+    ("api_key_env", Optional[str], typer.Option(None, "--api-key-env",
+                                                help="environment variable holding the API key")),
+    ("dry_run", bool, typer.Option(False, "--dry-run", help="count calls, tokens and cost; "
+                                   "no network at all, nothing stored")),
+    ("max_calls", Optional[int], typer.Option(None, "--max-calls",
+                                              help="stop after this many model calls")),
+    ("max_cost", Optional[float], typer.Option(None, "--max-cost",
+                                               help="stop before the estimated cost passes this")),
+    ("evidence", Optional[str], typer.Option(None, "--evidence",
+                                             help="image (default) or reference-captions "
+                                                  "(text-only judges; labelled on every number)")),
+    ("images", Optional[Path], typer.Option(None, "--images", help="image folder (COCO names)")),
+    ("shards", Optional[Path], typer.Option(None, "--shards", help="webdataset shard folder")),
+    ("reference", Optional[str], typer.Option(None, "--reference",
+                                              help="human caption set of the same images")),
+    ("limit", Optional[int], typer.Option(None, "--limit", help="first N captions of each set")),
+    ("n_boot", Optional[int], typer.Option(None, "--n-boot", help="bootstrap resamples")),
+    ("seed", Optional[int], typer.Option(None, "--seed")),
+    ("json_out", Optional[Path], typer.Option(None, "--json", help="write results as JSON")),
+    ("config", Optional[Path], typer.Option(None, "--config", help="YAML (configs/judge.yaml)")),
+    ("db", Optional[Path], DbOption),
+]
+_JUDGE_KEYS = {"judge_backend": "backend", "judge_url": "url", "judge_model": "model",
+               "api_key_env": "api_key_env", "max_calls": "max_calls", "max_cost": "max_cost",
+               "evidence": "evidence"}
+
+
+def _config(kw: dict, **cli) -> dict:
+    from capaudit.judge.runner import resolve_config
+
+    judge = {v: kw.get(k) for k, v in _JUDGE_KEYS.items()}
+    judge["dry_run"] = kw.get("dry_run") or None
+    return resolve_config(kw.get("config"), judge, n_boot=kw.get("n_boot"), seed=kw.get("seed"),
+                          limit=kw.get("limit"), **cli)
+
+
+def _store(kw: dict):
+    """A dry run writes nothing: it reads an existing store (or none, for caption files)."""
+    from capaudit.cli.common import db_path
+
+    if kw.get("dry_run"):
+        return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
+    return open_store(kw.get("db"))
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def print_summary(result: dict) -> None:
+    s, j = result["summary"], result["judge"]
+    who = f"{j['backend']}:{j['model'] or '(no model)'} judge {j['judge_id']}"
+    if s["dry_run"]:
+        cost = "unknown (add the model to judge.prices)" if s["est_cost"] is None \
+            else f"{s['est_cost']:.4f}"
+        console.print(f"dry run ({who}): {s['est_calls']} calls, ~{s['est_tokens_in']} input "
+                      f"and ~{s['est_tokens_out']} output tokens, estimated cost {cost}; "
+                      "no call was made, nothing stored")
+        return
+    cost = "unknown (no price)" if s["cost"] is None else f"{s['cost']:.4f}"
+    console.print(f"{who}: {s['calls']} calls, {s['tokens_in']} in / {s['tokens_out']} out tokens, "
+                  f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
+                  f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
+                  f"not judged {s['not_judged']}" + (f" ({s['stopped']})" if s["stopped"] else ""))
+
+
+def print_values(result: dict) -> None:
+    from rich.table import Table
+
+    tbl = Table("set", "metric", "group", "value", "n", "95% CI")
+    for name, vals in result["values"].items():
+        for key, v in vals.items():
+            ci = f"[{_fmt(v.get('ci_low'))}, {_fmt(v.get('ci_high'))}]" \
+                if v.get("ci_low") is not None else "-"
+            tbl.add_row(name, v.get("metric", key), v.get("grp", "all"),
+                        _fmt(v.get("value")), _fmt(v.get("n")), ci)
+    console.print(tbl)
+
+
+def _finish(result: dict, cfg: dict, json_out) -> None:
+    from capaudit.judge.runner import write_json
+
+    if result["values"] and not result["summary"]["dry_run"]:
+        print_values(result)
+    for k, v in result.get("extra", {}).items():
+        if k.startswith("welch"):
+            console.print(f"Welch t-test on {v['score']}, {v['a']} vs {v['b']}: "
+                          f"t = {_fmt(v['t'])}, df = {_fmt(v['df'])}, p = {_fmt(v['p'])} "
+                          f"(n = {v['n_a']}, {v['n_b']})")
+    print_summary(result)
+    if json_out:
+        write_json(result, json_out, cfg)
+    if result.get("run_id") is not None:
+        console.print(f"stored as run {result['run_id']}")
+
+
+def _judged(name: str, module: str, doc: str, extra: list) -> None:
+    """Build ``capaudit audit NAME`` with the common options plus ``extra``."""
+    def command(**kw):
+        import importlib
+
+        from capaudit.judge.runner import run_judged
+
+        compute = importlib.import_module(f"capaudit.judge.{module}").compute
+        cli = {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()
+               if k in {e[0] for e in extra}}
+        cfg = _config(kw, reference=kw.get("reference"), **cli)
+        store = _store(kw)
+        res = run_judged(store, name, kw["targets"], cfg, compute,
+                         images=kw.get("images"), shards=kw.get("shards"),
+                         reference=kw.get("reference"))
+        _finish(res, cfg, kw.get("json_out"))
+
+    params = [_P("targets", _P.KEYWORD_ONLY, annotation=List[str],
+                 default=typer.Argument(..., help="registered sets or caption files"))]
+    params += [_P(n, _P.KEYWORD_ONLY, annotation=t, default=d) for n, t, d in extra + JUDGE_OPTIONS]
+    command.__signature__ = inspect.Signature(params)
+    command.__doc__ = doc
+    command.__name__ = name
+    from capaudit.cli.audit import audit_app
+
+    audit_app.command(name)(command)
+
+
+_judged("factuality", "factuality",
+        "Sentence factuality with context (VNLI-Critique protocol); the three DOCCI-Critique "
+        "criteria with 95% intervals.", [])
+_judged("dcscore", "dcscore",
+        "DCScore both ways: HAR (model caption vs --reference) and MAR; hallucination and "
+        "omission rates per unit type; Welch t-test between the first two sets.", [])
+_judged("capability", "capability",
+        "CAPability precision and hit per dimension (and KT-bar with --qa).",
+        [("annotations", Path, typer.Option(..., "--annotations",
+                                            help="element annotations JSONL (docs/judges.md)")),
+         ("qa", Optional[Path], typer.Option(None, "--qa", help="the model's QA answers JSONL"))])
+_judged("faithscore", "faithscore",
+        "FaithScore and sentence-level FaithScore (atomic facts, each verified).", [])
+_judged("capscore", "capscore",
+        "CapScore (LOTUS): semantic and overall agreement with --reference, 0-1.", [])
+
+
+def validate(**kw):
+    """ROC-AUC, macro-F1, kappa and system-level Spearman/Kendall of a judge against labels."""
+    from capaudit.judge.runner import run_validate
+
+    cfg = _config(kw, labels=str(kw["labels"]))
+    store = _store(kw)
+    res = run_validate(store, cfg, kw["labels"], images=kw.get("images"),
+                       shards=kw.get("shards"), reference=kw.get("reference"))
+    if not res["summary"]["dry_run"]:
+        a = res["agreement"]
+        console.print(" ".join(f"{k}={_fmt(a.get(k))}" for k in
+                               ("n", "roc_auc", "macro_f1", "accuracy", "kappa", "spearman",
+                                "kendall", "n_systems", "not_scored")) +
+                      f" ({res['ties']} tied votes left out)")
+    _finish({**res, "values": {}}, cfg, kw.get("json_out"))
+
+
+validate.__signature__ = inspect.Signature(
+    [_P("labels", _P.KEYWORD_ONLY, annotation=Path,
+        default=typer.Option(..., "--labels", help="sentence labels (JSONL/CSV) or a factuality "
+                                                   "--json output"))] +
+    [_P(n, _P.KEYWORD_ONLY, annotation=t, default=d) for n, t, d in JUDGE_OPTIONS
+     if n != "limit"])
+judge_app.command("validate")(validate)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(judge_app, name="judge")

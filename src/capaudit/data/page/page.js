@@ -1,0 +1,227 @@
+// capaudit leaderboard page: re-ranks by profile, sorts, draws radars and gap bars.
+// All data comes from the JSON block; all text is inserted with textContent.
+(function () {
+  "use strict";
+  const DATA = JSON.parse(document.getElementById("data").textContent);
+  const LB = DATA.leaderboard;
+  const SETS = LB.sets, COLS = LB.columns;
+  const CRITERIA = LB.meta.criteria_order;
+  const SVGNS = "http://www.w3.org/2000/svg";
+  let sortKey = "rank", sortDir = 1;
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+  function svg(tag, attrs) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  function fmt(v) { return v === null || v === undefined ? "–" : (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2)); }
+
+  // same arithmetic as capaudit.lotus.leaderboard.n_avg
+  function nAvg(weights) {
+    const z = SETS.map(() => new Array(COLS.length).fill(0.5));
+    COLS.forEach((c, j) => {
+      const vals = SETS.map((_, i) => LB.values[i][j]);
+      const lo = Math.min(...vals), hi = Math.max(...vals);
+      SETS.forEach((_, i) => {
+        let v = hi > lo ? (vals[i] - lo) / (hi - lo) : 0.5;
+        z[i][j] = c.higher_is_better ? v : 1 - v;
+      });
+    });
+    const crit = {};
+    CRITERIA.forEach(name => {
+      const idx = COLS.map((c, j) => c.criterion === name ? j : -1).filter(j => j >= 0);
+      if (idx.length) crit[name] = SETS.map((_, i) => idx.reduce((a, j) => a + z[i][j], 0) / idx.length);
+    });
+    let total = 0;
+    const score = SETS.map(() => 0);
+    for (const c in weights) {
+      if (crit[c] && weights[c] > 0) { total += weights[c]; SETS.forEach((_, i) => score[i] += weights[c] * crit[c][i]); }
+    }
+    const s = score.map(v => total ? v / total : NaN);
+    const order = SETS.map((_, i) => i).sort((a, b) => (s[b] - s[a]) || (a - b));
+    const rank = new Array(SETS.length);
+    order.forEach((i, r) => rank[i] = r + 1);
+    return { score: s, rank: rank, criteria: crit };
+  }
+
+  const sel = document.getElementById("profile");
+  Object.keys(LB.profiles).forEach(p => { const o = el("option", p); o.value = p; sel.appendChild(o); });
+
+  function current() {
+    const p = LB.profiles[sel.value];
+    const r = nAvg(p.weights);
+    r.profile = p;
+    return r;
+  }
+
+  function renderBoard(r) {
+    const table = document.getElementById("board");
+    const head = table.tHead, body = table.tBodies[0];
+    head.textContent = ""; body.textContent = "";
+    const tr = el("tr");
+    const keys = [["rank", "rank"], ["set", "set"], ["navg", "N-avg"], ["interval", "rank 95%"], ["first", "first"]]
+      .concat(COLS.map((c, j) => ["c" + j, c.name + (c.higher_is_better ? " ↑" : " ↓")]));
+    keys.forEach(([k, label]) => {
+      const th = el("th", label, k === "set" ? "name" : "");
+      th.dataset.key = k;
+      if (k === sortKey) th.classList.add(sortDir > 0 ? "sorted-asc" : "sorted-desc");
+      th.addEventListener("click", () => {
+        if (sortKey === k) sortDir = -sortDir; else { sortKey = k; sortDir = 1; }
+        render();
+      });
+      tr.appendChild(th);
+    });
+    head.appendChild(tr);
+    const val = (i, k) => {
+      if (k === "rank" || k === "interval") return r.rank[i];
+      if (k === "set") return SETS[i];
+      if (k === "navg") return -r.score[i];
+      if (k === "first") return -((r.profile.first_share || [])[i] || 0);
+      const v = LB.values[i][+k.slice(1)];
+      return v === null ? Infinity : v;
+    };
+    const rows = SETS.map((_, i) => i).sort((a, b) => {
+      const x = val(a, sortKey), y = val(b, sortKey);
+      return (x < y ? -1 : x > y ? 1 : 0) * sortDir || (a - b);
+    });
+    rows.forEach(i => {
+      const row = el("tr");
+      row.dataset.set = SETS[i];
+      row.appendChild(el("td", String(r.rank[i])));
+      const name = el("td", null, "name");
+      const a = el("a", SETS[i]);
+      a.href = DATA.links[SETS[i]];
+      a.title = "worst captions";
+      name.appendChild(a);
+      row.appendChild(name);
+      row.appendChild(el("td", fmt(r.score[i])));
+      const ri = r.profile.rank_interval;
+      row.appendChild(el("td", ri ? "[" + ri[i][0] + ", " + ri[i][1] + "]" : "–"));
+      const fs = r.profile.first_share;
+      row.appendChild(el("td", fs ? Math.round(100 * fs[i]) + "%" : "–"));
+      COLS.forEach((c, j) => {
+        const td = el("td", fmt(LB.values[i][j]));
+        const ci = LB.ci[i][j];
+        if (ci && ci[0] !== null) td.appendChild(el("span", "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]", "ci"));
+        row.appendChild(td);
+      });
+      body.appendChild(row);
+    });
+    const st = document.getElementById("stability");
+    const flips = (r.profile.flips || []).filter(f => f.share > 0.05);
+    st.textContent = flips.length ? "ranking not settled: " + flips.map(f => f.above + " / " + f.below + " flip in " + Math.round(100 * f.share) + "% of resamples").join("; ") : "";
+    st.className = flips.length ? "warn" : "";
+  }
+
+  function renderCriteria(r) {
+    const table = document.getElementById("criteria");
+    table.tHead.textContent = ""; table.tBodies[0].textContent = "";
+    const names = CRITERIA.filter(c => r.criteria[c]);
+    const tr = el("tr");
+    ["set"].concat(names.map(c => c + " (w=" + (r.profile.weights[c] || 0) + ")")).forEach((h, k) => tr.appendChild(el("th", h, k ? "" : "name")));
+    table.tHead.appendChild(tr);
+    SETS.forEach((s, i) => {
+      const row = el("tr");
+      row.appendChild(el("td", s, "name"));
+      names.forEach(c => row.appendChild(el("td", fmt(r.criteria[c][i]))));
+      table.tBodies[0].appendChild(row);
+    });
+  }
+
+  function renderRadars(r) {
+    const box = document.getElementById("radars");
+    box.textContent = "";
+    const names = CRITERIA.filter(c => r.criteria[c]);
+    if (names.length < 3) { box.appendChild(el("p", "fewer than three criteria computed: no radar")); return; }
+    SETS.forEach((s, i) => {
+      const card = el("div", null, "card");
+      card.appendChild(el("h3", s));
+      const g = svg("svg", { width: 220, height: 200, viewBox: "-110 -95 220 200" });
+      const pt = (k, rad) => {
+        const a = -Math.PI / 2 + 2 * Math.PI * k / names.length;
+        return [rad * Math.cos(a), rad * Math.sin(a)];
+      };
+      [0.5, 1].forEach(f => g.appendChild(svg("polygon", { points: names.map((_, k) => pt(k, 70 * f).join(",")).join(" "), fill: "none", stroke: "#ccc" })));
+      names.forEach((c, k) => {
+        const [x, y] = pt(k, 70), [tx, ty] = pt(k, 86);
+        g.appendChild(svg("line", { x1: 0, y1: 0, x2: x, y2: y, stroke: "#ddd" }));
+        const t = svg("text", { x: tx, y: ty, "font-size": 9, "text-anchor": "middle" });
+        t.textContent = c.replace("_", " ");
+        g.appendChild(t);
+      });
+      g.appendChild(svg("polygon", { points: names.map((c, k) => pt(k, 70 * r.criteria[c][i]).join(",")).join(" "), fill: "rgba(40,110,200,0.35)", stroke: "#286ec8" }));
+      card.appendChild(g);
+      box.appendChild(card);
+    });
+  }
+
+  function renderGaps() {
+    const box = document.getElementById("gaps");
+    box.textContent = "";
+    const gapCols = COLS.filter(c => c.by);
+    if (!gapCols.length) { box.appendChild(el("p", "no gaps (no group labels)")); return; }
+    SETS.forEach(s => {
+      const card = el("div", null, "card");
+      card.appendChild(el("h3", s));
+      const info = (LB.groups[s] || {});
+      const H = 16 * gapCols.length + 10;
+      const g = svg("svg", { width: 380, height: H });
+      const max = Math.max(1e-9, ...SETS.flatMap(t => gapCols.map(c => {
+        const x = (LB.groups[t] || {})[c.name]; if (!x) return 0;
+        const ci = x.signed_ci || [x.signed_gap, x.signed_gap];
+        return Math.max(Math.abs(x.signed_gap), Math.abs(ci[0] || 0), Math.abs(ci[1] || 0));
+      })));
+      gapCols.forEach((c, k) => {
+        const x = info[c.name]; if (!x) return;
+        const y = 5 + 16 * k, mid = 290, w = 80 * x.signed_gap / max;
+        const label = svg("text", { x: 0, y: y + 10, "font-size": 9 });
+        label.textContent = c.metric + " (" + c.by + ")";
+        g.appendChild(label);
+        g.appendChild(svg("rect", { x: Math.min(mid, mid + w), y: y, width: Math.abs(w), height: 11, fill: w >= 0 ? "#d9822b" : "#7b57c2" }));
+        if (x.signed_ci && x.signed_ci[0] !== null) g.appendChild(svg("line", { x1: mid + 80 * x.signed_ci[0] / max, x2: mid + 80 * x.signed_ci[1] / max, y1: y + 5.5, y2: y + 5.5, stroke: "#000" }));
+        g.appendChild(svg("line", { x1: mid, x2: mid, y1: 0, y2: H, stroke: "#999" }));
+      });
+      card.appendChild(g);
+      box.appendChild(card);
+    });
+  }
+
+  function renderCells() {
+    const box = document.getElementById("cells");
+    SETS.forEach(s => {
+      const cells = (LB.groups[s] || {}).intersections;
+      if (!cells || !Object.keys(cells).length) return;
+      box.appendChild(el("h3", s + ": gender × skin tone (images per cell; small cells are noisy)"));
+      const table = el("table"), head = el("tr");
+      const names = Object.keys(cells[Object.keys(cells)[0]]);
+      ["metric"].concat(names).forEach((h, k) => head.appendChild(el("th", h, k ? "" : "name")));
+      table.appendChild(head);
+      Object.keys(cells).forEach(m => {
+        const row = el("tr");
+        row.appendChild(el("td", m, "name"));
+        names.forEach(n => row.appendChild(el("td", fmt(cells[m][n].value) + " (n=" + cells[m][n].images + ")")));
+        table.appendChild(row);
+      });
+      box.appendChild(table);
+    });
+  }
+
+  function render() {
+    const r = current();
+    renderBoard(r); renderCriteria(r); renderRadars(r);
+  }
+  const notes = document.getElementById("notes");
+  (LB.notes.length ? LB.notes : ["every metric computed"]).forEach(n => notes.appendChild(el("li", n, "note")));
+  sel.addEventListener("change", render);
+  window.addEventListener("pageshow", render);  // a restored form (back button) re-ranks too
+  renderGaps();
+  renderCells();
+  render();
+  document.body.dataset.ready = "1";
+})();

@@ -1,0 +1,121 @@
+"""CAPability: per-dimension precision and hit of a caption against annotated image elements.
+
+Annotations (JSONL, one element per line; ``docs/judges.md``)::
+
+    {"image_id": 139, "dimension": "object_color", "element": "the bus is red"}
+
+For each caption and each element annotated for its image, the judge answers
+``COR`` (stated correctly), ``INC`` (mentioned but wrong) or ``MISS`` (not
+mentioned) (``configs/prompts/judge_capability.txt``). Per dimension:
+
+* precision = COR / (COR + INC): of what the caption says about the dimension, how much is right;
+* hit = COR / (COR + INC + MISS): how much of the annotated content it gets right;
+
+and their mean over dimensions. With ``--qa FILE`` (same layout plus
+``"correct": true|false``: the same model's answer to a question about that
+element), ``KT̄`` ("knows but cannot tell") = elements answered correctly in QA
+but MISSing from the caption / elements answered correctly in QA.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from capaudit.errors import InputError
+from capaudit.judge.core import Judge, Task
+from capaudit.judge.parse import label_answer
+
+__all__ = ["read_elements", "compute", "LABELS"]
+
+LABELS = ("COR", "INC", "MISS")
+
+
+def read_elements(path: str | Path, need: tuple = ("image_id", "dimension", "element")) -> list[dict]:
+    """The documented JSONL; a wrong line is one error naming the file, row and fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("annotation file not found", path=path, fix="pass an existing JSONL file")
+    out = []
+    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise InputError("not a JSON line", path=path, row=row,
+                             fix='one object per line: {"image_id", "dimension", "element"}') from None
+        missing = [k for k in need if not isinstance(obj, dict) or k not in obj]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)}", path=path, row=row,
+                             fix=f"each line needs {', '.join(need)}")
+        try:
+            obj["image_id"] = int(obj["image_id"])
+        except (TypeError, ValueError):
+            raise InputError("image_id is not an integer", path=path, row=row) from None
+        out.append(obj)
+    if not out:
+        raise InputError("no annotations", path=path)
+    return out
+
+
+def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+    from capaudit.judge.runner import Judged, label
+    from capaudit.judge.stats import ratio_table
+
+    elements = read_elements(cfg["annotations"])
+    qa = {(q["image_id"], q["dimension"], q["element"]): bool(q["correct"])
+          for q in read_elements(cfg["qa"], ("image_id", "dimension", "element", "correct"))} \
+        if cfg.get("qa") else None
+    by_image: dict = {}
+    for e in elements:
+        by_image.setdefault(e["image_id"], []).append(e)
+    dims = sorted({e["dimension"] for e in elements})
+    parse = label_answer(LABELS)
+    out = Judged()
+    for s in sets:
+        rows, tasks = [], []
+        for c, (iid, cap) in enumerate(zip(s.image_ids, s.captions)):
+            for k, e in enumerate(by_image.get(iid, [])):
+                tasks.append(Task("judge_capability", {"dimension": e["dimension"],
+                                                       "element": e["element"], "caption": cap},
+                                  parse, expect_out=3))
+                rows.append({"caption_idx": c, "image_id": iid, "kind": e["dimension"],
+                             "unit_idx": k, "text": e["element"], "prompt": "judge_capability"})
+        if not rows:
+            raise InputError(f"no annotated element for any image of '{s.name}'",
+                             fix="check that the annotation image ids are the set's image ids")
+        for r, v in zip(rows, judge.run(tasks)):
+            r.update(status=v.status, label=v.value if v.status == "ok" else None)
+            r["score"] = None if r["label"] is None else float(r["label"] == "COR")
+        vals, prec, hit = {}, [], []
+        for d in dims:
+            rs = [r for r in rows if r["kind"] == d]
+            per = {k: [int(r["label"] == k) for r in rs] for k in LABELS}
+            ids = [r["image_id"] for r in rs]
+            known = [int(r["label"] is not None) for r in rs]
+            t = ratio_table(ids, {
+                "precision": (per["COR"], [a + b for a, b in zip(per["COR"], per["INC"])]),
+                "hit": (per["COR"], known)}, cfg["n_boot"], cfg["seed"]) if rs else {}
+            for k, v in t.items():
+                vals[f"{d}.{k}"] = {**v, "metric": label(f"capability.{k}", judge.cfg.evidence),
+                                    "grp": d}
+            prec.append(t.get("precision", {}).get("value"))
+            hit.append(t.get("hit", {}).get("value"))
+            if qa is not None:
+                known_qa = [r for r in rs if qa.get((r["image_id"], d, r["text"]))]
+                kt = [int(r["label"] == "MISS") for r in known_qa if r["label"] is not None]
+                if kt:
+                    vals[f"{d}.kt_bar"] = {"metric": label("capability.kt_bar", judge.cfg.evidence),
+                                           "grp": d, "value": sum(kt) / len(kt), "n": len(kt)}
+        for k, xs in (("precision", prec), ("hit", hit)):
+            xs = [x for x in xs if x is not None]
+            vals[f"average.{k}"] = {"metric": label(f"capability.{k}", judge.cfg.evidence),
+                                    "grp": "average", "value": sum(xs) / len(xs) if xs else None,
+                                    "n": len(xs), "extra": {"over": "dimensions"}}
+        out.items[s.name] = rows
+        out.values[s.name] = vals
+    return out
+
+
+compute.needs_evidence = None   # the judge reads caption and annotation, not the image

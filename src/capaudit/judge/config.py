@@ -1,0 +1,92 @@
+"""What the judge layer works with: its settings, a question, an answer, the counters.
+
+Kept apart from :mod:`capaudit.judge.core` (the loop) so metric modules and the
+CLI import plain data without the machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from capaudit.errors import InputError
+
+__all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats"]
+
+STATUSES = ("ok", "unparsed", "failed", "not-judged", "dry-run")
+
+
+class ParseError(ValueError):
+    """The answer does not have the required format."""
+
+
+@dataclass
+class JudgeConfig:
+    backend: str = "openai"
+    model: str = ""
+    url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    params: dict = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
+    logprobs: bool = True            # ask OpenAI-compatible servers for top log-probabilities
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    cache: str | None = ".capaudit_cache/judge.sqlite"
+    dry_run: bool = False
+    max_calls: int | None = None
+    max_cost: float | None = None
+    prices: dict = field(default_factory=dict)   # model -> {input: $/Mtok, output: $/Mtok}
+    chars_per_token: float = 4.0     # dry-run token estimate
+    image_tokens: int = 765          # dry-run estimate per image (a 512px tile on GPT-4o class)
+    evidence: str = "image"          # image | reference-captions
+    prompts: dict = field(default_factory=dict)  # template name -> path override
+
+    @classmethod
+    def from_mapping(cls, cfg: dict) -> "JudgeConfig":
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise InputError(f"unknown judge setting(s): {', '.join(unknown)}",
+                             fix=f"use only: {', '.join(sorted(known))}")
+        return cls(**cfg)
+
+
+@dataclass
+class Task:
+    """One question to the judge: a template name, its fields, a strict parser."""
+
+    prompt: str
+    fields: dict
+    parse: Callable[[str], Any]
+    image: tuple[bytes, str] | None = None   # (bytes, mime)
+    expect_out: int = 60                     # dry-run estimate of answer tokens
+
+
+@dataclass
+class Verdict:
+    status: str                     # one of STATUSES
+    value: Any = None
+    text: str | None = None
+    p_yes: float | None = None
+    cached: bool = False
+    error: str | None = None
+
+
+@dataclass
+class JudgeStats:
+    calls: int = 0               # requests that reached the model (HTTP attempts included)
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    format_retries: int = 0
+    ok: int = 0
+    unparsed: int = 0
+    failed: int = 0
+    not_judged: int = 0
+    seconds: float = 0.0
+    cost: float | None = 0.0
+    est_calls: int = 0           # dry run
+    est_tokens_in: int = 0
+    est_tokens_out: int = 0
+    est_cost: float | None = 0.0
+    stopped: str | None = None   # why sending stopped early (max-calls / max-cost)

@@ -1,0 +1,110 @@
+"""The cleaned corpus goes back into training (#12): ``sets export --to original`` and the
+training layouts, with round trips on the real LLaVA, CapsFusion and ShareGPT files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capaudit.errors import InputError
+from capaudit.io.export import export_set
+from capaudit.io.ingest import add_caption_set
+
+
+@pytest.mark.parametrize("name,options", [
+    ("llava_coco2014_val_gpt4_qa_30x3.jsonl", {}),
+    ("llava_coco2014_val_gpt4_qa_30x3.jsonl", {"where": "type = 'detail'"}),
+    ("capsfusion_example_data.json", {}),
+    ("llamafactory_mllm_demo.json", {"turns": "all"}),
+])
+def test_unfiltered_export_gives_the_source_back(store, shared, tmp_path, name, options):
+    src = shared("data", "real", name)
+    add_caption_set(store, "s", src, **options)
+    out = export_set(store, "s", "original", tmp_path / name)
+    assert out.read_bytes() == src.read_bytes()
+    assert (tmp_path / (name + ".changes.jsonl")).read_text() == ""
+
+
+def test_filtered_llava_detail_written_back_in_place(store, shared, tmp_path):
+    from capaudit.filters.runner import run_filter
+
+    src = shared("data", "real", "llava_coco2014_val_gpt4_qa_30x3.jsonl")
+    add_caption_set(store, "detail", src, where="type = 'detail'")
+    run_filter(store, "detail", "gender-neutral", {"when": "always"}, out="neutral")
+    changed = dict(store.sql(
+        "SELECT json_extract(c.meta, '$.src')::INT, c.caption FROM captions c JOIN caption_sets "
+        "s USING (set_id) WHERE s.name = 'neutral'"))
+    out = export_set(store, "neutral", "original", tmp_path / "out.jsonl")
+    before = src.read_text().splitlines()
+    after = out.read_text().splitlines()
+    assert len(after) == len(before) == 90
+    n_revised = 0
+    for i, (a, b) in enumerate(zip(before, after)):
+        ra, rb = json.loads(a), json.loads(b)
+        if ra["type"] != "detail" or ra["output"] == changed[i]:
+            assert a == b                      # untouched lines: byte for byte
+            continue
+        n_revised += 1
+        assert rb["output"] == changed[i]      # revised text in place ...
+        assert {k: v for k, v in rb.items() if k != "output"} == \
+            {k: v for k, v in ra.items() if k != "output"}   # ... every other field as it was
+    log = [json.loads(x) for x in open(tmp_path / "out.jsonl.changes.jsonl")]
+    assert n_revised > 0 and len(log) == n_revised
+    assert {e["action"] for e in log} == {"revised"}
+
+
+def test_dropped_captions_and_turns(store, shared, tmp_path):
+    src = shared("data", "real", "llamafactory_mllm_demo.json")
+    info = add_caption_set(store, "sg", src, turns="all").info
+    recs = json.loads(src.read_text())
+    # a derived set as a filter writes it: meta copied, record 0 turn 1 dropped,
+    # record 1 dropped entirely (both turns), record 2 turn 0 revised
+    rows = store.captions("sg", "image_key, image_id, caption, meta").to_pylist()
+    kept = []
+    for r in rows:
+        m = json.loads(r["meta"])
+        if (m["src"], m["turn"]) in ((0, 1), (1, 0), (1, 1)):
+            continue
+        if (m["src"], m["turn"]) == (2, 0):
+            r = {**r, "caption": "Revised."}
+        kept.append(r)
+    import pyarrow as pa
+
+    store.add_set_from_table("sg_f", pa.Table.from_pylist(kept), source="filter:test",
+                             format="filter", parent=info.name)
+    out = export_set(store, "sg_f", "original", tmp_path / "sg.json")
+    got = json.loads(out.read_text())
+    assert len(got) == len(recs) - 1
+    assert got[0]["messages"] == recs[0]["messages"][:2]          # question 2 and answer 2 gone
+    assert got[1]["messages"][1]["content"] == "Revised."
+    assert got[1]["messages"][2:] == recs[2]["messages"][2:] and got[1]["images"] == recs[2]["images"]
+    assert got[2:] == recs[3:]
+    actions = sorted(json.loads(x)["action"] for x in open(tmp_path / "sg.json.changes.jsonl"))
+    assert actions == ["dropped", "revised", "turn dropped", "turn dropped", "turn dropped"]
+
+
+def test_changed_source_is_refused(store, tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"image_id": 1, "caption": "a dog"}\n')
+    add_caption_set(store, "a", path)
+    path.write_text('{"image_id": 1, "caption": "a cat"}\n')
+    with pytest.raises(InputError, match="missing or changed since it was registered"):
+        export_set(store, "a", "original", tmp_path / "b.jsonl")
+
+
+def test_training_layouts(store, shared, tmp_path):
+    src = shared("data", "real", "llava_coco2014_val_gpt4_qa_30x3.jsonl")
+    add_caption_set(store, "d", src, where="type = 'detail'")
+    rows = store.captions("d").to_pylist()
+    sg4v = json.loads(export_set(store, "d", "sharegpt4v", tmp_path / "d.json").read_text())
+    assert [r["conversations"][1]["value"] for r in sg4v] == [r["caption"] for r in rows]
+    assert sg4v[0]["image"] == "COCO_val2014_000000525439.jpg"
+    coco = json.loads(export_set(store, "d", "coco", tmp_path / "c.json").read_text())
+    assert len(coco["images"]) == 30 and coco["annotations"][0]["image_id"] == 525439
+    # the exported files read back as the same captions
+    add_caption_set(store, "back", tmp_path / "d.json")
+    assert store.captions("back").column("caption").to_pylist() == [r["caption"] for r in rows]
+    add_caption_set(store, "cf", shared("data", "real", "capsfusion_example_data.json"))
+    with pytest.raises(InputError, match="has no integer image id"):
+        export_set(store, "cf", "coco", tmp_path / "cf.json")
