@@ -15,11 +15,7 @@ from capaudit.cli.common import DbOption
 from capaudit.errors import InputError
 
 
-<<<<<<< HEAD
 def _load_target(target: str, store) -> tuple[str, dict[int, list[str]]]:
-=======
-def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]]]:
->>>>>>> main
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
     from capaudit.audit.targets import load_target
 
@@ -34,14 +30,14 @@ def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]
     return t.name, out
 
 
-def _open(db: Optional[Path], no_cache: bool):
+def _open(db: Path | None, no_cache: bool):
     """The one store of the command (labels, set names, the seed cache): writable for the
     cache; with --no-cache read-only, and none when the file does not exist."""
     from capaudit.cli.common import db_path, open_store
 
     if no_cache:
         return open_store(db, read_only=True) if db_path(db).exists() else None
-    return open_store(db)
+    return open_store(db, create=True)
 
 
 def lic_command(
@@ -52,13 +48,8 @@ def lic_command(
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),
     epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
     attribute: str = typer.Option("gender", "--attribute", help="gender or skin_tone"),
-<<<<<<< HEAD
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON here"),
-    db: Optional[Path] = DbOption,
-=======
     json_out: Path | None = typer.Option(None, "--json", help="Write the results as JSON here"),
-    db: Path | None = typer.Option(None, "--db", help="DuckDB file for the cache (and set names)"),
->>>>>>> main
+    db: Path | None = DbOption,
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda"),
     align_vocab: bool = typer.Option(True, "--align-vocab/--no-align-vocab",
                                      help="Human words outside the model's vocabulary become <unk>"),
@@ -103,16 +94,7 @@ def lic_command(
     if classifier == "transformer":
         options = {"max_length": max_length} | ({"model_path": model_path} if model_path else {})
 
-<<<<<<< HEAD
     cache = None if no_cache else StoreCache(store)
-=======
-    cache = None
-    store = None
-    if not no_cache:
-        from capaudit.cli.common import open_store
-        store = open_store(db, create=True)
-        cache = StoreCache(store)
->>>>>>> main
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,
