@@ -6,7 +6,8 @@ import inspect
 
 import pytest
 
-from capaudit.cli.filters import filter_options, run
+from capaudit.cli.filters import run
+from capaudit.filters.options import filter_options
 from capaudit.errors import InputError
 from capaudit.filters.base import FILTERS
 

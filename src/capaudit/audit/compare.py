@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from capaudit.audit.compare_basis import (
@@ -202,6 +203,20 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
     if cfg.get("disparity"):
         from capaudit.audit.disparity import compare_disparities
         cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)
+    return cmp
+
+
+def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None, cfg: dict,
+                       same_images: bool | None = None, **hooks) -> Comparison:
+    """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given: the one
+    path of ``audit compare``, ``capaudit demo`` and :meth:`capaudit.api.AuditStore.compare`."""
+    from capaudit.audit.report import write_report
+    from capaudit.audit.runner import DEFAULTS
+
+    cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
+    if report_dir is not None:
+        cmp.report_dir = Path(report_dir)
+        write_report(cmp, cmp.report_dir, {**DEFAULTS, **cfg, "same_images": same_images})
     return cmp
 
 

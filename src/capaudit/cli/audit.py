@@ -140,7 +140,8 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     the 95% intervals do not overlap; a filtered set is scored on its parent's
     images. LIC is computed with --lic only.
     """
-    from capaudit.cli.compare_view import compare_and_report, print_compare
+    from capaudit.audit.compare import compare_and_report
+    from capaudit.cli.compare_view import print_compare
 
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
                lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import typer
 from rich.console import Console
@@ -75,30 +73,4 @@ def progress(transient: bool = False) -> Progress:
                     disable=not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS"))
 
 
-@contextmanager
-def recorded_run(store, config: dict, seed: int | None = None) -> Iterator[int]:
-    """Record a run (command, resolved config, seed, versions) around a block.
-
-    The run row is committed first so a crash still leaves an honest 'failed'
-    status (Ctrl-C: 'interrupted'; SIGKILL: 'killed', set by the next process
-    that opens the store). A command that rejects its input (a
-    :class:`~capaudit.errors.CapauditError`: one line, exit 2, its writes
-    rolled back) leaves no row at all: nothing ran.
-    """
-    from capaudit.core.config import current_command, package_versions
-    from capaudit.errors import CapauditError
-
-    run_id = store.start_run(current_command(), config, seed,
-                             package_versions())
-    try:
-        yield run_id
-    except CapauditError:
-        store.discard_run(run_id)
-        raise
-    except KeyboardInterrupt:
-        store.finish_run(run_id, "interrupted")
-        raise
-    except BaseException:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "ok")
+from capaudit.core.runs import recorded_run  # noqa: E402,F401  (re-exported for commands)

@@ -112,18 +112,3 @@ def print_compare(cmp, console=None) -> None:
             table.add_row(r.metric, f"{r.upstream:.2f}", f"{r.downstream:.2f}",
                           f"{r.delta:+.2f}", ci)
         console.print(table)
-
-
-def compare_and_report(store, sets, report_dir, cfg: dict, same_images=None, **hooks):
-    """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given."""
-    from capaudit.audit.compare import compare_sets
-    from capaudit.audit.report import write_report
-    from capaudit.audit.runner import DEFAULTS
-
-    cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
-    if report_dir is not None:
-        from pathlib import Path
-
-        cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, {**DEFAULTS, **cfg, "same_images": same_images})
-    return cmp

@@ -19,27 +19,6 @@ filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
 review_app = typer.Typer(no_args_is_help=True, help="Human review of flagged captions.")
 
-def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dict:
-    """Resolve defaults < YAML (section ``filter``) < CLI for filter ``name``.
-
-    The options a filter understands are the keys of its declared ``defaults`` (one place:
-    the filter's module); a flag given for another filter is refused, naming the options."""
-    from capaudit.core.config import resolve
-    from capaudit.errors import InputError
-    from capaudit.filters.base import FILTERS
-
-    cls = FILTERS.get(name)
-    allowed = set(cls.defaults)
-    extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
-    if extra:
-        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
-        raise InputError(f"filter '{name}' does not use {flags}",
-                         fix=f"its options: {', '.join('--' + k.replace('_', '-') for k in sorted(allowed))}")
-    cfg = resolve(dict(cls.defaults), yaml_path, {k: v for k, v in given.items() if k in allowed},
-                  section="filter")
-    return {k: v for k, v in cfg.items() if k in cls.defaults}
-
-
 def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
@@ -175,8 +154,7 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
         db: Path = DbOption):
     """Filter SET into a new set NEWSET linked to its parent; every change is logged."""
-    from capaudit.filters.base import FILTERS
-    from capaudit.filters.runner import run_filter
+    from capaudit.filters.runner import filter_set
 
     given = {"action": action, "evidence": evidence, "chair_gt": chair_gt, "instances": instances,
              "detections": detections, "min_score": min_score, "object_mode": object_mode,
@@ -188,26 +166,13 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
              "images": str(images) if images else None,
              "prompt_dir": str(prompt_dir) if prompt_dir else None,
              "concurrency": concurrency, "revise": revise}
-    if "seed" in FILTERS.get(filter_name).defaults:  # --seed is also the run's seed
-        given["seed"] = seed
-    opts = filter_options(filter_name, given, config)
-    scoring = None
-    if score_evidence:
-        from capaudit.filters.rescore import parse_score_evidence
-
-        scoring = parse_score_evidence(score_evidence, {
-            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-            "detector": opts.get("detections")})
     store = open_store(db)
     n = store.get_set(set_name).n_captions
-    cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
-           "version": FILTERS.version(filter_name), "options": opts,
-           "score_evidence": list(scoring) if scoring else None}
-    with recorded_run(store, cfg, seed) as run_id, progress(transient=True) as bar:
+    with progress(transient=True) as bar:
         task = bar.add_task(f"{filter_name} on {set_name}", total=n)
-        info, summary = run_filter(store, set_name, filter_name, opts, out, replace=replace,
-                                   run_id=run_id, tick=lambda k: bar.advance(task, k),
-                                   score_evidence=scoring)
+        info, summary = filter_set(store, set_name, filter_name, out, given, config=config,
+                                   seed=seed, replace=replace, score_evidence=score_evidence,
+                                   tick=lambda k: bar.advance(task, k))
     _print_summary(summary.as_dict(), info.name, set_name)
 
 

@@ -69,7 +69,7 @@ def _store(kw: dict):
 
     if kw.get("dry_run"):
         return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
-    return open_store(kw.get("db"))
+    return open_store(kw.get("db"), create=True)  # judged results are stored
 
 
 def _fmt(v) -> str:

@@ -24,7 +24,9 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                       "to: coco2014, coco2017, nocaps, flickr30k, text or a "
                                       "name of yours (default: inferred only from unambiguous "
                                       "evidence such as COCO_val2014_ names)"),
-        split: str = typer.Option(None, "--split", help="karpathy: train, val, test, restval"),
+        split: str = typer.Option(None, "--split", help="karpathy: train, val, test, "
+                                  "restval; hf: the split of a dataset with several (PATH may "
+                                  "be a Hub id in the local cache, with --format hf)"),
         turns: str = typer.Option(None, "--turns", help="llava/sharegpt: which assistant turns "
                                   "become captions: first (default), all or join"),
         where: str = typer.Option(None, "--where", help="llava/sharegpt/karpathy: keep records "
@@ -114,15 +116,9 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place)."""
-    from capaudit.io.export import export_set
+    from capaudit.io.export import export_with_provenance
 
-    store = open_store(db, read_only=True)
-    path = export_set(store, name, to, out)
-    from capaudit.core.config import provenance_beside
-
-    info = store.get_set(name)
-    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
-                             "n_captions": info.n_captions})
+    path = export_with_provenance(open_store(db, read_only=True), name, to, out)
     console.print(f"wrote {path}")
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")

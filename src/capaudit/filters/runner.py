@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
@@ -184,6 +185,37 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
                               version=filt.version, config=filt.config(), run_id=run_id,
                               replace=replace)
     return info, output.summary
+
+
+def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[str, Any],
+               *, config: str | Path | None = None, seed: int = 0, replace: bool = False,
+               score_evidence: str | None = None, tick: Callable[[int], None] | None = None):
+    """Resolve ``given`` options (defaults < YAML < given), record a run and filter
+    ``set_name`` into ``out``; returns ``(SetInfo, FilterSummary)``.
+
+    The one path of ``capaudit filter run`` and :meth:`capaudit.api.AuditStore.filter`.
+    """
+    from capaudit.core.runs import recorded_run
+    from capaudit.filters.options import filter_options
+
+    given = dict(given)
+    if "seed" in FILTERS.get(filter_name).defaults:  # the run's seed, for filters that draw
+        given["seed"] = seed
+    opts = filter_options(filter_name, given, config)
+    scoring = None
+    if score_evidence:
+        from capaudit.filters.rescore import parse_score_evidence
+
+        scoring = parse_score_evidence(score_evidence, {
+            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
+            "detector": opts.get("detections")})
+    store.get_set(set_name)
+    cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
+           "version": FILTERS.version(filter_name), "options": opts,
+           "score_evidence": list(scoring) if scoring else None}
+    with recorded_run(store, cfg, seed) as run_id:
+        return run_filter(store, set_name, filter_name, opts, out, replace=replace,
+                          run_id=run_id, tick=tick, score_evidence=scoring)
 
 
 # -- reading back ------------------------------------------------------------------

@@ -83,6 +83,23 @@ def _safe_key(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(key))
 
 
+def _hf_columns(store, info):
+    """Caption, image key/id, namespace and the per-caption details of the set's latest
+    audit (``audit_run_id``; only the caption columns when it was never audited), as Arrow."""
+    latest = store.one("SELECT max(run_id) FROM caption_details WHERE set_name = ?",
+                       [info.name])[0]
+    if latest is None:
+        return store.con.sql(
+            "SELECT image_key, image_id, namespace, caption FROM captions WHERE set_id = ? "
+            "ORDER BY row_idx", params=[info.set_id]).to_arrow_table()
+    return store.con.sql(
+        "SELECT c.image_key, c.image_id, c.namespace, c.caption, d.run_id AS audit_run_id, "
+        "d.* EXCLUDE (run_id, set_name, row_idx, image_id) FROM captions c LEFT JOIN "
+        "caption_details d ON d.run_id = ? AND d.set_name = ? AND d.row_idx = c.row_idx "
+        "WHERE c.set_id = ? ORDER BY c.row_idx",
+        params=[latest, info.name, info.set_id]).to_arrow_table()
+
+
 def _export_layout(store, info, to: str, tmp: Path) -> None:
     """A training layout (one record per caption) or a ``datasets`` folder at ``tmp``."""
     rows = store.captions(info.name, "row_idx, image_key, image_id, caption").to_pylist()
@@ -90,8 +107,7 @@ def _export_layout(store, info, to: str, tmp: Path) -> None:
         from capaudit.errors import require
 
         datasets = require("datasets", "hf", "exporting a datasets folder")
-        ds = datasets.Dataset.from_list([{k: r[k] for k in ("image_key", "image_id", "caption")}
-                                         for r in rows])
+        ds = datasets.Dataset.from_dict(_hf_columns(store, info).to_pydict())
         ds.save_to_disk(str(tmp))
         return
     if to == "coco":
@@ -114,3 +130,15 @@ def _export_layout(store, info, to: str, tmp: Path) -> None:
                  "conversations": [{"from": "human", "value": PROMPT},
                                    {"from": "gpt", "value": r["caption"]}]} for r in rows]
     tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def export_with_provenance(store, name: str, to: str, out: str | Path | None = None) -> Path:
+    """:func:`export_set`, then the set's provenance (sha256, source, size) beside the output:
+    the one path of ``capaudit sets export`` and :meth:`capaudit.api.AuditStore.export`."""
+    from capaudit.core.config import provenance_beside
+
+    path = export_set(store, name, to, out)
+    info = store.get_set(name)
+    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256,
+                             "source": info.source_path, "n_captions": info.n_captions})
+    return path

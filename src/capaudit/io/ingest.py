@@ -121,19 +121,23 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
                     caption_col: str | None = None, namespace: str | None = None,
                     on_batch: Callable[[int], None] | None = None,
                     **reader_options) -> AddResult:
+    """Register ``path`` as set ``name`` (``fmt="hf"`` also takes a cached Hub dataset id)."""
     path = Path(path)
     if not name or not name.strip():
         raise InputError("the set name is empty", fix="give the set a name")
-    if not path.exists():
-        raise InputError("no such file or folder", path=path, fix="check the path")
-    refuse_pickle(path, read_head(path, 8))
+    hub = fmt == "hf" and not path.exists()   # a Hub dataset id, read from the local cache
+    if not path.exists() and not hub:
+        raise InputError("no such file or folder", path=path, fix="check the path (a "
+                         "Hugging Face Hub dataset id needs --format hf)")
+    if not hub:
+        refuse_pickle(path, read_head(path, 8))
     fmt = detect_format(path) if fmt == "auto" else fmt
     reader_options = {k: v for k, v in reader_options.items() if v is not None}
     reader = get_reader(fmt, id_col=id_col, caption_col=caption_col, **reader_options)
     options = {"id_col": id_col, "caption_col": caption_col, **reader_options}
     if namespace:
         options["namespace"] = namespace
-    sha = fingerprint(path)
+    sha = reader.fingerprint(path) if hub else fingerprint(path)
     existing = store.find_set(name)
     if existing is not None and not replace:
         if existing.sha256 == sha and existing.format == fmt and existing.options == options:
@@ -143,7 +147,8 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     with store.transaction():
         if existing is not None:
             store.delete_set(name)
-        set_id = store.create_set(name, source_path=str(path.resolve()), format=fmt, sha256=sha,
+        set_id = store.create_set(name, source_path=str(path if hub else path.resolve()),
+                                  format=fmt, sha256=sha,
                                   options=options)
         if hasattr(reader, "select_sql"):
             row = _ingest_sql(store, reader, path, set_id)

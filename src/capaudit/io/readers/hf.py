@@ -1,4 +1,6 @@
-"""A local Hugging Face ``datasets`` folder (``save_to_disk``), read with ``load_from_disk``."""
+"""A Hugging Face dataset: a local ``datasets`` folder (``save_to_disk``, read with
+``load_from_disk``), or a Hub dataset id (``owner/name``) already in the local cache,
+read with ``load_dataset`` (``HF_HUB_OFFLINE=1`` works: nothing is downloaded then)."""
 
 from __future__ import annotations
 
@@ -22,15 +24,40 @@ class HFDiskReader(CaptionReader):
         return path.is_dir() and any((path / f).exists() for f in
                                      ("dataset_info.json", "state.json", "dataset_dict.json"))
 
-    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
-        datasets = require("datasets", "hf", "reading a datasets folder")
+    def load(self, path: Path):
+        """The ``datasets.Dataset`` of ``path`` (a folder, or a Hub id when no such folder
+        exists), of ``split`` when it holds several."""
+        datasets = require("datasets", "hf", "reading a Hugging Face dataset")
+        split = self.options.get("split")
         try:
-            ds = datasets.load_from_disk(str(path))
+            if path.exists():
+                ds = datasets.load_from_disk(str(path))
+            else:
+                verbosity = datasets.logging.get_verbosity()
+                datasets.logging.set_verbosity_error()   # not its "using the cached" notes
+                try:
+                    ds = datasets.load_dataset(str(path))    # every split: memory-mapped
+                finally:
+                    datasets.logging.set_verbosity(verbosity)
         except Exception as exc:  # datasets raises many types
-            raise InputError(f"cannot load the datasets folder ({exc})", path=path) from None
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            what = "the datasets folder" if path.exists() else "the Hub dataset"
+            fix = None if path.exists() else ("load it once with network access (it is then "
+                                              "cached), or pass an existing folder")
+            raise InputError(f"cannot load {what} ({first})", path=path, fix=fix) from None
         if isinstance(ds, datasets.DatasetDict):
-            split = self.options.get("split") or next(iter(ds))
-            ds = ds[split]
+            if split and split not in ds:
+                raise InputError(f"no split '{split}' (splits: {', '.join(ds)})", path=path,
+                                 fix="pass --split with one of them")
+            ds = ds[split or next(iter(ds))]
+        return ds
+
+    def fingerprint(self, path: Path) -> str:
+        """A Hub dataset's identity: id, split and the cached data's own fingerprint."""
+        return f"hf:{path}:{self.options.get('split')}:{self.load(path)._fingerprint}"
+
+    def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        ds = self.load(path)
         cols = ds.column_names
         cap = self.caption_col or next((c for c in CAPTION_CANDIDATES if c in cols), None)
         if cap not in cols:
