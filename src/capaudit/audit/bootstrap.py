@@ -34,6 +34,20 @@ block draws from its own generator spawned from ``seed``
 of workers. ``tests/test_metrics_bootstrap.py`` checks them against a plain
 resample-the-images loop with the same generators.
 
+Poisson bootstrap (``method="poisson"``; ``"auto"`` picks it from
+``POISSON_MIN_UNITS`` units up): instead of a multinomial draw of ``n_units``
+images, every unit gets an independent Poisson(1) weight per replicate, and
+that weight is a pure function of ``(seed, image id, replicate)``
+(:func:`poisson_counts`, a splitmix64 hash turned into a Poisson(1) draw by
+its inverse CDF). No weight depends on the other units, so a shard, a worker
+or a Ray task can compute its own replicate sums, and the intervals do not
+depend on how the data was split or ordered. A caption without an image id
+is weighted by its position in the bootstrap order (the same for every
+split, :func:`~capaudit.audit.metrics.state.unit_order`). The two bootstraps
+agree within Monte-Carlo error (``tests/test_bootstrap_poisson.py`` on
+COCO); the exact one stays the default below the threshold, so small audits
+keep their published intervals.
+
 Intervals are percentile intervals (2.5th and 97.5th), except for estimates
 flagged ``recentre`` (biased statistics: the vocabulary, where a resample
 holds only ~63% of the distinct images, and ``recall_disparity``, a mean of
@@ -51,8 +65,9 @@ import numpy as np
 
 from capaudit.audit.metrics.base import Estimate, SparseStats
 
-__all__ = ["resample_counts", "bootstrap_intervals", "block_seeds", "block_sizes"]
+__all__ = ["resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
 
+POISSON_MIN_UNITS = 2_000_000  # "auto": Poisson bootstrap from this many units up
 BLOCK_ELEMS = 2_000_000      # counts held per block (resamples x units)
 PARALLEL_MIN = 1_000_000     # resamples x units below which threads are not worth starting
 
@@ -70,6 +85,40 @@ def resample_counts(n_units: int, b: int, seed) -> np.ndarray:
     return counts
 
 
+_M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), \
+    np.uint64(0x9E3779B97F4A7C15)
+# Poisson(1) CDF up to k = 20 (the tail beyond is < 1e-19: below a 53-bit uniform's resolution)
+_POISSON_CDF = np.cumsum([np.exp(-1.0) / np.prod(np.arange(1, k + 1, dtype=float))
+                          for k in range(21)])
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser (uint64 -> uint64, wrapping)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+        return x ^ (x >> np.uint64(31))
+
+
+def unit_hash_keys(keys: np.ndarray) -> np.ndarray:
+    """What a unit's Poisson weights hash: its image id, or (no id) its bootstrap position,
+    offset past every image id, so both are split-independent."""
+    keys = np.asarray(keys, np.int64)
+    pos = np.arange(len(keys), dtype=np.int64)
+    return np.where(keys >= 0, keys, np.int64(1 << 62) + pos).astype(np.uint64)
+
+
+def poisson_counts(hkeys: np.ndarray, replicates: np.ndarray, seed: int) -> np.ndarray:
+    """float64 [len(replicates), units]: the Poisson(1) weight of each unit in each replicate,
+    a pure function of (seed, unit, replicate) (:func:`unit_hash_keys` gives ``hkeys``)."""
+    with np.errstate(over="ignore"):
+        base = _mix(np.asarray(hkeys, np.uint64) * _GOLD + _mix(np.uint64(seed) + _GOLD))
+        rep = _mix((np.asarray(replicates, np.uint64) + np.uint64(1)) * _M2)
+        h = _mix(base[None, :] ^ rep[:, None])
+    u = (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return np.searchsorted(_POISSON_CDF, u, side="right").astype(np.float64)
+
+
 def block_sizes(n_units: int, n_boot: int) -> list[int]:
     """Resamples per block (depends only on the input size, never on workers)."""
     block = max(1, min(n_boot, BLOCK_ELEMS // max(n_units, 1)))
@@ -83,8 +132,9 @@ def block_seeds(seed: int, n_blocks: int) -> list[np.random.SeedSequence]:
 class _Plan:
     """How to turn a block of counts into resampled values for every metric."""
 
-    def __init__(self, estimates: Mapping[str, Estimate], n_units: int):
+    def __init__(self, estimates: Mapping[str, Estimate], n_units: int, hkeys=None, seed=0):
         self.estimates, self.n_units = estimates, n_units
+        self.hkeys, self.seed = hkeys, seed   # hkeys: Poisson bootstrap
         names = list(estimates)
         self.custom = [k for k in names if estimates[k].boot is not None]
         self.sparse = [k for k in names if k not in self.custom
@@ -98,7 +148,10 @@ class _Plan:
 
     def run(self, job: tuple[int, object]) -> dict[str, np.ndarray]:
         b, seed = job
-        counts = resample_counts(self.n_units, b, seed)
+        if self.hkeys is not None:  # seed is the first replicate of the block here
+            counts = poisson_counts(self.hkeys, np.arange(seed, seed + b), self.seed)
+        else:
+            counts = resample_counts(self.n_units, b, seed)
         out: dict[str, np.ndarray] = {}
         sums = counts @ self.stacked if self.stacked is not None else np.zeros((b, 0))
         for i, k in enumerate(self.dense):
@@ -134,12 +187,29 @@ def _single_threaded_blas():
     return threadpool_limits(1, user_api="blas")
 
 
+def choose_method(method: str | None, n_units: int) -> str:
+    """``exact`` or ``poisson`` for ``method`` (``auto``/None: by ``POISSON_MIN_UNITS``)."""
+    if method in (None, "auto"):
+        return "poisson" if n_units >= POISSON_MIN_UNITS else "exact"
+    if method not in ("exact", "poisson"):
+        from capaudit.errors import InputError
+        raise InputError(f"unknown bootstrap '{method}'", fix="use auto, exact or poisson")
+    return method
+
+
 def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
-                     seed: int = 0, workers: int = 1) -> dict[str, np.ndarray]:
-    """``{name: values [n_boot]}``: every metric on the same ``n_boot`` resamples of units."""
-    plan = _Plan(estimates, n_units)
+                     seed: int = 0, workers: int = 1, keys: np.ndarray | None = None,
+                     method: str | None = "exact") -> dict[str, np.ndarray]:
+    """``{name: values [n_boot]}``: every metric on the same ``n_boot`` resamples of units.
+
+    ``keys`` (unit keys in bootstrap order) are needed by the Poisson bootstrap."""
+    poisson = choose_method(method, n_units) == "poisson"
+    if poisson and keys is None:
+        raise ValueError("the Poisson bootstrap needs the unit keys")
+    plan = _Plan(estimates, n_units, unit_hash_keys(keys) if poisson else None, seed)
     sizes = block_sizes(n_units, n_boot)
-    jobs = list(zip(sizes, block_seeds(seed, len(sizes))))
+    starts = list(np.cumsum([0] + sizes[:-1]))
+    jobs = list(zip(sizes, starts if poisson else block_seeds(seed, len(sizes))))
     with _single_threaded_blas():
         if workers > 1 and len(jobs) > 1 and n_boot * n_units >= PARALLEL_MIN:
             with ThreadPoolExecutor(min(workers, len(jobs))) as ex:
@@ -150,12 +220,13 @@ def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: in
 
 
 def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
-                        seed: int = 0, level: float = 0.95, workers: int = 1
+                        seed: int = 0, level: float = 0.95, workers: int = 1,
+                        keys: np.ndarray | None = None, method: str | None = "exact"
                         ) -> dict[str, tuple[float | None, float | None]]:
     """``{name: (low, high)}`` 95% intervals for every estimate (see the module docstring)."""
     if n_boot <= 0 or n_units == 0 or not estimates:
         return {k: (None, None) for k in estimates}
-    vals = bootstrap_values(estimates, n_units, n_boot, seed, workers)
+    vals = bootstrap_values(estimates, n_units, n_boot, seed, workers, keys, method)
     out: dict[str, tuple[float | None, float | None]] = {}
     for k, est in estimates.items():
         point = est.value

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from capaudit.audit.bootstrap import bootstrap_intervals
+from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
 from capaudit.audit.metrics import default_metrics
 from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
 from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
@@ -38,7 +38,7 @@ from capaudit.text.records import build_records
 from capaudit.text.singularize import singularize, singularize_corrected
 from capaudit.text.tokenize import tokenize_caption
 
-__all__ = ["AuditResult", "audit_captions", "audit_stream", "stream_results", "build_details",
+__all__ = ["AuditResult", "audit_captions", "audit_stream", "accumulate", "finish_audit", "stream_results", "build_details",
            "chair_words"]
 
 
@@ -113,13 +113,47 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
     columns). ``on_progress(n)`` is called after each chunk with its captions.
     ``config`` (the resolved audit settings) is given to every metric's context.
     """
+    acc, acc2 = accumulate(rows, annotations, metrics, mode, workers, min_images, chunk_size,
+                           details_sink, corrected, on_progress, config)
+    res = finish_audit(acc, acc2, n_boot, seed, workers)
+    res.meta["chunk_size"] = chunk_size
+    return res
+
+
+def finish_audit(acc: StreamStats, acc2: StreamStats | None, n_boot: int, seed: int,
+                 workers: int) -> AuditResult:
+    """The :class:`AuditResult` of merged states (one chunk's, a file's or many shards')."""
+    results, units = stream_results(acc, n_boot, seed, workers)
+    if acc2 is not None:
+        results.update(stream_results(acc2, n_boot, seed, workers, CORRECTED_SUFFIX)[0])
+    empty = MetricContext(build_records([], mode=acc.mode, workers=1), np.zeros(0, np.int64),
+                          acc.annotations, acc.min_images, config=acc.config)
+    return AuditResult(results, build_details(empty, acc), None,
+                       {"mode": acc.mode, "n_boot": n_boot, "seed": seed,
+                        "n_captions": acc.n_captions, "n_images": units.n_images,
+                        "streamed": True})
+
+
+def accumulate(rows: Iterable[tuple[int | None, str]], annotations: Annotations | None,
+               metrics: list[str] | None = None, mode: str = "reference", workers: int = 2,
+               min_images: int = 10, chunk_size: int = 50_000,
+               details_sink: Callable[[pa.Table], Any] | None = None, corrected: bool = False,
+               on_progress: Callable[[int], Any] | None = None, config: dict | None = None,
+               offset: int = 0) -> tuple[StreamStats, StreamStats | None]:
+    """The mergeable states of ``rows`` (the ``mode`` one, and the corrected-mode one when
+    ``corrected``), ``chunk_size`` captions at a time, without finalizing.
+
+    ``offset`` numbers the first caption (captions without an image are units
+    ``-(offset + index + 1)``): disjoint parts of one audit (shards) take
+    disjoint offset ranges so their states merge (:meth:`StreamStats.merge`).
+    """
     names = list(metrics or default_metrics())
     acc = StreamStats(names, mode, annotations, min_images, config)   # unknown names fail here
-    extra = corrected_metrics(names) if corrected and mode != "corrected" else []
+    extra = corrected_metrics(names) if corrected and mode == "reference" else []
     acc2 = StreamStats(extra, "corrected", annotations, min_images, config) if extra else None
     batch_ids: list[int | None] = []
     batch: list[str] = []
-    done = 0
+    done = offset
 
     def flush():
         nonlocal done
@@ -148,14 +182,7 @@ def audit_stream(rows: Iterable[tuple[int | None, str]], annotations: Annotation
             flush()
     if batch:
         flush()
-    results, units = stream_results(acc, n_boot, seed, workers)
-    if acc2 is not None:
-        results.update(stream_results(acc2, n_boot, seed, workers, CORRECTED_SUFFIX)[0])
-    empty = MetricContext(build_records([], mode=mode, workers=1), np.zeros(0, np.int64),
-                          annotations, min_images, config=config)
-    return AuditResult(results, build_details(empty, acc), None,
-                       {"mode": mode, "n_boot": n_boot, "seed": seed, "n_captions": acc.n_captions,
-                        "n_images": units.n_images, "streamed": True, "chunk_size": chunk_size})
+    return acc, acc2
 
 
 def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffix: str = ""):
@@ -163,7 +190,9 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
     together over the units, in the order the metrics were asked for."""
     ests, skipped, units = acc.estimates()
     estimates = {name + suffix: est for name, est in ests.items()}
-    cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers)
+    method = acc.config.get("bootstrap", "exact")
+    cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers, keys=units.keys,
+                              method=method)
     results: dict[str, MetricResult] = {}
     for name in acc.metrics:
         if name in skipped:
@@ -171,7 +200,8 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
             continue
         est = estimates[name + suffix]
         results[name + suffix] = MetricResult(point_value(est), est.n, *cis[name + suffix],
-                                              extra=dict(est.extra, mode=acc.mode))
+                                              extra=dict(est.extra, mode=acc.mode,
+                                                         bootstrap=choose_method(method, units.n)))
     return results, units
 
 

@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "mode": "reference",
     "corrected": False,
     "n_boot": 1000,
+    "bootstrap": "auto",      # exact below POISSON_MIN_UNITS units, hashed Poisson from there up
     "seed": 0,
     "workers": 2,
     "min_images": 10,

@@ -28,11 +28,36 @@ def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographic
     console.print(f"{kind} annotations '{src}': {n:,} images")
 
 
+@ann_app.command("detect")
+def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder or .tar"),
+           name: str = typer.Option(..., "--name", help="Instance source name (--instances NAME)"),
+           detector: str = typer.Option("ssd-mobilenet", "--detector",
+                                        help="ssd-mobilenet or ultralytics"),
+           weights: Path = typer.Option(None, "--detector-weights", help="ultralytics weights"),
+           min_score: float = typer.Option(0.5, "--min-score"),
+           executor: str = typer.Option("local", "--executor", help="local or ray"),
+           workers: int = typer.Option(1, "--workers", min=1),
+           address: str = typer.Option(None, "--address"),
+           work_dir: Path = typer.Option(None, "--work-dir", help="per-shard detections and "
+                                         "markers (NAME.detect-work); a rerun resumes"),
+           db: Path = DbOption):
+    """Detect objects in every image of the shards and store them as instance evidence."""
+    from capaudit.enrich.detect_annotations import run_detect_annotations
+
+    options = {"weights": str(weights)} if weights else {}
+    src, n, prov = run_detect_annotations(open_store(db), shards, name, detector, options,
+                                          min_score, work_dir, executor, workers, address)
+    console.print(f"instances '{src}': {n:,} images detected by {prov['model_id']} "
+                  f"(score >= {prov['min_score']}); use --instances {src}")
+
+
 @ann_app.command("derive-demographics")
 def derive(human_set: str = typer.Argument(..., help="Registered set of human captions"),
            rule: str = typer.Option("all", "--rule", help="all or majority"),
            name: str = typer.Option("derived-demographics", "--name"),
            out: Path = typer.Option(None, "--out", help="Also write the labels as JSONL"),
+           replace: bool = typer.Option(False, "--replace", help="Replace a stored source of "
+                                        "that name (else it is refused)"),
            db: Path = DbOption):
     """Image gender from human captions: all (or most) captions use man words only -> male."""
     import json
@@ -53,7 +78,7 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
         for iid, g in sorted(labels.items()):
             if iid is not None:
                 fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
-    add_annotations(store, "demographics", target, name, replace=True,
+    add_annotations(store, "demographics", target, name, replace=replace,
                     namespace=store.get_set(human_set).namespace)
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
@@ -67,6 +92,8 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
                                                       "(default: stored instances)"),
                        name: str = typer.Option("chair-gt", "--name"),
                        out: Path = typer.Option(None, "--out", help="Also write it as JSONL"),
+                       replace: bool = typer.Option(False, "--replace", help="Replace a stored "
+                                                    "source of that name (else it is refused)"),
                        db: Path = DbOption):
     """CHAIR ground truth as the reference builds it: instance categories ∪ caption objects."""
     import json
@@ -84,7 +111,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     with open(target, "w", encoding="utf-8") as fh:
         for iid in sorted(gt):
             fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
-    add_annotations(store, "chair-gt", target, name, replace=True,
+    add_annotations(store, "chair-gt", target, name, replace=replace,
                     namespace=store.get_set(human_set).namespace)
     console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
                   + (f" and {out}" if out else ""))

@@ -123,9 +123,11 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
         if given and attr == "instances" and Path(given).suffix.lower() == ".json":
             value, result.instance_counts = ann.load_instances(given)  # COCO JSON: with counts
             source = str(given)
-        elif given:
+        elif given and (store is None or Path(given).exists()):
             value, source = _load_sets(store, kind, Path(given)), str(given)
-        elif store is not None and (src := _stored_source(store, kind, None)):
+        elif store is not None and (src := _stored_source(
+                store, kind, str(given) if given else None,
+                missing=f"no {kind} file or stored source named '{given}'")):
             value = _grouped(stored.source_rows(store, table, col, src))
             source = f"store:{src}"
         else:

@@ -43,9 +43,10 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["ObjectLexicon", "get_lexicon", "MODES"]
+__all__ = ["ObjectLexicon", "get_lexicon", "MODES", "LEXICON_PREFIX", "user_lexicon_mode"]
 
 MODES = ("reference", "corrected")
+LEXICON_PREFIX = "lexicon:"   # mode "lexicon:/path/to/file": a user's categories and synonyms
 
 DOUBLE_WORDS = ["motor bike", "motor cycle", "air plane", "traffic light", "street light",
                 "traffic signal", "stop light", "fire hydrant", "stop sign", "parking meter",
@@ -116,6 +117,48 @@ class ObjectLexicon:
         first = frozenset({p[0] for p in pairs} | {t[0] for t in triples})
         return cls(mode, categories, word_cat, words, {w: i for i, w in enumerate(words)},
                    pairs, triples, first)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "ObjectLexicon":
+        """A user lexicon (``--lexicon FILE``, the format of ``chair_synonyms.txt``: one line per
+        category, ``category, synonym, ...``), read as corrected mode reads COCO's: entries
+        stripped and lowercased; an entry of two or three words is matched as one mention
+        (consumed whole, left to right). None of COCO's special rules apply."""
+        from capaudit.errors import InputError
+
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the lexicon ({exc.__class__.__name__})", path=path,
+                             fix="a UTF-8 text file: 'category, synonym, ...' per line") from None
+        categories: list[str] = []
+        word_cat: dict[str, int] = {}
+        pairs: dict[tuple[str, str], str] = {}
+        triples: dict[tuple[str, str, str], str] = {}
+        for row, line in enumerate(text.splitlines(), start=1):
+            entries = [" ".join(e.split()).lower() for e in line.split(",")]
+            entries = [e for e in entries if e]
+            if not entries:
+                continue
+            if entries[0] not in categories:
+                categories.append(entries[0])
+            for e in entries:
+                parts = e.split(" ")
+                if len(parts) > 3:
+                    raise InputError(f"'{e}' has more than three words", path=path, row=row,
+                                     fix="shorten the synonym")
+                word_cat[e] = categories.index(entries[0])
+                if len(parts) == 2:
+                    pairs[(parts[0], parts[1])] = e
+                elif len(parts) == 3:
+                    triples[(parts[0], parts[1], parts[2])] = e
+        if not categories:
+            raise InputError("the lexicon has no categories", path=path,
+                             fix="one line per category: 'category, synonym, ...'")
+        words = sorted(word_cat)
+        first = frozenset({p[0] for p in pairs} | {t[0] for t in triples})
+        return cls(LEXICON_PREFIX + str(path), categories, word_cat, words,
+                   {w: i for i, w in enumerate(words)}, pairs, triples, first)
 
     def merge_words(self, toks: list[str]) -> list[tuple[str, int]]:
         """The reference's double-word pass: ``(word, index of its first token)`` for every token."""
@@ -190,5 +233,14 @@ class ObjectLexicon:
 
 @lru_cache(maxsize=None)
 def get_lexicon(mode: str = "reference") -> ObjectLexicon:
-    """The packaged lexicon for ``mode`` (built once per process)."""
+    """The packaged lexicon for ``mode``, or a user's (``lexicon:PATH``), built once per process."""
+    if mode.startswith(LEXICON_PREFIX):
+        return ObjectLexicon.from_file(mode[len(LEXICON_PREFIX):])
     return ObjectLexicon.build(mode)
+
+
+def user_lexicon_mode(path: str | Path) -> str:
+    """The mode string of a user lexicon file (checked now: a bad file fails before any work)."""
+    mode = LEXICON_PREFIX + str(Path(path).resolve())
+    get_lexicon(mode)
+    return mode

@@ -149,7 +149,7 @@ def analyse_caption(caption: str, mode: str = "reference") -> CaptionAnalysis:
         flat = sents[0]
     else:
         flat = [t for s in sents for t in s]
-    cache = SINGULAR_CACHE[mode]
+    cache = SINGULAR_CACHE.get(mode) or SINGULAR_CACHE["corrected"]  # user lexicons: corrected
     sing = list(map(cache.get, flat))
     if None in sing:
         sg = singularize if mode == "reference" else singularize_corrected

@@ -150,6 +150,8 @@ class MetricResult:
         out: dict[str, Any] = {"value": self.value, "n": self.n, "ci": [self.ci_low, self.ci_high]}
         if self.skipped:
             out["skipped"] = self.skipped
+        if "distinct" in self.extra:  # vocab: exact count or HyperLogLog sketch
+            out["distinct"] = self.extra["distinct"]
         return out
 
 

@@ -14,6 +14,13 @@ the units x rare-tokens presence matrix). That keeps the interval exact in
 practice and costs O(resamples x rare postings). Because a resample holds only ~63%
 of the distinct images, resampled vocabularies are biased low; the interval
 is therefore their spread re-centred on the observed value (``recentre``).
+
+Past ``VOCAB_EXACT_MAX`` distinct tokens (in a chunk, a shard or a merge) the
+state becomes a HyperLogLog sketch (:mod:`~capaudit.audit.metrics.hll`,
+0.81% relative standard error); the value is then the sketch's estimate, the
+interval its 95% error band (+-1.96 x 0.81%; the sampling spread of a
+vocabulary that large is far smaller), and ``extra["distinct"]`` (also in the
+JSON) says ``hll`` instead of ``exact``.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from capaudit.audit.metrics.hll import HLL_REL_ERROR, HyperLogLog
 from capaudit.audit.metrics.base import Estimate, Metric, SparseStats, ratio, register_metric
 from capaudit.audit.metrics.state import UnitSums
 from capaudit.text.records import POSTING_CAP
 
 __all__ = ["Vocab", "Length", "Vocabulary", "vocab_estimate"]
 
+VOCAB_EXACT_MAX = 5_000_000  # distinct tokens kept exactly; beyond, a HyperLogLog sketch
 ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocabulary bootstrap
 
 
@@ -39,9 +48,22 @@ class Vocabulary:
     token_counts: dict[str, int] = field(default_factory=dict)
     postings: dict[str, list[int]] = field(default_factory=dict)
     n: int = 0
+    sketch: HyperLogLog | None = None
+
+    def to_sketch(self) -> "Vocabulary":
+        """Become a HyperLogLog sketch (the token table and postings are dropped)."""
+        if self.sketch is None:
+            self.sketch = HyperLogLog().add(self.token_counts)
+            self.token_counts, self.postings = {}, {}
+        return self
 
     def merge(self, other: "Vocabulary") -> "Vocabulary":
         """Adds ``other`` into this state (modified and returned)."""
+        if self.sketch is not None or other.sketch is not None:
+            self.to_sketch()
+            self.sketch.merge(other.sketch or HyperLogLog().add(other.token_counts))
+            self.n += other.n
+            return self
         counts, posts, other_posts = self.token_counts, self.postings, other.postings
         for t, c in other.token_counts.items():
             total = counts.get(t, 0) + c
@@ -55,7 +77,7 @@ class Vocabulary:
             elif t in posts:
                 del posts[t]
         self.n += other.n
-        return self
+        return self.to_sketch() if len(counts) > VOCAB_EXACT_MAX else self
 
 
 @register_metric
@@ -69,9 +91,12 @@ class Vocab(Metric):
         rec = ctx.records
         keys = ctx.unit_keys[ctx.unit]  # unit key per caption
         posts = {t: keys[np.asarray(p, np.int64)].tolist() for t, p in rec.postings.items()}
-        return Vocabulary(dict(rec.token_counts), posts, len(rec))
+        state = Vocabulary(dict(rec.token_counts), posts, len(rec))
+        return state.to_sketch() if len(state.token_counts) > VOCAB_EXACT_MAX else state
 
     def finalize(self, state, units):
+        if state.sketch is not None:
+            return sketch_estimate(state.sketch.estimate(), units.n, state.n)
         # rare tokens (used by <= POSTING_CAP captions): the distinct units using them
         unit_lists = [np.unique(units.index(np.asarray(p, np.int64))) for p in state.postings.values()]
         return vocab_estimate(len(state.token_counts), unit_lists, units.n, state.n)
@@ -101,7 +126,23 @@ def vocab_estimate(n_vocab: int, unit_lists: list[np.ndarray], n_units: int, n: 
         return n_freq + out
 
     return Estimate(np.zeros((n_units, 0)), lambda s: s[..., 0] * 0 + n_vocab, n,
-                    {"rare_tokens": len(unit_lists)}, boot=boot, value=float(n_vocab), recentre=True)
+                    {"rare_tokens": len(unit_lists), "distinct": "exact"}, boot=boot,
+                    value=float(n_vocab), recentre=True)
+
+
+def sketch_estimate(value: float, n_units: int, n: int) -> Estimate:
+    """The sketched vocabulary: its 'bootstrap' values are the sketch's error distribution
+    (normal, relative sd ``HLL_REL_ERROR``, at evenly spaced quantiles), so the interval is
+    the sketch's 95% error band."""
+    from scipy.stats import norm
+
+    def boot(counts: np.ndarray) -> np.ndarray:
+        q = (np.arange(len(counts)) + 0.5) / max(len(counts), 1)
+        return value * (1 + HLL_REL_ERROR * norm.ppf(q))
+
+    return Estimate(np.zeros((n_units, 0)), lambda s: s[..., 0] * 0 + value, n,
+                    {"distinct": "hll", "hll_rel_error": float(HLL_REL_ERROR)}, boot=boot,
+                    value=float(value))
 
 
 @register_metric

@@ -50,6 +50,7 @@ class SSDMobileNetDetector(Detector):
         self.labels = load_labels(labels)
         self.min_score = float(min_score)
         self.model_id = f"ssd_mobilenet_v2_coco:{model.name}"
+        self.weights_path = model
         self.interp = litert.Interpreter(model_path=str(model), num_threads=num_threads)
         self.interp.allocate_tensors()
         inp = self.interp.get_input_details()[0]

@@ -25,6 +25,7 @@ class UltralyticsDetector(Detector):
         self.model = ul.YOLO(str(weights))
         self.min_score, self.device = float(min_score), device
         self.model_id = f"ultralytics:{Path(weights).name}"
+        self.weights_path = Path(weights)
 
     def detect(self, images, image_ids=None):
         results = self.model.predict(images, conf=self.min_score, device=self.device,

@@ -1,0 +1,209 @@
+"""``audit run --shards``: one shard function, local processes or Ray tasks, exact merge.
+
+Why: a pretraining set is 10^7-10^9 captions in hundreds of shards. Each
+shard is audited alone (:func:`audit_shard`) into the metrics' *mergeable
+state* (:class:`~capaudit.audit.metrics.stream.StreamStats`: per-image sums,
+sparse cells, the vocabulary), written under a temporary name, renamed, and
+only then marked done with a marker keyed by the audit configuration (one
+sub-folder of the work directory per configuration hash) AND the shard's
+content hash (:func:`capaudit.io.shards.input_fingerprint`). A
+killed audit reruns only the shards without a matching marker.
+
+The driver merges the states in shard order (not completion order) and
+finalizes and bootstraps once (:func:`capaudit.audit.engine.finish_audit`),
+so the JSON is the same for 1 shard or 7, for 1 local worker, a process
+pool or a Ray cluster. Captions without an image id are their own bootstrap
+units, numbered ``shard index * 2**40 + row``: the units keep the file order
+of the concatenated set, whatever the split.
+
+The state files are this program's own pickles in its own work directory,
+checked against the sha256 the marker records before they are loaded; never
+point ``--work-dir`` at files from elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from capaudit.errors import InputError
+
+__all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
+
+SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
+STATE_SUFFIX = ".state.pkl"
+KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
+
+
+@dataclass
+class ShardTask:
+    path: str
+    index: int
+    work: str
+    cfg: dict
+    cfg_hash: str
+    annotations: Any
+
+
+def _state_path(work: Path, shard: str) -> Path:
+    return work / (Path(shard).stem + STATE_SUFFIX)
+
+
+def _parts(acc) -> dict | None:
+    if acc is None:
+        return None
+    return {"states": acc.states, "units": acc.units, "n_captions": acc.n_captions,
+            "skipped": acc.skipped}
+
+
+def _done(task: ShardTask, fp: dict, marker: dict | None) -> bool:
+    if not marker or marker.get("config_hash") != task.cfg_hash:
+        return False
+    if marker.get("index") != task.index or marker.get("input", {}).get("sha256") != fp["sha256"]:
+        return False
+    state = _state_path(Path(task.work), Path(task.path).name)
+    return state.exists() and _sha256(state.read_bytes()) == marker.get("state_sha256")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def audit_shard(task: ShardTask) -> dict:
+    """Audit one shard into its state file (or find it done); a summary, never an exception
+    for bad input: ``{"shard", "status": done|resumed|failed, "n_captions", "seconds"}``."""
+    from capaudit.audit.engine import accumulate
+    from capaudit.audit.runner import metric_names
+    from capaudit.io.caption_shards import iter_shard_rows
+    from capaudit.io.shards import atomic_write_bytes, input_fingerprint, read_marker, write_marker
+
+    work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
+    marker = read_marker(work, name)
+    try:
+        fp = input_fingerprint(Path(task.path), (marker or {}).get("input"))
+        if _done(task, fp, marker):
+            return {"shard": name, "status": "resumed", "n_captions": marker["n_captions"],
+                    "seconds": 0.0}
+        cfg = task.cfg
+        acc, acc2 = accumulate(iter_shard_rows(task.path), task.annotations, metric_names(cfg),
+                               cfg["mode"], 1, cfg["min_images"],
+                               int(cfg.get("chunk_size") or 50_000), None, cfg["corrected"],
+                               None, cfg, offset=task.index * SHARD_OFFSET)
+    except (InputError, OSError) as exc:
+        return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
+                "n_captions": 0,
+                "seconds": time.perf_counter() - t0}
+    data = pickle.dumps({"acc": _parts(acc), "acc2": _parts(acc2)},
+                        protocol=pickle.HIGHEST_PROTOCOL)
+    atomic_write_bytes(_state_path(work, name), data)
+    write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
+                                             "n_captions": acc.n_captions,
+                                             "state_sha256": _sha256(data)})
+    return {"shard": name, "status": "done", "n_captions": acc.n_captions,
+            "seconds": time.perf_counter() - t0}
+
+
+def _load_into(acc, parts: dict | None) -> None:
+    from capaudit.audit.metrics.stream import StreamStats
+
+    if acc is None or parts is None:
+        return
+    part = StreamStats.__new__(StreamStats)
+    part.__dict__.update(acc.__dict__)
+    part.states, part.units = parts["states"], parts["units"]
+    part.n_captions, part.skipped = parts["n_captions"], parts["skipped"]
+    acc.merge(part)
+
+
+def _merge_tree(level: list[tuple]) -> tuple:
+    """Merge neighbours pairwise, in shard order, until one is left: each unit is merged
+    log2(shards) times instead of once per later shard (a left fold is quadratic)."""
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            (a, a2), (b, b2) = level[i], level[i + 1]
+            a.merge(b)
+            if a2 is not None:
+                a2.merge(b2)
+            nxt.append((a, a2))
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def _key(cfg: dict, annotations) -> dict:
+    from capaudit import __version__
+    from capaudit.text.objects import LEXICON_PREFIX
+
+    key = {**{k: cfg.get(k) for k in KEY_FIELDS}, "annotations": dict(annotations.sources),
+           "capaudit": __version__}
+    if str(cfg.get("mode")).startswith(LEXICON_PREFIX):  # a user lexicon: keyed by its content
+        key["lexicon_sha256"] = _sha256(Path(cfg["mode"][len(LEXICON_PREFIX):]).read_bytes())
+    return key
+
+
+def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
+                executor: str = "local", workers: int = 1, address: str | None = None,
+                skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
+                on_shard: Callable[[dict], Any] | None = None):
+    """Audit every shard of ``spec`` (folder, glob or file) and merge them.
+
+    Returns ``(AuditResult, summaries)``, one summary per shard in shard order.
+    A failed shard stops the run with one line (the shards already done keep
+    their markers) unless ``skip_bad``: then it is left out and listed.
+    """
+    from capaudit.audit.engine import accumulate, finish_audit
+    from capaudit.audit.runner import metric_names
+    from capaudit.enrich.runner import work_dir_lock
+    from capaudit.executors import get_executor
+    from capaudit.io.caption_shards import find_shards
+    from capaudit.io.shards import clean_tmp, config_hash, read_marker
+
+    shards = find_shards(spec)
+    metric_names(cfg)  # typos fail before any work
+    key = config_hash(_key(cfg, annotations))
+    with work_dir_lock(work_dir) as root:
+        work = root / key  # one folder per configuration: configurations do not evict each other
+        work.mkdir(exist_ok=True)
+        clean_tmp(work)
+        tasks = [ShardTask(str(p), i, str(work), cfg, key, annotations)
+                 for i, p in enumerate(shards)]
+        if on_start:
+            on_start(len(tasks))
+        summaries: dict[int, dict] = {}
+        ex = get_executor(executor, workers=workers, address=address)
+        try:
+            for task, summary in ex.map_unordered(audit_shard, tasks):
+                summaries[task.index] = summary
+                if on_shard:
+                    on_shard(summary)
+                if summary["status"] == "failed" and not skip_bad:
+                    err = summary["error"]
+                    raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
+                                     if "(fix:" in err else "repair it or pass --skip-bad-shards")
+        finally:
+            ex.close()
+        fresh = lambda: accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,  # noqa
+                                   cfg["min_images"], corrected=cfg["corrected"], config=cfg)
+        level = []
+        for task in tasks:
+            if summaries[task.index]["status"] == "failed":
+                continue
+            name = Path(task.path).name
+            data = _state_path(work, name).read_bytes()
+            if _sha256(data) != (read_marker(work, name) or {}).get("state_sha256"):
+                raise InputError("a shard state changed under the audit", path=work / name,
+                                 fix="rerun (another process wrote this work directory)")
+            parts, (a, a2) = pickle.loads(data), fresh()
+            _load_into(a, parts["acc"])
+            _load_into(a2, parts["acc2"])
+            level.append((a, a2))
+        acc, acc2 = _merge_tree(level) if level else fresh()
+    res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
+    res.meta.update(n_shards=len(tasks), executor=executor)
+    return res, [summaries[t.index] for t in tasks]

@@ -1,0 +1,84 @@
+"""``capaudit audit run --shards``: the thin CLI over :func:`capaudit.audit.sharded.run_sharded`.
+
+A progress bar counts shards (captions/s in its label, ETA from the shards
+left), then a table of the metrics, a summary of the shards (done, resumed,
+failed with their one-line reason), the JSON of today's shape and the
+metrics in the store with the run row (per-caption details are not stored
+for a sharded audit: query the shards themselves).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.markup import escape
+
+from capaudit.cli.common import console, open_store
+
+
+class _ShardProgress:
+    def __init__(self):
+        from capaudit.cli.common import progress
+
+        self.bar, self.task, self.caps, self.t0 = progress(), None, 0, time.perf_counter()
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def start(self, n: int) -> None:
+        self.task = self.bar.add_task("auditing shards", total=n)
+
+    def shard(self, summary: dict) -> None:
+        self.caps += summary["n_captions"]
+        rate = self.caps / max(time.perf_counter() - self.t0, 1e-9)
+        self.bar.update(self.task, advance=1,
+                        description=f"auditing shards ({self.caps:,} captions, {rate:,.0f}/s)")
+
+
+def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address: str | None,
+               skip_bad: bool, work_dir: Path | None, json_out: Path | None, db: Path | None):
+    from capaudit.audit.compare import Comparison
+    from capaudit.cli.compare_view import print_compare
+    from capaudit.audit.runner import store_metrics, write_json
+    from capaudit.audit.sharded import run_sharded
+    from capaudit.core.config import current_command, package_versions, provenance_beside
+    from capaudit.io.annotation_store import resolve_annotations
+
+    spec = Path(shards.split("*")[0].rstrip("/") or ".")
+    name = name or (spec.name if spec.is_dir() else spec.parent.name) or "shards"
+    store = open_store(db, create=True)
+    annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
+                                      cfg.get("demographics"))
+    work = work_dir or Path(f"{name}.audit-work")
+    cfg = {**cfg, "shards": shards, "executor": executor}
+    t0 = time.perf_counter()
+    with _ShardProgress() as bar:
+        res, summaries = run_sharded(shards, cfg, annotations, work, executor=executor,
+                                     workers=int(cfg.get("workers") or 1), address=address,
+                                     skip_bad=skip_bad, on_start=bar.start, on_shard=bar.shard)
+    wall = time.perf_counter() - t0
+    res.meta["wall_s"] = round(wall, 3)
+    with store.transaction():
+        run_id = store.start_run(current_command(), {**cfg, "annotation_sources":
+                                                     annotations.sources},
+                                 cfg["seed"], package_versions())
+        store_metrics(store, run_id, name, res)
+        store.finish_run(run_id, "ok")
+    if json_out:
+        write_json({name: res}, json_out)
+        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
+    print_compare(Comparison([name], list(res.results), {name: res}))
+    by = {s: [x for x in summaries if x["status"] == s] for s in ("done", "resumed", "failed")}
+    n = res.meta["n_captions"]
+    console.print(f"{len(summaries)} shards: {len(by['done'])} audited, {len(by['resumed'])} "
+                  f"resumed, {len(by['failed'])} failed; {n:,} captions in {wall:.1f} s "
+                  f"({n / max(wall, 1e-9):,.0f} captions/s)")
+    for s in by["failed"]:
+        console.print(f"  [red]skipped[/] {escape(s['shard'])}: {escape(s['error'])}")
+    console.print(f"stored as run {run_id} in {store.path}" + (f"; JSON: {json_out}" if json_out
+                                                               else ""))

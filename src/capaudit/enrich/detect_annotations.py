@@ -1,0 +1,119 @@
+"""``capaudit annotations detect``: detector evidence for images without COCO labels.
+
+Why: a web-scale set has no instance labels, but recall, CHAIR and the
+hallucination filter only need "which categories are in this image". A
+detector run over every image of the shards gives that, stored as an
+ordinary instance source (``--instances NAME``) with its provenance
+(detector, sha256 of its weights, score threshold) in a JSON beside the
+instances file. Per shard: detections of images with an integer image id
+are written to ``WORK/<config hash>/<shard>.instances.jsonl`` (temp file,
+rename) and marked done with the input's sha256, so a killed run resumes.
+Detector evidence has its own error: ``benchmarks/detector_evidence.py``
+measures it against COCO labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from capaudit.errors import InputError
+
+__all__ = ["run_detect_annotations", "detect_shard"]
+
+
+@dataclass
+class DetectTask:
+    shard: str
+    work: str
+    detector: str
+    options: dict
+    min_score: float
+    cfg_hash: str
+
+
+_DETECTORS: dict = {}  # per process: the model loads once per worker
+
+
+def detect_shard(task: DetectTask) -> dict:
+    """Detect every image of one shard into its instances JSONL (or find it done)."""
+    from capaudit.enrich.detectors import make_detector
+    from capaudit.enrich.detectors.base import decode_image
+    from capaudit.io.shards import (atomic_write_bytes, input_fingerprint, read_marker,
+                                    read_shard, write_marker)
+
+    work, name = Path(task.work), Path(task.shard).name
+    marker = read_marker(work, name)
+    fp = input_fingerprint(Path(task.shard), (marker or {}).get("input"))
+    out = work / (Path(name).stem + ".instances.jsonl")
+    if (marker and marker.get("config_hash") == task.cfg_hash and out.exists()
+            and marker.get("input", {}).get("sha256") == fp["sha256"]):
+        return {"shard": name, "status": "resumed", "images": marker["images"]}
+    key = (task.detector, json.dumps(task.options, sort_keys=True))
+    det = _DETECTORS.get(key) or _DETECTORS.setdefault(key, make_detector(task.detector,
+                                                                          task.options))
+    lines, n, undecodable = [], 0, 0
+    for s in read_shard(task.shard):
+        if s.image is None or s.image_id is None:
+            continue
+        try:
+            img = decode_image(s.image)
+        except Exception:  # noqa: BLE001 - a bad image is counted, not fatal
+            undecodable += 1
+            continue
+        dets = [d for d in det.detect([img], [s.image_id])[0] if d.score >= task.min_score]
+        counts: dict[str, int] = {}
+        for d in dets:
+            counts[d.category] = counts.get(d.category, 0) + 1
+        lines.append(json.dumps({"image_id": s.image_id, "categories": sorted(counts),
+                                 "counts": counts}))
+        n += 1
+    atomic_write_bytes(out, ("\n".join(lines) + ("\n" if lines else "")).encode())
+    write_marker(work, name, task.cfg_hash, {"input": fp, "images": n,
+                                             "undecodable": undecodable})
+    return {"shard": name, "status": "done", "images": n, "undecodable": undecodable}
+
+
+def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-mobilenet",
+                           options: dict | None = None, min_score: float = 0.5,
+                           work_dir: str | Path | None = None, executor: str = "local",
+                           workers: int = 1, address: str | None = None,
+                           on_shard=None) -> tuple[str, int, dict]:
+    """Detect, then store the instance source ``name``; returns (name, images, provenance)."""
+    from capaudit.enrich.detectors import make_detector
+    from capaudit.enrich.runner import work_dir_lock
+    from capaudit.executors import get_executor
+    from capaudit.io.annotation_store import add_annotations
+    from capaudit.io.shards import atomic_write_bytes, config_hash, list_shards
+
+    if not 0 <= min_score <= 1:
+        raise InputError(f"--min-score {min_score} is not a score", fix="a value in [0, 1]")
+    options = dict(options or {})
+    paths = list_shards(shards)
+    det = make_detector(detector, options)  # a missing model or extra fails here, once
+    weights = getattr(det, "weights_path", None)
+    prov = {"detector": detector, "model_id": det.model_id, "min_score": min_score,
+            "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()
+            if weights else None}
+    key = config_hash(prov)
+    with work_dir_lock(work_dir or Path(f"{name}.detect-work")) as root:
+        work = root / key
+        work.mkdir(exist_ok=True)
+        tasks = [DetectTask(str(p), str(work), detector, options, min_score, key) for p in paths]
+        ex = get_executor(executor, workers=workers, address=address)
+        try:
+            for _, summary in ex.map_unordered(detect_shard, tasks):
+                if on_shard:
+                    on_shard(summary)
+        finally:
+            ex.close()
+        merged = b"".join((work / (p.stem + ".instances.jsonl")).read_bytes() for p in paths)
+        out = root / f"{name}.instances.jsonl"
+        atomic_write_bytes(out, merged)
+        atomic_write_bytes(root / f"{name}.instances.provenance.json",
+                           json.dumps({**prov, "shards": [p.name for p in paths]},
+                                      indent=2).encode())
+    src, n = add_annotations(store, "instances", out, name, replace=True)
+    return src, n, prov
