@@ -122,8 +122,9 @@ def list_annotations(db: Path = DbOption):
     """List stored annotation sources."""
     store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "kind", "images", "path", "added")
-    for row in store.sql("SELECT name, kind, n_images, path, added_at FROM annotation_sources "
-                         "ORDER BY added_at"):
+    from capaudit.store.annotations import list_sources
+
+    for row in list_sources(store):
         table.add_row(row[0], row[1], f"{row[2]:,}", row[3] or "", str(row[4])[:19])
     console.print(table)
 

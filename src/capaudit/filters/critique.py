@@ -8,7 +8,7 @@ measured with the same judge that flagged it. The judge is built from
 llama.cpp, Ollama, a hosted API; ``transformers`` for a local model folder),
 or given as a ``chat(messages) -> str`` callable (wrapped as a backend).
 The reviser is a chat callable over the same backend registry
-(:func:`capaudit.enrich.backends.chat.make_chat`).
+(:func:`capaudit.llm.chat.make_chat`).
 
 Per caption, in order:
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
-from capaudit.enrich.backends.chat import ChatFn, make_chat
+from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 
