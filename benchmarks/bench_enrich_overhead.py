@@ -28,7 +28,7 @@ def main() -> None:
 
     from capaudit.core.config import resolve
     from capaudit.enrich.adapters.base import load_prompt
-    from capaudit.enrich.backends import GenRequest, make_backend
+    from capaudit.llm import GenRequest, make_backend
     from capaudit.enrich.runner import DEFAULTS, run_enrich
     from capaudit.enrich.testing import FakeOpenAIServer
     from capaudit.io.shards import build_shards, list_shards, read_shard

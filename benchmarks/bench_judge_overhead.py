@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     args = ap.parse_args()
 
-    from capaudit.enrich.backends import make_backend
+    from capaudit.llm import make_backend
     from capaudit.enrich.testing import FakeOpenAIServer
     from capaudit.judge import Judge, JudgeConfig
     from capaudit.judge.factuality import sentence_tasks

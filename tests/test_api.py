@@ -24,7 +24,6 @@ def demo(tmp_path):
 
 
 def test_version_from_one_place(capsys):
-    import importlib.metadata
     import tomllib
     from pathlib import Path
 

@@ -208,3 +208,28 @@ def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):
     # one cell per column: set, captions, images, CHAIR_s
     assert row.count("<td>") == 4 and "<td>[bold red]evil|name</td>" in row
     assert "class='worst'>20.00 [18.00, 22.00] (worst)" in row
+
+
+@pytest.mark.slow
+def test_rows_of_a_compare_on_part_of_a_set_never_stand_for_the_whole_set(demo, tmp_path):
+    # was: amplification read the latest row of each metric from any run, so oscar's recall
+    # came from a compare scored on 300 of its 1,000 images
+    from capaudit.audit.amplification import stored_results
+    from capaudit.store import Store
+
+    _, db = demo
+    nic = _rows(db, "nic")
+    part = _write(tmp_path / "nic300.jsonl", nic[:300])
+    common = ["--n-boot", "20", "--db", db]
+    assert main(["audit", "run", "oscar", "--json", str(tmp_path / "w.json"), *common]) == 0
+    whole = json.loads((tmp_path / "w.json").read_text())["sets"]["oscar"]
+    assert main(["audit", "compare", "oscar", part, "--report", str(tmp_path / "p"), *common]) == 0
+    on_part = _metrics(tmp_path / "p")["sets"]["oscar"]
+    assert on_part["recall"]["value"] != pytest.approx(whole["recall"]["value"])
+    st = Store(db, read_only=True)
+    try:
+        stored = stored_results(st, "oscar")
+    finally:
+        st.close()
+    for metric in ("recall", "chair_s", "length"):
+        assert stored[metric].value == pytest.approx(whole[metric]["value"]), metric

@@ -74,15 +74,73 @@ def test_ultralytics_is_lazy_and_needs_local_weights(tmp_path):
         make_detector("ultralytics", {"weights": str(tmp_path / "missing.pt")})
 
 
-def test_ultralytics_runs_when_installed(tmp_path):
+def _yolo_weights():
+    """A local YOLO weights file: $CAPAUDIT_YOLO_WEIGHTS, else one in the shared models."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("CAPAUDIT_YOLO_WEIGHTS")
+    if env:
+        return Path(env)
+    shared = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent
+                  / "shared") / "models"
+    return next(iter(sorted(shared.glob("**/yolo*.pt"))), None) if shared.is_dir() else None
+
+
+@pytest.mark.parametrize("name,category", [("astronaut", "person"), ("chelsea", "cat"),
+                                           ("coffee", "cup")])
+def test_ultralytics_runs_when_installed(name, category):
     pytest.importorskip("ultralytics")
     try:
         import torchvision.ops  # noqa: F401  (ultralytics needs its compiled ops)
     except Exception as exc:  # pragma: no cover - depends on environment
         pytest.skip(f"torchvision ops unavailable: {exc}")
+    weights = _yolo_weights()
+    if weights is None or not weights.exists():
+        pytest.skip("no local YOLO weights (set CAPAUDIT_YOLO_WEIGHTS; none may be downloaded)")
+    det = make_detector("ultralytics", {"weights": str(weights), "min_score": 0.4})
+    img = photo(name)
+    dets = det.detect([img], [None])[0]
+    assert dets and dets[0].category == category and dets[0].score >= 0.5
+    assert [d.score for d in dets] == sorted((d.score for d in dets), reverse=True)
+    x0, y0, x1, y1 = dets[0].box
+    assert 0 <= x0 < x1 <= img.size[0] and 0 <= y0 < y1 <= img.size[1]
+    assert det.model_id == f"ultralytics:{weights.name}"
+
+
+def test_ultralytics_results_become_detections(tmp_path, monkeypatch):
+    """The conversion of ultralytics results (class ids through ``names``, xyxy boxes,
+    confidences, sorted by score) checked against a stand-in ``ultralytics`` module, so it
+    runs where the package is not installed."""
+    import sys
+    import types
+
+    class Col(list):
+        def tolist(self):
+            return list(self)
+
+    calls = {}
+
+    class YOLO:
+        def __init__(self, path):
+            calls["weights"] = path
+
+        def predict(self, images, conf, device, verbose):
+            calls.update(conf=conf, device=device, n=len(images))
+            boxes = types.SimpleNamespace(xyxy=Col([[1.0, 2.0, 30.0, 40.0], [5, 6, 7, 8]]),
+                                          cls=Col([15.0, 41.0]), conf=Col([0.55, 0.9]))
+            return [types.SimpleNamespace(names={15: "cat", 41: "cup"}, boxes=boxes)] * len(images)
+
+    monkeypatch.setitem(sys.modules, "ultralytics", types.SimpleNamespace(YOLO=YOLO))
     weights = tmp_path / "yolov8n.pt"
-    if not weights.exists():
-        pytest.skip("no local ultralytics weights file (none may be downloaded)")
+    weights.write_bytes(b"stand-in")
+    det = make_detector("ultralytics", {"weights": str(weights), "min_score": 0.3})
+    out = det.detect(["img-a", "img-b"], [1, 2])
+    assert calls == {"weights": str(weights), "conf": 0.3, "device": "cpu", "n": 2}
+    assert len(out) == 2
+    assert [(d.category, d.score, d.box) for d in out[0]] == [
+        ("cup", 0.9, (5.0, 6.0, 7.0, 8.0)), ("cat", 0.55, (1.0, 2.0, 30.0, 40.0))]
+    assert det.model_id == "ultralytics:yolov8n.pt"
 
 
 def test_detect_cli_on_images_writes_json(tmp_path, capsys):

@@ -234,7 +234,7 @@ def test_train_kill_resume_caption_amplify(env):
     res = CliRunner().invoke(app, ["amplification", "--upstream", "up", "--downstream", "down",
                                    "--db", str(env["db"]), "--report", str(report)])
     assert res.exit_code == 0, res.output
-    assert "chair_i" in res.output and "0.060" in res.output
+    assert "chair_i" in res.output and "0.06 " in res.output  # 2 decimals, as compare
     assert "| chair_i ↓ | 0.100 | 0.160 | 0.060 |" in report.read_text()  # ↓: lower is better
     with Store(env["db"]) as store:
         row = store.one("SELECT value, extra FROM metrics WHERE metric = 'amplification.chair_i'")

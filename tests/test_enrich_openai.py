@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from capaudit.enrich.backends import GenRequest, make_backend
+from capaudit.llm import GenRequest, make_backend
 from capaudit.enrich.testing import FakeOpenAIServer
 
 

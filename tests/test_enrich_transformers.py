@@ -18,8 +18,8 @@ def test_gemma_generates_text_in_batches_without_image_tokens(tmp_path):
     import torch
 
     torch.set_num_threads(2)
-    from capaudit.enrich.backends import GenRequest, make_backend
-    from capaudit.enrich.backends.transformers_backend import IMAGE_TOKENS, load
+    from capaudit.llm import GenRequest, make_backend
+    from capaudit.llm.transformers_backend import IMAGE_TOKENS, load
 
     b = make_backend("transformers", {"model": "gemma3-270m", "batch_size": 2,
                                       "params": {"max_tokens": 6}}, tmp_path / "c.sqlite")

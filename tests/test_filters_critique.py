@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pytest
 
-from capaudit.enrich.backends.chat import make_chat
+from capaudit.llm.chat import make_chat
 from capaudit.filters.critique import CritiqueReviseFilter, clean_revision
 from capaudit.judge.parse import yes_no_critique
 from capaudit.filters.runner import log_counts, read_log

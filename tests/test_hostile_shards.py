@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from capaudit.cli.main import main
-from capaudit.enrich.backends import GenRequest, make_backend
+from capaudit.llm import GenRequest, make_backend
 from capaudit.enrich.testing import FakeOpenAIServer, answer_for
 from capaudit.errors import InputError
 from capaudit.store import Store
@@ -375,7 +375,7 @@ def test_malformed_200_reply_is_retried_then_succeeds(bad):
 
 
 def test_endless_reply_is_not_read_into_memory(monkeypatch):
-    import capaudit.enrich.backends.openai as openai_backend
+    import capaudit.llm.openai as openai_backend
 
     monkeypatch.setattr(openai_backend, "MAX_REPLY_BYTES", 1000)
     big = ("json", {"choices": [{"message": {"content": "x" * 5000}}]})
@@ -470,7 +470,7 @@ def test_loopback_requests_never_go_through_the_proxy(monkeypatch):
 def test_answers_are_cached_as_they_arrive_so_a_kill_mid_batch_keeps_them(tmp_path):
     cache = tmp_path / "cache.sqlite"
     with ScriptedServer([None, None, ("hang",)]) as srv:
-        code = ("import sys; from capaudit.enrich.backends import GenRequest, make_backend; "
+        code = ("import sys; from capaudit.llm import GenRequest, make_backend; "
                 f"b = make_backend('openai', {{'model': 'm', 'base_url': {srv.base_url!r}, "
                 f"'concurrency': 1, 'timeout_s': 60}}, {str(cache)!r}); "
                 "b.generate([GenRequest(f'p{i}') for i in range(3)])")
@@ -482,7 +482,7 @@ def test_answers_are_cached_as_they_arrive_so_a_kill_mid_batch_keeps_them(tmp_pa
         time.sleep(0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    from capaudit.enrich.backends.cache import ResponseCache
+    from capaudit.llm.cache import ResponseCache
 
     assert ResponseCache(cache).size() == 2   # was 0: the batch was written at its end
 

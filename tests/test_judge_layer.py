@@ -110,7 +110,7 @@ def test_429_and_5xx_retried_malformed_reply_failed(tmp_path):
 
     with FakeOpenAIServer(answer=answer) as srv:
         j = Judge(cfg(srv, tmp_path, concurrency=1, max_retries=3))
-        import capaudit.enrich.backends.openai as oa
+        import capaudit.llm.openai as oa
         j.backend.backoff_s = 0.01
         v = j.run([fact_task("A busy one."), fact_task("A broken one."),
                    fact_task("A malformed one.")])

@@ -22,7 +22,7 @@ def test_cli_and_registries_import_nothing_heavy():
     code = """
 from capaudit.cli.main import app, main
 from capaudit.audit.metrics import METRICS
-from capaudit.enrich.backends.base import BACKENDS
+from capaudit.llm.base import BACKENDS
 from capaudit.enrich.adapters.base import ADAPTERS
 from capaudit.filters.base import FILTERS
 from capaudit.enrich.ocr import OCR

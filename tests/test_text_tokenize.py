@@ -173,3 +173,16 @@ def test_segmented_path_equals_nltk_on_random_text(seed):
             checked += 1
             assert seg == _slow(text.lower()), repr(text)
     assert checked > 500
+
+
+@needs_shared
+@pytest.mark.slow
+def test_fast_path_equals_nltk_on_long_captions():
+    """The fast path cuts a whole multi-sentence caption at its periods in one pass: equal to
+    NLTK (sentences and line tokens) on every benchmark-style long caption it accepts."""
+    caps = [c.lower() for c in _long_captions(1500)]
+    fast = [(c, fast_tokenize_caption(c)) for c in caps]
+    taken = [(c, r) for c, r in fast if r is not None]
+    assert len(taken) > 1200
+    for text, r in taken:
+        assert r == _slow(text), text

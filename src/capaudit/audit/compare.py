@@ -183,6 +183,16 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
             if m in results[name].results:
                 r.extra["all_captions"] = results[name].results[m].value
                 results[name].results[m] = r
+    if store is not None and run_id is not None:  # part-of-set rows never pass for the whole
+        from capaudit.store.results import mark_compare_basis
+
+        for name in set_names:
+            part = (basis.images.get(name) != basis.total_images.get(name)
+                    or basis.captions.get(name) != basis.total_captions.get(name))
+            if part:
+                mark_compare_basis(store, run_id, name,
+                                   f"{basis.images.get(name):,} of {basis.total_images.get(name):,}"
+                                   f" images (audit compare)")
     if equal and store is not None and run_id is not None:
         with store.transaction():
             for name, per in equal.items():

@@ -56,6 +56,8 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
            rule: str = typer.Option("all", "--rule", help="all or majority"),
            name: str = typer.Option("derived-demographics", "--name"),
            out: Path = typer.Option(None, "--out", help="Also write the labels as JSONL"),
+           replace: bool = typer.Option(False, "--replace", help="Replace a stored source of "
+                                        "that name (else it is refused)"),
            db: Path = DbOption):
     """Image gender from human captions: all (or most) captions use man words only -> male."""
     import json
@@ -76,7 +78,7 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
         for iid, g in sorted(labels.items()):
             if iid is not None:
                 fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
-    add_annotations(store, "demographics", target, name, replace=True,
+    add_annotations(store, "demographics", target, name, replace=replace,
                     namespace=store.get_set(human_set).namespace)
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
@@ -90,6 +92,8 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
                                                       "(default: stored instances)"),
                        name: str = typer.Option("chair-gt", "--name"),
                        out: Path = typer.Option(None, "--out", help="Also write it as JSONL"),
+                       replace: bool = typer.Option(False, "--replace", help="Replace a stored "
+                                                    "source of that name (else it is refused)"),
                        db: Path = DbOption):
     """CHAIR ground truth as the reference builds it: instance categories ∪ caption objects."""
     import json
@@ -107,7 +111,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     with open(target, "w", encoding="utf-8") as fh:
         for iid in sorted(gt):
             fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
-    add_annotations(store, "chair-gt", target, name, replace=True,
+    add_annotations(store, "chair-gt", target, name, replace=replace,
                     namespace=store.get_set(human_set).namespace)
     console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
                   + (f" and {out}" if out else ""))
@@ -118,8 +122,9 @@ def list_annotations(db: Path = DbOption):
     """List stored annotation sources."""
     store = open_store(db, read_only=True, sandbox=True)
     table = Table("name", "kind", "images", "path", "added")
-    for row in store.sql("SELECT name, kind, n_images, path, added_at FROM annotation_sources "
-                         "ORDER BY added_at"):
+    from capaudit.store.annotations import list_sources
+
+    for row in list_sources(store):
         table.add_row(row[0], row[1], f"{row[2]:,}", row[3] or "", str(row[4])[:19])
     console.print(table)
 

@@ -26,6 +26,12 @@ LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
 LicEpochs = typer.Option(None, "--lic-epochs", help="Epochs (default: the reference's)")
+Metrics = typer.Option(None, "--metrics", help="Comma-separated metric names (default: "
+                       "every default metric; list: capaudit audit metrics)")
+NBoot = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)")
+Seed = typer.Option(None, "--seed", help="Seed of the bootstrap and of the samples (0)")
+Corrected = typer.Option(None, "--corrected/--no-corrected",
+                         help="Also report corrected-mode CHAIR and recall")
 Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
                       "see configs/audit.yaml")
 
@@ -55,14 +61,12 @@ class _AuditProgress:
 @audit_app.command("run")
 def run(targets: List[str] = typer.Argument(None, help="Registered set names or caption files"),
         instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
-        metrics: str = typer.Option(None, "--metrics", help="Comma-separated metric names"),
+        metrics: str = Metrics,
         mode: str = typer.Option(None, "--mode", help="reference (default) or corrected"),
-        corrected: bool = typer.Option(None, "--corrected/--no-corrected",
-                                       help="Also report corrected-mode CHAIR and recall"),
-        n_boot: int = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
-        seed: int = typer.Option(None, "--seed"),
+        corrected: bool = Corrected, n_boot: int = NBoot, seed: int = Seed,
         workers: int = typer.Option(None, "--workers", help="Processes (2)"),
-        min_images: int = typer.Option(None, "--min-images", help="Recall disparity threshold"),
+        min_images: int = typer.Option(None, "--min-images", help="Recall disparity: images of "
+                                       "men and of women a category needs (10)"),
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
         reference: str = ReferenceOpt, clip_model: str = ClipModelOpt, images: Path = ImagesOpt,
         long_text: str = LongTextOpt,
@@ -122,7 +126,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     for n in names:  # how much of each set the annotations cover, before any number
         console.print(results[n].meta["coverage"]["line"])
     metrics_seen = ordered(m for n in names for m in results[n].results)
-    cmp = Comparison(names, metrics_seen, {n: results[n] for n in names})
+    cmp = Comparison(names, metrics_seen, {n: results[n] for n in names},
+                     annotations=results.get("_annotations"))
     if len(names) > 1:
         rank(cmp)
     print_compare(cmp)
@@ -136,12 +141,12 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
 
 @audit_app.command("compare")
 def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or caption files)"),
-            report: Path = typer.Option(Path("report"), "--report", help="Report folder"),
+            report: Path = typer.Option(Path("report"), "--report",
+                                        help="Report folder (its report files are replaced)"),
             instances: Path = Instances, chair_gt: Path = ChairGT,
             demographics: Path = Demographics,
-            metrics: str = typer.Option(None, "--metrics"),
-            n_boot: int = typer.Option(None, "--n-boot"), seed: int = typer.Option(None, "--seed"),
-            corrected: bool = typer.Option(None, "--corrected/--no-corrected"),
+            metrics: str = Metrics, n_boot: int = NBoot, seed: int = Seed,
+            corrected: bool = Corrected,
             lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
             lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
             disparity: str = typer.Option(None, "--disparity",
@@ -186,7 +191,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           chair_gt: Path = ChairGT,
           image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
           limit: int = typer.Option(20, "--limit", help="Captions to print (0 = all)"),
-          mode: str = typer.Option("reference", "--mode"),
+          mode: str = typer.Option("reference", "--mode", help="reference or corrected"),
           json_out: Path = typer.Option(None, "--json", help="Write the reference-style JSON"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""

@@ -13,11 +13,13 @@ from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 
 
-def _fmt(r) -> str:
+def _fmt(metric: str, r) -> str:
+    """The compare table's text of a value (vocab a count), its interval on a second line."""
+    from capaudit.audit.report.cells import fmt_value
+
     if r.skipped or r.value is None:
         return "-"
-    ci = "" if r.ci_low is None else f"\n[{r.ci_low:.2f}, {r.ci_high:.2f}]"
-    return f"{r.value:.2f}{ci}"
+    return fmt_value(metric, r).replace(" [", "\n[", 1)
 
 
 def disparity_command(
@@ -29,16 +31,20 @@ def disparity_command(
         demographics: Optional[Path] = typer.Option(None, "--demographics",
                                                     help="image gender/skin-tone labels "
                                                          "(default: stored)"),
-        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
+        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names "
+                                              "(list: capaudit audit metrics)"),
         mode: Optional[str] = typer.Option(None, "--mode", help="reference or corrected"),
         n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
-        seed: Optional[int] = typer.Option(None, "--seed"),
-        workers: Optional[int] = typer.Option(None, "--workers"),
-        min_images: Optional[int] = typer.Option(None, "--min-images"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the bootstrap and of "
+                                           "the subsamples (0)"),
+        workers: Optional[int] = typer.Option(None, "--workers", help="Processes (2)"),
+        min_images: Optional[int] = typer.Option(None, "--min-images", help="Recall disparity: "
+                                                 "images per group a category needs (10)"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
         reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
         images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
-        config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
+        config: Optional[Path] = typer.Option(None, "--config", help="YAML config (CLI > YAML > "
+                                                "defaults); see configs/audit.yaml"),
         db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
     from rich.markup import escape
@@ -63,7 +69,7 @@ def disparity_command(
         for col in ("metric", a, b, d.diff_key):
             table.add_column(col, justify="left" if col == "metric" else "right")
         for metric, per in d.results.items():
-            table.add_row(metric, _fmt(per[a]), _fmt(per[b]), _fmt(per[d.diff_key]))
+            table.add_row(metric, *(_fmt(metric, per[k]) for k in (a, b, d.diff_key)))
         console.print(table)
         for metric, per in d.results.items():
             if per[d.diff_key].skipped:

@@ -11,20 +11,15 @@ from pathlib import Path
 
 import typer
 
+from capaudit.cli.common import DbOption
 from capaudit.errors import InputError
 
 
-def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]]]:
+def _load_target(target: str, store) -> tuple[str, dict[int, list[str]]]:
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
     from capaudit.audit.targets import load_target
-    from capaudit.cli.common import db_path, open_store
 
-    store = open_store(db, read_only=True) if db_path(db).exists() else None
-    try:
-        t = load_target(store, target)
-    finally:
-        if store is not None:
-            store.close()
+    t = load_target(store, target)
     out: dict[int, list[str]] = {}
     for iid, cap in zip(t.image_ids, t.captions):
         if iid is not None:
@@ -33,6 +28,16 @@ def _load_target(target: str, db: Path | None) -> tuple[str, dict[int, list[str]
         raise InputError("no captions with a COCO image id", path=target,
                          fix="LIC joins captions to image labels by image id")
     return t.name, out
+
+
+def _open(db: Path | None, no_cache: bool):
+    """The one store of the command (labels, set names, the seed cache): writable for the
+    cache; with --no-cache read-only, and none when the file does not exist."""
+    from capaudit.cli.common import db_path, open_store
+
+    if no_cache:
+        return open_store(db, read_only=True) if db_path(db).exists() else None
+    return open_store(db, create=True)
 
 
 def lic_command(
@@ -44,7 +49,7 @@ def lic_command(
     epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
     attribute: str = typer.Option("gender", "--attribute", help="gender or skin_tone"),
     json_out: Path | None = typer.Option(None, "--json", help="Write the results as JSON here"),
-    db: Path | None = typer.Option(None, "--db", help="DuckDB file for the cache (and set names)"),
+    db: Path | None = DbOption,
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda"),
     align_vocab: bool = typer.Option(True, "--align-vocab/--no-align-vocab",
                                      help="Human words outside the model's vocabulary become <unk>"),
@@ -69,37 +74,27 @@ def lic_command(
 
     if attribute not in ("gender", "skin_tone"):
         raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
+    store = _open(db, no_cache)  # the one store: labels, set names and the seed cache
     if demographics is not None:
         gender, skin = load_demographics(demographics)
     else:  # the most recent demographics stored with `capaudit annotations add`
-        from capaudit.cli.common import db_path, open_store
-        from capaudit.io.annotation_store import resolve_annotations
+        from capaudit.io.annotation_store import demographic_labels
 
-        if not db_path(db).exists():
-            raise InputError("LIC needs image labels", fix="pass --demographics FILE "
-                             "(image_id, gender, skin_tone) or store one with annotations add")
-        with open_store(db, read_only=True) as st:
-            ann = resolve_annotations(st)
-        gender, skin = ann.gender, ann.skin_tone
+        gender, skin, _ = demographic_labels(store)
         if not gender and not skin:
             raise InputError("LIC needs image labels", fix="pass --demographics FILE or "
                              "store one with capaudit annotations add demographics FILE")
     labels = gender if attribute == "gender" else skin
-    name, caps = _load_target(target, db)
+    name, caps = _load_target(target, store)
     model_captions = {i: c[0] for i, c in caps.items()}
     human = None
     if reference is not None:
-        _, human = _load_target(reference, db)
+        _, human = _load_target(reference, store)
     options = {}
     if classifier == "transformer":
         options = {"max_length": max_length} | ({"model_path": model_path} if model_path else {})
 
-    cache = None
-    store = None
-    if not no_cache:
-        from capaudit.cli.common import open_store
-        store = open_store(db, create=True)
-        cache = StoreCache(store)
+    cache = None if no_cache else StoreCache(store)
     try:
         res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
                       epochs=epochs, device=device, cache=cache, attribute=attribute,

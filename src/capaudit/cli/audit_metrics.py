@@ -28,15 +28,25 @@ def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write th
         tmp = json_out.with_name(json_out.name + ".tmp")
         tmp.write_text(json.dumps({"metrics": rows}, indent=2), encoding="utf-8")
         tmp.replace(json_out)
+    arrow = {1: "↑", -1: "↓", 0: "·"}
     table = Table(title="capaudit metrics (↑ higher is better, ↓ lower is better)")
-    for col in ("name", "dir", "criterion", "needs", "default", "description"):
-        table.add_column(col, no_wrap=col != "description", overflow="fold")
+    # a narrow terminal gets two columns (the six-column table squeezed the description to
+    # nothing at 80 columns); a wide one gets a column per field
+    wide = console.width >= 140
+    cols = ("name", "dir", "criterion", "needs", "default", "description") if wide \
+        else ("metric", "description")
+    for col in cols:
+        table.add_column(col, no_wrap=wide and col != "description", overflow="fold")
     for r in rows:
         flags = ("yes" if r["default"] else "no") + ("" if r["streams"] else " (--lic)")
-        table.add_row(r["name"],
-                      {1: "↑", -1: "↓", 0: "·"}[r["direction"]], r["criterion"],
-                      ", ".join(r["needs"]) or "-", flags,
-                      r["description"] + (" [corrected mode too]" if r["corrected"] else ""))
+        needs = ", ".join(r["needs"]) or "-"
+        desc = r["description"] + (" [corrected mode too]" if r["corrected"] else "")
+        if wide:
+            table.add_row(r["name"], arrow[r["direction"]], r["criterion"], needs,
+                          flags, desc)
+        else:
+            table.add_row(f"{r['name']} {arrow[r['direction']]}\n{r['criterion']}",
+                          f"{desc}\nneeds: {needs}; default: {flags}")
     console.print(table)
     if json_out:
         console.print(f"JSON: {json_out}")

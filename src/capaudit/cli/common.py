@@ -29,8 +29,9 @@ DB_ENV = "CAPAUDIT_DB"
 DbOption = typer.Option(None, "--db", help="DuckDB file (default ./capaudit.duckdb or $CAPAUDIT_DB)")
 
 
-def db_path(db: Path | None) -> Path:
-    return Path(db or os.environ.get(DB_ENV) or "capaudit.duckdb")
+def db_path(db: Path | None, default: str = "capaudit.duckdb") -> Path:
+    """The store every command uses: ``--db``, else ``$CAPAUDIT_DB``, else ``default``."""
+    return Path(db or os.environ.get(DB_ENV) or default)
 
 
 def open_store(db: Path | None, read_only: bool = False, *, create: bool = False,

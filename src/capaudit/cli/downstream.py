@@ -184,9 +184,11 @@ def amplification_command(
         store.close()
     table = Table(title=f"Amplification: {downstream} - {upstream}")
     for col in ("metric", "upstream", "downstream", "delta", "95% CI", "method"):
-        table.add_column(col, justify="left" if col in ("metric", "method") else "right")
-    f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
-    for r in rows:
+        table.add_column(col, justify="left" if col in ("metric", "method") else "right",
+                         no_wrap=col == "metric")
+    for r in rows:  # as compare prints them: vocab a count, the rest with 2 decimals
+        fmt = "{:,.0f}" if r.metric == "vocab" else "{:.2f}"
+        f = lambda x, fmt=fmt: "-" if x is None else fmt.format(x)  # noqa: E731
         ci = f"[{f(r.ci_low)}, {f(r.ci_high)}]" if r.ci_low is not None else "-"
         table.add_row(r.metric, f(r.upstream), f(r.downstream), f(r.delta), ci, r.method)
     console.print(table)

@@ -77,7 +77,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     """Enrich captions over shards and register the result as a caption set."""
     from capaudit.core.config import write_provenance
     from capaudit.enrich.adapters import ADAPTERS
-    from capaudit.enrich.backends.openai import check_api_key_env
+    from capaudit.llm.openai import check_api_key_env
     from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS

@@ -85,14 +85,19 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
                       f"{a['man']:,}/{a['woman']:,} (labels from {bal['labels_from']})")
     co = summary.get("cooccurrence")
     if co:
-        table = Table("object", "man before", "woman before", "man share", "man after",
-                      "woman after", "man share after", title="co-occurrence (most skewed first)")
+        # short headers, shares in %, names whole: seven columns fit 80 characters
+        table = Table(title="co-occurrence: images of men / women with the object "
+                            "(most skewed first)")
+        table.add_column("object", no_wrap=True)
+        for col in ("man", "woman", "man %", "man after", "woman after", "man % after"):
+            table.add_column(col, justify="right")
         before, after = co["before"], co["after"]
         key = lambda o: -abs((before[o]["man_share"] or 0.5) - 0.5)  # noqa: E731
+        share = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
         for o in sorted(before, key=key)[:15]:
             b, a = before[o], after.get(o, {"man": 0, "woman": 0, "man_share": None})
-            table.add_row(o, str(b["man"]), str(b["woman"]), f"{b['man_share']}", str(a["man"]),
-                          str(a["woman"]), f"{a['man_share']}")
+            table.add_row(o, f"{b['man']:,}", f"{b['woman']:,}", share(b["man_share"]),
+                          f"{a['man']:,}", f"{a['woman']:,}", share(a["man_share"]))
         console.print(table)
     refused = summary.get("refused")
     if refused:

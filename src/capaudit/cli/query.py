@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, console, db_path, open_store
 from capaudit.errors import InputError
 
 
@@ -59,6 +59,27 @@ def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
 DEMO_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 
 
+def _refuse_non_demo(db: Path) -> None:
+    """The demo replaces its database: refuse a file holding anything but demo sets (so that
+    ``$CAPAUDIT_DB`` pointing at a real store never loses it)."""
+    if not Path(db).exists():
+        return
+    from capaudit.errors import InputError
+    from capaudit.store import Store
+
+    try:
+        with Store(db, read_only=True) as st:
+            foreign = [s for s in st.list_sets()
+                       if not str(s.source_path or "").startswith(str(DEMO_DIR))]
+    except InputError:
+        foreign = None  # not a capaudit store at all
+    if foreign is None or foreign:
+        what = (f"holds the set '{foreign[0].name}' ({foreign[0].source_path})" if foreign
+                else "is not a capaudit demo store")
+        raise InputError(f"{db} {what}; the demo replaces its database",
+                         fix="pass --db NEW.duckdb (or unset CAPAUDIT_DB)")
+
+
 def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True) -> dict:
     """A fresh database from the bundled 1,000-image sample, then ``audit compare`` with the
     gaps by gender and skin tone."""
@@ -66,6 +87,7 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     from capaudit.io.ingest import add_caption_set
     from capaudit.store import Store
 
+    _refuse_non_demo(db)
     for suffix in ("", ".wal"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     store = Store(db)
@@ -85,11 +107,13 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     return out
 
 
-def demo(db: Path = typer.Option(Path("capaudit-demo.duckdb"), "--db",
-                                 help="Where to build the demo database (replaced)"),
+def demo(db: Path = typer.Option(None, "--db", help="Where to build the demo database "
+                                 "(replaced; default $CAPAUDIT_DB, else ./capaudit-demo.duckdb; "
+                                 "a store holding other sets is refused)"),
          report: Path = typer.Option(Path("capaudit-demo-report"), "--report",
                                      help="Folder for report.md / report.html")):
     """Build a fresh demo database from bundled COCO data and compare coco, oscar and nic."""
+    db = db_path(db, default="capaudit-demo.duckdb")
     result = build_demo(db, report)
     console.print(f"demo database: {db} (sets: {', '.join(result['sets'])})")
     if "compare" in result:

@@ -70,12 +70,11 @@ def list_sets(db: Path = DbOption):
 
 def set_summary(store, name: str, samples: int = 5) -> dict:
     """Rows, images, captions per image and sample captions of a set."""
+    from capaudit.store.captions import sample_captions, set_stats
+
     info = store.get_set(name)
-    stats = store.one(
-        "SELECT count(*), count(DISTINCT image_key), count(image_id), "
-        "avg(length(caption)) FROM captions WHERE set_id = ?", [info.set_id])
-    rows = store.sql("SELECT image_key, caption FROM captions WHERE set_id = ? "
-                     "ORDER BY row_idx LIMIT ?", [info.set_id, samples])
+    stats = set_stats(store, info.set_id)
+    rows = sample_captions(store, info.set_id, samples)
     return {"info": info, "rows": stats[0], "images": stats[1], "with_coco_id": stats[2],
             "captions_per_image": stats[0] / stats[1] if stats[1] else 0.0,
             "mean_chars": stats[3] or 0.0, "samples": rows}

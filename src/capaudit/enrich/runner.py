@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - not POSIX: no lock
 import pyarrow as pa
 
 from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt_hash
-from capaudit.enrich.backends.base import Stats, make_backend
+from capaudit.llm.base import Stats, make_backend
 from capaudit.errors import InputError
 from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
                                 list_shards, read_marker, read_shard)

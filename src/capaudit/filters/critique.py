@@ -8,7 +8,7 @@ measured with the same judge that flagged it. The judge is built from
 llama.cpp, Ollama, a hosted API; ``transformers`` for a local model folder),
 or given as a ``chat(messages) -> str`` callable (wrapped as a backend).
 The reviser is a chat callable over the same backend registry
-(:func:`capaudit.enrich.backends.chat.make_chat`).
+(:func:`capaudit.llm.chat.make_chat`).
 
 Per caption, in order:
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
-from capaudit.enrich.backends.chat import ChatFn, make_chat
+from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 
@@ -145,6 +145,9 @@ class CritiqueReviseFilter(Filter):
                                          base_url=o["reviser_url"] or o["judge_url"],
                                          api_key_env=o["api_key_env"],
                                          timeout_s=float(o["timeout_s"]), max_retries=2)
+        if o["images"] and not Path(o["images"]).is_dir():  # else every image is "not attached"
+            raise InputError(f"--images {o['images']}: no such folder",
+                             fix="give the folder that holds the set's image files")
         if o["images"] and not getattr(self.scorer.backend, "accepts_images", True):
             raise InputError(f"the {o['judge_backend']} judge is text-only and cannot see --images",
                              fix="drop --images (judge against --evidence), or use "
@@ -272,8 +275,9 @@ class CritiqueReviseFilter(Filter):
         try:
             scores = self.score_many(docs)
         except InputError as exc:
-            if "did not answer" in str(exc):
-                raise InputError(f"every call to the judge failed ({exc})",
+            if "did not answer" in str(exc):  # one fix: ours, not the judge layer's too
+                why = str(exc).removesuffix(f" (fix: {exc.fix})") if exc.fix else str(exc)
+                raise InputError(f"every call to the judge failed ({why})",
                                  fix=self._judge_fix()) from None
             raise
         pairs = list(zip(docs, scores))

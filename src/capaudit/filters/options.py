@@ -8,28 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# options each filter understands (CLI name -> filter option); the rest are refused
-_FILTER_OPTIONS = {
-    "hallucination": {"action", "evidence", "chair_gt", "instances", "detections", "min_score",
-                      "object_mode", "negation", "missing", "non_visual"},
-    "gender-neutral": {"when", "demographics"},
-    "gender-balance": {"by", "demographics", "instances", "chair_gt", "seed", "tolerance",
-                       "min_images", "object_mode"},
-    "critique-revise": {"judge_backend", "judge_url", "judge_model", "reviser_backend",
-                        "reviser_url", "reviser_model", "images",
-                        "evidence", "chair_gt", "instances", "detections", "prompt_dir",
-                        "concurrency", "revise", "api_key_env"},
-}
-
-
 def filter_options(name: str, given: dict, yaml_path: Path | None = None) -> dict:
-    """Resolve defaults < YAML (section ``filter``) < CLI for filter ``name``."""
+    """Resolve defaults < YAML (section ``filter``) < CLI for filter ``name``.
+
+    The options a filter understands are the keys of its declared ``defaults`` (one place:
+    the filter's module); an option of another filter is refused, naming the options."""
     from capaudit.core.config import resolve
     from capaudit.errors import InputError
     from capaudit.filters.base import FILTERS
 
     cls = FILTERS.get(name)
-    allowed = _FILTER_OPTIONS.get(name, set(cls.defaults))
+    allowed = set(cls.defaults)
     extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
     if extra:
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)

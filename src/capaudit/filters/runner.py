@@ -2,8 +2,8 @@
 
 The output set is registered with its parent's name (``caption_sets.parent``),
 so ``capaudit audit compare PARENT NEWSET`` can show what the filter bought
-and what it cost. Two tables, created here on first use (not part of the
-store's schema files), hold the provenance of every filtered set:
+and what it cost. Two tables (DDL in :mod:`capaudit.store.schema`, SQL in
+:mod:`capaudit.store.filter_log`) hold the provenance of every filtered set:
 
 ``filter_log``
     one row per *input sentence*: ``set_name`` (the output set),
@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Mapping
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.store.schema import FILTER_DDL
+from capaudit.store import filter_log as _log
 from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
                                    FilterContext, FilterSummary)
 
@@ -47,10 +47,7 @@ _OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                          ("caption", pa.string()), ("meta", pa.string())])
 
 
-def ensure_tables(con) -> None:
-    """The filter tables (DDL in :mod:`capaudit.store.schema`; older stores may lack them)."""
-    for ddl in FILTER_DDL:
-        con.execute(ddl)
+ensure_tables = _log.ensure_tables  # DDL in capaudit.store.schema; older stores may lack them
 
 
 @dataclass
@@ -141,21 +138,13 @@ def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, 
                 raise InputError(f"a caption set named '{out_name}' already exists",
                                  fix="choose another --out name or pass --replace")
             store.delete_set(out_name)
-        con.execute("DELETE FROM filter_log WHERE set_name = ?", [out_name])
-        con.execute("DELETE FROM filter_runs WHERE set_name = ?", [out_name])
         set_id = store.create_set(out_name, source_path=f"filter:{filter_name}", format="filter",
                                   sha256=None, parent=parent, options=dict(config), meta=meta)
         store.append_captions(set_id, output.captions, 0)
         store.finalize_set(set_id)
-        con.register("_capaudit_filter_log", log_tbl)
-        try:
-            con.execute("INSERT INTO filter_log SELECT * FROM _capaudit_filter_log")
-        finally:
-            con.unregister("_capaudit_filter_log")
-        con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
-                    "summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [out_name, parent, filter_name, version, run_id,
-                     json.dumps(dict(config), default=str), output.summary.to_json()])
+        _log.replace_log(con, out_name, log_tbl, [
+            parent, filter_name, version, run_id, json.dumps(dict(config), default=str),
+            output.summary.to_json()])
     return store.get_set(out_name)
 
 
@@ -210,7 +199,7 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     from capaudit.filters.options import filter_options
 
     given = dict(given)
-    if filter_name == "gender-balance":
+    if "seed" in FILTERS.get(filter_name).defaults:  # the run's seed, for filters that draw
         given["seed"] = seed
     opts = filter_options(filter_name, given, config)
     scoring = None
@@ -230,21 +219,17 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
 
 
 # -- reading back ------------------------------------------------------------------
-def _has_tables(store) -> bool:
-    rows = store.sql("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
-                     "('filter_log', 'filter_runs')")
-    return rows[0][0] == 2
+_has_tables = _log.has_tables
 
 
 def filter_run_info(store, set_name: str) -> dict | None:
     """The ``filter_runs`` row of an output set (None when it is not a filtered set)."""
     if not _has_tables(store):
         return None
-    rows = store.sql("SELECT parent, filter, version, run_id, config, summary, created_at "
-                     "FROM filter_runs WHERE set_name = ?", [set_name])
-    if not rows:
+    row = _log.run_row(store, set_name)
+    if row is None:
         return None
-    p, f, v, r, c, s, t = rows[0]
+    p, f, v, r, c, s, t = row
     return {"set_name": set_name, "parent": p, "filter": f, "version": v, "run_id": r,
             "config": json.loads(c) if c else {}, "summary": json.loads(s) if s else {},
             "created_at": t}
@@ -255,27 +240,18 @@ def read_log(store, set_name: str, actions: tuple[str, ...] | None = ("flag", "r
     """Log rows of ``set_name`` (default: everything but plain keeps)."""
     if not _has_tables(store):
         return pa.Table.from_pylist([], schema=_LOG_SCHEMA)
-    where, params = "set_name = $s", {"s": set_name}
-    if actions:
-        where += " AND action IN (" + ", ".join(f"'{a}'" for a in actions) + ")"
-    q = f"SELECT * FROM filter_log WHERE {where} ORDER BY row_idx, sentence_idx"
-    if limit:
-        q += f" LIMIT {int(limit)}"
-    return store.con.sql(q, params=params).to_arrow_table()
+    return _log.log_rows(store, set_name, actions, limit)
 
 
 def log_counts(store, set_name: str) -> dict:
     """Counts recomputed from the stored log; ``ok`` says whether in = kept + dropped."""
     if not _has_tables(store):
         return {}
-    rows = store.sql("SELECT action, count(*) FROM filter_log WHERE set_name = ? GROUP BY action",
-                     [set_name])
-    by = {a: int(n) for a, n in rows}
+    by = _log.action_counts(store, set_name)
     n_in = sum(by.values())
     kept = sum(by.get(a, 0) for a in KEPT_ACTIONS)
     dropped = by.get("drop", 0)
-    caps = store.sql("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
-                     "FROM filter_log WHERE set_name = ?", [set_name])[0]
+    caps = _log.caption_counts(store, set_name)
     out = {"sentences_in": n_in, "kept": kept, "dropped": dropped, "actions": by,
            "captions_in": int(caps[0]), "captions_out": int(caps[1])}
     ok = n_in == kept + dropped and set(by) <= set(KEPT_ACTIONS) | {"drop"}

@@ -18,6 +18,7 @@ from capaudit.errors import InputError
 from capaudit.io import annotations as ann
 from capaudit.io.imageids import annotation_namespace
 from capaudit.io.ingest import fingerprint
+from capaudit.store import annotations as stored
 
 KINDS = ("instances", "chair-gt", "demographics")
 
@@ -62,32 +63,16 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
                           "gender": [gender.get(i) for i in ids],
                           "skin_tone": [skin.get(i) for i in ids]})
     sha = fingerprint(path)
-    with store.transaction():
-        existing = store.one("SELECT kind, sha256 FROM annotation_sources WHERE name = ?", [name])
-        if existing:
-            if existing[1] == sha and existing[0] == kind:
-                return name, n
-            if not replace:
-                raise InputError(f"annotations named '{name}' already exist with other content",
-                                 fix="pass --replace or --name")
-            store.con.execute(f"DELETE FROM {existing_table(existing[0])} WHERE source = ?",
-                              [name])
-            store.con.execute("DELETE FROM annotation_sources WHERE name = ?", [name])
-        store.con.register("_ann", arrow)
-        try:
-            store.con.execute(f"INSERT INTO {table} SELECT * FROM _ann")
-        finally:
-            store.con.unregister("_ann")
-        store.con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
-                          "namespace) VALUES (?, ?, ?, ?, ?, ?)",
-                          [name, kind, str(path.resolve()), sha, n,
-                           namespace or annotation_namespace(path.name)])
+    existing = stored.source_entry(store, name)
+    if existing:
+        if existing[1] == sha and existing[0] == kind:
+            return name, n
+        if not replace:
+            raise InputError(f"annotations named '{name}' already exist with other content",
+                             fix="pass --replace or --name")
+    stored.put_source(store, name, kind, arrow, path=str(path.resolve()), sha256=sha, n_images=n,
+                      namespace=namespace or annotation_namespace(path.name))
     return name, n
-
-
-def existing_table(kind: str) -> str:
-    return {"instances": "instance_categories", "chair-gt": "chair_gt",
-            "demographics": "demographics"}[kind]
 
 
 def _stored_source(store, kind: str, name: str | None, missing: str | None = None,
@@ -95,14 +80,11 @@ def _stored_source(store, kind: str, name: str | None, missing: str | None = Non
     """The stored source ``name`` of ``kind`` (an error naming it when absent; ``missing``
     and ``fix`` replace its text), or without ``name`` the most recent one, or None."""
     if name:
-        row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
-                        [name, kind])
-        if not row:
+        found = stored.find_source(store, kind, name)
+        if not found:
             raise InputError(missing or f"no stored {kind} annotations named '{name}'", fix=fix)
-        return row[0]
-    row = store.one("SELECT name FROM annotation_sources WHERE kind = ? "
-                    "ORDER BY added_at DESC LIMIT 1", [kind])
-    return row[0] if row else None
+        return found
+    return stored.latest_source(store, kind)
 
 
 def _grouped(rows) -> dict[int, frozenset[str]]:
@@ -118,16 +100,14 @@ def _load_sets(store, kind: str, path: Path) -> dict[int, frozenset[str]]:
     """A ``{image_id: names}`` file (instances JSONL, CHAIR ground truth), parsed once per
     content: later audits read the store's parse cache (:mod:`capaudit.store.annotations`)."""
     load = (lambda p: ann.load_instances(p)[0]) if kind == "instances" else ann.load_chair_gt
-    from capaudit.store.annotations import cache_sets, cache_usable, cached_sets
-
-    if store is None or not path.is_file() or not cache_usable(store):
+    if store is None or not path.is_file() or not stored.cache_usable(store):
         return load(path)
     sha = fingerprint(path)
-    sets = cached_sets(store, sha, kind)
+    sets = stored.cached_sets(store, sha, kind)
     if sets is None:
         sets = load(path)
         if sets:
-            cache_sets(store, sha, kind, sets)
+            stored.cache_sets(store, sha, kind, sets)
     return sets
 
 
@@ -148,9 +128,7 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
         elif store is not None and (src := _stored_source(
                 store, kind, str(given) if given else None,
                 missing=f"no {kind} file or stored source named '{given}'")):
-            from capaudit.store.annotations import source_rows
-
-            value = _grouped(source_rows(store, table, col, src))
+            value = _grouped(stored.source_rows(store, table, col, src))
             source = f"store:{src}"
         else:
             continue
@@ -182,6 +160,6 @@ def demographic_labels(store=None, ref: str | Path | None = None
                          fix="pass an existing JSONL/CSV, or see capaudit annotations list")
     if src is None:
         return {}, {}, None
-    rows = store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?", [src])
+    rows = stored.demographic_rows(store, src)
     return ({r[0]: r[1] for r in rows if r[1]}, {r[0]: r[2] for r in rows if r[2]},
             f"store:{src}")

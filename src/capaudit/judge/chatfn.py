@@ -11,7 +11,7 @@ import base64
 from dataclasses import dataclass
 from typing import Callable
 
-from capaudit.enrich.backends.base import Backend, GenRequest, GenResult
+from capaudit.llm.base import Backend, GenRequest, GenResult
 
 
 @dataclass

@@ -4,7 +4,7 @@ Why one layer: every judged metric (sentence factuality, DCScore, CAPability,
 FaithScore, CapScore, the critique-revise filter) needs the same five things,
 and each public tool re-implements them differently: render a prompt template
 (``configs/prompts/judge_*.txt``, the user's wording wins), send it through a
-registered backend (:mod:`capaudit.enrich.backends`: ``openai`` or
+registered backend (:mod:`capaudit.llm`: ``openai`` or
 ``transformers``, with their retries and the response cache), parse the
 answer *strictly*, ask once more with a format reminder when it does not
 parse, and otherwise record the item as ``unparsed`` -- never counted as
@@ -71,7 +71,7 @@ class Judge:
             raise InputError(f"--max-cost needs a price for the model '{cfg.model}'",
                              fix="add it under judge.prices in configs/judge.yaml")
         if cfg.backend not in ("openai", "transformers") and backend is None:
-            from capaudit.enrich.backends.base import BACKENDS
+            from capaudit.llm.base import BACKENDS
 
             BACKENDS.get(cfg.backend)  # unknown name: one line with "did you mean"
             raise InputError(f"the '{cfg.backend}' backend cannot judge",
@@ -85,7 +85,7 @@ class Judge:
         if self.cfg.dry_run:
             raise RuntimeError("a dry run never builds a backend")
         if self._backend is None:
-            from capaudit.enrich.backends.base import make_backend
+            from capaudit.llm.base import make_backend
 
             c = self.cfg
             opts: dict[str, Any] = {"model": c.model, "params": self.params()}
@@ -130,7 +130,7 @@ class Judge:
         return text + ("\n\n" + reminder if reminder else "")
 
     def _request(self, task: Task, reminder: str | None = None):
-        from capaudit.enrich.backends.base import GenRequest
+        from capaudit.llm.base import GenRequest
 
         img, mime = task.image if task.image else (None, "image/jpeg")
         return GenRequest(self.render(task, reminder), img, mime)
@@ -241,7 +241,7 @@ class Judge:
     def _guarded(self, reqs):
         """The backend's results; a reply the backend itself chokes on (a 200 that is not
         JSON) fails that request only, never the batch."""
-        from capaudit.enrich.backends.base import GenResult
+        from capaudit.llm.base import GenResult
 
         try:
             return self.backend.generate(reqs)

@@ -10,10 +10,65 @@ in columnar form; a changed file has another hash and is parsed again.
 
 from __future__ import annotations
 
-__all__ = ["source_rows", "cache_usable", "cached_sets", "cache_sets"]
+__all__ = ["source_rows", "cache_usable", "cached_sets", "cache_sets", "source_entry",
+           "find_source", "latest_source", "list_sources", "put_source", "demographic_rows",
+           "KIND_TABLES"]
 
 # the grouped annotation tables and their value column
 _TABLES = {"instance_categories": "category", "chair_gt": "object"}
+# annotation kind -> the table holding its rows
+KIND_TABLES = {"instances": "instance_categories", "chair-gt": "chair_gt",
+               "demographics": "demographics"}
+
+
+def source_entry(store, name: str) -> tuple[str, str] | None:
+    """``(kind, sha256)`` of the stored source ``name``, or None."""
+    return store.one("SELECT kind, sha256 FROM annotation_sources WHERE name = ?", [name])
+
+
+def find_source(store, kind: str, name: str) -> str | None:
+    """``name`` when a source of that name and kind is stored."""
+    row = store.one("SELECT name FROM annotation_sources WHERE name = ? AND kind = ?",
+                    [name, kind])
+    return row[0] if row else None
+
+
+def latest_source(store, kind: str) -> str | None:
+    """The most recently added source of ``kind``."""
+    row = store.one("SELECT name FROM annotation_sources WHERE kind = ? "
+                    "ORDER BY added_at DESC LIMIT 1", [kind])
+    return row[0] if row else None
+
+
+def list_sources(store) -> list[tuple]:
+    """``(name, kind, n_images, path, added_at)`` of every source, oldest first."""
+    return store.sql("SELECT name, kind, n_images, path, added_at FROM annotation_sources "
+                     "ORDER BY added_at")
+
+
+def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
+               n_images: int, namespace: str | None = None) -> None:
+    """Store the rows (a pyarrow table in the column order of the kind's table) of source
+    ``name`` in one transaction, replacing an earlier source of that name."""
+    with store.transaction() as con:
+        old = source_entry(store, name)
+        if old:
+            con.execute(f"DELETE FROM {KIND_TABLES[old[0]]} WHERE source = ?", [name])
+            con.execute("DELETE FROM annotation_sources WHERE name = ?", [name])
+        con.register("_ann", rows)
+        try:
+            con.execute(f"INSERT INTO {KIND_TABLES[kind]} SELECT * FROM _ann")
+        finally:
+            con.unregister("_ann")
+        con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
+                    "namespace) VALUES (?, ?, ?, ?, ?, ?)",
+                    [name, kind, path, sha256, n_images, namespace])
+
+
+def demographic_rows(store, source: str) -> list[tuple]:
+    """``(image_id, gender, skin_tone)`` rows of a stored demographics source."""
+    return store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?",
+                     [source])
 
 
 def source_rows(store, table: str, col: str, source: str) -> list[tuple]:

@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 
 from capaudit.audit.metrics.base import Estimate, Metric, MetricSkipped, ratio, register_metric
-from capaudit.audit.metrics.state import UnitSums
 from capaudit.audit.metrics.per_caption import PerCaptionMean
 from capaudit.lotus.inputs import lotus_of
 

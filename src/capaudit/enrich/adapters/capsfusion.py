@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from capaudit.enrich.adapters.base import Adapter, Context, prompt_hash, render
 from capaudit.enrich.adapters.sharegpt4v import MIME
-from capaudit.enrich.backends.base import GenRequest
+from capaudit.llm.base import GenRequest
 
 
 class CapsFusionAdapter(Adapter):

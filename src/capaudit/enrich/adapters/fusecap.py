@@ -9,7 +9,7 @@ hallucinated object came from the detector or from the LLM.
 from __future__ import annotations
 
 from capaudit.enrich.adapters.base import Adapter, Context, render
-from capaudit.enrich.backends.base import GenRequest
+from capaudit.llm.base import GenRequest
 from capaudit.enrich.colors import dominant_color
 from capaudit.enrich.detectors.base import decode_image
 

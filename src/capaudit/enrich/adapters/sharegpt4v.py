@@ -7,7 +7,7 @@ grounded in pixels only, so its hallucinations are the VLM's own.
 from __future__ import annotations
 
 from capaudit.enrich.adapters.base import Adapter, Context, render
-from capaudit.enrich.backends.base import GenRequest
+from capaudit.llm.base import GenRequest
 
 MIME = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp"}
 

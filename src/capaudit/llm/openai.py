@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Iterator
 
-from capaudit.enrich.backends.base import Backend, GenRequest, GenResult
+from capaudit.llm.base import Backend, GenRequest, GenResult
 from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}

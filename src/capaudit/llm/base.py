@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping
 
 from capaudit.core.registry import Registry
-from capaudit.enrich.backends.cache import ResponseCache
+from capaudit.llm.cache import ResponseCache
 
 
 @dataclass
@@ -132,12 +132,12 @@ class EchoBackend(Backend):
 
 
 BACKENDS: Registry = Registry("backend", base=Backend, group="backends")
-BACKENDS.register("openai", "capaudit.enrich.backends.openai:OpenAIBackend", version="1",
+BACKENDS.register("openai", "capaudit.llm.openai:OpenAIBackend", version="1",
                   description="any OpenAI-compatible chat-completions server")
-BACKENDS.register("transformers", "capaudit.enrich.backends.transformers_backend:"
+BACKENDS.register("transformers", "capaudit.llm.transformers_backend:"
                   "TransformersBackend", version="1", extra="ml",
                   description="a local causal LM (path, hub id or 'gemma3-270m')")
-BACKENDS.register("transformers-captioner", "capaudit.enrich.backends.transformers_backend:"
+BACKENDS.register("transformers-captioner", "capaudit.llm.transformers_backend:"
                   "TransformersCaptionerBackend", version="1", extra="ml",
                   description="a local image-to-text captioner folder (BLIP, GIT)")
 BACKENDS.register("echo", EchoBackend, version="1", description=EchoBackend.__doc__)

@@ -2,7 +2,7 @@
 
 Why: filters that hold a conversation with a judge (``critique-revise``, later
 LLM-judged audits) speak OpenAI chat messages, while every model call in the
-project goes through one registry of backends (:mod:`capaudit.enrich.backends.base`)
+project goes through one registry of backends (:mod:`capaudit.llm.base`)
 with its retries, backoff, cache and statistics. This adapter is the only
 bridge, so a judge can be a server (``openai``) or a local model folder
 (``transformers``) without a second HTTP client.
@@ -23,13 +23,13 @@ ChatFn = Callable[[list], str]
 
 
 def backend_chat(backend) -> ChatFn:
-    """Adapt a :class:`~capaudit.enrich.backends.base.Backend` to ``chat(messages)``.
+    """Adapt a :class:`~capaudit.llm.base.Backend` to ``chat(messages)``.
 
     A failed call (the backend's error after its retries, or an empty text)
     raises :class:`ConnectionError`, which callers count as a failed call.
     The function's ``accepts_images`` says whether the backend can see images.
     """
-    from capaudit.enrich.backends.base import GenRequest
+    from capaudit.llm.base import GenRequest
 
     def chat(messages: list) -> str:
         system, texts, image, mime = None, [], None, "image/jpeg"
@@ -65,7 +65,7 @@ def make_chat(backend: str = "openai", model: str = "", *, base_url: str | None 
     backends that have them (``openai``); ``options`` passes any other backend
     field (``device`` for ``transformers``).
     """
-    from capaudit.enrich.backends.base import BACKENDS, make_backend
+    from capaudit.llm.base import BACKENDS, make_backend
 
     fields = {"base_url": base_url, "api_key_env": api_key_env, "timeout_s": timeout_s,
               "max_retries": max_retries}

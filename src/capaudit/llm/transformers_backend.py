@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from capaudit.enrich.backends.base import Backend, GenRequest, GenResult
+from capaudit.llm.base import Backend, GenRequest, GenResult
 from capaudit.errors import InputError, require
 
 GEMMA_ALIAS = "gemma3-270m"

@@ -1,0 +1,74 @@
+"""The filter tables' SQL: writing a run's log and summary row, reading them back.
+
+Why here: the store boundary keeps every statement against the database behind ``store/``
+(the DDL is in :mod:`capaudit.store.schema`); :mod:`capaudit.filters.runner` decides what
+to write and reads the results through these functions.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from capaudit.store.schema import FILTER_DDL
+
+__all__ = ["ensure_tables", "has_tables", "replace_log", "run_row", "log_rows",
+           "action_counts", "caption_counts"]
+
+
+def ensure_tables(con) -> None:
+    """The filter tables (older stores may lack them)."""
+    for ddl in FILTER_DDL:
+        con.execute(ddl)
+
+
+def has_tables(store) -> bool:
+    rows = store.sql("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                     "('filter_log', 'filter_runs')")
+    return rows[0][0] == 2
+
+
+def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
+    """Inside the caller's transaction: drop any earlier log of ``set_name``, insert ``log``
+    (columns of ``filter_log``) and its ``filter_runs`` row
+    ``[parent, filter, version, run_id, config_json, summary_json]``."""
+    con.execute("DELETE FROM filter_log WHERE set_name = ?", [set_name])
+    con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
+    con.register("_capaudit_filter_log", log)
+    try:
+        con.execute("INSERT INTO filter_log SELECT * FROM _capaudit_filter_log")
+    finally:
+        con.unregister("_capaudit_filter_log")
+    con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
+                "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
+
+
+def run_row(store, set_name: str) -> tuple | None:
+    """``(parent, filter, version, run_id, config, summary, created_at)`` or None."""
+    return store.one("SELECT parent, filter, version, run_id, config, summary, created_at "
+                     "FROM filter_runs WHERE set_name = ?", [set_name])
+
+
+def log_rows(store, set_name: str, actions: tuple[str, ...] | None, limit: int | None) -> pa.Table:
+    """Log rows of ``set_name`` with one of ``actions`` (all when empty), in caption order."""
+    where, params = "set_name = $s", {"s": set_name}
+    if actions:
+        names = {f"a{i}": a for i, a in enumerate(actions)}
+        where += " AND action IN (" + ", ".join(f"${k}" for k in names) + ")"
+        params.update(names)
+    q = f"SELECT * FROM filter_log WHERE {where} ORDER BY row_idx, sentence_idx"
+    if limit:
+        q += f" LIMIT {int(limit)}"
+    return store.con.sql(q, params=params).to_arrow_table()
+
+
+def action_counts(store, set_name: str) -> dict[str, int]:
+    rows = store.sql("SELECT action, count(*) FROM filter_log WHERE set_name = ? GROUP BY action",
+                     [set_name])
+    return {a: int(n) for a, n in rows}
+
+
+def caption_counts(store, set_name: str) -> tuple[int, int]:
+    """Distinct parent rows judged and output rows written."""
+    row = store.one("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
+                    "FROM filter_log WHERE set_name = ?", [set_name])
+    return int(row[0]), int(row[1])
