@@ -229,6 +229,7 @@ def test_a_pickled_or_corrupt_state_file_is_refused_in_one_line(shared, tmp_path
 
 def test_a_plugin_state_that_cannot_be_saved_safely_stops_the_run(shared, tmp_path):
     import numpy as np
+
     from capaudit.audit.metrics import METRICS, Metric, register_metric
     from capaudit.audit.metrics.base import Estimate, ratio
 

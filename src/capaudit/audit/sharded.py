@@ -79,9 +79,14 @@ def audit_shard(task: ShardTask) -> dict:
     for bad input: ``{"shard", "status": done|resumed|failed, "n_captions", "seconds"}``."""
     from capaudit.audit.engine import accumulate
     from capaudit.audit.runner import metric_names
-    from capaudit.io.caption_shards import iter_shard_rows
     from capaudit.audit.state_io import StateError, dumps_state
-    from capaudit.io.shards import atomic_write_bytes, input_fingerprint, read_marker, write_marker
+    from capaudit.io.caption_shards import iter_shard_rows
+    from capaudit.io.shards import (
+        atomic_write_bytes,
+        input_fingerprint,
+        read_marker,
+        write_marker,
+    )
 
     work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
     marker = read_marker(work, name)

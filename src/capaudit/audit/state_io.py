@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["StateError", "dumps_state", "loads_state", "register_state", "STATE_TYPES"]
+__all__ = ["STATE_TYPES", "StateError", "dumps_state", "loads_state", "register_state"]
 
 STATE_TYPES: dict[str, type] = {}
 _BUILTINS_LOADED = []
