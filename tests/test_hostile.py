@@ -496,7 +496,10 @@ def test_lock_conflict_names_the_other_process(nic_db, capsys):
 _WS = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 _text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
 _caption = _text.filter(lambda t: t.strip(_WS))
-_id = st.one_of(st.integers(-10**19, 10**19), st.floats(allow_nan=False, allow_infinity=False),
+# no subnormals: a library loaded earlier in the suite may set flush-to-zero (fast-math), and
+# hypothesis then refuses to draw them (the readers' rule does not depend on them)
+_id = st.one_of(st.integers(-10**19, 10**19),
+                st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=False),
                 st.builds("COCO_val2014_{:012d}.jpg".format, st.integers(0, 10**12 - 1)),
                 _text, st.none())
 _STRUCTURAL = "structural"  # DuckDB cannot read the file: the first such line is named
