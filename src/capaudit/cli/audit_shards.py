@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rich.markup import escape
 
-from capaudit.cli.common import console, open_store
+from capaudit.cli.common import console, esc, open_store
 
 
 class _ShardProgress:
@@ -79,6 +78,6 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
                   f"resumed, {len(by['failed'])} failed; {n:,} captions in {wall:.1f} s "
                   f"({n / max(wall, 1e-9):,.0f} captions/s)")
     for s in by["failed"]:
-        console.print(f"  [red]skipped[/] {escape(s['shard'])}: {escape(s['error'])}")
+        console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
     console.print(f"stored as run {run_id} in {store.path}" + (f"; JSON: {json_out}" if json_out
                                                                else ""))

@@ -60,11 +60,16 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
     store = open_store(db, read_only=True, sandbox=True)
-    table = Table("name", "format", "ids", "captions", "images", "parent", "source")
+    table = Table()
+    for col in ("name", "format", "ids", "captions", "images", "parent", "source file"):
+        # names wrap instead of being cut with "…" in a narrow terminal; the source's full
+        # path is in `sets show`
+        table.add_column(col, overflow="fold",
+                         justify="right" if col in ("captions", "images") else "left")
     for s in store.list_sets():
         table.add_row(s.name, s.format or "", s.namespace or "unassigned",
                       f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
-                      s.source_path or "")
+                      Path(s.source_path).name if s.source_path else "")
     console.print(table)
 
 
