@@ -74,9 +74,9 @@ def source_namespace(store, source: str | None) -> str | None:
     if source.startswith("store:"):
         if store is None:
             return None
-        row = store.one("SELECT namespace FROM annotation_sources WHERE name = ?",
-                        [source[len("store:"):]])
-        return row[0] if row else None
+        from capaudit.store.annotations import source_namespace as stored_namespace
+
+        return stored_namespace(store, source[len("store:"):])
     return annotation_namespace(Path(source).name)
 
 

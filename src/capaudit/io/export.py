@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.store import exports
 
 FORMATS = ("original", "jsonl", "parquet", "webdataset", "sharegpt4v", "llava", "sharegpt",
            "coco", "hf")
@@ -47,23 +48,18 @@ def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path
             shutil.rmtree(out)
         os.replace(tmp, out)
         return out
-    src = (f"SELECT row_idx, image_key, image_id, caption FROM captions WHERE set_id = "
-           f"{int(info.set_id)} ORDER BY row_idx")
     if to == "jsonl":
         with open(tmp, "w", encoding="utf-8") as fh:
-            for batch in store.con.sql(src).to_arrow_reader(100_000):
+            for batch in exports.caption_batches(store, info.set_id):
                 for rec in batch.to_pylist():
                     fh.write(json.dumps({"image_id": rec["image_id"] if rec["image_id"] is not None
                                          else rec["image_key"], "caption": rec["caption"]},
                                         ensure_ascii=False) + "\n")
     elif to == "parquet":
-        store.con.execute(f"COPY ({src}) TO '{str(tmp).replace(chr(39), chr(39) * 2)}' "
-                          f"(FORMAT parquet)")
+        exports.copy_to_parquet(store, info.set_id, tmp)
     else:
         tmp.mkdir(parents=True, exist_ok=True)
-        rows = store.sql(
-            "SELECT image_key, any_value(image_id), list(caption ORDER BY row_idx) FROM captions "
-            "WHERE set_id = ? GROUP BY image_key ORDER BY min(row_idx)", [info.set_id])
+        rows = exports.captions_by_image(store, info.set_id)
         shard_size = 1000
         for s in range(0, len(rows), shard_size):
             with tarfile.open(tmp / f"{name}-{s // shard_size:05d}.tar", "w") as tf:
@@ -86,18 +82,8 @@ def _safe_key(key: str) -> str:
 def _hf_columns(store, info):
     """Caption, image key/id, namespace and the per-caption details of the set's latest
     audit (``audit_run_id``; only the caption columns when it was never audited), as Arrow."""
-    latest = store.one("SELECT max(run_id) FROM caption_details WHERE set_name = ?",
-                       [info.name])[0]
-    if latest is None:
-        return store.con.sql(
-            "SELECT image_key, image_id, namespace, caption FROM captions WHERE set_id = ? "
-            "ORDER BY row_idx", params=[info.set_id]).to_arrow_table()
-    return store.con.sql(
-        "SELECT c.image_key, c.image_id, c.namespace, c.caption, d.run_id AS audit_run_id, "
-        "d.* EXCLUDE (run_id, set_name, row_idx, image_id) FROM captions c LEFT JOIN "
-        "caption_details d ON d.run_id = ? AND d.set_name = ? AND d.row_idx = c.row_idx "
-        "WHERE c.set_id = ? ORDER BY c.row_idx",
-        params=[latest, info.name, info.set_id]).to_arrow_table()
+    return exports.captions_with_details(store, info.set_id, info.name,
+                                         exports.latest_audit_run(store, info.name))
 
 
 def _export_layout(store, info, to: str, tmp: Path) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 from capaudit.io.readers.records import JOIN_SEP
+from capaudit.store.captions import rows_with_meta
 
 RECORD_FORMATS = ("sharegpt4v", "llava", "sharegpt", "capsfusion", "jsonl")
 ORIGINAL_FORMATS = RECORD_FORMATS + ("coco", "flickr-token")
@@ -44,9 +45,7 @@ def root_set(store, name: str):
 def _places(store, name: str) -> dict[tuple, str]:
     """``{(src, turn): caption}`` of a set, from each row's ``meta``."""
     out = {}
-    for row_idx, meta, caption in store.sql(
-            "SELECT row_idx, meta, caption FROM captions WHERE set_id = ? ORDER BY row_idx",
-            [store.get_set(name).set_id]):
+    for row_idx, meta, caption in rows_with_meta(store, store.get_set(name).set_id):
         m = json.loads(meta) if meta else {}
         if not isinstance(m, dict) or "src" not in m:
             raise InputError(f"caption row {row_idx} of '{name}' does not say which source "

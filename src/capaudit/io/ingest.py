@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from capaudit.errors import InputError
 from capaudit.io.imageids import compatible, infer_namespace
 from capaudit.io.readers.base import detect_format, get_reader, read_head, refuse_pickle
+from capaudit.store import captions
 from capaudit.store.db import SetInfo, Store
 
 
@@ -57,7 +58,6 @@ def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
 # what str.strip() and pyarrow's utf8_trim_whitespace remove (tabs, NBSP, U+3000, ...):
 # a caption of only these is empty on both paths, not just one of only spaces
 _WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
-_WS_CODES = ", ".join(str(ord(c)) for c in _WHITESPACE)
 
 
 def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
@@ -66,33 +66,22 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
 
     select = reader.select_sql(path, store.con)
     try:  # meta.src: the source record, so that `sets export --to original` finds it back
-        store.con.execute(
-            f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta) "
-            f"SELECT ?, row_number() OVER () - 1, image_key, image_id, coalesce(caption, ''), "
-            f"coalesce(meta, json_object('src', row_number() OVER () - 1)) FROM ({select})",
-            [set_id])
+        captions.insert_selected(store, set_id, select)
     except duckdb.Error as exc:
         raise reader.diagnose(path, exc) from None
-    # only a caption that starts with whitespace (or is empty) can be all whitespace: the
-    # cheap first-character test leaves trim() a handful of rows instead of millions
-    bad = store.one(f"SELECT min(row_idx) FROM (SELECT row_idx, caption FROM captions "
-                    f"WHERE set_id = ? AND (caption = '' OR ascii(caption) IN ({_WS_CODES}))) "
-                    f"WHERE trim(caption, ?) = ''", [set_id, _WHITESPACE])
-    if bad and bad[0] is not None:
+    bad = captions.first_blank_row(store, set_id, _WHITESPACE)
+    if bad is not None:
         raise InputError("empty or missing caption", path=path,
-                         row=reader.record_row(path, bad[0]),
+                         row=reader.record_row(path, bad),
                          fix="drop the record or give it a caption")
-    return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
+    return captions.count_rows(store, set_id)
 
 
 def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | None) -> None:
     """Give each row the namespace its image key is evidence for (:mod:`.imageids`); with
     ``namespace`` (``sets add --namespace``) every row gets it, unless a row's evidence names
     another dataset (a ``COCO_val2014_`` name in a set declared ``nocaps``): refused by row."""
-    rows = store.sql("SELECT image_key, min(row_idx) FROM captions WHERE set_id = ? AND "
-                     "namespace IS NULL AND image_id IS NOT NULL AND "
-                     "regexp_matches(image_key, '[/\\\\]|COCO_', 'i') GROUP BY image_key",
-                     [set_id])
+    rows = captions.namespace_candidates(store, set_id)
     found = {key: (infer_namespace(key), row) for key, row in rows}
     found = {k: v for k, v in found.items() if v[0] is not None}
     if namespace:
@@ -100,20 +89,10 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
             if not ns.startswith("path:") and not compatible(ns, namespace):
                 raise InputError(f"image '{key}' is a {ns} image, not {namespace}", path=path,
                                  row=row + 1, fix=f"drop --namespace {namespace}, or fix the row")
-        store.con.execute("UPDATE captions SET namespace = ? WHERE set_id = ? AND "
-                          "image_id IS NOT NULL", [namespace, set_id])
-        store.con.execute("UPDATE caption_sets SET namespace = ? WHERE set_id = ?",
-                          [namespace, set_id])
+        captions.set_namespace(store, set_id, namespace)
         return
     if found:
-        tbl = pa.table({"k": list(found), "ns": [v[0] for v in found.values()]})
-        store.con.register("_capaudit_ns", tbl)
-        try:
-            store.con.execute("UPDATE captions SET namespace = m.ns FROM _capaudit_ns m "
-                              "WHERE set_id = ? AND namespace IS NULL AND image_key = m.k",
-                              [set_id])
-        finally:
-            store.con.unregister("_capaudit_ns")
+        captions.set_row_namespaces(store, set_id, {k: v[0] for k, v in found.items()})
 
 
 def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,

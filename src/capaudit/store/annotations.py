@@ -11,7 +11,7 @@ in columnar form; a changed file has another hash and is parsed again.
 from __future__ import annotations
 
 __all__ = ["source_rows", "cache_usable", "cached_sets", "cache_sets", "source_entry",
-           "find_source", "latest_source", "list_sources", "put_source", "demographic_rows",
+           "find_source", "latest_source", "source_namespace", "list_sources", "put_source", "demographic_rows",
            "KIND_TABLES"]
 
 # the grouped annotation tables and their value column
@@ -24,6 +24,13 @@ KIND_TABLES = {"instances": "instance_categories", "chair-gt": "chair_gt",
 def source_entry(store, name: str) -> tuple[str, str] | None:
     """``(kind, sha256)`` of the stored source ``name``, or None."""
     return store.one("SELECT kind, sha256 FROM annotation_sources WHERE name = ?", [name])
+
+
+def source_namespace(store, name: str) -> str | None:
+    """Image-id namespace recorded for the stored source ``name`` (None: unknown or no such
+    source)."""
+    row = store.one("SELECT namespace FROM annotation_sources WHERE name = ?", [name])
+    return row[0] if row else None
 
 
 def find_source(store, kind: str, name: str) -> str | None:

@@ -1,12 +1,14 @@
-"""Read-only summaries of a stored caption set (the SQL behind ``sets show``).
+"""Caption rows of a stored set: read-only summaries (the SQL behind ``sets show``) and the
+statements ingestion runs on the rows it writes (fast path, blank check, namespaces).
 
 Why here: statements against the store live behind ``store/``; the CLI formats what these
-functions return.
+functions return and :mod:`capaudit.io.ingest` decides what to do with them.
 """
 
 from __future__ import annotations
 
-__all__ = ["set_stats", "sample_captions"]
+__all__ = ["set_stats", "sample_captions", "insert_selected", "first_blank_row", "count_rows",
+           "namespace_candidates", "set_namespace", "set_row_namespaces", "rows_with_meta"]
 
 
 def set_stats(store, set_id: int) -> tuple[int, int, int, float | None]:
@@ -19,3 +21,69 @@ def sample_captions(store, set_id: int, n: int) -> list[tuple[str, str]]:
     """The first ``n`` ``(image_key, caption)`` rows in stored order."""
     return store.sql("SELECT image_key, caption FROM captions WHERE set_id = ? "
                      "ORDER BY row_idx LIMIT ?", [set_id, n])
+
+
+def insert_selected(store, set_id: int, select: str) -> None:
+    """Insert the rows of a reader's ``select`` (columns image_key, image_id, caption, meta)
+    as set ``set_id`` in one statement, numbering rows from 0; a row without meta gets
+    ``{"src": row}`` (its source record, for ``sets export --to original``). DuckDB's error
+    is left to the caller, which names the file and row."""
+    store.con.execute(
+        f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta) "
+        f"SELECT ?, row_number() OVER () - 1, image_key, image_id, coalesce(caption, ''), "
+        f"coalesce(meta, json_object('src', row_number() OVER () - 1)) FROM ({select})",
+        [set_id])
+
+
+def first_blank_row(store, set_id: int, whitespace: str) -> int | None:
+    """Smallest ``row_idx`` of the set whose caption is empty or only characters of
+    ``whitespace``; None when there is none."""
+    # only a caption that starts with whitespace (or is empty) can be all whitespace: the
+    # cheap first-character test leaves trim() a handful of rows instead of millions
+    codes = ", ".join(str(ord(c)) for c in whitespace)
+    row = store.one(f"SELECT min(row_idx) FROM (SELECT row_idx, caption FROM captions "
+                    f"WHERE set_id = ? AND (caption = '' OR ascii(caption) IN ({codes}))) "
+                    f"WHERE trim(caption, ?) = ''", [set_id, whitespace])
+    return row[0] if row else None
+
+
+def count_rows(store, set_id: int) -> int:
+    """Number of caption rows stored for the set."""
+    return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
+
+
+def namespace_candidates(store, set_id: int) -> list[tuple[str, int]]:
+    """``(image_key, first row_idx)`` of rows with an integer id and no namespace yet whose
+    key carries evidence of one (a path separator or a ``COCO_`` name)."""
+    return store.sql("SELECT image_key, min(row_idx) FROM captions WHERE set_id = ? AND "
+                     "namespace IS NULL AND image_id IS NOT NULL AND "
+                     "regexp_matches(image_key, '[/\\\\]|COCO_', 'i') GROUP BY image_key",
+                     [set_id])
+
+
+def set_namespace(store, set_id: int, namespace: str) -> None:
+    """Give every row with an integer id, and the set itself, ``namespace``."""
+    store.con.execute("UPDATE captions SET namespace = ? WHERE set_id = ? AND "
+                      "image_id IS NOT NULL", [namespace, set_id])
+    store.con.execute("UPDATE caption_sets SET namespace = ? WHERE set_id = ?",
+                      [namespace, set_id])
+
+
+def set_row_namespaces(store, set_id: int, by_key: dict[str, str]) -> None:
+    """Give the rows still without a namespace the one ``by_key`` maps their image key to."""
+    import pyarrow as pa
+
+    tbl = pa.table({"k": list(by_key), "ns": list(by_key.values())})
+    store.con.register("_capaudit_ns", tbl)
+    try:
+        store.con.execute("UPDATE captions SET namespace = m.ns FROM _capaudit_ns m "
+                          "WHERE set_id = ? AND namespace IS NULL AND image_key = m.k",
+                          [set_id])
+    finally:
+        store.con.unregister("_capaudit_ns")
+
+
+def rows_with_meta(store, set_id: int) -> list[tuple]:
+    """``(row_idx, meta JSON text, caption)`` of every row, in stored order."""
+    return store.sql("SELECT row_idx, meta, caption FROM captions WHERE set_id = ? "
+                     "ORDER BY row_idx", [set_id])

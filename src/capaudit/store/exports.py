@@ -1,0 +1,58 @@
+"""The queries behind ``sets export``: a set's rows streamed, copied to parquet, grouped by
+image, or joined with its latest audit details.
+
+Why here: statements against the store live behind ``store/``; :mod:`capaudit.io.export`
+only lays the rows out in each format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["caption_batches", "copy_to_parquet", "captions_by_image", "latest_audit_run",
+           "captions_with_details"]
+
+
+def _rows_sql(set_id: int) -> str:
+    return (f"SELECT row_idx, image_key, image_id, caption FROM captions WHERE set_id = "
+            f"{int(set_id)} ORDER BY row_idx")
+
+
+def caption_batches(store, set_id: int, batch_size: int = 100_000):
+    """A ``pyarrow.RecordBatchReader`` of ``(row_idx, image_key, image_id, caption)`` of the
+    set in stored order."""
+    return store.con.sql(_rows_sql(set_id)).to_arrow_reader(batch_size)
+
+
+def copy_to_parquet(store, set_id: int, path: str | Path) -> None:
+    """Write ``(row_idx, image_key, image_id, caption)`` of the set to a parquet file."""
+    store.con.execute(f"COPY ({_rows_sql(set_id)}) TO "
+                      f"'{str(path).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+
+
+def captions_by_image(store, set_id: int) -> list[tuple]:
+    """``(image_key, image_id, [captions in row order])`` per image, in first-row order."""
+    return store.sql(
+        "SELECT image_key, any_value(image_id), list(caption ORDER BY row_idx) FROM captions "
+        "WHERE set_id = ? GROUP BY image_key ORDER BY min(row_idx)", [set_id])
+
+
+def latest_audit_run(store, set_name: str) -> int | None:
+    """The newest run that stored per-caption details of the set, None when never audited."""
+    return store.one("SELECT max(run_id) FROM caption_details WHERE set_name = ?",
+                     [set_name])[0]
+
+
+def captions_with_details(store, set_id: int, set_name: str, run_id: int | None):
+    """Arrow table of ``image_key, image_id, namespace, caption`` in row order, with run
+    ``run_id``'s per-caption details (``audit_run_id`` and its columns) joined on when given."""
+    if run_id is None:
+        return store.con.sql(
+            "SELECT image_key, image_id, namespace, caption FROM captions WHERE set_id = ? "
+            "ORDER BY row_idx", params=[set_id]).to_arrow_table()
+    return store.con.sql(
+        "SELECT c.image_key, c.image_id, c.namespace, c.caption, d.run_id AS audit_run_id, "
+        "d.* EXCLUDE (run_id, set_name, row_idx, image_id) FROM captions c LEFT JOIN "
+        "caption_details d ON d.run_id = ? AND d.set_name = ? AND d.row_idx = c.row_idx "
+        "WHERE c.set_id = ? ORDER BY c.row_idx",
+        params=[run_id, set_name, set_id]).to_arrow_table()
