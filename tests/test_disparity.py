@@ -10,7 +10,12 @@ import pytest
 from capaudit.audit.disparity import audit_disparity
 from capaudit.audit.engine import audit_captions
 from capaudit.errors import InputError
-from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+from capaudit.io.annotations import (
+    Annotations,
+    load_chair_gt,
+    load_demographics,
+    load_instances,
+)
 
 
 @pytest.fixture(scope="module")
