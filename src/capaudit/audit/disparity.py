@@ -27,8 +27,10 @@ Two metrics need care:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from itertools import islice
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +42,7 @@ from capaudit.audit.metrics.stream import StreamStats, check_streams
 from capaudit.errors import InputError
 from capaudit.text.records import build_records
 
-__all__ = ["GROUPINGS", "Disparity", "audit_disparity"]
+__all__ = ["GROUPINGS", "Disparity", "audit_disparity", "disparity_stream"]
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
 
@@ -72,44 +74,102 @@ def _group_seed(seed: int, k: int) -> int:
     return int(np.random.SeedSequence([int(seed), k]).generate_state(1)[0])
 
 
-def _split(image_ids: np.ndarray, labels: dict, groups: tuple[str, str]):
-    """Caption indices per group, and how many captions had no usable label."""
-    lab = np.array([labels.get(int(i)) if i >= 0 else None for i in image_ids], dtype=object)
-    idx = {g: np.flatnonzero(lab == g) for g in groups}
-    return idx, int(len(image_ids) - sum(len(v) for v in idx.values()))
+def _labels_of(ids: np.ndarray, labels: dict) -> np.ndarray:
+    return np.array([labels.get(int(i)) if i >= 0 else None for i in ids], dtype=object)
 
 
-def _equal_images(ids: np.ndarray, idx: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
-    """Caption indices of each group restricted to the same number of images (seeded)."""
-    images = {g: np.unique(ids[v]) for g, v in idx.items()}
+def _chunks(rows: Iterable[tuple[int | None, str]], size: int) -> Iterator[tuple[np.ndarray, list]]:
+    """``(image ids, captions)`` of ``size`` rows at a time."""
+    it = iter(rows)
+    while True:
+        part = list(islice(it, size))
+        if not part:
+            return
+        yield image_id_array([r[0] for r in part]), [r[1] for r in part]
+
+
+def _scan_images(rows, labels: dict, groups: tuple[str, str], size: int):
+    """First pass, image ids only: each group's distinct images and caption count, and the
+    captions without a usable label (the captions themselves are not kept)."""
+    images: dict[str, list[np.ndarray]] = {g: [] for g in groups}
+    counts = dict.fromkeys(groups, 0)
+    total = 0
+    for ids, _ in _chunks(rows, size):
+        lab = _labels_of(ids, labels)
+        total += len(ids)
+        for g in groups:
+            sel = ids[lab == g]
+            counts[g] += len(sel)
+            images[g].append(np.unique(sel))
+    uniq = {g: np.unique(np.concatenate(v)) if v else np.zeros(0, np.int64)
+            for g, v in images.items()}
+    return uniq, counts, total - sum(counts.values())
+
+
+def _equal_images(images: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """Each group's images cut to the smaller group's number of images (seeded)."""
     k = min(len(v) for v in images.values())
     rng = np.random.default_rng(_group_seed(seed, 99))
-    out = {}
-    for g, v in idx.items():
-        keep = images[g] if len(images[g]) == k else np.sort(rng.choice(images[g], k, replace=False))
-        out[g] = v[np.isin(ids[v], keep)]
-    return out
+    return {g: v if len(v) == k else np.sort(rng.choice(v, k, replace=False))
+            for g, v in images.items()}
 
 
-def _group_estimates(captions, ids, sel, names, annotations, mode, min_images, workers, skip,
-                     config=None):
-    """Every metric's estimate on one group (the engine's accumulators on one chunk)."""
-    texts = [captions[i] for i in sel]
-    records = build_records(texts, mode=mode, workers=workers)
-    acc = StreamStats([n for n in names if n not in skip], mode, annotations, min_images, config)
-    acc.add(MetricContext(records, ids[sel], annotations, min_images, captions=texts,
-                          config=config))
-    ests, skipped, units = acc.estimates()
-    skipped.update({n: skip[n] for n in names if n in skip})
-    return ests, skipped, units.n, units.n_images
+class _GroupStreams:
+    """One :class:`StreamStats` per group (over ``names``), fed chunk by chunk with the
+    chunk's captions of that group, optionally only those of ``keep[g]`` images."""
+
+    def __init__(self, groups, names, skip, mode, annotations, min_images, workers, config,
+                 keep: dict[str, np.ndarray] | None = None):
+        self.acc = {g: StreamStats([n for n in names if n not in skip], mode, annotations,
+                                   min_images, config) for g in groups}
+        self.names, self.skip, self.keep = names, skip, keep
+        self.mode, self.annotations, self.min_images = mode, annotations, min_images
+        self.workers, self.config = workers, config
+
+    def add(self, g: str, ids: np.ndarray, captions: list, sel: np.ndarray) -> None:
+        if self.keep is not None:
+            sel = sel[np.isin(ids[sel], self.keep[g])]
+        if not len(sel):
+            return
+        acc = self.acc[g]
+        texts = [captions[i] for i in sel]
+        records = build_records(texts, mode=self.mode, workers=self.workers)
+        acc.add(MetricContext(records, ids[sel], self.annotations, self.min_images,
+                              offset=acc.n_captions, captions=texts, config=self.config))
+
+    def estimates(self, g: str):
+        """``(estimates, skipped, bootstrap units, images)`` of group ``g``."""
+        ests, skipped, units = self.acc[g].estimates()
+        skipped.update({n: self.skip[n] for n in self.names if n in self.skip})
+        return ests, skipped, units.n, units.n_images
 
 
 def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], annotations,
                     by: str = "gender", metrics: list[str] | None = None,
                     mode: str = "reference", n_boot: int = 1000, seed: int = 0,
-                    workers: int = 2, min_images: int = 10, config: dict | None = None) -> Disparity:
-    """Every metric on each group of ``by`` and the difference, with bootstrap intervals.
-    ``config`` (the resolved settings) reaches every metric's context (LOTUS options)."""
+                    workers: int = 2, min_images: int = 10, config: dict | None = None,
+                    chunk_size: int | None = None) -> Disparity:
+    """Every metric on each group of ``by`` and the difference, with bootstrap intervals:
+    :func:`disparity_stream` over captions held in memory (one chunk by default)."""
+    if len(image_ids) != len(captions):
+        raise InputError(f"{len(image_ids)} image ids for {len(captions)} captions")
+    return disparity_stream(lambda: zip(image_ids, captions), annotations, by, metrics, mode,
+                            n_boot, seed, workers, min_images, config,
+                            chunk_size or max(len(captions), 1))
+
+
+def disparity_stream(rows: Callable[[], Iterable[tuple[int | None, str]]], annotations,
+                     by: str = "gender", metrics: list[str] | None = None,
+                     mode: str = "reference", n_boot: int = 1000, seed: int = 0,
+                     workers: int = 2, min_images: int = 10, config: dict | None = None,
+                     chunk_size: int = 50_000) -> Disparity:
+    """:func:`audit_disparity` of ``rows()`` (a fresh ``(image_id, caption)`` iterator per
+    call), ``chunk_size`` captions at a time, like ``audit run``: each group's metric
+    accumulators keep only their mergeable states, so memory is bounded by images and
+    vocabulary, not captions. A first pass reads the image ids alone (group sizes and
+    the equal-image subsample of the size-dependent metrics); the second analyses every
+    caption of a group once, and once more only for the subsample. Values and intervals
+    do not depend on ``chunk_size``. ``config`` reaches every metric's context."""
     if by not in GROUPINGS:
         raise InputError(f"unknown grouping '{by}'", fix=f"use {' or '.join(GROUPINGS)}")
     labels = getattr(annotations, by, None) or {}
@@ -120,29 +180,31 @@ def audit_disparity(image_ids: Sequence[int | None], captions: Sequence[str], an
     names = list(metrics or default_metrics())
     check_streams(names)  # typos fail before any work
     groups = GROUPINGS[by]
-    ids = image_id_array(image_ids)
-    captions = list(captions)
-    idx, unlabelled = _split(ids, labels, groups)
-    if min(len(v) for v in idx.values()) == 0:
-        empty = [g for g, v in idx.items() if len(v) == 0]
+    images, counts, unlabelled = _scan_images(rows(), labels, groups, chunk_size)
+    if min(counts.values()) == 0:
+        empty = [g for g, c in counts.items() if c == 0]
         raise InputError(f"no captions of {by} = {', '.join(empty)} images in this set",
                          fix="check that the labels cover this set's image ids")
     sized = [n for n in names if METRICS.get(n).size_dependent]
-    plan = [(tuple(n for n in names if n not in sized), idx, "all images")]
+    args = (mode, annotations, min_images, workers, config)
+    plan = [(tuple(n for n in names if n not in sized), None, "all images")]
     if sized:
-        plan.append((tuple(sized), _equal_images(ids, idx, seed), "equal images"))
+        plan.append((tuple(sized), _equal_images(images, seed), "equal images"))
+    parts = [(p, basis, _GroupStreams(groups, p, not_by(by, p), *args, keep=keep))
+             for p, keep, basis in plan if p]
+    for ids, caps in _chunks(rows(), chunk_size):
+        lab = _labels_of(ids, labels)
+        for g in groups:
+            sel = np.flatnonzero(lab == g)
+            for _, _, streams in parts:
+                streams.add(g, ids, caps, sel)
     results: dict[str, dict[str, MetricResult]] = {}
     meta = {"by": by, "groups": list(groups), "unlabelled_captions": unlabelled,
-            "captions": {g: int(len(v)) for g, v in idx.items()}, "n_boot": n_boot,
-            "seed": seed, "mode": mode}
-    for part_names, part_idx, basis in plan:
-        if not part_names:
-            continue
+            "captions": counts, "n_boot": n_boot, "seed": seed, "mode": mode}
+    for part_names, basis, streams in parts:
         per_group, boots = {}, {}
         for k, g in enumerate(groups):
-            ests, skipped, n_units, n_images = _group_estimates(
-                captions, ids, part_idx[g], part_names, annotations, mode, min_images, workers,
-                not_by(by, part_names), config)
+            ests, skipped, n_units, n_images = streams.estimates(g)
             meta.setdefault("images", {}).setdefault(basis, {})[g] = n_images
             boots[g] = (bootstrap_values(ests, n_units, n_boot, _group_seed(seed, k), workers)
                         if n_boot > 0 and ests else {})
@@ -182,13 +244,14 @@ def _combine(name, groups, per_group, boots, basis, images) -> dict[str, MetricR
 
 
 def target_disparity(target, annotations, cfg: dict, by: str) -> Disparity:
-    """:func:`audit_disparity` of a loaded target with the audit settings of ``cfg``."""
-    from capaudit.audit.runner import metric_names
+    """:func:`disparity_stream` of a target (read in chunks of ``cfg['chunk_size']``, as
+    ``audit run`` does) with the audit settings of ``cfg``."""
+    from capaudit.audit.runner import STREAM_CHUNK, metric_names
 
-    return audit_disparity(target.image_ids, target.captions, annotations, by=by,
-                           metrics=metric_names(cfg), mode=cfg["mode"], n_boot=cfg["n_boot"],
-                           seed=cfg["seed"], workers=cfg["workers"],
-                           min_images=cfg["min_images"], config=cfg)
+    return disparity_stream(target.rows, annotations, by=by, metrics=metric_names(cfg),
+                            mode=cfg["mode"], n_boot=cfg["n_boot"], seed=cfg["seed"],
+                            workers=cfg["workers"], min_images=cfg["min_images"], config=cfg,
+                            chunk_size=int(cfg.get("chunk_size") or STREAM_CHUNK))
 
 
 def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") -> dict:
@@ -199,7 +262,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.targets import load_target
+    from capaudit.audit.targets import resolve_target
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
@@ -208,7 +271,7 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     from capaudit.lotus.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
-    loaded = [load_target(store, t) for t in targets]
+    loaded = [resolve_target(store, t) for t in targets]
     out: dict[str, Any] = {t.name: target_disparity(t, annotations, cfg, by) for t in loaded}
     if store is not None:
         with store.transaction():
@@ -235,7 +298,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
                         run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
     """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
     labels are left out); stored under the compare's run when there is one."""
-    from capaudit.audit.targets import load_target
+    from capaudit.audit.targets import resolve_target
 
     bys = cfg.get("disparity") or ()
     bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)
@@ -245,7 +308,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
     bys = [b for b in bys if getattr(annotations, b, None)]
     out: dict[str, dict[str, Disparity]] = {}
     for name in names:
-        t = load_target(store, name)
+        t = resolve_target(store, name)
         out[name] = {by: target_disparity(t, annotations, cfg, by) for by in bys}
     if store is not None and run_id is not None and bys:
         with store.transaction():
