@@ -42,7 +42,8 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
           "--outdir", str(dist), str(ROOT)], ROOT, env)
     wheel = next(dist.glob("capaudit-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("capaudit/data/prompts/critique_judge.txt",
+    for needed in ("capaudit/data/prompts/judge_factuality.txt",
+                   "capaudit/data/profiles.yaml", "capaudit/data/page/page.html",
                    "capaudit/data/lexicons/chair_synonyms.txt",
                    "capaudit/data/demo/nic.jsonl", "capaudit/data/demo/chair_gt.jsonl",
                    "capaudit/data/models/ssd_mobilenet_v2_coco/"
