@@ -44,6 +44,7 @@ def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("capaudit/data/prompts/judge_factuality.txt",
                    "capaudit/data/profiles.yaml", "capaudit/data/page/page.html",
+                   "capaudit/data/judge.yaml",
                    "capaudit/data/lexicons/chair_synonyms.txt",
                    "capaudit/data/demo/nic.jsonl", "capaudit/data/demo/chair_gt.jsonl",
                    "capaudit/data/models/ssd_mobilenet_v2_coco/"
