@@ -118,31 +118,29 @@ class _Retrieval(Metric):
                         {"images": len(state.images), "unranked": int((~ok).sum())})
 
 
+class _RecallAt(_Retrieval):
+    k = 1
+
+    def value(self, rank):
+        return np.where(np.isnan(rank), np.nan, rank <= self.k)
+
+
 @register_metric
-class ClipRecallAt1(_Retrieval):
-    name, label = "clip_recall_at_1", "CLIP R@1"
+class ClipRecallAt1(_RecallAt):
+    name, label, k = "clip_recall_at_1", "CLIP R@1", 1
     description = "captions whose own image ranks first among the set's images (×100)"
 
-    def value(self, rank):
-        return np.where(np.isnan(rank), np.nan, rank <= 1)
-
 
 @register_metric
-class ClipRecallAt5(_Retrieval):
-    name, label = "clip_recall_at_5", "CLIP R@5"
+class ClipRecallAt5(_RecallAt):
+    name, label, k = "clip_recall_at_5", "CLIP R@5", 5
     description = "captions whose own image ranks in the top 5 of the set's images (×100)"
 
-    def value(self, rank):
-        return np.where(np.isnan(rank), np.nan, rank <= 5)
-
 
 @register_metric
-class ClipRecallAt10(_Retrieval):
-    name, label = "clip_recall_at_10", "CLIP R@10"
+class ClipRecallAt10(_RecallAt):
+    name, label, k = "clip_recall_at_10", "CLIP R@10", 10
     description = "captions whose own image ranks in the top 10 of the set's images (×100)"
-
-    def value(self, rank):
-        return np.where(np.isnan(rank), np.nan, rank <= 10)
 
 
 @register_metric
