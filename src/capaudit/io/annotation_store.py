@@ -37,7 +37,7 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     if kind == "instances":
         cats, counts = ann.load_instances(path)
         rows = [(iid, c, (counts or {}).get(iid, {}).get(c)) for iid, cs in cats.items() for c in cs]
-        table, n = "instance_categories", len(cats)
+        n = len(cats)
         arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
                           "category": [r[1] for r in rows],
                           "count": pa.array([r[2] for r in rows], pa.int32())})
@@ -52,13 +52,13 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
         # images with an empty ground truth keep a row (object NULL): every
         # object mentioned for them is a hallucination, not an unknown image
         rows = [(iid, o) for iid, objs in gt.items() for o in (objs or [None])]
-        table, n = "chair_gt", len(gt)
+        n = len(gt)
         arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
                           "object": [r[1] for r in rows]})
     else:
         gender, skin = ann.load_demographics(path)
         ids = sorted(set(gender) | set(skin))
-        table, n = "demographics", len(ids)
+        n = len(ids)
         arrow = pa.table({"source": [name] * len(ids), "image_id": ids,
                           "gender": [gender.get(i) for i in ids],
                           "skin_tone": [skin.get(i) for i in ids]})

@@ -72,6 +72,11 @@ def read_head(path: Path, n: int = 65536) -> bytes:
         return fh.read(n)
 
 
+def first_line(head: bytes) -> bytes:
+    """The first non-blank line of a file's head, for the readers' sniffers."""
+    return head.lstrip().split(b"\n", 1)[0]
+
+
 def refuse_pickle(path: Path, head: bytes) -> None:
     if path.suffix.lower() in PICKLE_SUFFIXES or head.startswith(PICKLE_MAGIC):
         raise InputError("pickle files are refused, never loaded: unpickling can run arbitrary "

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.base import CaptionReader, make_batch
+from capaudit.io.readers.base import CaptionReader, first_line, make_batch
 
 _LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 
@@ -30,7 +30,7 @@ class FlickrTokenReader(CaptionReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         if path.is_dir():
             return False
-        first = head.lstrip().split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+        first = first_line(head).decode("utf-8", "replace").rstrip("\r")
         return _LINE.match(first) is not None
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:

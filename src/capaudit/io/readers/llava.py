@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.readers.base import load_json_document
+from capaudit.io.readers.base import first_line, load_json_document
 from capaudit.io.readers.records import RecordReader, pick_turns
 
 
@@ -84,7 +84,7 @@ class LLaVAReader(ShareGPT4VReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         if path.is_dir():
             return False
-        first = head.lstrip().split(b"\n", 1)[0]
+        first = first_line(head)
         return first.startswith(b"{") and (b'"conversations"' in first or (
             b'"instruction"' in first and b'"output"' in first and b'"image"' in first))
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID
-from capaudit.io.readers.base import SCHEMA, CaptionReader
+from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
@@ -192,7 +192,7 @@ class JsonlReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         if path.is_dir():
             return False
-        first = head.lstrip().split(b"\n", 1)[0]
+        first = first_line(head)
         return path.suffix.lower() in {".jsonl", ".ndjson"} or (
             first.startswith(b"{") and first.rstrip().endswith(b"}"))
 
