@@ -41,7 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "instances": None,
     "chair_gt": None,
     "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~2-3 min per LSTM seed)
+    "lic": False,             # also train LIC leakage classifiers (slow: ~2.5-3 min per LSTM seed)
     "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",

@@ -20,8 +20,9 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~1.5 min on "
-                      "6,000 captions on 2 idle cores; cached in the store)")
+                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~2.5-3 min on "
+                      "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
+                      "cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
