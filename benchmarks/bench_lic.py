@@ -242,7 +242,7 @@ def flops(args) -> None:
         print(f"  torch.matmul, the step's GEMMs: {gw * 1e3:.0f} ms, {rate(step_flops, gw)} wall, "
               f"{rate(step_flops, gc)} CPU")
         for label, lengths in (("dense (fused oneDNN RNN)", None), ("packed", ragged)):
-            w, c = _timeit(lambda: step(lengths), args.repeat)
+            w, c = _timeit(lambda lengths=lengths: step(lengths), args.repeat)
             print(f"  LSTM step, {label}: {w * 1e3:.0f} ms, {rate(step_flops, w)} wall, "
                   f"{rate(step_flops, c)} CPU = {100 * gc / c:.0f} % of the same GEMMs in "
                   f"torch.matmul, {100 * (step_flops / c) / (peak / pc):.0f} % of the square peak "

@@ -53,7 +53,7 @@ def set_src(src: Path) -> None:
 def timed_child(cmd: list[str]) -> dict:
     """Run ``cmd``; its wall and CPU seconds (children's rusage) and the load around it."""
     load0, c0, t0 = os.getloadavg()[0], resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, check=False)
     wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         sys.exit(f"{' '.join(cmd[:4])}... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -84,15 +84,17 @@ def annotation_args(shared: Path) -> list[str]:
 
 def in_process(path: Path, db: Path, shared: Path, n_boot: int, workers: int) -> dict:
     """Child mode: capaudit's audit of captions already in memory (annotations from the store)."""
+    from reference_chair import cpu_seconds
+
     from capaudit.audit.engine import audit_captions
     from capaudit.io.annotation_store import resolve_annotations
     from capaudit.store.db import Store
-    from reference_chair import cpu_seconds
 
     a = annotation_args(shared)
     with Store(db) as store:
         ann = resolve_annotations(store, a[1], a[3], a[5])
-    rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
     ids, caps = [r["image_id"] for r in rows], [r["caption"] for r in rows]
     t0, c0 = time.perf_counter(), cpu_seconds()
     res = audit_captions(ids, caps, ann, n_boot=n_boot, workers=workers)

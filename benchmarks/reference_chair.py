@@ -84,7 +84,12 @@ class ReferenceChair:
     """The reference evaluator: synonym tables, ground-truth sets, per-caption word lists."""
 
     def __init__(self, chair_gt: str | Path) -> None:
-        from capaudit.text.objects import ANIMAL_WORDS, DOUBLE_WORDS, VEHICLE_WORDS, synonyms_path
+        from capaudit.text.objects import (
+            ANIMAL_WORDS,
+            DOUBLE_WORDS,
+            VEHICLE_WORDS,
+            synonyms_path,
+        )
 
         self.tokenize, self.singularize = word_tokenizer(), pattern_singularize()
         self.mscoco_objects: list[str] = []           # every category and synonym, repeats kept
@@ -181,7 +186,8 @@ def case_variant(caption: str, copy: int) -> str:
 
 def read_captions(path: str | Path, copies: int = 1):
     """``(image_ids, captions)`` of a ``{"image_id", "caption"}`` JSONL file, ``copies`` times."""
-    rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
     ids = [r["image_id"] for r in rows] * copies
     caps = [case_variant(r["caption"], k) for k in range(copies) for r in rows]
     return ids, caps
