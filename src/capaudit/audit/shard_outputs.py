@@ -124,7 +124,9 @@ def shard_coverage(unit_keys: np.ndarray | None, annotations, ann_namespaces: di
         have = np.fromiter(coverage.kind_ids(annotations, kind), np.int64)
         covered[kind] = int(np.isin(ids, have).sum())
     return {"n_images": int(len(keys)), "n_with_ids": int(len(ids)), "covered": covered,
-            "namespaces": sorted(guard.seen, key=str), "hidden_ids": guard.hidden}
+            "namespaces": sorted(guard.seen, key=str), "hidden_ids": guard.hidden,
+            "id_min": int(ids.min()) if len(ids) else None,
+            "id_max": int(ids.max()) if len(ids) else None}
 
 
 def merged_coverage(target: str, parts: list[dict], ann_namespaces: dict) -> coverage.Coverage:

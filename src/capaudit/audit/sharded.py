@@ -182,6 +182,64 @@ def _load_into(acc, parts: dict | None) -> None:
     acc.merge(part)
 
 
+def _fresh(cfg: dict, annotations):
+    from capaudit.audit.engine import accumulate
+    from capaudit.audit.runner import metric_names
+
+    return accumulate((), annotations, metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
+                      corrected=cfg["corrected"], config=cfg)
+
+
+def load_task_state(task: ShardTask) -> tuple:
+    """``(acc, acc2)``: the shard's saved state, checked against its marker's sha256."""
+    from capaudit.io.shards import read_marker
+
+    work, shard = Path(task.work), Path(task.path).name
+    data = _state_path(work, shard).read_bytes()
+    if _sha256(data) != (read_marker(work, shard) or {}).get("state_sha256"):
+        raise InputError("a shard state changed under the audit", path=work / shard,
+                         fix="rerun (another process wrote this work directory)")
+    parts, (a, a2) = _load_state(_state_path(work, shard), data), _fresh(task.cfg,
+                                                                          task.annotations)
+    _load_into(a, parts["acc"])
+    _load_into(a2, parts["acc2"])
+    return a, a2
+
+
+def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers: int,
+             address: str | None):
+    """The result from per-shard replicate sums (:mod:`capaudit.audit.shard_sums`), or
+    ``(None, why)`` when a metric's state is not a sum (the caller merges per image)."""
+    from capaudit.audit.engine import finish_audit
+    from capaudit.audit.shard_sums import SumsJob, finish_sums, shard_sums
+    from capaudit.executors import get_executor
+
+    jobs = [SumsJob(t, plan["n_images"], plan["prefix"][i], cfg["n_boot"], cfg["seed"])
+            for i, t in enumerate(ok)]
+    got: dict[int, dict] = {}
+    ex = get_executor(executor, workers=workers, address=address)
+    try:
+        for job, part in ex.map_unordered(shard_sums, jobs):
+            bad = [p["unsupported"] for p in (part["acc"], part["acc2"] or {}) if "unsupported" in p]
+            if bad:
+                return None, f"metric {bad[0]} is not a sum: per-image merge"
+            got[job.task.index] = part
+    finally:
+        ex.close()
+    acc, acc2 = _fresh(cfg, ok[0].annotations if ok else None)
+    res = finish_audit(acc, acc2, 0, cfg["seed"], 1)   # the empty skeleton: details, skips
+    parts = [got[t.index] for t in ok]
+    res.results = finish_sums([p["acc"] for p in parts], acc, plan, cfg["n_boot"], cfg["seed"])
+    if acc2 is not None:
+        from capaudit.audit.metrics.spec import CORRECTED_SUFFIX
+
+        res.results.update(finish_sums([p["acc2"] for p in parts], acc2, plan, cfg["n_boot"],
+                                       cfg["seed"], CORRECTED_SUFFIX))
+    res.meta.update(n_boot=cfg["n_boot"], n_captions=sum(p["acc"]["n_captions"] for p in parts),
+                    n_images=plan["n_images"])
+    return res, "replicate sums per shard"
+
+
 def _merge_tree(level: list[tuple]) -> tuple:
     """Merge neighbours pairwise, in shard order, until one is left: each unit is merged
     log2(shards) times instead of once per later shard (a left fold is quadratic)."""
@@ -230,13 +288,14 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
     import dataclasses
 
     from capaudit.audit import coverage
-    from capaudit.audit.engine import accumulate, finish_audit
+    from capaudit.audit.engine import finish_audit
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shard_outputs import annotation_namespaces, details_path, merged_coverage
+    from capaudit.audit.shard_sums import sums_plan
     from capaudit.enrich.runner import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.caption_shards import find_shards
-    from capaudit.io.shards import clean_tmp, config_hash, read_marker
+    from capaudit.io.shards import clean_tmp, config_hash
 
     if cfg.get("lic"):
         raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "
@@ -279,22 +338,14 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
                               first))
             first += n
-        fresh = lambda: accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,  # noqa
-                                   cfg["min_images"], corrected=cfg["corrected"], config=cfg)
-        level = []
-        for task in ok:
-            shard = Path(task.path).name
-            data = _state_path(work, shard).read_bytes()
-            if _sha256(data) != (read_marker(work, shard) or {}).get("state_sha256"):
-                raise InputError("a shard state changed under the audit", path=work / shard,
-                                 fix="rerun (another process wrote this work directory)")
-            parts, (a, a2) = _load_state(_state_path(work, shard), data), fresh()
-            _load_into(a, parts["acc"])
-            _load_into(a2, parts["acc2"])
-            level.append((a, a2))
-        acc, acc2 = _merge_tree(level) if level else fresh()
-    res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
+        plan, why = sums_plan(cfg, [summaries[t.index]["coverage"] for t in ok])
+        if plan is not None:
+            res, why = _by_sums(ok, plan, cfg, executor, workers, address)
+        if plan is None or res is None:
+            level = [load_task_state(t) for t in ok]
+            acc, acc2 = _merge_tree(level) if level else _fresh(cfg, annotations)
+            res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
     coverage.mark_skipped(res.results, cov)
-    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
+    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files, merge=why,
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]
