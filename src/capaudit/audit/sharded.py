@@ -206,6 +206,29 @@ def load_task_state(task: ShardTask) -> tuple:
     return a, a2
 
 
+def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
+                 executor: str = "local", workers: int = 1, address: str | None = None,
+                 per_image: bool = False):
+    """The audit result of the done shards ``ok`` (``parts``: their coverage counts):
+    from per-shard replicate sums where :func:`~capaudit.audit.shard_sums.sums_plan`
+    allows, else (or ``per_image``) by merging their per-image states; ``meta["merge"]``
+    says which and why."""
+    from capaudit.audit.engine import finish_audit
+    from capaudit.audit.shard_sums import sums_plan
+
+    plan, why = (None, "per-image merge requested") if per_image else sums_plan(cfg, parts)
+    res = None
+    if plan is not None:
+        res, why = _by_sums(ok, plan, cfg, executor, workers, address)
+    if res is None:
+        level = [load_task_state(t) for t in ok]
+        acc, acc2 = _merge_tree(level) if level else _fresh(cfg, annotations)
+        del level
+        res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
+    res.meta["merge"] = why
+    return res
+
+
 def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers: int,
              address: str | None):
     """The result from per-shard replicate sums (:mod:`capaudit.audit.shard_sums`), or
@@ -288,10 +311,8 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
     import dataclasses
 
     from capaudit.audit import coverage
-    from capaudit.audit.engine import finish_audit
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shard_outputs import annotation_namespaces, details_path, merged_coverage
-    from capaudit.audit.shard_sums import sums_plan
     from capaudit.enrich.runner import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.caption_shards import find_shards
@@ -338,14 +359,9 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
                               first))
             first += n
-        plan, why = sums_plan(cfg, [summaries[t.index]["coverage"] for t in ok])
-        if plan is not None:
-            res, why = _by_sums(ok, plan, cfg, executor, workers, address)
-        if plan is None or res is None:
-            level = [load_task_state(t) for t in ok]
-            acc, acc2 = _merge_tree(level) if level else _fresh(cfg, annotations)
-            res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
+        res = merge_shards(ok, [summaries[t.index]["coverage"] for t in ok], cfg, annotations,
+                           executor, workers, address)
     coverage.mark_skipped(res.results, cov)
-    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files, merge=why,
+    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]
