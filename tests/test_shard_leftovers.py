@@ -200,3 +200,41 @@ def test_replicate_sums_fall_back_where_they_cannot_be_used(shared, tmp_path):
                                  tmp_path / "w3")
     assert res.meta["merge"] == "exact bootstrap" and res.results["length"].extra[
         "bootstrap"] == "exact"
+
+
+def test_a_shard_killed_mid_write_is_redone_and_its_details_are_whole(shared, tmp_path):
+    rows = _oscar(shared, 600)
+    folder = _shards(tmp_path / "set", [r["image_id"] for r in rows],
+                     [r["caption"] for r in rows], 3)
+    cfg = {**DEFAULTS, "metrics": ["length"], "n_boot": 10, "workers": 1}
+    first, _ = sharded.run_sharded(str(folder), cfg, Annotations(), tmp_path / "w")
+    work = first.meta["details_files"][0][0].parent
+    # shard 0 killed after its details were renamed, before its marker; shard 1's details file
+    # cut short (its marker says another size); a writer's leftover temp file
+    (work / "00000.done.json").unlink()
+    d1 = work / "00001.details.parquet"
+    d1.write_bytes(d1.read_bytes()[:100])
+    (work / "00002.details.parquet.tmp-999").write_bytes(b"PAR1 half")
+    again, summaries = sharded.run_sharded(str(folder), cfg, Annotations(), tmp_path / "w")
+    assert [s["status"] for s in summaries] == ["done", "done", "resumed"]
+    assert not (work / "00002.details.parquet.tmp-999").exists()
+    n = [pq.ParquetFile(p).metadata.num_rows for p, _, _ in again.meta["details_files"]]
+    assert n == [200, 200, 200] and [f for _, _, f in again.meta["details_files"]] == [0, 200, 400]
+    assert again.to_dict() == first.to_dict()
+
+
+def test_empty_shards_and_a_caption_file_given_as_shards(shared, tmp_path, cli):
+    folder = _shards(tmp_path / "set", [1, 2], ["A dog.", "Two cats."], 1)
+    pq.write_table(pa.table({"key": pa.array([], pa.string()),
+                             "caption": pa.array([], pa.string())}), folder / "00001.parquet")
+    res, summaries = sharded.run_sharded(str(folder), {**DEFAULTS, "metrics": ["length"],
+                                                       "n_boot": 10}, Annotations(),
+                                         tmp_path / "w")
+    # tokens by hand: "A dog ." 3, "Two cats ." 3
+    assert res.results["length"].value == 3.0 and summaries[1]["n_captions"] == 0
+    assert [f for _, _, f in res.meta["details_files"]] == [0]   # nothing to copy for 00001
+    (tmp_path / "c.jsonl").write_text('{"image_id": 1, "caption": "A dog."}\n')
+    got = cli("audit", "run", "--shards", str(tmp_path / "c.jsonl"), "--db",
+              str(tmp_path / "b.duckdb"))
+    assert got.returncode == 2 and got.stderr.count("\n") == 1
+    assert f"capaudit audit run {tmp_path / 'c.jsonl'}" in got.stderr

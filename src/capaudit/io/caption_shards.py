@@ -47,6 +47,9 @@ def find_shards(spec: str | Path) -> list[Path]:
     else:
         raise InputError("no such shard folder, file or glob", path=text, fix="check --shards")
     shards = [p for p in paths if p.is_file() and p.suffix in SHARD_SUFFIXES]
+    if not shards and len(paths) == 1 and paths[0].is_file():
+        raise InputError(f"not a shard ({', '.join(SHARD_SUFFIXES)})", path=text,
+                         fix=f"audit a caption file without --shards: capaudit audit run {text}")
     if not shards:
         raise InputError("no .tar, .parquet or .arrow shards here", path=text,
                          fix="point --shards to a webdataset, parquet or HF datasets folder")
