@@ -8,11 +8,15 @@ import json
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from capaudit.audit import shard_sums, sharded
+from capaudit.audit.metrics import METRICS, Metric, register_metric
+from capaudit.audit.metrics.base import Estimate
+from capaudit.audit.metrics.state import UnitCells
 from capaudit.audit.runner import DEFAULTS
 from capaudit.io.annotations import Annotations
 from test_audit_sharded import _annotations
@@ -166,14 +170,15 @@ def test_replicate_sums_per_shard_equal_the_per_image_merge(shared, tmp_path, mo
     keys = [r["image_id"] if i % 7 else f"uid-{i}" for i, r in enumerate(rows)]
     folder = _shards(tmp_path / "set", keys, [r["caption"] for r in rows], 4)
     ann = _annotations(shared)
-    cfg = _cfg(metrics=["vocab", "length", "recall", "gender_error", "chair_s", "chair_i"],
-               corrected=True)
+    cfg = _cfg(metrics=["vocab", "length", "recall", "gender_error", "recall_disparity",
+                        "chair_s", "chair_i"], corrected=True, min_images=3)
     fast, _ = sharded.run_sharded(str(folder), cfg, ann, tmp_path / "w")
     monkeypatch.setattr(shard_sums, "sums_plan", lambda cfg, parts: (None, "per-image"))
     slow, _ = sharded.run_sharded(str(folder), cfg, ann, tmp_path / "w")
     assert fast.meta["merge"] == "replicate sums per shard"
     assert slow.meta["merge"] == "per-image"
     assert list(fast.results) == list(slow.results) and "recall_corrected" in fast.results
+    assert fast.results["recall_disparity"].extra["m"] > 3   # categories chosen on all shards
     for name, a in fast.results.items():
         b = slow.results[name]
         assert a.n == b.n and a.extra == b.extra, name
@@ -192,10 +197,14 @@ def test_replicate_sums_fall_back_where_they_cannot_be_used(shared, tmp_path):
     srt = _oscar(shared, 600, sort=True)
     folder = _shards(tmp_path / "sorted", [r["image_id"] for r in srt],
                      [r["caption"] for r in srt], 3)
-    res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["length", "recall_disparity"],
-                                                   min_images=1), _annotations(shared),
-                                 tmp_path / "w2")
-    assert res.meta["merge"] == "metric recall_disparity is not a sum: per-image merge"
+    register_metric(CaptionCells)   # a plugin whose state is not a per-image sum
+    try:
+        res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["length", "cells_test"]),
+                                     Annotations(), tmp_path / "w2")
+    finally:
+        METRICS._entries.pop("cells_test", None)
+    assert res.meta["merge"] == "metric cells_test is not a sum: per-image merge"
+    assert res.results["cells_test"].value == 600 and res.results["cells_test"].ci_low == 600
     res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["length"], bootstrap="auto"), Annotations(),
                                  tmp_path / "w3")
     assert res.meta["merge"] == "exact bootstrap" and res.results["length"].extra[
@@ -238,3 +247,17 @@ def test_empty_shards_and_a_caption_file_given_as_shards(shared, tmp_path, cli):
               str(tmp_path / "b.duckdb"))
     assert got.returncode == 2 and got.stderr.count("\n") == 1
     assert f"capaudit audit run {tmp_path / 'c.jsonl'}" in got.stderr
+
+
+class CaptionCells(Metric):
+    """Toy plugin: captions counted in (unit, 0) cells; its value is their total."""
+    name, label, description = "cells_test", "Cells", "toy"
+    direction, criterion = 1, "complexity"
+
+    def update(self, ctx):
+        return UnitCells.of(ctx.unit_keys[ctx.unit], np.zeros(len(ctx.records), np.int64))
+
+    def finalize(self, state, units):
+        stats = np.zeros((units.n, 1))
+        np.add.at(stats[:, 0], units.index(state.keys), state.vals)
+        return Estimate(stats, lambda t: t[..., 0] * 0 + stats.sum(), int(stats.sum()))

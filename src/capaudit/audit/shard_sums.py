@@ -67,21 +67,37 @@ def _hash_keys(units, job: SumsJob) -> np.ndarray:
     return np.where(units.keys >= 0, units.keys, NOID_BASE + pos).astype(np.uint64)
 
 
-def _replicate_sums(stats: list[np.ndarray], hk: np.ndarray, n_boot: int, seed: int):
+def _replicate_sums(stats: list, hk: np.ndarray, n_boot: int, seed: int) -> list[np.ndarray]:
+    """``[replicates, k]`` sums of each dense array or :class:`SparseStats` in ``stats``."""
     out = [np.zeros((n_boot, s.shape[1])) for s in stats]
     start = 0
     for b in block_sizes(len(hk), n_boot):
         counts = poisson_counts(hk, np.arange(start, start + b), seed)
         for o, s in zip(out, stats):
-            o[start:start + b] = counts @ s
+            o[start:start + b] = counts @ s if isinstance(s, np.ndarray) else \
+                s.resampled_sums(counts)
         start += b
     return out
+
+
+def _disparity_parts(state, units) -> tuple:
+    """The recall disparity's statistics over *all* categories ([units, 4C]) and images per
+    gender ([2, C]): sums over disjoint shards; the driver selects the categories."""
+    from capaudit.audit.metrics.recall_disparity import disparity_stats, images_by_gender
+
+    ctx = units.context
+    inst, _ = ctx.instances
+    g = ctx.image_gender
+    stats = disparity_stats(inst, g, units.n_caps.copy(), units.index(state.keys), state.cols,
+                            state.vals, units.n, np.arange(inst.shape[1]))
+    return stats, images_by_gender(inst, g)
 
 
 def acc_sums(acc, job: SumsJob) -> dict:
     """One shard's ``StreamStats`` as replicate sums (``{"unsupported": name}`` if it cannot)."""
     from capaudit.audit.metrics.base import MetricSkipped
     from capaudit.audit.metrics.diversity import Vocabulary
+    from capaudit.audit.metrics.recall_disparity import RecallDisparity
     from capaudit.audit.metrics.state import UnitSums
 
     units = acc.unit_table()
@@ -98,20 +114,24 @@ def acc_sums(acc, job: SumsJob) -> dict:
                 state.postings = {t: hk[p].astype(np.int64).tolist() for t, p in pos.items()}
             out["metrics"][name] = {"vocab": state}
             continue
-        if not isinstance(state, UnitSums):
-            return {"unsupported": name}
         try:
+            if isinstance(metric, RecallDisparity):
+                stats, n_img = _disparity_parts(state, units)
+                dense[name] = (stats, {"n": int(state.totals["n"]), "n_img": n_img})
+                continue
+            if not isinstance(state, UnitSums):
+                return {"unsupported": name}
             est = metric.finalize(state, units)
         except MetricSkipped as exc:
             out["skipped"][name] = str(exc)
             continue
         if est.boot is not None or est.value is not None or not isinstance(est.stats, np.ndarray):
             return {"unsupported": name}
-        dense[name] = (np.asarray(est.stats, np.float64), est.n, state)
+        dense[name] = (np.asarray(est.stats, np.float64), {
+            "n": est.n, "raw": state.values.sum(axis=0), "totals": state.totals})
     reps = _replicate_sums([d[0] for d in dense.values()], hk, job.n_boot, job.seed)
-    for (name, (stats, n, state)), rep in zip(dense.items(), reps):
-        out["metrics"][name] = {"point": stats.sum(axis=0), "reps": rep, "n": n,
-                                "raw": state.values.sum(axis=0), "totals": state.totals}
+    for (name, (stats, rest)), rep in zip(dense.items(), reps):
+        out["metrics"][name] = {"point": stats.sum(axis=0), "reps": rep, **rest}
     return out
 
 
@@ -135,10 +155,12 @@ def _merge_into(total: dict, part: dict) -> None:
         elif "vocab" in m:
             have["vocab"] = have["vocab"].merge(m["vocab"])
         else:
-            for k in ("point", "reps", "raw"):
-                have[k] = have[k] + m[k]
+            for k in ("point", "reps", "raw", "n_img"):
+                if k in m:
+                    have[k] = have[k] + m[k]
             have["n"] += m["n"]
-            have["totals"] = _add_totals(have["totals"], m["totals"])
+            if "totals" in m:
+                have["totals"] = _add_totals(have["totals"], m["totals"])
 
 
 def _vocab_result(state, n_units: int, n_boot: int, seed: int):
@@ -181,6 +203,9 @@ def finish_sums(parts: list[dict], acc, plan: dict, n_boot: int, seed: int,
             if m is not None and "vocab" in m:
                 est, vals = _vocab_result(m["vocab"], plan["n_units"], n_boot, seed)
                 value, n = point_value(est), est.n
+            elif m is not None and "n_img" in m:
+                est, vals = _disparity_result(m, pseudo_units.context.categories, acc.min_images)
+                value, n = point_value(est), m["n"]
             else:
                 state = metric.update(_empty(acc)) if m is None else \
                     UnitSums(one.keys, m["raw"][None, :], m["totals"])
@@ -194,6 +219,29 @@ def finish_sums(parts: list[dict], acc, plan: dict, n_boot: int, seed: int,
         results[name + suffix] = MetricResult(value, n, lo, hi, extra=dict(
             est.extra, mode=acc.mode, bootstrap="poisson"))
     return results
+
+
+def _disparity_result(m: dict, categories: list[str], min_images: int):
+    """``(estimate, replicate values)`` of the recall disparity from summed all-category
+    statistics: the categories are chosen on the merged image counts, as on the whole
+    sample."""
+    from capaudit.audit.metrics.base import Estimate
+    from capaudit.audit.metrics.recall_disparity import (
+        disparity_fin,
+        disparity_table,
+        kept_categories,
+        kept_columns,
+    )
+
+    keep = kept_categories(m["n_img"], min_images)
+    cols = kept_columns(keep, len(categories))
+    point = m["point"][cols]
+    fin = disparity_fin(len(keep))
+    est = Estimate(point[None, :], fin, m["n"],
+                   {"m": len(keep), "min_images": min_images,
+                    "per_category": disparity_table(categories, keep, m["n_img"], point)},
+                   recentre=True)
+    return est, fin(m["reps"][:, cols])
 
 
 def _with(est, point: np.ndarray):
