@@ -77,7 +77,8 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
 
 
 def child(work: Path, mode: str, n_boot: int) -> None:
-    from capaudit.audit.sharded import ShardTask, merge_shards
+    from capaudit.audit.shard_merge import merge_shards
+    from capaudit.audit.sharded import ShardTask
     from capaudit.io.annotations import Annotations
     from capaudit.io.shards import read_marker
 
