@@ -193,7 +193,7 @@ def test_replicate_sums_fall_back_where_they_cannot_be_used(shared, tmp_path):
                      [r["caption"] for r in rows], 3)
     res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["length"]), Annotations(),
                                  tmp_path / "w")
-    assert res.meta["merge"] == "image ids of two shards overlap"
+    assert res.meta["merge"] == "per-image states (image ids of two shards overlap)"
     srt = _oscar(shared, 600, sort=True)
     folder = _shards(tmp_path / "sorted", [r["image_id"] for r in srt],
                      [r["caption"] for r in srt], 3)
@@ -203,11 +203,11 @@ def test_replicate_sums_fall_back_where_they_cannot_be_used(shared, tmp_path):
                                      Annotations(), tmp_path / "w2")
     finally:
         METRICS._entries.pop("cells_test", None)
-    assert res.meta["merge"] == "metric cells_test is not a sum: per-image merge"
+    assert res.meta["merge"] == "per-image states (metric cells_test is not a sum)"
     assert res.results["cells_test"].value == 600 and res.results["cells_test"].ci_low == 600
     res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["length"], bootstrap="auto"), Annotations(),
                                  tmp_path / "w3")
-    assert res.meta["merge"] == "exact bootstrap" and res.results["length"].extra[
+    assert res.meta["merge"] == "per-image states (exact bootstrap)" and res.results["length"].extra[
         "bootstrap"] == "exact"
 
 

@@ -80,7 +80,7 @@ def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
     from capaudit.audit.engine import finish_audit
     from capaudit.audit.shard_sums import sums_plan
 
-    plan, why = (None, "per-image merge requested") if per_image else sums_plan(cfg, parts)
+    plan, why = (None, "per-image states (requested)") if per_image else sums_plan(cfg, parts)
     res = None
     if plan is not None:
         res, why = _by_sums(ok, plan, cfg, executor, workers, address)
@@ -109,7 +109,7 @@ def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers:
         for job, part in ex.map_unordered(shard_sums, jobs):
             bad = [p["unsupported"] for p in (part["acc"], part["acc2"] or {}) if "unsupported" in p]
             if bad:
-                return None, f"metric {bad[0]} is not a sum: per-image merge"
+                return None, f"per-image states (metric {bad[0]} is not a sum)"
             got[job.task.index] = part
     finally:
         ex.close()

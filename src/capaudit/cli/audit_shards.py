@@ -80,7 +80,7 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
     n = res.meta["n_captions"]
     console.print(f"{len(summaries)} shards: {len(by['done'])} audited, {len(by['resumed'])} "
                   f"resumed, {len(by['failed'])} failed; {n:,} captions in {wall:.1f} s "
-                  f"({n / max(wall, 1e-9):,.0f} captions/s)")
+                  f"({n / max(wall, 1e-9):,.0f} captions/s); driver merge: {res.meta['merge']}")
     for s in by["failed"]:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
     console.print(f"stored as run {run_id} in {esc(str(store.path))} ({n_details:,} caption "
