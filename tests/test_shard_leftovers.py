@@ -261,3 +261,14 @@ class CaptionCells(Metric):
         stats = np.zeros((units.n, 1))
         np.add.at(stats[:, 0], units.index(state.keys), state.vals)
         return Estimate(stats, lambda t: t[..., 0] * 0 + stats.sum(), int(stats.sum()))
+
+
+def test_details_can_be_turned_off(tmp_path):
+    folder = _shards(tmp_path / "set", [1, 2], ["A dog.", "Two cats."], 1)
+    cfg = {**DEFAULTS, "metrics": ["length"], "n_boot": 10, "details": False}
+    res, _ = sharded.run_sharded(str(folder), cfg, Annotations(), tmp_path / "w")
+    assert res.meta["details_files"] == [] and not list((tmp_path / "w").rglob("*.parquet"))
+    on, _ = sharded.run_sharded(str(folder), {**cfg, "details": True}, Annotations(),
+                                tmp_path / "w")   # same states, now with details: redone
+    assert len(list((tmp_path / "w").rglob("*.details.parquet"))) == 1
+    assert on.to_dict() == res.to_dict()
