@@ -272,3 +272,24 @@ def test_details_can_be_turned_off(tmp_path):
                                 tmp_path / "w")   # same states, now with details: redone
     assert len(list((tmp_path / "w").rglob("*.details.parquet"))) == 1
     assert on.to_dict() == res.to_dict()
+
+
+def test_a_details_file_lost_before_the_copy_is_one_line_and_nothing_is_stored(tmp_path,
+                                                                                monkeypatch):
+    from capaudit.audit import shard_outputs
+    from capaudit.errors import InputError
+    from capaudit.store import Store
+
+    folder = _shards(tmp_path / "set", [1, 2, 3], ["A dog.", "Two cats.", "A bus."], 1)
+    cfg = {**DEFAULTS, "metrics": ["length"], "n_boot": 10}
+    res, _ = sharded.run_sharded(str(folder), cfg, Annotations(), tmp_path / "w")
+    files = res.meta["details_files"]
+    files[0][0].write_bytes(b"PAR1 not parquet PAR1")   # replaced after the run, before the copy
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(InputError, match=r"00000.details.parquet.*cannot read the shard's "
+                                         r"caption details.*rerun"):
+        with store.transaction():
+            store.con.execute("INSERT INTO caption_details (run_id, set_name, row_idx) "
+                              "VALUES (99, 'x', 0)")
+            shard_outputs.attach_details(store, 99, "x", files)
+    assert store.con.execute("SELECT count(*) FROM caption_details").fetchone()[0] == 0

@@ -105,7 +105,7 @@ class NamespaceGuard:
     def __call__(self, raw, iid: int | None) -> int | None:
         if iid is None:
             return None
-        ns = infer_namespace(raw) if isinstance(raw, str) else None
+        ns = infer_namespace(raw) if isinstance(raw, str) and not raw.isdigit() else None
         self.seen.add(ns)
         if ns is not None and not all(compatible(ns, a) for a in self.known):
             self.hidden += 1
@@ -143,7 +143,19 @@ def merged_coverage(target: str, parts: list[dict], ann_namespaces: dict) -> cov
 def attach_details(store, run_id: int, set_name: str, files: list[tuple[Path, int, int]]) -> int:
     """Copy ``(parquet file, shard caption offset, first caption index)`` files into
     ``caption_details`` for ``run_id`` (the caller holds the transaction); returns rows."""
+    import duckdb
+    import pyarrow as pa
+
+    from capaudit.errors import InputError
     from capaudit.store.details import write_details_file
 
-    return sum(write_details_file(store, run_id, set_name, path, first - offset)
-               for path, offset, first in files)
+    rows = 0
+    for path, offset, first in files:
+        try:
+            rows += write_details_file(store, run_id, set_name, path, first - offset)
+        except (duckdb.Error, pa.ArrowException, OSError) as exc:  # rolled back: nothing stored
+            raise InputError(f"cannot read the shard's caption details "
+                             f"({' '.join(str(exc).split())[:160]})", path=path,
+                             fix="rerun: a shard whose details file is missing or cut is "
+                                 "redone") from None
+    return rows
