@@ -70,6 +70,7 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
         data = dumps_state({"acc": _shift(base, s * per), "acc2": None})
         atomic_write_bytes(work / f"{s:05d}{STATE_SUFFIX}", data)
         cov = {"n_images": per, "n_with_ids": per, "covered": {}, "namespaces": [None],
+               "units": per, "unit_images": per,
                "id_min": s * per + 1, "id_max": (s + 1) * per}
         write_marker(work, f"{s:05d}.parquet", "bench", {"index": s, "n_captions": per,
                                                          "coverage": cov,

@@ -293,3 +293,30 @@ def test_a_details_file_lost_before_the_copy_is_one_line_and_nothing_is_stored(t
                               "VALUES (99, 'x', 0)")
             shard_outputs.attach_details(store, 99, "x", files)
     assert store.con.execute("SELECT count(*) FROM caption_details").fetchone()[0] == 0
+
+
+@pytest.mark.slow
+def test_partly_annotated_shards_join_exactly_as_the_single_file_audit(shared, tmp_path, cli):
+    """60% of the images annotated (above --min-coverage): the single-file audit hides the
+    other ids (their captions become their own units); the shards must do the same."""
+    rows = _oscar(shared, 600)
+    c = shared(*COCO)
+    inst = {json.loads(x)["image_id"]: x for x in
+            (c / "instance_categories_val2014.jsonl").read_text().splitlines()}
+    part = [inst[r["image_id"]] for i, r in enumerate(rows) if i % 5 < 3]
+    (tmp_path / "inst.jsonl").write_text("\n".join(part) + "\n")
+    _shards(tmp_path / "set", [r["image_id"] for r in rows], [r["caption"] for r in rows], 3)
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    common = ["--n-boot", "30", "--db", str(tmp_path / "a.duckdb"), "--metrics",
+              "recall,length,vocab", "--instances", str(tmp_path / "inst.jsonl")]
+    one = cli("audit", "run", str(tmp_path / "set.jsonl"), *common,
+              "--json", str(tmp_path / "one.json"))
+    three = cli("audit", "run", "--shards", str(tmp_path / "set"), *common,
+                "--work-dir", str(tmp_path / "w"), "--json", str(tmp_path / "three.json"))
+    assert one.returncode == 0 and three.returncode == 0, one.stderr + three.stderr
+    j1, j3 = (json.loads((tmp_path / f).read_text()) for f in ("one.json", "three.json"))
+    assert j1["sets"]["set"] == j3["sets"]["set"]   # units included: the intervals agree
+    assert j3["coverage"]["set"]["covered"] == j1["coverage"]["set"]["covered"] == {
+        "instances": 360}
+    d1, d3 = _details(tmp_path / "a.duckdb", 1), _details(tmp_path / "a.duckdb", 2)
+    assert d1 == d3 and sum(r[1] is None for r in d3) == 240   # 240 ids hidden in both

@@ -13,10 +13,12 @@ both per shard and merges:
   shard's file into ``caption_details`` with the run (:func:`attach_details`),
   ``caption_index`` renumbered 0..N-1 in shard order: the rows of the
   single-file audit of the concatenated shards.
-- :class:`NamespaceGuard`: the row namespace evidence of each image key
-  (``COCO_val2014_...`` -> ``coco2014``, a ``flickr30k/`` folder, ...); an id
-  whose evidence contradicts the annotations' namespace is hidden (the caption
-  becomes its own unit), as :func:`capaudit.audit.coverage.kept_ids` hides it.
+- :class:`JoinGuard`: the single-file join rule, row by row: an id whose row's
+  namespace evidence (``COCO_val2014_...`` -> ``coco2014``, a ``flickr30k/``
+  folder, ...) contradicts the annotations', or that no needed annotation kind
+  has, is hidden (the caption becomes its own unit), as
+  :func:`capaudit.audit.coverage.kept_ids` hides it (when every id is annotated
+  nothing is hidden, as there).
 - :func:`shard_coverage` / :func:`merged_coverage`: per shard, its images and
   how many each needed annotation kind covers; summed by the driver into one
   :class:`~capaudit.audit.coverage.Coverage`, held to the same rule
@@ -34,8 +36,8 @@ import numpy as np
 from capaudit.audit import coverage
 from capaudit.io.imageids import compatible, infer_namespace, set_namespace
 
-__all__ = ["DETAILS_SUFFIX", "DetailsFile", "NamespaceGuard", "shard_coverage",
-           "merged_coverage", "attach_details", "annotation_namespaces"]
+__all__ = ["DETAILS_SUFFIX", "DetailsFile", "JoinGuard", "annotation_namespaces",
+           "attach_details", "merged_coverage", "shard_coverage"]
 
 DETAILS_SUFFIX = ".details.parquet"
 
@@ -93,40 +95,51 @@ def annotation_namespaces(store, annotations, metrics) -> dict[str, str | None]:
     return out
 
 
-class NamespaceGuard:
-    """``guard(raw key, parsed id)`` -> the id, or ``None`` when its row's namespace evidence
-    contradicts one of the annotations' namespaces; records the namespaces seen."""
+class JoinGuard:
+    """``guard(raw key, parsed id, captions)`` -> the id, or ``None`` where the single-file
+    audit would not join it (:func:`capaudit.audit.coverage.kept_ids`): its row's namespace
+    evidence contradicts an annotation's, or no needed annotation kind has the id. (An id
+    hidden from one row only: the single-file check also hides it from rows of a compatible
+    namespace.) Counts, before hiding, what :func:`shard_coverage` reports."""
 
-    def __init__(self, ann_namespaces: dict[str, str | None]):
+    def __init__(self, annotations, ann_namespaces: dict[str, str | None]):
         self.known = sorted({ns for ns in ann_namespaces.values() if ns})
-        self.seen: set[str | None] = set()
-        self.hidden = 0
+        self.kinds = {k: (coverage.kind_ids(annotations, k), ns)
+                      for k, ns in ann_namespaces.items()}
+        self.keep = set().union(*(ids for ids, _ in self.kinds.values())) if self.kinds \
+            else None
+        self.pairs: set[tuple[int, str | None]] = set()   # distinct (id, row namespace)
+        self.no_id = 0                                     # captions without an image id
+        self.hidden = 0                                    # captions whose id was hidden
 
-    def __call__(self, raw, iid: int | None) -> int | None:
+    def __call__(self, raw, iid: int | None, n: int = 1) -> int | None:
         if iid is None:
+            self.no_id += n
             return None
         ns = infer_namespace(raw) if isinstance(raw, str) and not raw.isdigit() else None
-        self.seen.add(ns)
-        if ns is not None and not all(compatible(ns, a) for a in self.known):
-            self.hidden += 1
+        self.pairs.add((iid, ns))
+        if (ns is not None and not all(compatible(ns, a) for a in self.known)
+                or self.keep is not None and iid not in self.keep):
+            self.hidden += n
             return None
         return iid
 
 
-def shard_coverage(unit_keys: np.ndarray | None, annotations, ann_namespaces: dict,
-                   guard: NamespaceGuard) -> dict:
-    """A shard's images (units: image ids and captions without one) and, per needed
-    annotation kind, how many of its image ids that kind annotates."""
+def shard_coverage(guard: JoinGuard, unit_keys: np.ndarray | None) -> dict:
+    """A shard's images (image ids, plus each caption without one) and, per needed annotation
+    kind, how many of its ids that kind annotates from rows of a compatible namespace; the
+    range of the ids its state holds (:func:`capaudit.audit.shard_sums.sums_plan`)."""
+    ids = {iid for iid, _ in guard.pairs}
+    covered = {k: len({iid for iid, ns in guard.pairs if iid in have and compatible(ns, kns)})
+               for k, (have, kns) in guard.kinds.items()}
     keys = np.zeros(0, np.int64) if unit_keys is None else np.asarray(unit_keys, np.int64)
-    ids = keys[keys >= 0]
-    covered = {}
-    for kind in ann_namespaces:
-        have = np.fromiter(coverage.kind_ids(annotations, kind), np.int64)
-        covered[kind] = int(np.isin(ids, have).sum())
-    return {"n_images": int(len(keys)), "n_with_ids": int(len(ids)), "covered": covered,
-            "namespaces": sorted(guard.seen, key=str), "hidden_ids": guard.hidden,
-            "id_min": int(ids.min()) if len(ids) else None,
-            "id_max": int(ids.max()) if len(ids) else None}
+    kept = keys[keys >= 0]
+    return {"n_images": len(ids) + guard.no_id, "n_with_ids": len(ids), "covered": covered,
+            "namespaces": sorted({ns for _, ns in guard.pairs}, key=str),
+            "hidden_captions": guard.hidden,
+            "units": len(keys), "unit_images": len(kept),
+            "id_min": int(kept.min()) if len(kept) else None,
+            "id_max": int(kept.max()) if len(kept) else None}
 
 
 def merged_coverage(target: str, parts: list[dict], ann_namespaces: dict) -> coverage.Coverage:

@@ -51,14 +51,14 @@ class SumsJob:
 
 def sums_plan(cfg: dict, parts: list[dict]) -> tuple[dict | None, str]:
     """``({"n_units", "n_images", "prefix": [...]}, why)``; ``None`` for the per-image merge."""
-    n_units = sum(p["n_images"] for p in parts)
+    n_units = sum(p["units"] for p in parts)
     if choose_method(cfg.get("bootstrap", "auto"), n_units) != "poisson" or cfg["n_boot"] <= 0:
         return None, "per-image states (exact bootstrap)"
     ranges = sorted((p["id_min"], p["id_max"]) for p in parts if p.get("id_min") is not None)
     if any(b[0] <= a[1] for a, b in zip(ranges, ranges[1:])):
         return None, "per-image states (image ids of two shards overlap)"
-    noid = np.cumsum([0] + [p["n_images"] - p["n_with_ids"] for p in parts])[:-1]
-    return {"n_units": n_units, "n_images": sum(p["n_with_ids"] for p in parts),
+    noid = np.cumsum([0] + [p["units"] - p["unit_images"] for p in parts])[:-1]
+    return {"n_units": n_units, "n_images": sum(p["unit_images"] for p in parts),
             "prefix": [int(x) for x in noid]}, "replicate sums per shard"
 
 

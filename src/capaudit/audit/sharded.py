@@ -89,7 +89,7 @@ def audit_shard(task: ShardTask) -> dict:
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shard_outputs import (
         DetailsFile,
-        NamespaceGuard,
+        JoinGuard,
         details_path,
         shard_coverage,
     )
@@ -111,13 +111,12 @@ def audit_shard(task: ShardTask) -> dict:
             return {"shard": name, "status": "resumed", "n_captions": marker["n_captions"],
                     "seconds": 0.0, "coverage": marker["coverage"],
                     "details": marker.get("details")}
-        cfg, guard = task.cfg, NamespaceGuard(task.ann_namespaces)
+        cfg, guard = task.cfg, JoinGuard(task.annotations, task.ann_namespaces)
         acc, acc2 = accumulate(iter_shard_rows(task.path, guard), task.annotations,
                                metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
                                int(cfg.get("chunk_size") or 50_000), sink, cfg["corrected"],
                                None, cfg, offset=task.index * SHARD_OFFSET)
-        cov = shard_coverage(acc.units.keys if acc.units is not None else None,
-                             task.annotations, task.ann_namespaces, guard)
+        cov = shard_coverage(guard, acc.units.keys if acc.units is not None else None)
     except (InputError, OSError) as exc:
         if sink is not None:
             sink.abort()

@@ -68,7 +68,7 @@ def _pick(names: list[str], wanted: tuple[str, ...], path: Path, what: str,
     return None
 
 
-def _no_guard(raw, iid: int | None) -> int | None:
+def _no_guard(raw, iid: int | None, n: int = 1) -> int | None:
     return iid
 
 
@@ -77,8 +77,8 @@ def _batch_rows(batch: pa.RecordBatch, id_col: str | None, cap_col: str, path: P
     ids = batch.column(id_col).to_pylist() if id_col else [None] * batch.num_rows
     caps = batch.column(cap_col).to_pylist()
     for i, (raw, cap) in enumerate(zip(ids, caps)):
-        iid = guard(raw, parse_image_id(raw))
         texts = cap if isinstance(cap, list) else [cap]
+        iid = guard(raw, parse_image_id(raw), len(texts))
         for text in texts:
             if not isinstance(text, str):
                 raise InputError("caption is missing or not text", path=path, row=row0 + i + 1,
@@ -121,7 +121,7 @@ def _tar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
         meta, texts = parse_sample(key, files, path, row)
         raw = meta.get("image_id")
         raw = raw if raw is not None else meta.get("key", key)
-        iid = guard(raw, parse_image_id(raw))
+        iid = guard(raw, parse_image_id(raw), len(texts))
         for text in texts:
             if not isinstance(text, str):
                 raise InputError(f"sample '{key}' caption is not text", path=path, row=row)
@@ -131,8 +131,8 @@ def _tar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
 def iter_shard_rows(path: str | Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
     """``(image id or None, caption)`` of one shard, in file order, streaming.
 
-    ``guard(raw key, parsed id)`` may hide an id (``None``): the namespace check of
-    :class:`capaudit.audit.shard_outputs.NamespaceGuard`."""
+    ``guard(raw key, parsed id, captions of the row)`` may hide an id (``None``): the
+    join rule of :class:`capaudit.audit.shard_outputs.JoinGuard`."""
     path = Path(path)
     if path.suffix == ".tar":
         yield from _tar_rows(path, guard)
