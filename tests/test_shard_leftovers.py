@@ -320,3 +320,16 @@ def test_partly_annotated_shards_join_exactly_as_the_single_file_audit(shared, t
         "instances": 360}
     d1, d3 = _details(tmp_path / "a.duckdb", 1), _details(tmp_path / "a.duckdb", 2)
     assert d1 == d3 and sum(r[1] is None for r in d3) == 240   # 240 ids hidden in both
+
+
+def test_vocabulary_without_rare_tokens_in_replicate_sums(tmp_path):
+    """Every token used more than 64 times (no posting lists): the interval is the count."""
+    caps = ["A dog runs."] * 130 + ["A cat runs."] * 130
+    ids = list(range(1, 261))
+    folder = _shards(tmp_path / "set", ids, caps, 2)
+    res, _ = sharded.run_sharded(str(folder), _cfg(metrics=["vocab"]), Annotations(),
+                                 tmp_path / "w")
+    assert res.meta["merge"] == "replicate sums per shard"
+    # a, dog, cat, runs, '.' (lowercased): 5 tokens, each in >= 130 captions
+    v = res.results["vocab"]
+    assert (v.value, v.ci_low, v.ci_high) == (5.0, 5.0, 5.0) and v.extra["rare_tokens"] == 0

@@ -169,17 +169,18 @@ def _vocab_result(state, n_units: int, n_boot: int, seed: int):
     if state.sketch is not None:
         est = sketch_estimate(state.sketch.estimate(), n_units, state.n)
         return est, est.boot(np.zeros((n_boot, 0)))
+    # rare tokens' units (hash keys) as positions in the distinct units using rare tokens
     lists = [np.asarray(p, np.int64) for p in state.postings.values()]
-    flat = np.concatenate(lists) if lists else np.zeros(0, np.int64)
-    uniq, inv = np.unique(flat, return_inverse=True)
-    cuts = np.cumsum([len(p) for p in lists])[:-1]
-    est = vocab_estimate(len(state.token_counts), [np.unique(x) for x in np.split(inv, cuts)],
-                         len(uniq), state.n)
-    vals = np.concatenate([est.boot(poisson_counts(uniq.astype(np.uint64), np.arange(a, a + b),
-                                                   seed))
-                           for a, b in zip(np.cumsum([0] + block_sizes(len(uniq), n_boot)[:-1]),
-                                           block_sizes(len(uniq), n_boot))])
-    return est, vals
+    uniq, inv = np.unique(np.concatenate(lists) if lists else np.zeros(0, np.int64),
+                          return_inverse=True)
+    cuts = np.cumsum([len(p) for p in lists], dtype=np.int64)[:-1]
+    unit_lists = [np.unique(x) for x in np.split(inv, cuts)] if lists else []
+    est = vocab_estimate(len(state.token_counts), unit_lists, len(uniq), state.n)
+    sizes = block_sizes(len(uniq), n_boot)
+    starts = np.cumsum([0] + sizes[:-1])
+    vals = [est.boot(poisson_counts(uniq.astype(np.uint64), np.arange(a, a + b), seed))
+            for a, b in zip(starts, sizes)]
+    return est, np.concatenate(vals)
 
 
 def finish_sums(parts: list[dict], acc, plan: dict, n_boot: int, seed: int,
