@@ -95,9 +95,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     from capaudit.audit.runner import run_audit, write_json
     from capaudit.cli.compare_view import print_compare
 
-    if lexicon:
-        from capaudit.text.objects import user_lexicon_mode
-        mode = user_lexicon_mode(lexicon)
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                **lotus_cli(reference, clip_model, images, long_text),
@@ -106,6 +103,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
+    if lexicon:
+        from capaudit.text.objects import user_lexicon_mode
+        cfg["mode"] = user_lexicon_mode(lexicon, cfg["mode"], bool(cfg.get("corrected")))
     if shards or not targets:
         from capaudit.cli.audit_shards import run_shards
         from capaudit.errors import InputError
