@@ -32,6 +32,7 @@ from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, c
 from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
 from capaudit.audit.metrics.stream import StreamStats
 from capaudit.io.annotations import Annotations
+from capaudit.io.arrays import from_numpy, strings
 from capaudit.text.gender import GENDER_NAMES
 from capaudit.text.objects import get_lexicon
 from capaudit.text.records import build_records
@@ -214,13 +215,13 @@ def build_details(ctx: MetricContext, acc: StreamStats) -> pa.Table:
     rec, n = ctx.records, len(ctx.records)
     caps, cats = ctx.mentioned_pairs
     cols: dict[str, Any] = {
-        "caption_index": pa.array(ctx.offset + np.arange(n, dtype=np.int64)),
-        "image_id": pa.array(ctx.caption_image, mask=~ctx.has_image),
-        "n_tokens": pa.array(rec.n_tokens),
-        "n_sentences": pa.array(rec.n_sentences),
+        "caption_index": from_numpy(ctx.offset + np.arange(n, dtype=np.int64)),
+        "image_id": from_numpy(ctx.caption_image, valid=ctx.has_image),
+        "n_tokens": from_numpy(rec.n_tokens),
+        "n_sentences": from_numpy(rec.n_sentences),
         "mentioned": category_lists(caps, cats, n, ctx.categories),
-        "gender": pa.DictionaryArray.from_arrays(pa.array(rec.gender.astype(np.int8)),
-                                                 pa.array(list(GENDER_NAMES))),
+        "gender": pa.DictionaryArray.from_arrays(from_numpy(rec.gender.astype(np.int8)),
+                                                 strings(list(GENDER_NAMES))),
     }
     for name, metric in acc.metrics.items():
         got = {} if name in acc.skipped else metric.caption_details(ctx)

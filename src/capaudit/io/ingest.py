@@ -46,11 +46,12 @@ def fingerprint(path: Path) -> str:
 def check_batch(batch: pa.RecordBatch, path: Path, start_row: int) -> None:
     """Refuse a missing or empty caption, naming its row (1-based record number)."""
     caps = batch.column("caption")
-    bad = pc.or_kleene(pc.is_null(caps),
-                       pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(caps)), 0))
-    bad = pc.fill_null(bad, True)
+    # length cast to bool, not compared with 0: a Python scalar in a pyarrow call imports
+    # pandas (0.4 s of a 40k-caption audit). A null caption is bad (or_kleene(true, null)).
+    blank = pc.invert(pc.cast(pc.utf8_length(pc.utf8_trim_whitespace(caps)), pa.bool_()))
+    bad = pc.or_kleene(pc.is_null(caps), blank)
     if pc.any(bad).as_py():
-        idx = pc.index(bad, True).as_py()
+        idx = bad.to_pylist().index(True)
         raise InputError("empty or missing caption", path=path, row=start_row + idx + 1,
                          fix="drop the record or give it a caption")
 

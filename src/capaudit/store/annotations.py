@@ -94,9 +94,8 @@ def cache_usable(store) -> bool:
 def cached_sets(store, sha256: str, kind: str):
     """The parsed ``{image_id: names}`` of a file seen before, as a columnar mapping
     (:class:`~capaudit.io.annotations.ColumnarSets`); ``None`` when not cached."""
-    import numpy as np
-
     from capaudit.io.annotations import ColumnarSets
+    from capaudit.io.arrays import to_numpy
 
     tbl = store.con.sql(f"SELECT image_id, items FROM annotation_cache WHERE sha256 = '{_hex(sha256)}' "
                         f"AND kind = '{_name(kind)}' ORDER BY image_id").to_arrow_table()
@@ -104,8 +103,8 @@ def cached_sets(store, sha256: str, kind: str):
         return None
     items = tbl.column(1).combine_chunks()
     values = items.values.dictionary_encode()
-    return ColumnarSets(tbl.column(0).to_numpy(), np.asarray(items.offsets),
-                        np.asarray(values.indices), values.dictionary.to_pylist())
+    return ColumnarSets(to_numpy(tbl.column(0)), to_numpy(items.offsets),
+                        to_numpy(values.indices), values.dictionary.to_pylist())
 
 
 def _hex(s: str) -> str:

@@ -422,7 +422,9 @@ def category_lists(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str])
     """A pyarrow ``list<string>`` column of ``n`` captions from sorted (caption, category) pairs."""
     import pyarrow as pa
 
+    from capaudit.io.arrays import from_numpy, strings
+
     offsets = np.searchsorted(caps, np.arange(n + 1)).astype(np.int32)
-    values = pa.DictionaryArray.from_arrays(pa.array(np.asarray(cats).astype(np.int32)),
-                                            pa.array(names))
-    return pa.ListArray.from_arrays(pa.array(offsets), values.cast(pa.string()))
+    values = pa.DictionaryArray.from_arrays(from_numpy(np.asarray(cats).astype(np.int32)),
+                                            strings(list(names)))
+    return pa.ListArray.from_arrays(from_numpy(offsets), values.cast(pa.string()))

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from capaudit.audit.metrics.base import Estimate, Metric, MetricContext, ratio, register_metric
 from capaudit.audit.metrics.state import UnitSums
+from capaudit.io.arrays import from_numpy
 
 __all__ = ["ChairS", "ChairI", "caption_hallucinated"]
 
@@ -51,7 +52,7 @@ class ChairS(Metric):
                         {"captions_without_gt": int(state.totals["captions_without_gt"])})
 
     def caption_details(self, ctx):
-        return {"chair_s": pa.array(caption_hallucinated(ctx), mask=~ctx.has_image)}
+        return {"chair_s": from_numpy(caption_hallucinated(ctx), valid=ctx.has_image)}
 
 
 @register_metric

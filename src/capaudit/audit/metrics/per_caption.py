@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from capaudit.audit.metrics.base import Estimate, Metric, MetricContext, ratio
 from capaudit.audit.metrics.state import UnitSums
+from capaudit.io.arrays import from_numpy
 
 __all__ = ["PerCaptionMean"]
 
@@ -45,4 +45,4 @@ class PerCaptionMean(Metric):
 
     def caption_details(self, ctx):
         v = np.asarray(self.values(ctx), np.float64) * self.scale
-        return {self.name: pa.array(v, mask=np.isnan(v))}
+        return {self.name: from_numpy(v, valid=~np.isnan(v))}

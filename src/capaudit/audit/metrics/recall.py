@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from capaudit.audit.metrics.base import Estimate, Metric, MetricContext, ratio, register_metric
 from capaudit.audit.metrics.state import UnitSums
+from capaudit.io.arrays import from_numpy
 
 __all__ = ["Recall", "caption_recall"]
 
@@ -65,4 +66,4 @@ class Recall(Metric):
 
     def caption_details(self, ctx):
         r = caption_recall(ctx)
-        return {"recall": pa.array(r, mask=np.isnan(r))}
+        return {"recall": from_numpy(r, valid=~np.isnan(r))}
