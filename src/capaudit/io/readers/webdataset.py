@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
@@ -152,6 +151,8 @@ def declared_count(tar_path: Path) -> tuple[int, Path] | None:
     """Samples the shard declares beside its tar: capaudit's parquet index or img2dataset stats."""
     index = tar_path.with_suffix(".parquet")
     if index.is_file():
+        import pyarrow.parquet as pq  # only here: every reader is loaded to sniff a format
+
         try:
             meta = pq.read_metadata(index)
             if {"key", "n_captions", "image_sha256"} <= set(meta.schema.names):
