@@ -121,10 +121,17 @@ def _name(s: str) -> str:
 
 def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -> None:
     """Store a parsed table (its own transaction: a cache, not part of any run)."""
+    import numpy as np
     import pyarrow as pa
 
-    tbl = pa.table({"image_id": pa.array(list(sets), pa.int64()),
-                    "items": pa.array([sorted(v) for v in sets.values()], pa.list_(pa.string()))})
+    from capaudit.io.arrays import from_numpy, strings
+
+    items = [sorted(v) for v in sets.values()]
+    offsets = np.zeros(len(items) + 1, np.int32)
+    np.cumsum([len(v) for v in items], out=offsets[1:])
+    tbl = pa.table({"image_id": from_numpy(np.fromiter(sets, np.int64, len(sets))),
+                    "items": pa.ListArray.from_arrays(from_numpy(offsets),
+                                                      strings([x for v in items for x in v]))})
     # an image with no names keeps an empty list (present, nothing in it)
     with store.transaction():
         store.con.execute("DELETE FROM annotation_cache WHERE sha256 = ? AND kind = ?",

@@ -1,0 +1,84 @@
+"""numpy <-> Arrow through the buffers (capaudit.io.arrays): the same arrays as pyarrow's own
+conversions, and an audit that never imports pandas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from capaudit.io.arrays import from_numpy, strings, to_numpy
+
+DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64,
+          np.bool_]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_from_numpy_is_pa_array(dtype):
+    rng = np.random.default_rng(3)
+    values = (rng.integers(0, 100, 37) % 2 == 0) if dtype is np.bool_ else \
+        rng.integers(-50, 100, 37).astype(dtype) if np.dtype(dtype).kind != "u" else \
+        rng.integers(0, 100, 37).astype(dtype)
+    mask = rng.integers(0, 3, 37) == 0
+    for v, m in [(values, mask), (values[::3], mask[::3]), (values[:0], mask[:0])]:
+        assert from_numpy(v).equals(pa.array(v))
+        got = from_numpy(v, valid=~m)
+        assert got.equals(pa.array(v, mask=m))
+        assert got.null_count == int(m.sum())
+
+
+def test_from_numpy_keeps_nan_apart_from_null():
+    v = np.array([1.5, np.nan, 3.0])
+    got = from_numpy(v, valid=np.array([True, True, False]))
+    assert got.to_pylist()[0] == 1.5 and np.isnan(got.to_pylist()[1]) and got.to_pylist()[2] is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_to_numpy_is_pyarrow_to_numpy(dtype):
+    arr = pa.array((np.arange(40) % 3 == 0) if dtype is np.bool_ else np.arange(40).astype(dtype))
+    chunked = pa.chunked_array([arr[:7], arr[7:]])
+    for a in (arr, arr[5:], arr[13:29], chunked, chunked[3:30], arr[:0]):
+        want = a.to_numpy() if isinstance(a, pa.ChunkedArray) else a.to_numpy(zero_copy_only=False)
+        got = to_numpy(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_to_numpy_refuses_nulls_and_text():
+    with pytest.raises(ValueError, match="1 nulls"):
+        to_numpy(pa.array([1, None, 3]))
+    with pytest.raises(TypeError, match="string"):
+        to_numpy(pa.array(["a"]))
+
+
+def test_strings_is_pa_array():
+    for values in (["neutral", "male", "female"], ["", "é", "日本語", "a b", ""], []):
+        assert strings(values).equals(pa.array(values, pa.string()))
+
+
+def test_audit_run_imports_no_pandas(tmp_path):
+    """pyarrow imports pandas (~0.4 s) on its first numpy or Python-object conversion; an
+    audit holds no pandas object, so neither the first run (annotations parsed and cached)
+    nor a later one (read from the store's cache) may import it."""
+    caps = tmp_path / "caps.jsonl"
+    caps.write_text("".join(json.dumps({"image_id": i, "caption": c}) + "\n" for i, c in
+                            [(1, "a dog on a couch"), (2, "two cats and a dog"),
+                             (3, "a man riding a horse"), (4, "a pizza on a table")]))
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text("".join(json.dumps({"image_id": i, "objects": o}) + "\n" for i, o in
+                          [(1, ["dog", "couch"]), (2, ["cat"]), (3, ["person", "horse"]),
+                           (4, ["dining table"])]))
+    probe = f"""
+import sys
+from capaudit.cli.main import main
+for _ in range(2):
+    assert main(["audit", "run", {str(caps)!r}, "--chair-gt", {str(gt)!r}, "--metrics",
+                 "chair_s,chair_i", "--n-boot", "20", "--workers", "1",
+                 "--db", {str(tmp_path / "s.duckdb")!r}]) == 0
+print("PANDAS" if "pandas" in sys.modules else "NO-PANDAS")
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "NO-PANDAS"
