@@ -56,7 +56,7 @@ def resolve_target(store, target: str) -> StreamTarget:
             return StreamTarget(target, f"set:{target}", target,
                                 lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
     path = _target_path(store, target)
-    from capaudit.io.ingest import check_batch
+    from capaudit.io.ingest import check_captions
     from capaudit.io.readers import detect_format, get_reader
 
     reader = get_reader(detect_format(path))
@@ -64,9 +64,10 @@ def resolve_target(store, target: str) -> StreamTarget:
     def rows() -> Iterator[tuple]:
         row = 0
         for batch in reader.read(path):
-            check_batch(batch, path, row)
+            caps = batch.column("caption").to_pylist()
+            check_captions(caps, path, row)
             row += batch.num_rows
-            yield from _batches_rows([batch])
+            yield from zip(batch.column("image_id").to_pylist(), caps)
 
     return StreamTarget(_file_name(path), str(path), target, rows)
 
