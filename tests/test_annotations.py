@@ -132,3 +132,36 @@ def test_annotation_files_are_parsed_once_per_content(tmp_path, monkeypatch):
         gt.write_text('{"image_id": 3, "objects": ["cat"]}\n')
         assert resolve_annotations(st, None, gt).chair_gt == {3: frozenset({"cat"})}
         assert len(calls) == 3
+
+
+def test_parse_cache_round_trips_odd_names_and_empty_files(tmp_path):
+    """Names are read back through a DuckDB ENUM: quotes, non-ASCII and images with no
+    names come back as parsed; a file whose images all have none too."""
+    from capaudit.io.annotation_store import _load_sets
+    from capaudit.store import Store
+
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text('{"image_id": 5, "objects": ["o\'brien\'s cat", "caf\\u00e9", "hot dog"]}\n'
+                  '{"image_id": 2, "objects": []}\n{"image_id": 9, "objects": ["caf\\u00e9"]}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"image_id": 1, "objects": []}\n{"image_id": 4, "objects": []}\n')
+    with Store(tmp_path / "c.duckdb") as st:
+        for path, want in [(gt, {5: frozenset({"o'brien's cat", "café", "hot dog"}), 2: frozenset(),
+                                 9: frozenset({"café"})}),
+                           (empty, {1: frozenset(), 4: frozenset()})]:
+            parsed, cached = _load_sets(st, "chair-gt", path), _load_sets(st, "chair-gt", path)
+            assert type(cached).__name__ == "ColumnarSets"
+            assert dict(parsed) == dict(cached) == want
+
+
+def test_parse_cache_of_the_coco_ground_truth_is_the_parsed_table(tmp_path, shared):
+    from capaudit.io.annotation_store import _load_sets
+    from capaudit.store import Store
+
+    path = shared("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    parsed = load_chair_gt(path)
+    with Store(tmp_path / "c.duckdb") as st:
+        _load_sets(st, "chair-gt", path)
+        cached = _load_sets(st, "chair-gt", path)
+    assert type(cached).__name__ == "ColumnarSets" and len(cached) == len(parsed) == 123_287
+    assert dict(cached.items()) == parsed
