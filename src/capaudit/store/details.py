@@ -23,16 +23,18 @@ def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
     """
     if details.num_rows == 0:
         return
-    cols = {DETAIL_RENAMES.get(n, n): details.column(n) for n in details.column_names}
-    if "gender_pred" in cols:  # dictionary -> plain strings
-        cols["gender_pred"] = cols["gender_pred"].cast(pa.string())
-    tbl = pa.table(cols)
-    add_columns(store.con, "caption_details", tbl.schema)
+    tbl = pa.table({DETAIL_RENAMES.get(n, n): details.column(n) for n in details.column_names})
+    # dictionary columns (the predicted gender) are stored as plain strings: DuckDB casts
+    # them (pyarrow's cast would import pyarrow.compute, ~0.05 s of a small audit)
+    text = {f.name for f in tbl.schema if pa.types.is_dictionary(f.type)}
+    add_columns(store.con, "caption_details", pa.schema(
+        [pa.field(f.name, f.type.value_type) if f.name in text else f for f in tbl.schema]))
     names = ", ".join(f'"{n}"' for n in tbl.column_names)
+    values = ", ".join(f'CAST("{n}" AS VARCHAR)' if n in text else f'"{n}"' for n in tbl.column_names)
     store.con.register("_details", tbl)
     try:
         store.con.execute(f"INSERT INTO caption_details (run_id, set_name, {names}) "
-                          f"SELECT ?, ?, {names} FROM _details", [run_id, set_name])
+                          f"SELECT ?, ?, {values} FROM _details", [run_id, set_name])
     finally:
         store.con.unregister("_details")
 

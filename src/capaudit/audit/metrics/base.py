@@ -425,6 +425,6 @@ def category_lists(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str])
     from capaudit.io.arrays import from_numpy, strings
 
     offsets = np.searchsorted(caps, np.arange(n + 1)).astype(np.int32)
-    values = pa.DictionaryArray.from_arrays(from_numpy(np.asarray(cats).astype(np.int32)),
-                                            strings(list(names)))
-    return pa.ListArray.from_arrays(from_numpy(offsets), values.cast(pa.string()))
+    # the names looked up here, not a dictionary array cast to string (pyarrow.compute)
+    values = strings([names[c] for c in np.asarray(cats).tolist()])
+    return pa.ListArray.from_arrays(from_numpy(offsets), values)
