@@ -4,8 +4,8 @@ Why not ``Array.to_numpy()``, ``np.asarray(array)`` or ``pa.array(ndarray)``: wh
 installed, pyarrow imports it on the first such conversion (and on a Python scalar given to a
 compute function) only to ask whether the input is a pandas object. That import costs
 ~0.4 s of CPU, a fifth of a whole 40k-caption ``audit run``, which never holds a pandas
-object. These two helpers do the same conversions on the buffers: same values, same
-types, no pandas.
+object. These helpers do the same conversions on the buffers: same values, same types,
+no pandas (tests/test_arrays.py compares them with pyarrow's own).
 """
 
 from __future__ import annotations
