@@ -25,6 +25,7 @@ CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
+SAMPLE_ROWS = 2048  # rows whose mean caption length sets the rows per streamed batch
 
 
 def _q(path: Path) -> str:
@@ -155,9 +156,11 @@ class _DuckReader(CaptionReader):
         con = duckdb.connect()
         try:
             sql = self.select_sql(path, con)
-            reader = con.sql(sql).to_arrow_reader(self.batch_size)
+            mean = con.sql(f"SELECT avg(strlen(caption)) FROM ({sql} LIMIT {SAMPLE_ROWS})"
+                           ).fetchall()[0][0]
+            reader = con.sql(sql).to_arrow_reader(self.rows_for(mean or 0.0))
             for batch in reader:
-                yield batch.cast(SCHEMA) if batch.schema != SCHEMA else batch
+                yield from self.bounded(batch.cast(SCHEMA) if batch.schema != SCHEMA else batch)
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         finally:
@@ -207,8 +210,8 @@ class JsonlReader(_DuckReader):
         if columns:
             spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
             return (f"read_json({_q(path)}, format='newline_delimited', "
-                    f"maximum_object_size=67108864, columns={{{spec}}})")
-        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
+                    f"maximum_object_size=16777216, columns={{{spec}}})")
+        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
 
     def scan(self, path: Path) -> InputError | None:
         def check(row, text):
