@@ -3,7 +3,8 @@
 A reader turns a file (or folder) into a stream of Arrow record batches with
 the columns ``image_key`` (text id as given), ``image_id`` (integer COCO id
 or null for custom ids) and ``caption``, plus an optional ``meta`` JSON
-string. Streaming batches keep memory flat for million-caption files; the
+string. Streaming batches keep memory flat for million-caption files (a
+batch is bounded by rows and by caption bytes, :meth:`CaptionReader.full`); the
 driver in :mod:`capaudit.io.ingest` validates each batch (empty or missing
 captions) and names the offending row.
 
