@@ -20,7 +20,9 @@ reuse COCO's words). So two series are printed, each run in a fresh process:
 Runs: ``stream`` is :func:`capaudit.audit.engine.audit_stream` over the file's
 reader (no details); ``stream+details`` also builds each chunk's per-caption
 details and hands them to a sink that drops them; ``cli`` is ``capaudit audit run``
-with the annotation files and a fresh store (details inserted into DuckDB).
+with the annotation files and a fresh store (details inserted into DuckDB, which holds
+a transaction's uncommitted rows in memory until the commit: the part that still grows
+per caption); ``cli-nodetails`` is the same with ``details: false`` (metrics only).
 Peak RSS is the process's own (``ru_maxrss``); the record workers are forked per
 chunk and reported apart (``workers``), they hold one chunk of captions each.
 
@@ -82,12 +84,15 @@ def child(args: argparse.Namespace) -> dict:
     """One measurement in this (fresh) process."""
     path, what = Path(args.file), args.child
     t0, c0 = time.perf_counter(), cpu_seconds()
-    if what == "cli":
+    if what.startswith("cli"):
         from capaudit.cli.main import main
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["audit", "run", str(path), *annotation_args(args.shared), "--n-boot",
                     str(args.n_boot), "--workers", str(args.workers),
                     "--db", str(Path(tmp) / "m.duckdb")]
+            if what == "cli-nodetails":  # metrics only: no caption_details rows
+                (Path(tmp) / "c.yaml").write_text("audit:\n  details: false\n")
+                argv += ["--config", str(Path(tmp) / "c.yaml")]
             code = main(argv)
             if code:
                 raise SystemExit(f"capaudit {' '.join(argv)} exited {code}")
