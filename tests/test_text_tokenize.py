@@ -78,15 +78,20 @@ def test_fast_path_equals_nltk_on_random_text(seed):
     ("a <unk> on it 's back", [["a", "<", "unk", ">", "on", "it", "'s", "back"]],
      ["a", "<", "unk", ">", "on", "it", "'s", "back"]),
     ("", [], []),
+    ('A "Stop" sign, ("ok")."', None, None),
+    ('"Joan\'s" sign by a "cafe".', [["``", "joan", "'s", "''", "sign", "by", "a", "``", "cafe", "''", "."]],
+     ["``", "joan", "'s", "''", "sign", "by", "a", "``", "cafe", "''", "."]),
 ])
 def test_known_cases(caption, sentences, line):
+    if sentences is None:  # hand-checked against NLTK: the same, by the slow path
+        sentences, line = _slow(caption.lower())
     assert tokenize_caption(caption) == (sentences, line)
     assert tokenize(caption) == [t for s in sentences for t in s]
 
 
 def test_unusual_text_falls_back_to_nltk():
     for text in ["he cannot go", "1,000 dogs.", "a dog... a cat", "what? no!", "“quoted” text",
-                 'a "stop" sign', "at 10:30", "a. b"]:
+                 'a sign. "stop" it', 'a\n"stop" sign', "at 10:30", "a. b"]:
         assert fast_tokenize_caption(text) is None
         assert tokenize_caption(text) == _slow(text)
 

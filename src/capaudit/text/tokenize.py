@@ -42,13 +42,15 @@ text).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
-__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize",
+from capaudit.text.nltk_tokenize import (load_nltk, nltk_caption, nltk_line_tokens, nltk_loaded,
+                                         nltk_tokenize_sentences)
+
+__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize", "load_nltk",
            "nltk_tokenize_sentences", "nltk_line_tokens", "fast_tokenize_caption", "fast_tokenize_sentences"]
 
 # Characters the fast path understands (input already lowercased).
-_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'<>\-/:;@#$%&()\[\]{}]*")
+_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\"<>\-/:;@#$%&()\[\]{}]*")
 _BAD_DOT = re.compile(r"\.\S")                       # '..', '3.5', 'a.b': period not before space
 # a sentence-internal period after a chunk that is not an alphabetic word ('a.', '3.', "x's.")
 # (a character outside [a-z-] in the chunk, a hyphen at either end, a single letter): three
@@ -56,28 +58,33 @@ _BAD_DOT = re.compile(r"\.\S")                       # '..', '3.5', 'a.b': perio
 _BAD_CHUNK = (re.compile(r"[^a-z\-\s.]\S*\.\s").search,
               re.compile(r"-(?:\.\s|(?<!\S-)[a-z\-]*\.\s)").search,
               re.compile(r"\.(?<=\s[a-z]\.)\s").search, re.compile(r"[a-z]\.\s").match)
-_REALIGN = re.compile(r"\.\s+[')\]}]")                # Punkt moves closing brackets back
+_REALIGN = re.compile(r"\.\s+[\"')\]}]")              # Punkt moves closing brackets back
 _BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd 'll 're 've n't
     r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]))"  # (the quote first:
     r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.])))")  # a literal prefix scans fast) "woman's":
                                                       # "woman 's" like any word
 _BAD_COMMA = re.compile(r"[,:][\d,:]")                 # '1,000', '10:30' stay whole; ',,' quirk
-_CONTRACTION = re.compile(r"cannot|gimme|gonna|gotta|lemme|wanna")  # MacIntyre contractions
-_DOT_CLOSE = re.compile(r"\.[\s>)\]}]*[>)\]}][\s>)\]}]*$")  # '. )' at the end: treebank's final period
-_SPACE = " \t\n\r"  # the whitespace _SAFE admits
+_CONTRACTIONS = ("cannot", "gimme", "gonna", "gotta", "lemme", "wanna")  # MacIntyre's
+_DOT_CLOSE = re.compile(r'\.[\s>)\]}"]*[>)\]}"][\s>)\]}"]*$')  # '. )' at the end: treebank's final period
+# NLTK's opening quote: '"' at the start or after one of ' ([{<' (a tab or newline before it
+# is not a space to that rule, but is a sentence start to Punkt: left to NLTK)
+_QUOTE_OPEN = re.compile(r'(?:^|(?<=[ (\[{<]))"')
+_BAD_QUOTE = re.compile(r'"(?<=[\t\n\r]")')
 _SPLIT_ALWAYS = re.compile(r"[;@#$%&()\[\]{}<>]")
-_CLITIC = re.compile(r"('s|'m|'d|'ll|'re|'ve|n't)(?![a-z0-9])")
+_DOT = ["."]
 
 
 def _spaced(s: str) -> str:
-    """``s`` with the treebank's local splits made spaces (commas, colons, clitics, brackets
-    and ``;@#$%&<>``), inside the fast-path charset; periods are left as they are."""
+    """``s`` with the treebank's local splits made spaces (quotes, commas, colons, clitics,
+    brackets and ``;@#$%&<>``), inside the fast-path charset; periods are left as they are."""
+    if "'" in s:  # every apostrophe starts a clitic here (_BAD_APOS): "n't" or "'s"-like
+        s = s.replace("n't", "\0").replace("'", " '").replace("\0", " n't")
+    if '"' in s:  # decided by the character before, as in the text NLTK's quote rules see
+        s = _QUOTE_OPEN.sub(" `` ", s).replace('"', " '' ")
     if "," in s:
         s = s.replace(",", " , ")
     if ":" in s:
         s = s.replace(":", " : ")
-    if "'" in s:
-        s = _CLITIC.sub(r" \1", s)
     if _SPLIT_ALWAYS.search(s) is not None:
         s = _SPLIT_ALWAYS.sub(r" \g<0> ", s)
     return s
@@ -97,9 +104,9 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
         return None
     if ("," in text or ":" in text) and _BAD_COMMA.search(text) is not None:
         return None
-    if "--" in text:
+    if "--" in text or ('"' in text and _BAD_QUOTE.search(text) is not None):
         return None
-    if ("nn" in text or "mm" in text or "tt" in text) and _CONTRACTION.search(text) is not None:
+    if ("nn" in text or "mm" in text or "tt" in text) and any(c in text for c in _CONTRACTIONS):
         return None
     if "." not in text:
         toks = _spaced(text).split()
@@ -114,28 +121,21 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
         return None
     # Every period is now a sentence break (untrained Punkt breaks after each: they follow
     # an alphabetic word or stand alone, and whitespace follows all but a final one), and
-    # the treebank rules are local, so the whole caption is padded and split once and cut
-    # at its periods: each sentence splits off its period; the line tokens keep an inner
-    # period on the word it directly follows and split off only the final one.
+    # the treebank rules are local, so the whole caption is padded once and cut at its
+    # periods: each sentence splits off its period; the line tokens keep an inner period
+    # on the word it directly follows (a whitespace split does that) and split off only
+    # the final one.
     text = _spaced(text)
-    flat = text.replace(".", " . ").split()
-    sents: list[list[str]] = []
-    line: list[str] = []
-    last = len(flat) - 1
-    start = pos = 0
-    for _ in range(text.count(".")):
-        i = flat.index(".", start)
-        pos = text.index(".", pos)
-        sents.append(flat[start:i + 1])
-        if i < last and pos and text[pos - 1] not in _SPACE:
-            line += flat[start:i - 1]
-            line.append(flat[i - 1] + ".")
-        else:
-            line += flat[start:i + 1]
-        start, pos = i + 1, pos + 1
-    if start <= last:
-        sents.append(flat[start:])
-        line += flat[start:]
+    parts = text.split(".")
+    sents = [p.split() + _DOT for p in parts]
+    last = sents.pop()
+    if len(last) > 1:
+        sents.append(last[:-1])
+    if text.endswith("."):
+        line = text[:-1].split()
+        line.append(".")
+    else:
+        line = text.split()
     return sents, line
 
 
@@ -150,33 +150,6 @@ class SlowPathDeferred(Exception):
 
 
 _DEFER = False  # set in pool workers: importing nltk costs ~5 s (it pulls in scipy)
-
-
-def nltk_loaded() -> bool:
-    return _nltk.cache_info().currsize > 0
-
-
-@lru_cache(maxsize=1)
-def _nltk():
-    from nltk.tokenize.destructive import NLTKWordTokenizer
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-    return PunktSentenceTokenizer(), NLTKWordTokenizer()
-
-
-def load_nltk() -> None:
-    """Import NLTK's tokenizers now (before forking workers, so they inherit them)."""
-    _nltk()
-
-
-def nltk_tokenize_sentences(text: str) -> list[list[str]]:
-    """The slow, authoritative path: untrained Punkt, then NLTK's word tokenizer per sentence."""
-    punkt, word = _nltk()
-    return [word.tokenize(s) for s in punkt.tokenize(text)]
-
-
-def nltk_line_tokens(text: str) -> list[str]:
-    """NLTK's word tokenizer on the whole text (``word_tokenize(text, preserve_line=True)``)."""
-    return _nltk()[1].tokenize(text)
 
 
 # A sentence boundary that both NLTK stages treat locally: a period right after
@@ -194,7 +167,7 @@ def _segments(text: str) -> list[tuple[str, bool]] | None:
     out: list[tuple[str, bool]] = []
     start = 0
     for m in _SEGMENT.finditer(text):
-        if _CONTRACTION.search(m.group(1)) is not None:
+        if any(c in m.group(1) for c in _CONTRACTIONS):
             continue
         out.append((text[start:m.start(1)] + m.group(1) + ".", True))
         start = m.end()
@@ -202,10 +175,6 @@ def _segments(text: str) -> list[tuple[str, bool]] | None:
         return None
     out.append((text[start:], False))
     return out
-
-
-def _nltk_caption(text: str) -> tuple[list[list[str]], list[str]]:
-    return nltk_tokenize_sentences(text), nltk_line_tokens(text)
 
 
 def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
@@ -231,7 +200,7 @@ def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
         if r is None:
             if _DEFER and not nltk_loaded():
                 raise SlowPathDeferred(text)
-            r = _nltk_caption(seg)
+            r = nltk_caption(seg)
         s_toks, l_toks = r
         if inner:
             if len(l_toks) < 2 or l_toks[-1] != "." or l_toks[-2][-1:] == ".":
@@ -257,7 +226,7 @@ def tokenize_caption(caption: str) -> tuple[list[list[str]], list[str]]:
         if r is None:
             if _DEFER and not nltk_loaded():
                 raise SlowPathDeferred(caption)
-            r = _nltk_caption(text)
+            r = nltk_caption(text)
     return r
 
 
