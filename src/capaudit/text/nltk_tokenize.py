@@ -117,8 +117,13 @@ def word_tokens(text: str) -> list[str]:
             text = " " + text + " "
             continue
         sub, rep, needs = step
-        if needs is None or any(n in text for n in needs):
-            text = sub(rep, text)
+        if needs is not None:
+            for need in needs:
+                if need in text:
+                    break
+            else:
+                continue
+        text = sub(rep, text)
     low = text.lower()  # contractions only add spaces: a need absent now stays absent
     for sub, need in contractions:
         if need is None or need in low:
@@ -126,9 +131,19 @@ def word_tokens(text: str) -> list[str]:
     return text.split()
 
 
+# Where untrained Punkt may end a sentence: '.', '?' or '!' (before whitespace or punctuation)
+_SENTENCE_END = re.compile(r"[.?!]")
+
+
 def nltk_caption(text: str) -> tuple[list[list[str]], list[str]]:
-    """``(sentence tokens, line tokens)`` of ``text`` as NLTK gives them; one Punkt sentence
-    equal to the whole text shares its tokens with the line."""
+    """``(sentence tokens, line tokens)`` of ``text`` as NLTK gives them.
+
+    A text with no ``.?!`` before its last character (and no whitespace around it) is one
+    Punkt sentence, the text itself: its tokens are the line's too, and Punkt is not run.
+    """
+    if text and text == text.strip() and _SENTENCE_END.search(text, 0, len(text) - 1) is None:
+        toks = word_tokens(text)
+        return [toks], list(toks)
     sents = _nltk()[0].tokenize(text)
     toks = [word_tokens(s) for s in sents]
     if len(sents) == 1 and sents[0] == text:
