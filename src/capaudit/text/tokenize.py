@@ -51,9 +51,12 @@ __all__ = ["tokenize_caption", "tokenize_sentences", "tokenize", "load_nltk",
 
 # Characters the fast path understands (input already lowercased).
 _SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\"<>\-/:;@#$%&()\[\]{}?!]*")
-# '3.5', 'a.b', '....': a period not before whitespace, except in a run of two or three
-# ('..', '...'), which Punkt reads as an ellipsis: no sentence break before a lowercase word
-_BAD_DOT = re.compile(r"\.(?:[^\s.]|\.\.\.)")
+# '3.5', '....', '.x' after a non-letter: a period not before whitespace, except in a run of
+# two or three ('..', '...'), which Punkt reads as an ellipsis (no sentence break before a
+# lowercase word), and between letters ('t.v', 'dogs.on'), where neither NLTK stage splits
+_BAD_DOT = re.compile(r"\.(?:[^\s.a-z]|\.\.\.|(?<![a-z]\.)[a-z]|n')")  # ('.n't': "n't" is split off)
+_WORD_DOT = re.compile(r"\.[a-z]")
+_SENTENCE_DOT = re.compile(r"\.(?![a-z])")
 _RUNS = {"\x01": "..", "\x02": "..."}
 # a sentence-internal period after a chunk that is not an alphabetic word ('a.', '3.', "x's.")
 # (a character outside [a-z-] in the chunk, a hyphen at either end, a single letter): three
@@ -70,8 +73,8 @@ _CHUNK_2 = re.compile(r"\.(?<=\s[a-z]\.)\s").search
 _CHUNK_3 = re.compile(r"[a-z]\.\s").match
 _REALIGN = re.compile(r"\.\s+[\"')\]}]")              # Punkt moves closing brackets back
 _BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd 'll 're 've n't
-    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]))"  # (the quote first:
-    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.])))")  # a literal prefix scans fast) "woman's":
+    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z]))"  # (the quote first:
+    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z])))")  # a literal prefix scans fast) "woman's":
                                                       # "woman 's" like any word
 _BAD_COMMA = (re.compile(r",[\d,:]").search, re.compile(r":[\d,:]").search)  # '1,000', '10:30'
                                                        # stay whole; ',,' quirk
@@ -151,7 +154,7 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
     runs = ".." in text
     if runs:  # an ellipsis stands alone (NLTK pads '.{2,}') and ends no sentence
         text = text.replace("...", " \x02 ").replace("..", " \x01 ")
-    parts = text.split(".")
+    parts = _SENTENCE_DOT.split(text) if _WORD_DOT.search(text) is not None else text.split(".")
     sents = [p.split() + _DOT for p in parts]
     last = sents.pop()
     if len(last) > 1:
