@@ -63,26 +63,26 @@ def _shared_captions() -> list[str]:
 @needs_shared
 @pytest.mark.slow
 def test_every_shared_caption_equals_nltk():
-    """All ~65k distinct shared captions, each path: the whole tokenizer, the fast path where
+    """All ~95k distinct shared captions, each path: the whole tokenizer, the fast path where
     it applies, and the NLTK-side helpers the slow path uses."""
     caps = _shared_captions()
-    assert len(caps) > 60_000
+    assert len(caps) > 90_000
     n_fast = n_real = 0
-    real = set(_real_captions())
+    real = set(_real_captions())  # web text: uppercase, unicode, URLs; most of it takes NLTK
     for cap in caps:
         text = cap.lower()
         ref = nltk_reference(text)
         assert tokenize_caption(cap) == ref, cap
         fast = fast_tokenize_caption(text)
         if fast is not None:
-            n_fast += 1
+            n_fast += cap not in real
             assert fast == ref, cap
         else:
             assert nltk_caption(text) == ref, cap
             assert word_tokens(text) == ref[1], cap
         n_real += cap in real
     assert n_real > 150
-    assert n_fast / len(caps) > 0.98
+    assert n_fast / (len(caps) - n_real) > 0.98  # the fast path is the common path
 
 
 # the characters where NLTK's rules differ from a whitespace split, and a few words

@@ -42,6 +42,7 @@ text).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from capaudit.text.nltk_tokenize import (load_nltk, nltk_caption, nltk_line_tokens, nltk_loaded,
                                          nltk_tokenize_sentences)
@@ -107,6 +108,50 @@ def _spaced(s: str) -> str:
     return s
 
 
+def _problem(text: str) -> int:
+    """Where lowercased ``text`` shows something the fast path cannot prove equal to NLTK
+    (an index into ``text``: the first such place one of the checks finds), or -1."""
+    end = _SAFE.match(text).end()
+    if end < len(text):
+        return end
+    m = None
+    if "'" in text and (m := _BAD_APOS.search(text)) is not None:
+        return m.start()
+    if "," in text and (m := _BAD_COMMA[0](text)) is not None:
+        return m.start()
+    if ":" in text and (m := _BAD_COMMA[1](text)) is not None:
+        return m.start()
+    if (i := text.find("--")) >= 0:
+        return i
+    if '"' in text:
+        if text[:2] == '""':
+            return 0
+        if (m := _BAD_QUOTE.search(text)) is not None:
+            return m.start()
+    if ("?" in text or "!" in text) and (m := _BAD_MARK.search(text)) is not None:
+        return m.start()
+    if "nn" in text or "mm" in text or "tt" in text:
+        for c in _CONTRACTIONS:
+            if (i := text.find(c)) >= 0:
+                return i
+    if "." not in text:
+        return -1
+    if ((m := _BAD_DOT.search(text)) is not None or (m := _DOT_CLOSE.search(text)) is not None
+            or (m := _REALIGN.search(text)) is not None):
+        return m.start()
+    lead = len(text) - len(text.lstrip())
+    body = text.strip()
+    if body.endswith("."):
+        body = body[:-1]
+    if ((m := _CHUNK_0(body)) is not None or (m := _CHUNK_1(body)) is not None
+            or (m := _CHUNK_2(body)) is not None or (m := _CHUNK_3(body)) is not None):
+        return lead + m.start()
+    for c, bad in _CHUNK_MARK:
+        if c in body and (m := bad(body)) is not None:
+            return lead + m.start()
+    return -1
+
+
 def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
     """``(sentences, line tokens)`` for lowercased ``text``, or None if the fast path does not apply.
 
@@ -115,35 +160,15 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
     length use them, and they differ from the sentence tokens only in keeping
     a sentence-internal period on its word ("sign." instead of "sign", ".").
     """
-    if _SAFE.fullmatch(text) is None:
-        return None
-    if "'" in text and _BAD_APOS.search(text) is not None:
-        return None
-    if "," in text and _BAD_COMMA[0](text) is not None:
-        return None
-    if ":" in text and _BAD_COMMA[1](text) is not None:
-        return None
-    if "--" in text or ('"' in text and (_BAD_QUOTE.search(text) is not None or text[:2] == '""')):
-        return None
-    if ("?" in text or "!" in text) and _BAD_MARK.search(text) is not None:
-        return None
-    if ("nn" in text or "mm" in text or "tt" in text) and any(c in text for c in _CONTRACTIONS):
-        return None
+    return None if _problem(text) >= 0 else _proven(text)
+
+
+def _proven(text: str) -> tuple[list[list[str]], list[str]]:
+    """The fast path's tokens for a ``text`` with no :func:`_problem`."""
     if "." not in text:
         toks = _spaced(text).split()
         return ([toks] if toks else []), toks
-    if _BAD_DOT.search(text) is not None:
-        return None
-    if _DOT_CLOSE.search(text) is not None or _REALIGN.search(text) is not None:
-        return None
     text = text.strip()
-    body = text[:-1] if text.endswith(".") else text
-    if (_CHUNK_0(body) is not None or _CHUNK_1(body) is not None or _CHUNK_2(body) is not None
-            or _CHUNK_3(body) is not None):
-        return None
-    for c, bad in _CHUNK_MARK:
-        if c in body and bad(body) is not None:
-            return None
     # Every period is now a sentence break (untrained Punkt breaks after each: they follow
     # an alphabetic word or stand alone, and whitespace follows all but a final one), and
     # the treebank rules are local, so the whole caption is padded once and cut at its
@@ -214,7 +239,7 @@ def _segments(text: str) -> tuple[list[int], list[int]] | None:
     return starts, ends
 
 
-def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
+def _segmented_caption(text: str, problem: int | None = None) -> tuple[list[list[str]], list[str]] | None:
     """Tokenize a caption off the fast path a run of safe segments at a time.
 
     Untrained Punkt decides each break from the token before and after it, so
@@ -223,11 +248,13 @@ def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
     local substitutions except the final-period rule (``$``-anchored), so the
     caption's line tokens are the segments' line tokens with each inner
     segment's split-off final period put back on its word ("sign", "." ->
-    "sign."). Any run of consecutive segments is such a text itself: the runs
-    are halved until the fast path takes them, and only single segments it
-    cannot prove go to NLTK (a dozen segments, one unusual: ~8 fast-path calls).
-    ``tests/test_text_tokenize.py`` checks the result equals NLTK on the whole
-    caption, on long joined captions and random text.
+    "sign."). Any run of consecutive segments is such a text itself: the
+    segments before the one holding the first :func:`_problem` (``problem``, if
+    the caller has it) go to the fast path as one run, that segment to NLTK, and
+    the rest of the caption is examined the same way (a run the fast path
+    unexpectedly misses is halved until it takes the parts).
+    ``tests/test_text_tokenize.py`` and ``tests/test_tokenize_exact.py`` check the
+    result equals NLTK on the whole caption.
     """
     segs = _segments(text)
     if segs is None:
@@ -236,28 +263,47 @@ def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
     n = len(ends)
     sents: list[list[str]] = []
     line: list[str] = []
-    todo = [(n // 2, n), (0, n // 2)]  # the whole caption already missed the fast path
-    while todo:
-        i, j = todo.pop()
-        piece = text[starts[i]:ends[j - 1]]
-        r = fast_tokenize_caption(piece)
-        if r is None:
-            if j - i > 1:
-                m = (i + j) // 2
-                todo += [(m, j), (i, m)]
-                continue
-            if _DEFER and not nltk_loaded():
-                raise SlowPathDeferred(text)
-            r = nltk_caption(piece)
+
+    def add(r: tuple[list[list[str]], list[str]], inner: bool) -> bool:
         s_toks, l_toks = r
-        if j < n:
+        if inner:
             if len(l_toks) < 2 or l_toks[-1] != "." or l_toks[-2][-1:] == ".":
-                return None  # not the shape the proof assumes: let NLTK do the whole caption
+                return False  # not the shape the proof assumes: let NLTK do the whole caption
             line.extend(l_toks[:-2])
             line.append(l_toks[-2] + ".")
         else:
             line.extend(l_toks)
         sents.extend(s_toks)
+        return True
+
+    def run(i: int, j: int) -> bool:
+        todo = [(i, j)]
+        while todo:
+            a, b = todo.pop()
+            piece = text[starts[a]:ends[b - 1]]
+            r = fast_tokenize_caption(piece)
+            if r is None:
+                if b - a > 1:
+                    m = (a + b) // 2
+                    todo += [(m, b), (a, m)]
+                    continue
+                if _DEFER and not nltk_loaded():
+                    raise SlowPathDeferred(text)
+                r = nltk_caption(piece)
+            if not add(r, b < n):
+                return False
+        return True
+
+    i = 0
+    while i < n:
+        rest = text[starts[i]:]
+        p = problem if i == 0 and problem is not None else _problem(rest)
+        if p < 0:
+            return (sents, line) if add(_proven(rest), False) else None
+        k = bisect_right(starts, starts[i] + p, i) - 1  # the segment holding it (or its gap)
+        if (k > i and not run(i, k)) or not run(k, k + 1):
+            return None
+        i = k + 1
     return sents, line
 
 
@@ -268,13 +314,14 @@ def tokenize_caption(caption: str) -> tuple[list[list[str]], list[str]]:
     only the offending segments go to NLTK (:func:`_segmented_caption`).
     """
     text = caption.lower()
-    r = fast_tokenize_caption(text)
+    p = _problem(text)
+    if p < 0:
+        return _proven(text)
+    r = _segmented_caption(text, p)
     if r is None:
-        r = _segmented_caption(text)
-        if r is None:
-            if _DEFER and not nltk_loaded():
-                raise SlowPathDeferred(caption)
-            r = nltk_caption(text)
+        if _DEFER and not nltk_loaded():
+            raise SlowPathDeferred(caption)
+        r = nltk_caption(text)
     return r
 
 
