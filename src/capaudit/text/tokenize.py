@@ -20,23 +20,26 @@ mention positions) and line tokens (vocabulary, length, gender words).
 
 :func:`tokenize_caption` has a *fast path* for the character set that
 almost every caption uses -- ``a-z 0-9``, whitespace, commas, colons,
-hyphens, slashes, brackets, ``;@#$%&``, clitics (``'s``, ``n't``, ...) and
-sentence-final periods -- where the NLTK rules reduce to "split sentences
-at a period followed by whitespace, pad commas, colons, brackets and clitics
-with spaces, split off the sentence-final period, then ``str.split``".
-Everything the fast path cannot prove identical (quotes, ``?!``, non-ASCII,
-numbers or single letters before an inner period, ``cannot``/``gonna``-style
-contractions, ``1,000``/``10:30``, ``..``, ``--``) goes to the slow path,
-which *is* NLTK. ``tests/test_text_tokenize.py`` checks fast == slow on every
-caption of every file in ``../shared/data`` plus random strings.
+hyphens, slashes, brackets, ``;@#$%&``, double quotes, clitics (``'s``,
+``n't``, ...), sentence-final periods, ellipses, ``word?.``/``word,.``
+endings and periods inside words (``t.v``) -- where the NLTK rules reduce to
+"split sentences at a period followed by whitespace, pad commas, colons,
+brackets, quotes and clitics with spaces, split off the sentence-final
+period, then ``str.split``". :func:`_problem` finds what the fast path cannot
+prove identical (single quotes, ``?!`` elsewhere, non-ASCII, numbers or single
+letters before an inner period, ``cannot``/``gonna``-style contractions,
+``1,000``/``10:30``, ``--``, ``3.5``); that goes to NLTK
+(:mod:`capaudit.text.nltk_tokenize`: NLTK's own rules, minus the ones that
+cannot match). ``tests/test_text_tokenize.py`` and ``tests/test_tokenize_exact.py``
+check every path against NLTK itself on every caption of the shared files and on
+random text over the tricky characters.
 
 Long captions (ShareGPT4V-style, ~170 tokens, a dozen sentences) often have
-one unusual sentence; rather than sending the whole caption to NLTK (~3 ms),
+one unusual sentence; rather than sending the whole caption to NLTK (~1 ms),
 :func:`tokenize_caption` cuts it at sentence boundaries where both NLTK stages
-are provably local and tokenizes segment by segment, fast path where it
-applies (:func:`_segmented_caption`; tested equal to NLTK on the whole caption
-for benchmark-style long captions, random joins of shared captions and random
-text).
+are provably local: the segments before the problem take the fast path as one
+run, only the segment holding it goes to NLTK (:func:`_segmented_caption`).
+``benchmarks/bench_tokenize.py`` measures the whole against a regex pass.
 """
 
 from __future__ import annotations
