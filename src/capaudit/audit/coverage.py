@@ -91,19 +91,32 @@ def measure(target: str, images, annotations, store=None,
             metrics: list[str] | None = None) -> Coverage:
     """``images``: distinct ``(image_key, image_id, namespace)`` of the target."""
     images = list(images)
-    row_ns = {ns for _, iid, ns in images if iid is not None}
-    set_ns = next(iter(row_ns)) if len(row_ns) == 1 else ("mixed" if row_ns else None)
+    by_ns = ids_by_namespace(images)
+    set_ns = next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None)
     cov = Coverage(target, len({iid if iid is not None else key for key, iid, _ in images}),
-                   set_ns, n_with_ids=len({iid for _, iid, _ in images if iid is not None}))
+                   set_ns, n_with_ids=len(set().union(*by_ns.values())))
     for kind in needed_kinds(metrics):
         ids = kind_ids(annotations, kind)
         if ids is None:
             continue
         ann_ns = source_namespace(store, annotations.sources.get(kind))
         cov.namespaces[kind] = ann_ns
-        cov.covered[kind] = len({iid for _, iid, ns in images
-                                 if iid is not None and compatible(ns, ann_ns) and iid in ids})
+        cov.covered[kind] = len(set().union(*(group & ids for ns, group in by_ns.items()
+                                              if compatible(ns, ann_ns))))
     return cov
+
+
+def ids_by_namespace(images) -> dict:
+    """``{row namespace: its image ids}`` of ``(image_key, image_id, namespace)`` rows with an
+    id: the namespace checks run once per namespace (a handful), not once per image."""
+    out: dict = {}
+    for _, iid, ns in images:
+        if iid is not None:
+            group = out.get(ns)
+            if group is None:
+                group = out[ns] = set()
+            group.add(iid)
+    return out
 
 
 def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False) -> None:
@@ -180,15 +193,12 @@ def kept_ids(images, annotations, cov: Coverage) -> set | None:
     ids = set().union(*(kind_ids(annotations, k) for k in kinds))
     known = [cov.namespaces[k] for k in kinds if cov.namespaces[k]]
     keep, blocked, all_ids = set(), set(), set()
-    for _, iid, ns in images:
-        if iid is None:
-            continue
-        all_ids.add(iid)
+    for ns, group in ids_by_namespace(images).items():
+        all_ids |= group
         if all(compatible(ns, a) for a in known):
-            if iid in ids:
-                keep.add(iid)
+            keep |= group & ids
         else:
-            blocked.add(iid)
+            blocked |= group
     keep -= blocked
     return None if keep == all_ids else keep
 

@@ -41,7 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "instances": None,
     "chair_gt": None,
     "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~2-3 min per LSTM seed)
+    "lic": False,             # also train LIC leakage classifiers (slow: ~2.5-3 min per LSTM seed)
     "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
     "lic_seeds": 10,          # first N of the reference seeds
     "lic_classifier": "lstm",
@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
     "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/coverage.py)
     "allow_partial": False,   # audit partially annotated sets on their annotated images
+    "details": True,          # per-caption rows in caption_details (off: metrics only)
 }
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
@@ -171,7 +172,8 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
             for t in resolved:
-                audit_one(t, lambda tbl, name=t.name: write_details(store, run_id, name, tbl))
+                audit_one(t, (lambda tbl, name=t.name: write_details(store, run_id, name, tbl))
+                          if cfg.get("details", True) else None)
                 store_metrics(store, run_id, t.name, results[t.name])
             store.finish_run(run_id, "ok")
         results["_run_id"] = run_id

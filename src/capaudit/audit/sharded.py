@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,6 +48,8 @@ class ShardTask:
     cfg: dict
     cfg_hash: str
     annotations: Any
+    ann_namespaces: dict = field(default_factory=dict)   # {kind: namespace}: the row guard
+    details: bool = True                                   # write <shard>.details.parquet
 
 
 def _state_path(work: Path, shard: str) -> Path:
@@ -66,7 +68,13 @@ def _done(task: ShardTask, fp: dict, marker: dict | None) -> bool:
         return False
     if marker.get("index") != task.index or marker.get("input", {}).get("sha256") != fp["sha256"]:
         return False
-    state = _state_path(Path(task.work), Path(task.path).name)
+    from capaudit.audit.shard_outputs import details_ok
+
+    work, name = Path(task.work), Path(task.path).name
+    if "coverage" not in marker or task.details and not details_ok(work, name,
+                                                                   marker.get("details")):
+        return False
+    state = _state_path(work, name)
     return state.exists() and _sha256(state.read_bytes()) == marker.get("state_sha256")
 
 
@@ -79,6 +87,12 @@ def audit_shard(task: ShardTask) -> dict:
     for bad input: ``{"shard", "status": done|resumed|failed, "n_captions", "seconds"}``."""
     from capaudit.audit.engine import accumulate
     from capaudit.audit.runner import metric_names
+    from capaudit.audit.shard_outputs import (
+        DetailsFile,
+        JoinGuard,
+        details_path,
+        shard_coverage,
+    )
     from capaudit.audit.state_io import StateError, dumps_state
     from capaudit.io.caption_shards import iter_shard_rows
     from capaudit.io.shards import (
@@ -90,23 +104,30 @@ def audit_shard(task: ShardTask) -> dict:
 
     work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
     marker = read_marker(work, name)
+    sink = DetailsFile(details_path(work, name)) if task.details else None
     try:
         fp = input_fingerprint(Path(task.path), (marker or {}).get("input"))
         if _done(task, fp, marker):
             return {"shard": name, "status": "resumed", "n_captions": marker["n_captions"],
-                    "seconds": 0.0}
-        cfg = task.cfg
-        acc, acc2 = accumulate(iter_shard_rows(task.path), task.annotations, metric_names(cfg),
-                               cfg["mode"], 1, cfg["min_images"],
-                               int(cfg.get("chunk_size") or 50_000), None, cfg["corrected"],
+                    "seconds": 0.0, "coverage": marker["coverage"],
+                    "details": marker.get("details")}
+        cfg, guard = task.cfg, JoinGuard(task.annotations, task.ann_namespaces)
+        acc, acc2 = accumulate(iter_shard_rows(task.path, guard), task.annotations,
+                               metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
+                               int(cfg.get("chunk_size") or 50_000), sink, cfg["corrected"],
                                None, cfg, offset=task.index * SHARD_OFFSET)
+        cov = shard_coverage(guard, acc.units.keys if acc.units is not None else None)
     except (InputError, OSError) as exc:
+        if sink is not None:
+            sink.abort()
         return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
                 "n_captions": 0,
                 "seconds": time.perf_counter() - t0}
     try:
         data = dumps_state({"acc": _parts(acc), "acc2": _parts(acc2)})
     except StateError as exc:
+        if sink is not None:
+            sink.abort()
         names = [n for a in (acc, acc2) if a is not None for n, st in a.states.items()
                  if not _saveable(st)]
         return {"shard": name, "status": "failed", "fatal": True, "n_captions": 0,
@@ -115,11 +136,13 @@ def audit_shard(task: ShardTask) -> dict:
                          f"safely for --shards ({exc}) (fix: register its state dataclass "
                          "with capaudit.audit.state_io.register_state, or run without --shards)"}
     atomic_write_bytes(_state_path(work, name), data)
+    details = sink.commit() if sink is not None else None
     write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
-                                             "n_captions": acc.n_captions,
+                                             "n_captions": acc.n_captions, "coverage": cov,
+                                             "details": details,
                                              "state_sha256": _sha256(data)})
     return {"shard": name, "status": "done", "n_captions": acc.n_captions,
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "coverage": cov, "details": details}
 
 
 def _saveable(state) -> bool:
@@ -130,49 +153,6 @@ def _saveable(state) -> bool:
     except StateError:
         return False
     return True
-
-
-def _load_state(path: Path, data: bytes) -> dict:
-    """The shard state in ``path`` (one-line error naming it when it does not parse)."""
-    from capaudit.audit.state_io import StateError, loads_state
-
-    try:
-        parts = loads_state(data)
-        if not isinstance(parts, dict) or not {"acc", "acc2"} <= parts.keys():
-            raise StateError("not a shard state")
-        return parts
-    except StateError as exc:
-        raise InputError(f"unreadable shard state ({exc})", path=path,
-                         fix=f"delete the work directory {path.parent.parent} and rerun") from None
-
-
-def _load_into(acc, parts: dict | None) -> None:
-    from capaudit.audit.metrics.stream import StreamStats
-
-    if acc is None or parts is None:
-        return
-    part = StreamStats.__new__(StreamStats)
-    part.__dict__.update(acc.__dict__)
-    part.states, part.units = parts["states"], parts["units"]
-    part.n_captions, part.skipped = parts["n_captions"], parts["skipped"]
-    acc.merge(part)
-
-
-def _merge_tree(level: list[tuple]) -> tuple:
-    """Merge neighbours pairwise, in shard order, until one is left: each unit is merged
-    log2(shards) times instead of once per later shard (a left fold is quadratic)."""
-    while len(level) > 1:
-        nxt = []
-        for i in range(0, len(level) - 1, 2):
-            (a, a2), (b, b2) = level[i], level[i + 1]
-            a.merge(b)
-            if a2 is not None:
-                a2.merge(b2)
-            nxt.append((a, a2))
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
 
 
 def _key(cfg: dict, annotations) -> dict:
@@ -189,28 +169,45 @@ def _key(cfg: dict, annotations) -> dict:
 def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 executor: str = "local", workers: int = 1, address: str | None = None,
                 skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
-                on_shard: Callable[[dict], Any] | None = None):
+                on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
+                store=None):
     """Audit every shard of ``spec`` (folder, glob or file) and merge them.
 
     Returns ``(AuditResult, summaries)``, one summary per shard in shard order.
     A failed shard stops the run with one line (the shards already done keep
-    their markers) unless ``skip_bad``: then it is left out and listed.
+    their markers) unless ``skip_bad``: then it is left out and listed. The
+    annotation coverage of the shards together is held to the single-file rule
+    (``min_coverage``, ``allow_partial``) before the merge; ``res.meta`` then
+    holds ``coverage`` and ``details_files`` (``(parquet, shard offset, first
+    caption index)`` per shard, for :func:`~capaudit.audit.shard_outputs.attach_details`;
+    ``cfg["details"] = False`` writes none). ``store`` resolves stored annotation
+    sources' namespaces. ``name`` names the set in the coverage line.
     """
-    from capaudit.audit.engine import accumulate, finish_audit
+    import dataclasses
+
+    from capaudit.audit import coverage
     from capaudit.audit.runner import metric_names
+    from capaudit.audit.shard_merge import merge_shards
+    from capaudit.audit.shard_outputs import annotation_namespaces, details_path, merged_coverage
     from capaudit.enrich.runner import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.caption_shards import find_shards
-    from capaudit.io.shards import clean_tmp, config_hash, read_marker
+    from capaudit.io.shards import clean_tmp, config_hash
 
+    if cfg.get("lic"):
+        raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "
+                         "that shards can merge", fix="drop --lic here and run capaudit audit lic "
+                         "on a sample of the set (a caption file of its gender-labelled images)")
     shards = find_shards(spec)
-    metric_names(cfg)  # typos fail before any work
+    names = metric_names(cfg)  # typos fail before any work
+    ann_ns = annotation_namespaces(store, annotations, names)
+    details = bool(cfg.get("details", True))
     key = config_hash(_key(cfg, annotations))
     with work_dir_lock(work_dir) as root:
         work = root / key  # one folder per configuration: configurations do not evict each other
         work.mkdir(exist_ok=True)
         clean_tmp(work)
-        tasks = [ShardTask(str(p), i, str(work), cfg, key, annotations)
+        tasks = [ShardTask(str(p), i, str(work), cfg, key, annotations, ann_ns, details)
                  for i, p in enumerate(shards)]
         if on_start:
             on_start(len(tasks))
@@ -227,22 +224,20 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                                      if "(fix:" in err else "repair it or pass --skip-bad-shards")
         finally:
             ex.close()
-        fresh = lambda: accumulate((), annotations, metric_names(cfg), cfg["mode"], 1,  # noqa
-                                   cfg["min_images"], corrected=cfg["corrected"], config=cfg)
-        level = []
-        for task in tasks:
-            if summaries[task.index]["status"] == "failed":
-                continue
-            name = Path(task.path).name
-            data = _state_path(work, name).read_bytes()
-            if _sha256(data) != (read_marker(work, name) or {}).get("state_sha256"):
-                raise InputError("a shard state changed under the audit", path=work / name,
-                                 fix="rerun (another process wrote this work directory)")
-            parts, (a, a2) = _load_state(_state_path(work, name), data), fresh()
-            _load_into(a, parts["acc"])
-            _load_into(a2, parts["acc2"])
-            level.append((a, a2))
-        acc, acc2 = _merge_tree(level) if level else fresh()
-    res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
-    res.meta.update(n_shards=len(tasks), executor=executor)
+        ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
+        cov = merged_coverage(name or Path(str(spec).split("*")[0]).name or "shards",
+                              [summaries[t.index]["coverage"] for t in ok], ann_ns)
+        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+        files, first = [], 0
+        for t in ok:
+            n = summaries[t.index]["n_captions"]
+            if details and n:
+                files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
+                              first))
+            first += n
+        res = merge_shards(ok, [summaries[t.index]["coverage"] for t in ok], cfg, annotations,
+                           executor, workers, address)
+    coverage.mark_skipped(res.results, cov)
+    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
+                    coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]

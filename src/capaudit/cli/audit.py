@@ -20,8 +20,9 @@ ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (defau
 Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
                             "(default: stored)")
 LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~1.5 min on "
-                      "6,000 captions on 2 idle cores; cached in the store)")
+                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~2.5-3 min on "
+                      "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
+                      "cached in the store)")
 LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
 LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
 LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
@@ -94,9 +95,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     from capaudit.audit.runner import run_audit, write_json
     from capaudit.cli.compare_view import print_compare
 
-    if lexicon:
-        from capaudit.text.objects import user_lexicon_mode
-        mode = user_lexicon_mode(lexicon)
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
                workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
                **lotus_cli(reference, clip_model, images, long_text),
@@ -105,6 +103,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                instances=str(instances) if instances else None,
                chair_gt=str(chair_gt) if chair_gt else None,
                demographics=str(demographics) if demographics else None)
+    if lexicon:
+        from capaudit.text.objects import user_lexicon_mode
+        cfg["mode"] = user_lexicon_mode(lexicon, cfg["mode"], bool(cfg.get("corrected")))
     if shards or not targets:
         from capaudit.cli.audit_shards import run_shards
         from capaudit.errors import InputError

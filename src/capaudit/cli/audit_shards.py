@@ -3,8 +3,8 @@
 A progress bar counts shards (captions/s in its label, ETA from the shards
 left), then a table of the metrics, a summary of the shards (done, resumed,
 failed with their one-line reason), the JSON of today's shape and the
-metrics in the store with the run row (per-caption details are not stored
-for a sharded audit: query the shards themselves).
+metrics in the store with the run row, and every shard's per-caption details
+copied into ``caption_details`` (as the single-file audit stores them).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
     from capaudit.audit.compare import Comparison
     from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
+    from capaudit.audit.shard_outputs import attach_details
     from capaudit.audit.sharded import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
@@ -59,7 +60,8 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
     with _ShardProgress() as bar:
         res, summaries = run_sharded(shards, cfg, annotations, work, executor=executor,
                                      workers=int(cfg.get("workers") or 1), address=address,
-                                     skip_bad=skip_bad, on_start=bar.start, on_shard=bar.shard)
+                                     skip_bad=skip_bad, on_start=bar.start, on_shard=bar.shard,
+                                     name=name, store=store)
     wall = time.perf_counter() - t0
     res.meta["wall_s"] = round(wall, 3)
     with store.transaction():
@@ -67,17 +69,19 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
                                                      annotations.sources},
                                  cfg["seed"], package_versions())
         store_metrics(store, run_id, name, res)
+        n_details = attach_details(store, run_id, name, res.meta.pop("details_files"))
         store.finish_run(run_id, "ok")
     if json_out:
         write_json({name: res}, json_out)
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
+    console.print(res.meta["coverage"]["line"], markup=False)
     print_compare(Comparison([name], list(res.results), {name: res}))
     by = {s: [x for x in summaries if x["status"] == s] for s in ("done", "resumed", "failed")}
     n = res.meta["n_captions"]
     console.print(f"{len(summaries)} shards: {len(by['done'])} audited, {len(by['resumed'])} "
                   f"resumed, {len(by['failed'])} failed; {n:,} captions in {wall:.1f} s "
-                  f"({n / max(wall, 1e-9):,.0f} captions/s)")
+                  f"({n / max(wall, 1e-9):,.0f} captions/s); driver merge: {res.meta['merge']}")
     for s in by["failed"]:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
-    console.print(f"stored as run {run_id} in {store.path}" + (f"; JSON: {json_out}" if json_out
-                                                               else ""))
+    console.print(f"stored as run {run_id} in {esc(str(store.path))} ({n_details:,} caption "
+                  f"details)" + (f"; JSON: {esc(str(json_out))}" if json_out else ""))

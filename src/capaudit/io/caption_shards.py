@@ -47,6 +47,9 @@ def find_shards(spec: str | Path) -> list[Path]:
     else:
         raise InputError("no such shard folder, file or glob", path=text, fix="check --shards")
     shards = [p for p in paths if p.is_file() and p.suffix in SHARD_SUFFIXES]
+    if not shards and len(paths) == 1 and paths[0].is_file():
+        raise InputError(f"not a shard ({', '.join(SHARD_SUFFIXES)})", path=text,
+                         fix=f"audit a caption file without --shards: capaudit audit run {text}")
     if not shards:
         raise InputError("no .tar, .parquet or .arrow shards here", path=text,
                          fix="point --shards to a webdataset, parquet or HF datasets folder")
@@ -65,17 +68,22 @@ def _pick(names: list[str], wanted: tuple[str, ...], path: Path, what: str,
     return None
 
 
+def _no_guard(raw, iid: int | None, n: int = 1) -> int | None:
+    return iid
+
+
 def _batch_rows(batch: pa.RecordBatch, id_col: str | None, cap_col: str, path: Path,
-                row0: int) -> Iterator[tuple[int | None, str]]:
+                row0: int, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
     ids = batch.column(id_col).to_pylist() if id_col else [None] * batch.num_rows
     caps = batch.column(cap_col).to_pylist()
-    for i, (iid, cap) in enumerate(zip(ids, caps)):
+    for i, (raw, cap) in enumerate(zip(ids, caps)):
         texts = cap if isinstance(cap, list) else [cap]
+        iid = guard(raw, parse_image_id(raw), len(texts))
         for text in texts:
             if not isinstance(text, str):
                 raise InputError("caption is missing or not text", path=path, row=row0 + i + 1,
                                  fix="drop the row or fill its caption")
-            yield parse_image_id(iid), text
+            yield iid, text
 
 
 def _columnar_batches(path: Path) -> Iterator[pa.RecordBatch]:
@@ -95,38 +103,42 @@ def _columnar_batches(path: Path) -> Iterator[pa.RecordBatch]:
         yield from reader
 
 
-def _columnar_rows(path: Path) -> Iterator[tuple[int | None, str]]:
+def _columnar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
     row0, cols = 0, None
     for batch in _columnar_batches(path):
         if cols is None:
             names = batch.schema.names
             cols = (_pick(names, ID_COLUMNS, path, "image id", False),
                     _pick(names, CAPTION_COLUMNS, path, "caption", True))
-        yield from _batch_rows(batch, cols[0], cols[1], path, row0)
+        yield from _batch_rows(batch, cols[0], cols[1], path, row0, guard)
         row0 += batch.num_rows
 
 
-def _tar_rows(path: Path) -> Iterator[tuple[int | None, str]]:
+def _tar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
     from capaudit.io.readers.webdataset import iter_samples, parse_sample
 
     for row, (key, files) in enumerate(iter_samples(path), start=1):
         meta, texts = parse_sample(key, files, path, row)
-        iid = meta.get("image_id")
-        iid = parse_image_id(iid) if iid is not None else parse_image_id(meta.get("key", key))
+        raw = meta.get("image_id")
+        raw = raw if raw is not None else meta.get("key", key)
+        iid = guard(raw, parse_image_id(raw), len(texts))
         for text in texts:
             if not isinstance(text, str):
                 raise InputError(f"sample '{key}' caption is not text", path=path, row=row)
             yield iid, text
 
 
-def iter_shard_rows(path: str | Path) -> Iterator[tuple[int | None, str]]:
-    """``(image id or None, caption)`` of one shard, in file order, streaming."""
+def iter_shard_rows(path: str | Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
+    """``(image id or None, caption)`` of one shard, in file order, streaming.
+
+    ``guard(raw key, parsed id, captions of the row)`` may hide an id (``None``): the
+    join rule of :class:`capaudit.audit.shard_outputs.JoinGuard`."""
     path = Path(path)
     if path.suffix == ".tar":
-        yield from _tar_rows(path)
+        yield from _tar_rows(path, guard)
         return
     try:
-        yield from _columnar_rows(path)
+        yield from _columnar_rows(path, guard)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"not a readable {path.suffix[1:]} shard ({str(exc).splitlines()[0]})",
                          path=path, fix="rewrite the shard or pass --skip-bad-shards") from None

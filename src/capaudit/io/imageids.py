@@ -61,6 +61,8 @@ def infer_namespace(value) -> str | None:
     if value is None or isinstance(value, (bool, int, float)):
         return None
     text = str(value).strip().replace("\\", "/")
+    if text.isdigit():  # a bare number (most keys): none of the patterns below can match
+        return None
     m = _COCO_PREFIX.search(text)
     if m:
         return "coco2017" if m.group(1) == "2017" else "coco2014"

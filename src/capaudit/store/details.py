@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from capaudit.store.schema import DETAIL_RENAMES, add_columns
 
-__all__ = ["write_details"]
+__all__ = ["write_details", "write_details_file"]
 
 
 def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
@@ -35,3 +35,21 @@ def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
                           f"SELECT ?, ?, {names} FROM _details", [run_id, set_name])
     finally:
         store.con.unregister("_details")
+
+
+def write_details_file(store, run_id: int, set_name: str, path, shift: int = 0) -> int:
+    """Insert a parquet file of details tables (a shard's, :mod:`capaudit.audit.shard_outputs`)
+    for ``run_id`` / ``set_name``, ``caption_index + shift`` as the row index; DuckDB reads it
+    streaming. The caller holds the transaction. Returns the rows inserted."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    fields = [pa.field(DETAIL_RENAMES.get(f.name, f.name),
+                       pa.string() if pa.types.is_dictionary(f.type) else f.type) for f in schema]
+    add_columns(store.con, "caption_details", pa.schema(fields))
+    names = ", ".join(f'"{f.name}"' for f in fields)
+    src = ", ".join(f'"{n}" + ?' if n == "caption_index" else f'"{n}"' for n in schema.names)
+    store.con.execute(f"INSERT INTO caption_details (run_id, set_name, {names}) "
+                      f"SELECT ?, ?, {src} FROM read_parquet(?)",
+                      [run_id, set_name, int(shift), str(path)])
+    return pq.ParquetFile(path).metadata.num_rows

@@ -239,8 +239,20 @@ def get_lexicon(mode: str = "reference") -> ObjectLexicon:
     return ObjectLexicon.build(mode)
 
 
-def user_lexicon_mode(path: str | Path) -> str:
-    """The mode string of a user lexicon file (checked now: a bad file fails before any work)."""
+def user_lexicon_mode(path: str | Path, mode: str = "reference", corrected: bool = False) -> str:
+    """The mode string of a user lexicon file (checked now: a bad file fails before any work).
+
+    ``mode`` / ``corrected`` are the audit's other mention settings: COCO's two rule sets
+    (reference-exact and corrected) do not exist for a user lexicon, which is always read
+    with the corrected singularizer, so asking for either beside it is refused, not ignored.
+    """
+    if corrected or mode not in (None, "reference"):
+        from capaudit.errors import InputError
+
+        what = "--corrected" if corrected else f"--mode {mode}"
+        raise InputError(f"{what} selects COCO's mention rules; a --lexicon has one rule set "
+                         "only (the corrected singularizer, no COCO special cases)",
+                         path=path, fix=f"drop {what}, or drop --lexicon to use COCO's two modes")
     mode = LEXICON_PREFIX + str(Path(path).resolve())
     get_lexicon(mode)
     return mode

@@ -9,10 +9,15 @@ lr 5e-5, batch 64, 20 epochs, no early stopping, the model after the last epoch
 is scored.
 
 Speed. The network is small, so a seed is all GEMMs: 4.6 MFLOP per token
-forward, x3 with backward, ~60k tokens x 20 epochs = ~16.5 TFLOP for the 5,966
-oscar training captions. On 2 cores the fp32 GEMM peak is ~180 GFLOP/s, so the
-bound is ~95 s per seed; uncontended epochs here take 4.7-5 s (~100 s/seed).
-The only way to get there is to keep those GEMMs busy. The reference batches
+forward, x3 with backward (13.8 MFLOP), 59,935 tokens x 20 epochs = 16.6 TFLOP
+for the 5,966 oscar training captions. This box's cores (AMD EPYC, AVX2) reach
+~75 GFLOP/s per core in a square fp32 ``torch.matmul``, so the compute bound is
+~220 CPU seconds, ~110 s on 2 free cores; one dense training step reaches ~70 %
+of that peak (as much as the same GEMMs issued one by one through
+``torch.matmul``), the packed path ~60 %, so a seed costs ~310 CPU seconds:
+~2.5-3 min on 2 idle cores (measured 141-192 s per seed; ``python
+benchmarks/bench_lic.py flops`` and ``speed`` give these figures).
+Getting that close to the bound takes keeping the GEMMs busy. The reference batches
 with torchtext's ``BucketIterator``: every epoch it shuffles the train split,
 sorts it by length in pools of 100 batches (a LIC split of 5,966 captions is
 one pool), cuts batches of 64 and shuffles their order. We do the same, which means almost

@@ -72,14 +72,37 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
 
     The category selection is made here, on the full sample.
     """
-    C = len(categories)
-    n_img = np.stack([inst[g_unit == 1].sum(0), inst[g_unit == 2].sum(0)])  # [2, C]
+    n_img = images_by_gender(inst, g_unit)
+    keep = kept_categories(n_img, min_images)
+    stats = disparity_stats(inst, g_unit, n_caps, hit_unit, hit_cat, hit_val, n_units, keep)
+    k = len(keep)
+    return Estimate(stats, disparity_fin(k), n,
+                    {"m": k, "min_images": min_images,
+                     "per_category": disparity_table(categories, keep, n_img, stats.sum(axis=0))},
+                    recentre=True)
+
+
+def images_by_gender(inst: np.ndarray, g_unit: np.ndarray) -> np.ndarray:
+    """int [2, C]: images labelled male / female on which each category is present."""
+    return np.stack([inst[g_unit == 1].sum(0), inst[g_unit == 2].sum(0)])
+
+
+def kept_categories(n_img: np.ndarray, min_images: int) -> np.ndarray:
+    """Categories in at least ``min_images`` images of both genders (none: the metric is
+    skipped)."""
     keep = np.flatnonzero((n_img >= min_images).all(axis=0))
     if len(keep) == 0:
         raise MetricSkipped(f"no category in >= {min_images} images of both genders "
                             "(lower --min-images)")
+    return keep
+
+
+def disparity_stats(inst, g_unit, n_caps, hit_unit, hit_cat, hit_val, n_units: int,
+                    keep: np.ndarray) -> SparseStats:
+    """Sparse [units, 4k] statistics of the categories ``keep``; columns: hit_man [0,k),
+    den_man [k,2k), hit_woman [2k,3k), den_woman [3k,4k)."""
     k = len(keep)
-    pos = np.full(C, -1)
+    pos = np.full(inst.shape[1], -1)
     pos[keep] = np.arange(k)
     # denominators: captions of labelled units, for each kept instance category
     du, dc = np.nonzero(inst[:, keep] & (g_unit > 0)[:, None])
@@ -89,10 +112,13 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
     ok = (pos[cats] >= 0) & (g_unit[u] > 0) & inst[u, cats]
     u, j, hv = u[ok], pos[cats[ok]], np.asarray(hit_val, np.float64)[ok]
     hit_col = j + np.where(g_unit[u] == 1, 0, 2 * k)
-    stats = SparseStats(np.concatenate([du, u]), np.concatenate([den_col, hit_col]),
-                        np.concatenate([n_caps[du], hv]), (n_units, 4 * k))
-    # columns: hit_man [0,k), den_man [k,2k), hit_woman [2k,3k), den_woman [3k,4k)
+    return SparseStats(np.concatenate([du, u]), np.concatenate([den_col, hit_col]),
+                       np.concatenate([n_caps[du], hv]), (n_units, 4 * k))
 
+
+def disparity_fin(k: int):
+    """Column sums [..., 4k] -> the mean |recall_man - recall_woman| x 100 over the categories
+    defined in that (re)sample."""
     def fin(s: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             rm = s[..., 0:k] / s[..., k:2 * k]
@@ -100,15 +126,24 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
             d = np.abs(rm - rw)
             cnt = (~np.isnan(d)).sum(axis=-1)
             return 100 * np.where(cnt > 0, np.nansum(d, axis=-1) / np.maximum(cnt, 1), np.nan)
+    return fin
 
-    tot = stats.sum(axis=0)  # hits and captions per column
-    table = []
-    for i, j in enumerate(keep):
-        rm = tot[i] / tot[k + i]
-        rw = tot[2 * k + i] / tot[3 * k + i]
-        table.append({"category": categories[j], "images_man": int(n_img[0, j]),
-                      "images_woman": int(n_img[1, j]), "captions_man": int(tot[k + i]),
-                      "captions_woman": int(tot[3 * k + i]), "recall_man": 100 * rm,
-                      "recall_woman": 100 * rw, "diff_man_minus_woman": 100 * (rm - rw)})
-    return Estimate(stats, fin, n, {"m": k, "min_images": min_images, "per_category": table},
-                    recentre=True)
+
+def kept_columns(keep: np.ndarray, n_cat: int) -> np.ndarray:
+    """Where the columns of categories ``keep`` lie in statistics of all ``n_cat`` categories."""
+    return np.concatenate([keep + i * n_cat for i in range(4)])
+
+
+def disparity_table(categories: list[str], keep: np.ndarray, n_img: np.ndarray,
+                    tot: np.ndarray) -> list[dict]:
+    """Per kept category: images and captions by gender, recalls and their difference."""
+    k, table = len(keep), []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i, j in enumerate(keep):
+            rm = tot[i] / tot[k + i]
+            rw = tot[2 * k + i] / tot[3 * k + i]
+            table.append({"category": categories[j], "images_man": int(n_img[0, j]),
+                          "images_woman": int(n_img[1, j]), "captions_man": int(tot[k + i]),
+                          "captions_woman": int(tot[3 * k + i]), "recall_man": 100 * rm,
+                          "recall_woman": 100 * rw, "diff_man_minus_woman": 100 * (rm - rw)})
+    return table

@@ -1,0 +1,76 @@
+"""The reference CHAIR port used by ``benchmarks/bench_vs_reference.py`` is faithful.
+
+A benchmark against a port that computes something else would time the wrong work, so the
+port must give the reference's word lists (Maxlinn's published example output) and the same
+CHAIR_s / CHAIR_i as capaudit's reference mode on real model captions.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.conftest import REPO, shared_path
+
+pytest.importorskip("nltk")
+pytest.importorskip("textblob")
+sys.path.insert(0, str(REPO / "benchmarks"))
+import reference_chair  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def port():
+    return reference_chair.ReferenceChair(
+        shared_path("data", "coco2014", "chair_objects_trainval2014.jsonl"))
+
+
+def test_word_lists_equal_the_published_reference_output(port):
+    ref = json.loads(shared_path("references", "chair_maxlinn_example",
+                                 "reference_outputs.json").read_text())
+    for s in ref["sentences"]:
+        words, nodes, idxs, raw = port.caption_to_words(s["caption"])
+        assert raw == s["words"]
+        assert nodes == s["mscoco_generated_words"]
+        assert set(port.imid_to_objects[s["image_id"]]) == set(s["mscoco_gt_words"])
+        assert [i for (w, n), i in zip(zip(words, nodes), idxs)
+                if n not in port.imid_to_objects[s["image_id"]]] == s["hallucination_idxs"]
+
+
+def test_chair_equals_capaudit_on_nic_captions(port):
+    """nic hallucinates most (CHAIR_s 36%): 500 of its captions, both tools, same counts."""
+    from capaudit.audit.engine import audit_captions
+    from capaudit.io.annotations import Annotations
+
+    ids, caps = reference_chair.read_captions(
+        shared_path("data", "captioners", "nic_val2014_gender.jsonl"))
+    ids, caps = ids[:500], caps[:500]
+    ref = port.compute_chair(ids, caps)
+    ann = Annotations(chair_gt={i: frozenset(v) for i, v in port.imid_to_objects.items()})
+    ours = audit_captions(ids, caps, ann, metrics=["chair_s", "chair_i"], n_boot=0, workers=1)
+    assert 20 < ref["chair_s"] < 50  # the slice does hallucinate: the comparison can fail
+    assert ours.results["chair_s"].value == pytest.approx(ref["chair_s"], rel=1e-12)
+    assert ours.results["chair_i"].value == pytest.approx(ref["chair_i"], rel=1e-12)
+    n_hall = sum(bool(s["mscoco_hallucinated_words"]) for s in ref["sentences"])
+    assert ref["chair_s"] == pytest.approx(100 * n_hall / 500)
+
+
+def test_case_variants_are_distinct_and_lowercase_equal():
+    caps = [reference_chair.case_variant("a dog on a bench", k) for k in range(32)]
+    assert len(set(caps)) == 32
+    assert {c.lower() for c in caps} == {"a dog on a bench"}
+    assert caps[0] == "a dog on a bench" and caps[1] == "A dog on a bench"
+    assert caps[6] == "a DOg on a bench"  # bits 1 and 2: the 2nd and 3rd letters
+
+
+@pytest.mark.slow
+def test_port_gives_the_shared_reference_values_on_oscar(port):
+    """All 40,504 oscar captions (~30 s): the reference values of the shared file."""
+    want = json.loads(shared_path("references", "reference_metrics_visible.json").read_text())
+    want = want["reference_values"]["oscar_val2014_all"]
+    ids, caps = reference_chair.read_captions(
+        shared_path("data", "captioners", "oscar_val2014_all.jsonl"))
+    out = port.compute_chair(ids, caps)
+    assert (out["n"], round(out["chair_s"], 3), round(out["chair_i"], 3)) == \
+        (want["n"], want["chair_s"], want["chair_i"])
