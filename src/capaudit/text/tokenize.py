@@ -80,8 +80,11 @@ _BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd
     r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z]))"  # (the quote first:
     r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z])))")  # a literal prefix scans fast) "woman's":
                                                       # "woman 's" like any word
-_BAD_COMMA = (re.compile(r",[\d,:]").search, re.compile(r":[\d,:]").search)  # '1,000', '10:30'
-                                                       # stay whole; ',,' quirk
+# ',,' ',:': NLTK's comma rule consumes the second as the character after the first
+_BAD_COMMA = (re.compile(r",[,:]").search, re.compile(r":[,:]").search)
+# ... and pads a comma or colon only when no digit follows: '1,000', '10:30' stay whole
+_COMMA_DIGIT = (re.compile(r",\d").search, re.compile(r":\d").search)
+_COMMA_PAD = re.compile(r"[,:](?!\d)")
 _CONTRACTIONS = ("cannot", "gimme", "gonna", "gotta", "lemme", "wanna")  # MacIntyre's
 _DOT_CLOSE = re.compile(r'\.[\s>)\]}"]*[>)\]}"][\s>)\]}"]*$')  # '. )' at the end: treebank's final period
 # NLTK's opening quote: '"' at the start or after one of ' ([{<' (a tab or newline before it
@@ -102,10 +105,14 @@ def _spaced(s: str) -> str:
         s = s.replace("n't", "\0").replace("'", " '").replace("\0", " n't")
     if '"' in s:  # decided by the character before, as in the text NLTK's quote rules see
         s = _QUOTE_OPEN.sub(" `` ", s).replace('"', " '' ")
-    if "," in s:
-        s = s.replace(",", " , ")
-    if ":" in s:
-        s = s.replace(":", " : ")
+    comma, colon = "," in s, ":" in s
+    if (comma and _COMMA_DIGIT[0](s) is not None) or (colon and _COMMA_DIGIT[1](s) is not None):
+        s = _COMMA_PAD.sub(r" \g<0> ", s)
+    else:
+        if comma:
+            s = s.replace(",", " , ")
+        if colon:
+            s = s.replace(":", " : ")
     if _SPLIT_ALWAYS.search(s) is not None:
         s = _SPLIT_ALWAYS.sub(r" \g<0> ", s)
     return s
