@@ -234,12 +234,13 @@ def _segments(text: str) -> tuple[list[int], list[int]] | None:
     """Safe sentence boundaries of ``text`` as segment ``(starts, ends)``: segment ``k`` is
     ``text[starts[k]:ends[k]]`` (an inner one ends with its period), or None if there is none."""
     starts, ends = [0], []
+    contractions = [c for c in _CONTRACTIONS if c in text]
     for m in _PERIOD_GAP.finditer(text):
         i = m.start()
         k = len(text[:i].rstrip(_LETTERS))  # the [a-z-] run before the period
         word = text[k:i]
         if (len(word) < 2 or word[0] == "-" or word[-1] == "-" or (k and not text[k - 1].isspace())
-                or any(c in word for c in _CONTRACTIONS)):
+                or (contractions and any(c in word for c in contractions))):
             continue
         ends.append(i + 1)
         starts.append(m.end())
