@@ -3,14 +3,14 @@
 Why this module exists: the reference metrics tokenize with NLTK (untrained Punkt
 sentences, then ``NLTKWordTokenizer`` on each). :mod:`capaudit.text.tokenize` proves
 most captions equal to that with a few string operations and sends the rest here.
-``NLTKWordTokenizer.tokenize`` is ~40 regex substitutions run in order, each under a
+``NLTKWordTokenizer.tokenize`` is 31 regex substitutions run in order, each under a
 ReDoS timeout in recent NLTK; on a caption sentence it costs ~200 us, and nearly all
 of those substitutions cannot match: each needs a character (or a short string) that
 the sentence lacks. :func:`word_tokens` runs NLTK's own compiled patterns in NLTK's
 order but skips a substitution whose required substrings are absent from the text at
 that step (a regex that cannot match leaves the text unchanged, so the result is
 identical by construction), and without the timeout wrapper. A pattern it does not know
-is always applied. ``tests/test_text_tokenize.py`` checks it against NLTK itself.
+is always applied. ``tests/test_tokenize_exact.py`` checks it against NLTK itself.
 """
 
 from __future__ import annotations
