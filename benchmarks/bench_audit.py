@@ -19,6 +19,9 @@ repeat when the load is low. The oscar figure is the best of 3 runs.
    fresh store (annotation files parsed and cached) and a second one (cache hit). Wall and
    CPU (user + system, the process and its workers) are printed; under load compare CPU.
 
+Peak memory against the number of captions and of images (the audit, with and without
+the store) is ``benchmarks/bench_memory.py``.
+
 The long captions are all distinct (``capaudit.audit.synthetic.long_captions``).
 Annotation loading is timed separately for 1. (it is done once per session).
 """

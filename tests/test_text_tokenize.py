@@ -78,15 +78,24 @@ def test_fast_path_equals_nltk_on_random_text(seed):
     ("a <unk> on it 's back", [["a", "<", "unk", ">", "on", "it", "'s", "back"]],
      ["a", "<", "unk", ">", "on", "it", "'s", "back"]),
     ("", [], []),
+    ('A "Stop" sign, ("ok")."', None, None),
+    ("At 10:30, 1,000 dogs: 3.", [["at", "10:30", ",", "1,000", "dogs", ":", "3", "."]],
+     ["at", "10:30", ",", "1,000", "dogs", ":", "3", "."]),
+    ("A dog... a cat?. Why,. Me.", [["a", "dog", "...", "a", "cat", "?", "."], ["why", ",", "."], ["me", "."]],
+     ["a", "dog", "...", "a", "cat", "?", ".", "why", ",", ".", "me", "."]),
+    ('"Joan\'s" sign by a "cafe".', [["``", "joan", "'s", "''", "sign", "by", "a", "``", "cafe", "''", "."]],
+     ["``", "joan", "'s", "''", "sign", "by", "a", "``", "cafe", "''", "."]),
 ])
 def test_known_cases(caption, sentences, line):
+    if sentences is None:  # hand-checked against NLTK: the same, by the slow path
+        sentences, line = _slow(caption.lower())
     assert tokenize_caption(caption) == (sentences, line)
     assert tokenize(caption) == [t for s in sentences for t in s]
 
 
 def test_unusual_text_falls_back_to_nltk():
-    for text in ["he cannot go", "1,000 dogs.", "a dog... a cat", "what? no!", "“quoted” text",
-                 'a "stop" sign', "at 10:30", "a. b"]:
+    for text in ["he cannot go", "1,,000 dogs.", "a dog.... a cat", "what? no!", "a. b?. c", "“quoted” text",
+                 'a sign. "stop" it', 'a\n"stop" sign', "at 10:30. a", "a. b"]:
         assert fast_tokenize_caption(text) is None
         assert tokenize_caption(text) == _slow(text)
 
@@ -117,7 +126,7 @@ def test_long_joined_captions_equal_nltk():
     segment by segment and must equal NLTK on the whole caption; a sample of the rest too."""
     caps = _long_captions(4000)
     slow = [c for c in caps if fast_tokenize_caption(c.lower()) is None]
-    assert len(slow) > 300
+    assert len(slow) > 100  # ~150 of 4,000 miss the fast path
     n_seg = 0
     for cap in slow:
         text = cap.lower()

@@ -8,8 +8,13 @@ config, seed, versions), so an interrupted audit stores nothing partial.
 ``run_audit`` streams every target (:func:`capaudit.audit.engine.audit_stream`):
 a registered set is read in batches from the store, a file in the reader's
 batches, and each chunk's per-caption details are inserted into
-``caption_details`` inside the command's transaction as they come, so memory
-does not grow with the number of captions. The returned results therefore
+``caption_details`` inside the command's transaction as they come, so no
+details table is held in Python. DuckDB itself keeps a transaction's
+uncommitted rows in memory until the commit (about 150-300 bytes per caption
+measured, not capped by its ``memory_limit``): that is the main part of an
+``audit run``'s peak memory that still grows with the number of captions
+(``benchmarks/bench_memory.py``; an audit without a store is flat; ``details:
+false`` in the config leaves the details out). The returned results therefore
 carry no details table of their own (query ``caption_details`` by run id);
 without a store no details are built at all.
 """

@@ -83,5 +83,5 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
                   f"({n / max(wall, 1e-9):,.0f} captions/s); driver merge: {res.meta['merge']}")
     for s in by["failed"]:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
-    console.print(f"stored as run {run_id} in {esc(str(store.path))} ({n_details:,} caption "
-                  f"details)" + (f"; JSON: {esc(str(json_out))}" if json_out else ""))
+    console.print(f"stored as run {run_id} in {store.path} ({n_details:,} caption "
+                  f"details)" + (f"; JSON: {json_out}" if json_out else ""))

@@ -20,67 +20,146 @@ mention positions) and line tokens (vocabulary, length, gender words).
 
 :func:`tokenize_caption` has a *fast path* for the character set that
 almost every caption uses -- ``a-z 0-9``, whitespace, commas, colons,
-hyphens, slashes, brackets, ``;@#$%&``, clitics (``'s``, ``n't``, ...) and
-sentence-final periods -- where the NLTK rules reduce to "split sentences
-at a period followed by whitespace, pad commas, colons, brackets and clitics
-with spaces, split off the sentence-final period, then ``str.split``".
-Everything the fast path cannot prove identical (quotes, ``?!``, non-ASCII,
-numbers or single letters before an inner period, ``cannot``/``gonna``-style
-contractions, ``1,000``/``10:30``, ``..``, ``--``) goes to the slow path,
-which *is* NLTK. ``tests/test_text_tokenize.py`` checks fast == slow on every
-caption of every file in ``../shared/data`` plus random strings.
+hyphens, slashes, brackets, ``;@#$%&``, double quotes, clitics (``'s``,
+``n't``, ...), sentence-final periods, ellipses, ``word?.``/``word,.``
+endings and periods inside words (``t.v``) -- where the NLTK rules reduce to
+"split sentences at a period followed by whitespace, pad commas, colons,
+brackets, quotes and clitics with spaces, split off the sentence-final
+period, then ``str.split``". :func:`_problem` finds what the fast path cannot
+prove identical (single quotes, ``?!`` elsewhere, non-ASCII, numbers or single
+letters before an inner period, ``cannot``/``gonna``-style contractions,
+``1,000``/``10:30``, ``--``, ``3.5``); that goes to NLTK
+(:mod:`capaudit.text.nltk_tokenize`: NLTK's own rules, minus the ones that
+cannot match). ``tests/test_text_tokenize.py`` and ``tests/test_tokenize_exact.py``
+check every path against NLTK itself on every caption of the shared files and on
+random text over the tricky characters.
 
 Long captions (ShareGPT4V-style, ~170 tokens, a dozen sentences) often have
-one unusual sentence; rather than sending the whole caption to NLTK (~3 ms),
+one unusual sentence; rather than sending the whole caption to NLTK (~1 ms),
 :func:`tokenize_caption` cuts it at sentence boundaries where both NLTK stages
-are provably local and tokenizes segment by segment, fast path where it
-applies (:func:`_segmented_caption`; tested equal to NLTK on the whole caption
-for benchmark-style long captions, random joins of shared captions and random
-text).
+are provably local: the segments before the problem take the fast path as one
+run, only the segment holding it goes to NLTK (:func:`_segmented_caption`).
+``benchmarks/bench_tokenize.py`` measures the whole against a regex pass.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from bisect import bisect_right
 
-__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize",
+from capaudit.text.nltk_tokenize import (load_nltk, nltk_caption, nltk_line_tokens, nltk_loaded,
+                                         nltk_tokenize_sentences)
+
+__all__ = ["tokenize_caption", "tokenize_sentences", "tokenize", "load_nltk",
            "nltk_tokenize_sentences", "nltk_line_tokens", "fast_tokenize_caption", "fast_tokenize_sentences"]
 
 # Characters the fast path understands (input already lowercased).
-_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'<>\-/:;@#$%&()\[\]{}]*")
-_BAD_DOT = re.compile(r"\.\S")                       # '..', '3.5', 'a.b': period not before space
+_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\"<>\-/:;@#$%&()\[\]{}?!]*")
+# '3.5', '....', '.x' after a non-letter: a period not before whitespace, except in a run of
+# two or three ('..', '...'), which Punkt reads as an ellipsis (no sentence break before a
+# lowercase word), and between letters ('t.v', 'dogs.on'), where neither NLTK stage splits
+_BAD_DOT = re.compile(r"\.(?:[^\s.a-z]|\.\.\.|(?<![a-z]\.)[a-z]|n')")  # ('.n't': "n't" is split off)
+_WORD_DOT = re.compile(r"\.[a-z]")
+_SENTENCE_DOT = re.compile(r"\.(?![a-z])")
+_RUNS = {"\x01": "..", "\x02": "..."}
 # a sentence-internal period after a chunk that is not an alphabetic word ('a.', '3.', "x's.")
 # (a character outside [a-z-] in the chunk, a hyphen at either end, a single letter): three
-# scans that each start on a rare character are ~3x faster than one alternation
-_BAD_CHUNK = (re.compile(r"[^a-z\-\s.]\S*\.\s").search,
-              re.compile(r"-(?:\.\s|(?<!\S-)[a-z\-]*\.\s)").search,
-              re.compile(r"\.(?<=\s[a-z]\.)\s").search, re.compile(r"[a-z]\.\s").match)
-_REALIGN = re.compile(r"\.\s+[')\]}]")                # Punkt moves closing brackets back
+# scans that each start on a rare character are ~3x faster than one alternation. An
+# alphabetic word then one of ',"?!' before the period is a break too: Punkt's token there
+# ('ball,.', '".' after its '"', '?.') is neither a number nor an initial.
+# (the charset's characters outside [a-z-.,"?!] and whitespace, listed: a positive class
+# scans ~2x faster; patterns that start on a literal are searched only if it occurs)
+_CHUNK_0 = re.compile(r"[0-9'<>/:;@#$%&()\[\]{}]\S*\.\s").search
+_CHUNK_MARK = tuple((c, re.compile(re.escape(c) + r"(?:(?!\.\s)\S*\.\s|(?<![a-z]" + re.escape(c) + r")\.\s)").search)
+                    for c in ',"?!')
+_CHUNK_1 = re.compile(r"-(?:\.\s|(?<!\S-)[a-z\-]*\.\s)").search
+_CHUNK_2 = re.compile(r"\.(?<=\s[a-z]\.)\s").search
+_CHUNK_3 = re.compile(r"[a-z]\.\s").match
+_REALIGN = re.compile(r"\.\s+[\"')\]}]")              # Punkt moves closing brackets back
 _BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd 'll 're 've n't
-    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]))"  # (the quote first:
-    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.])))")  # a literal prefix scans fast) "woman's":
+    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z]))"  # (the quote first:
+    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z])))")  # a literal prefix scans fast) "woman's":
                                                       # "woman 's" like any word
-_BAD_COMMA = re.compile(r"[,:][\d,:]")                 # '1,000', '10:30' stay whole; ',,' quirk
-_CONTRACTION = re.compile(r"cannot|gimme|gonna|gotta|lemme|wanna")  # MacIntyre contractions
-_DOT_CLOSE = re.compile(r"\.[\s>)\]}]*[>)\]}][\s>)\]}]*$")  # '. )' at the end: treebank's final period
-_SPACE = " \t\n\r"  # the whitespace _SAFE admits
-_SPLIT_ALWAYS = re.compile(r"[;@#$%&()\[\]{}<>]")
-_CLITIC = re.compile(r"('s|'m|'d|'ll|'re|'ve|n't)(?![a-z0-9])")
+# ',,' ',:': NLTK's comma rule consumes the second as the character after the first
+_BAD_COMMA = (re.compile(r",[,:]").search, re.compile(r":[,:]").search)
+# ... and pads a comma or colon only when no digit follows: '1,000', '10:30' stay whole
+_COMMA_DIGIT = (re.compile(r",\d").search, re.compile(r":\d").search)
+_COMMA_PAD = re.compile(r"[,:](?!\d)")
+_CONTRACTIONS = ("cannot", "gimme", "gonna", "gotta", "lemme", "wanna")  # MacIntyre's
+_DOT_CLOSE = re.compile(r'\.[\s>)\]}"]*[>)\]}"][\s>)\]}"]*$')  # '. )' at the end: treebank's final period
+# NLTK's opening quote: '"' at the start or after one of ' ([{<' (a tab or newline before it
+# is not a space to that rule, but is a sentence start to Punkt; and NLTK pads a leading
+# '``' before that rule, which opens a second leading quote too: both left to NLTK)
+_QUOTE_OPEN = re.compile(r'(?:^|(?<=[ (\[{<]))"')
+_BAD_QUOTE = re.compile(r'"(?<=[\t\n\r]")')
+_SPLIT_ALWAYS = re.compile(r"[;@#$%&()\[\]{}<>?!]")
+# '?' and '!' end a Punkt sentence before whitespace or punctuation: taken only in 'word?.'
+_BAD_MARK = re.compile(r"[?!](?:(?<![a-z][?!])|(?!\.))")
+_DOT = ["."]
 
 
 def _spaced(s: str) -> str:
-    """``s`` with the treebank's local splits made spaces (commas, colons, clitics, brackets
-    and ``;@#$%&<>``), inside the fast-path charset; periods are left as they are."""
-    if "," in s:
-        s = s.replace(",", " , ")
-    if ":" in s:
-        s = s.replace(":", " : ")
-    if "'" in s:
-        s = _CLITIC.sub(r" \1", s)
+    """``s`` with the treebank's local splits made spaces (quotes, commas, colons, clitics,
+    brackets and ``;@#$%&<>``), inside the fast-path charset; periods are left as they are."""
+    if "'" in s:  # every apostrophe starts a clitic here (_BAD_APOS): "n't" or "'s"-like
+        s = s.replace("n't", "\0").replace("'", " '").replace("\0", " n't")
+    if '"' in s:  # decided by the character before, as in the text NLTK's quote rules see
+        s = _QUOTE_OPEN.sub(" `` ", s).replace('"', " '' ")
+    comma, colon = "," in s, ":" in s
+    if (comma and _COMMA_DIGIT[0](s) is not None) or (colon and _COMMA_DIGIT[1](s) is not None):
+        s = _COMMA_PAD.sub(r" \g<0> ", s)
+    else:
+        if comma:
+            s = s.replace(",", " , ")
+        if colon:
+            s = s.replace(":", " : ")
     if _SPLIT_ALWAYS.search(s) is not None:
         s = _SPLIT_ALWAYS.sub(r" \g<0> ", s)
     return s
+
+
+def _problem(text: str) -> int:
+    """Where lowercased ``text`` shows something the fast path cannot prove equal to NLTK
+    (an index into ``text``: the first such place one of the checks finds), or -1."""
+    end = _SAFE.match(text).end()
+    if end < len(text):
+        return end
+    m = None
+    if "'" in text and (m := _BAD_APOS.search(text)) is not None:
+        return m.start()
+    if "," in text and (m := _BAD_COMMA[0](text)) is not None:
+        return m.start()
+    if ":" in text and (m := _BAD_COMMA[1](text)) is not None:
+        return m.start()
+    if (i := text.find("--")) >= 0:
+        return i
+    if '"' in text:
+        if text[:2] == '""':
+            return 0
+        if (m := _BAD_QUOTE.search(text)) is not None:
+            return m.start()
+    if ("?" in text or "!" in text) and (m := _BAD_MARK.search(text)) is not None:
+        return m.start()
+    if "nn" in text or "mm" in text or "tt" in text:
+        for c in _CONTRACTIONS:
+            if (i := text.find(c)) >= 0:
+                return i
+    if "." not in text:
+        return -1
+    if ((m := _BAD_DOT.search(text)) is not None or (m := _DOT_CLOSE.search(text)) is not None
+            or (m := _REALIGN.search(text)) is not None):
+        return m.start()
+    lead = len(text) - len(text.lstrip())
+    body = text.strip()
+    if body.endswith("."):
+        body = body[:-1]
+    if ((m := _CHUNK_0(body)) is not None or (m := _CHUNK_1(body)) is not None
+            or (m := _CHUNK_2(body)) is not None or (m := _CHUNK_3(body)) is not None):
+        return lead + m.start()
+    for c, bad in _CHUNK_MARK:
+        if c in body and (m := bad(body)) is not None:
+            return lead + m.start()
+    return -1
 
 
 def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
@@ -91,51 +170,38 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
     length use them, and they differ from the sentence tokens only in keeping
     a sentence-internal period on its word ("sign." instead of "sign", ".").
     """
-    if _SAFE.fullmatch(text) is None:
-        return None
-    if "'" in text and _BAD_APOS.search(text) is not None:
-        return None
-    if ("," in text or ":" in text) and _BAD_COMMA.search(text) is not None:
-        return None
-    if "--" in text:
-        return None
-    if ("nn" in text or "mm" in text or "tt" in text) and _CONTRACTION.search(text) is not None:
-        return None
+    return None if _problem(text) >= 0 else _proven(text)
+
+
+def _proven(text: str) -> tuple[list[list[str]], list[str]]:
+    """The fast path's tokens for a ``text`` with no :func:`_problem`."""
     if "." not in text:
         toks = _spaced(text).split()
         return ([toks] if toks else []), toks
-    if _BAD_DOT.search(text) is not None:
-        return None
-    if _DOT_CLOSE.search(text) is not None or _REALIGN.search(text) is not None:
-        return None
     text = text.strip()
-    body = text[:-1] if text.endswith(".") else text
-    if any(bad(body) is not None for bad in _BAD_CHUNK):
-        return None
     # Every period is now a sentence break (untrained Punkt breaks after each: they follow
     # an alphabetic word or stand alone, and whitespace follows all but a final one), and
-    # the treebank rules are local, so the whole caption is padded and split once and cut
-    # at its periods: each sentence splits off its period; the line tokens keep an inner
-    # period on the word it directly follows and split off only the final one.
+    # the treebank rules are local, so the whole caption is padded once and cut at its
+    # periods: each sentence splits off its period; the line tokens keep an inner period
+    # on the word it directly follows (a whitespace split does that) and split off only
+    # the final one.
     text = _spaced(text)
-    flat = text.replace(".", " . ").split()
-    sents: list[list[str]] = []
-    line: list[str] = []
-    last = len(flat) - 1
-    start = pos = 0
-    for _ in range(text.count(".")):
-        i = flat.index(".", start)
-        pos = text.index(".", pos)
-        sents.append(flat[start:i + 1])
-        if i < last and pos and text[pos - 1] not in _SPACE:
-            line += flat[start:i - 1]
-            line.append(flat[i - 1] + ".")
-        else:
-            line += flat[start:i + 1]
-        start, pos = i + 1, pos + 1
-    if start <= last:
-        sents.append(flat[start:])
-        line += flat[start:]
+    runs = ".." in text
+    if runs:  # an ellipsis stands alone (NLTK pads '.{2,}') and ends no sentence
+        text = text.replace("...", " \x02 ").replace("..", " \x01 ")
+    parts = _SENTENCE_DOT.split(text) if _WORD_DOT.search(text) is not None else text.split(".")
+    sents = [p.split() + _DOT for p in parts]
+    last = sents.pop()
+    if len(last) > 1:
+        sents.append(last[:-1])
+    if text.endswith("."):
+        line = text[:-1].split()
+        line.append(".")
+    else:
+        line = text.split()
+    if runs:
+        sents = [[_RUNS.get(t, t) for t in s] for s in sents]
+        line = [_RUNS.get(t, t) for t in line]
     return sents, line
 
 
@@ -152,33 +218,6 @@ class SlowPathDeferred(Exception):
 _DEFER = False  # set in pool workers: importing nltk costs ~5 s (it pulls in scipy)
 
 
-def nltk_loaded() -> bool:
-    return _nltk.cache_info().currsize > 0
-
-
-@lru_cache(maxsize=1)
-def _nltk():
-    from nltk.tokenize.destructive import NLTKWordTokenizer
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-    return PunktSentenceTokenizer(), NLTKWordTokenizer()
-
-
-def load_nltk() -> None:
-    """Import NLTK's tokenizers now (before forking workers, so they inherit them)."""
-    _nltk()
-
-
-def nltk_tokenize_sentences(text: str) -> list[list[str]]:
-    """The slow, authoritative path: untrained Punkt, then NLTK's word tokenizer per sentence."""
-    punkt, word = _nltk()
-    return [word.tokenize(s) for s in punkt.tokenize(text)]
-
-
-def nltk_line_tokens(text: str) -> list[str]:
-    """NLTK's word tokenizer on the whole text (``word_tokenize(text, preserve_line=True)``)."""
-    return _nltk()[1].tokenize(text)
-
-
 # A sentence boundary that both NLTK stages treat locally: a period right after
 # a whitespace-delimited alphabetic word of >= 2 letters (not an initial, a
 # number or an abbreviation-like token: untrained Punkt always breaks there,
@@ -186,61 +225,96 @@ def nltk_line_tokens(text: str) -> list[str]:
 # would realign into the previous sentence, no quote the word tokenizer would
 # read differently at the start of a string). MacIntyre contractions are
 # excluded: "wanna" splits before whitespace but not before a period.
-_SEGMENT = re.compile(r"(?<!\S)([a-z][a-z\-]*[a-z])\.\s+(?=[a-z0-9])")
+# Found from the period (a literal: ~6x faster than a pattern that starts on every letter).
+_PERIOD_GAP = re.compile(r"\.\s+(?=[a-z0-9])")
+_LETTERS = "abcdefghijklmnopqrstuvwxyz-"
 
 
-def _segments(text: str) -> list[tuple[str, bool]] | None:
-    """``text`` cut at safe sentence boundaries: ``[(segment, ends at a boundary)]``, or None."""
-    out: list[tuple[str, bool]] = []
-    start = 0
-    for m in _SEGMENT.finditer(text):
-        if _CONTRACTION.search(m.group(1)) is not None:
+def _segments(text: str) -> tuple[list[int], list[int]] | None:
+    """Safe sentence boundaries of ``text`` as segment ``(starts, ends)``: segment ``k`` is
+    ``text[starts[k]:ends[k]]`` (an inner one ends with its period), or None if there is none."""
+    starts, ends = [0], []
+    contractions = [c for c in _CONTRACTIONS if c in text]
+    for m in _PERIOD_GAP.finditer(text):
+        i = m.start()
+        k = len(text[:i].rstrip(_LETTERS))  # the [a-z-] run before the period
+        word = text[k:i]
+        if (len(word) < 2 or word[0] == "-" or word[-1] == "-" or (k and not text[k - 1].isspace())
+                or (contractions and any(c in word for c in contractions))):
             continue
-        out.append((text[start:m.start(1)] + m.group(1) + ".", True))
-        start = m.end()
-    if not out:
+        ends.append(i + 1)
+        starts.append(m.end())
+    if not ends:
         return None
-    out.append((text[start:], False))
-    return out
+    ends.append(len(text))
+    return starts, ends
 
 
-def _nltk_caption(text: str) -> tuple[list[list[str]], list[str]]:
-    return nltk_tokenize_sentences(text), nltk_line_tokens(text)
-
-
-def _segmented_caption(text: str) -> tuple[list[list[str]], list[str]] | None:
-    """Tokenize a caption off the fast path one safe segment at a time.
+def _segmented_caption(text: str, problem: int | None = None) -> tuple[list[list[str]], list[str]] | None:
+    """Tokenize a caption off the fast path a run of safe segments at a time.
 
     Untrained Punkt decides each break from the token before and after it, so
-    at a safe boundary (:data:`_SEGMENT`) the caption's sentences are the
+    at a safe boundary (:data:`_PERIOD_GAP`) the caption's sentences are the
     concatenation of its segments' sentences; NLTK's word tokenizer is made of
     local substitutions except the final-period rule (``$``-anchored), so the
     caption's line tokens are the segments' line tokens with each inner
     segment's split-off final period put back on its word ("sign", "." ->
-    "sign."). Only the segments the fast path cannot prove go to NLTK.
-    ``tests/test_text_tokenize.py`` checks the result equals NLTK on the whole
-    caption, on long joined captions and random text.
+    "sign."). Any run of consecutive segments is such a text itself: the
+    segments before the one holding the first :func:`_problem` (``problem``, if
+    the caller has it) go to the fast path as one run, that segment to NLTK, and
+    the rest of the caption is examined the same way (a run the fast path
+    unexpectedly misses is halved until it takes the parts).
+    ``tests/test_text_tokenize.py`` and ``tests/test_tokenize_exact.py`` check the
+    result equals NLTK on the whole caption.
     """
     segs = _segments(text)
     if segs is None:
         return None
+    starts, ends = segs
+    n = len(ends)
     sents: list[list[str]] = []
     line: list[str] = []
-    for seg, inner in segs:
-        r = fast_tokenize_caption(seg)
-        if r is None:
-            if _DEFER and not nltk_loaded():
-                raise SlowPathDeferred(text)
-            r = _nltk_caption(seg)
+
+    def add(r: tuple[list[list[str]], list[str]], inner: bool) -> bool:
         s_toks, l_toks = r
         if inner:
             if len(l_toks) < 2 or l_toks[-1] != "." or l_toks[-2][-1:] == ".":
-                return None  # not the shape the proof assumes: let NLTK do the whole caption
+                return False  # not the shape the proof assumes: let NLTK do the whole caption
             line.extend(l_toks[:-2])
             line.append(l_toks[-2] + ".")
         else:
             line.extend(l_toks)
         sents.extend(s_toks)
+        return True
+
+    def run(i: int, j: int) -> bool:
+        todo = [(i, j)]
+        while todo:
+            a, b = todo.pop()
+            piece = text[starts[a]:ends[b - 1]]
+            r = fast_tokenize_caption(piece)
+            if r is None:
+                if b - a > 1:
+                    m = (a + b) // 2
+                    todo += [(m, b), (a, m)]
+                    continue
+                if _DEFER and not nltk_loaded():
+                    raise SlowPathDeferred(text)
+                r = nltk_caption(piece)
+            if not add(r, b < n):
+                return False
+        return True
+
+    i = 0
+    while i < n:
+        rest = text[starts[i]:]
+        p = problem if i == 0 and problem is not None else _problem(rest)
+        if p < 0:
+            return (sents, line) if add(_proven(rest), False) else None
+        k = bisect_right(starts, starts[i] + p, i) - 1  # the segment holding it (or its gap)
+        if (k > i and not run(i, k)) or not run(k, k + 1):
+            return None
+        i = k + 1
     return sents, line
 
 
@@ -251,13 +325,14 @@ def tokenize_caption(caption: str) -> tuple[list[list[str]], list[str]]:
     only the offending segments go to NLTK (:func:`_segmented_caption`).
     """
     text = caption.lower()
-    r = fast_tokenize_caption(text)
+    p = _problem(text)
+    if p < 0:
+        return _proven(text)
+    r = _segmented_caption(text, p)
     if r is None:
-        r = _segmented_caption(text)
-        if r is None:
-            if _DEFER and not nltk_loaded():
-                raise SlowPathDeferred(caption)
-            r = _nltk_caption(text)
+        if _DEFER and not nltk_loaded():
+            raise SlowPathDeferred(caption)
+        r = nltk_caption(text)
     return r
 
 

@@ -3,7 +3,8 @@
 A reader turns a file (or folder) into a stream of Arrow record batches with
 the columns ``image_key`` (text id as given), ``image_id`` (integer COCO id
 or null for custom ids) and ``caption``, plus an optional ``meta`` JSON
-string. Streaming batches keep memory flat for million-caption files; the
+string. Streaming batches keep memory flat for million-caption files (a
+batch is bounded by rows and by caption bytes, :meth:`CaptionReader.full`); the
 driver in :mod:`capaudit.io.ingest` validates each batch (empty or missing
 captions) and names the offending row.
 
@@ -16,12 +17,18 @@ import json
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError
 
 READERS: Registry = Registry("caption format", group="readers")  # base set below
+
+BATCH_ROWS = 200_000     # rows per batch at most ...
+BATCH_BYTES = 4 << 20   # ... and about this much caption text: a batch of 200k ShareGPT4V-length
+#                          captions would hold ~1 GB as Python strings downstream
 
 SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                     ("caption", pa.string()), ("meta", pa.string())])
@@ -38,11 +45,37 @@ class CaptionReader:
     expects = ""   # what sniffing looks for, named in the hint when no format matches
 
     def __init__(self, id_col: str | None = None, caption_col: str | None = None,
-                 batch_size: int = 200_000, **options):
+                 batch_size: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES, **options):
         self.id_col = id_col
         self.caption_col = caption_col
         self.batch_size = batch_size
+        self.batch_bytes = batch_bytes
         self.options = options
+
+    def full(self, rows: int, text_bytes: int) -> bool:
+        """Whether a batch being built is complete: ``batch_size`` rows or ``batch_bytes``
+        of caption text, whichever comes first (what a batch costs is its text)."""
+        return rows >= self.batch_size or text_bytes >= self.batch_bytes
+
+    def rows_for(self, mean_bytes: float) -> int:
+        """Rows per batch for captions of ``mean_bytes`` on average (at least 256)."""
+        return max(256, min(self.batch_size, int(self.batch_bytes // max(mean_bytes, 1.0))))
+
+    def bounded(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """``batch`` in zero-copy slices that stop once they hold ``batch_bytes`` of captions,
+        so what a consumer converts to Python objects at once stays bounded when later rows
+        run longer than the sample a batch size was chosen from."""
+        sizes = pc.fill_null(pc.binary_length(batch.column("caption")), 0)
+        if batch.num_rows < 2 or pc.sum(sizes).as_py() <= self.batch_bytes:
+            yield batch
+            return
+        offsets = np.concatenate([[0], np.cumsum(sizes.to_numpy())])  # byte offsets, n + 1
+        start, n = 0, batch.num_rows
+        while start < n:
+            end = int(np.searchsorted(offsets, offsets[start] + self.batch_bytes))
+            end = min(max(end, start + 1), n)
+            yield batch.slice(start, end - start)
+            start = end
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:  # pragma: no cover - overridden

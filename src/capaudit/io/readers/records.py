@@ -118,14 +118,15 @@ class RecordReader(CaptionReader):
         yield from self.emit(self.rows(path))
 
     def emit(self, rows, namespace: str | None = None) -> Iterator[pa.RecordBatch]:
-        keys, ids, caps, metas = [], [], [], []
+        keys, ids, caps, metas, size = [], [], [], [], 0
         for key, cap, meta in rows:
             keys.append(str(key))
             ids.append(parse_image_id(key))
             caps.append(cap if isinstance(cap, str) else None)
             metas.append(json.dumps(meta) if meta else None)
-            if len(keys) >= self.batch_size:
+            size += len(cap) if isinstance(cap, str) else 0
+            if self.full(len(keys), size):
                 yield make_batch(keys, ids, caps, metas, namespace)
-                keys, ids, caps, metas = [], [], [], []
+                keys, ids, caps, metas, size = [], [], [], [], 0
         if keys:
             yield make_batch(keys, ids, caps, metas, namespace)

@@ -2,7 +2,10 @@
 
 DuckDB parses these formats in C++ and hands Arrow batches over without
 Python lists, which is what makes million-caption ingestion fast and flat in
-memory. When DuckDB rejects a file we re-scan it in Python only to name the
+memory. Batches are sized by caption bytes (:data:`~capaudit.io.readers.base.BATCH_BYTES`,
+rows chosen from the first rows' mean length, then sliced if later rows run
+longer); JSONL objects may be up to 16 MB (DuckDB's read buffers are twice that
+per thread: 64 MB made them 128 MB each, the size of a 1M-caption file). When DuckDB rejects a file we re-scan it in Python only to name the
 exact bad row (the error path, never the hot path).
 """
 
@@ -25,6 +28,7 @@ CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
+SAMPLE_ROWS = 2048  # rows whose mean caption length sets the rows per streamed batch
 
 
 def _q(path: Path) -> str:
@@ -155,9 +159,11 @@ class _DuckReader(CaptionReader):
         con = duckdb.connect()
         try:
             sql = self.select_sql(path, con)
-            reader = con.sql(sql).to_arrow_reader(self.batch_size)
+            mean = con.sql(f"SELECT avg(strlen(caption)) FROM ({sql} LIMIT {SAMPLE_ROWS})"
+                           ).fetchall()[0][0]
+            reader = con.sql(sql).to_arrow_reader(self.rows_for(mean or 0.0))
             for batch in reader:
-                yield batch.cast(SCHEMA) if batch.schema != SCHEMA else batch
+                yield from self.bounded(batch.cast(SCHEMA) if batch.schema != SCHEMA else batch)
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         finally:
@@ -207,8 +213,8 @@ class JsonlReader(_DuckReader):
         if columns:
             spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
             return (f"read_json({_q(path)}, format='newline_delimited', "
-                    f"maximum_object_size=67108864, columns={{{spec}}})")
-        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=67108864)"
+                    f"maximum_object_size=16777216, columns={{{spec}}})")
+        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
 
     def scan(self, path: Path) -> InputError | None:
         def check(row, text):
