@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from capaudit.io.arrays import from_numpy, strings, to_numpy
+from capaudit.io.arrays import byte_lengths, from_numpy, strings, to_numpy
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64,
           np.bool_]
@@ -57,6 +57,18 @@ def test_to_numpy_refuses_nulls_and_text():
 def test_strings_is_pa_array():
     for values in (["neutral", "male", "female"], ["", "é", "日本語", "a b", ""], []):
         assert strings(values).equals(pa.array(values, pa.string()))
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary(), pa.string_view()])
+def test_byte_lengths_is_binary_length_with_nulls_as_zero(typ):
+    values = ["a dog", None, "", "caf\u00e9 \u65e5\u672c", None, "x" * 300, "b"]
+    arr = pa.array([None if v is None else (v.encode() if pa.types.is_binary(typ) else v)
+                    for v in values], typ)
+    for a in (arr, arr[1:], arr[2:6], arr[:0]):
+        want = [0 if v is None else len(v if isinstance(v, bytes) else v.encode())
+                for v in a.to_pylist()]
+        got = byte_lengths(a)
+        assert got.dtype == np.int64 and got.tolist() == want
 
 
 def test_audit_run_imports_no_pandas(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["to_numpy", "from_numpy", "strings"]
+__all__ = ["to_numpy", "from_numpy", "strings", "byte_lengths"]
 
 
 def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -62,3 +62,22 @@ def strings(values: list[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(data),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
                                  null_count=0)
+
+
+def byte_lengths(arr: pa.Array) -> np.ndarray:
+    """UTF-8 bytes of each value of a ``string``/``binary`` array (0 for a null), int64, as
+    ``fill_null(binary_length(arr), 0)``, read from the offsets buffer."""
+    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    if not (wide or pa.types.is_string(arr.type) or pa.types.is_binary(arr.type)):
+        return byte_lengths(arr.cast(pa.large_binary()))  # other layouts (views): offsets
+    n = len(arr)
+    if not n:
+        return np.zeros(0, np.int64)
+    width = np.dtype(np.int64 if wide else np.int32)
+    offsets = np.frombuffer(arr.buffers()[1], width, count=n + 1, offset=arr.offset * width.itemsize)
+    sizes = np.diff(offsets).astype(np.int64)
+    if arr.null_count:  # a null slot's length is unspecified by Arrow: count it as 0
+        bits = np.frombuffer(arr.buffers()[0], np.uint8)
+        valid = np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset:]
+        sizes[valid == 0] = 0
+    return sizes
