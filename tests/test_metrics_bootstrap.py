@@ -43,6 +43,25 @@ def test_blocks_do_not_change_the_result(monkeypatch):
     assert a["m"] == pytest_approx(b["m"])
 
 
+def test_sketched_vocabulary_keeps_its_error_band_when_blocks_hold_one_replicate(monkeypatch):
+    """Past 2M units a bootstrap block holds one replicate; the HLL vocabulary's interval (the
+    sketch's 95% error band) must not depend on that: it collapsed to [v, v] before."""
+    import capaudit.audit.bootstrap as bs
+    import capaudit.audit.metrics.diversity as div
+    from capaudit.audit.engine import audit_captions
+
+    caps = [f"a dog number{i} runs past cat{i % 37}" for i in range(600)]
+    monkeypatch.setattr(div, "VOCAB_EXACT_MAX", 10)
+    wide = audit_captions(list(range(600)), caps, None, metrics=["vocab"], n_boot=200, workers=1)
+    monkeypatch.setattr(bs, "BLOCK_ELEMS", 600 * 1)  # one replicate per block
+    one = audit_captions(list(range(600)), caps, None, metrics=["vocab"], n_boot=200, workers=1)
+    v, w = one.results["vocab"], wide.results["vocab"]
+    assert v.extra["distinct"] == "hll"
+    band = 2 * 1.96 * div.HLL_REL_ERROR * v.value  # the normal 95% band; quantile grid: within 2%
+    assert abs((v.ci_high - v.ci_low) / band - 1) < 0.02
+    assert (v.ci_low, v.ci_high) == (w.ci_low, w.ci_high)
+
+
 def pytest_approx(x):
     import pytest
     return pytest.approx(x)

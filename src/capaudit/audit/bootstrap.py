@@ -134,7 +134,7 @@ class _Plan:
     def __init__(self, estimates: Mapping[str, Estimate], n_units: int, hkeys=None, seed=0):
         self.estimates, self.n_units = estimates, n_units
         self.hkeys, self.seed = hkeys, seed   # hkeys: Poisson bootstrap
-        names = list(estimates)
+        names = [k for k in estimates if estimates[k].spread is None]  # spreads: no resamples
         self.custom = [k for k in names if estimates[k].boot is not None]
         self.sparse = [k for k in names if k not in self.custom
                        and isinstance(estimates[k].stats, SparseStats)]
@@ -217,7 +217,8 @@ def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: in
                 parts = list(ex.map(plan.run, jobs))  # in block order: deterministic
         else:
             parts = [plan.run(j) for j in jobs]
-    return {k: np.concatenate([p[k] for p in parts]) for k in estimates}
+    return {k: (np.asarray(est.spread(n_boot), np.float64) if est.spread is not None
+                else np.concatenate([p[k] for p in parts])) for k, est in estimates.items()}
 
 
 def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,

@@ -168,7 +168,7 @@ def _vocab_result(state, n_units: int, n_boot: int, seed: int):
 
     if state.sketch is not None:
         est = sketch_estimate(state.sketch.estimate(), n_units, state.n)
-        return est, est.boot(np.zeros((n_boot, 0)))
+        return est, est.spread(n_boot)
     # rare tokens' units (hash keys) as positions in the distinct units using rare tokens
     lists = [np.asarray(p, np.int64) for p in state.postings.values()]
     uniq, inv = np.unique(np.concatenate(lists) if lists else np.zeros(0, np.int64),

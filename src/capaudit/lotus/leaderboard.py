@@ -144,6 +144,10 @@ class _Union:
     def lift(self, s: SetEval, est: Estimate, mask: np.ndarray | None = None) -> Estimate | None:
         """``est`` over the union's units (restricted to ``mask`` units); None if impossible."""
         cols = self.cols[s.name]
+        if est.spread is not None:  # a sketch's error band: no per-unit statistics to restrict
+            return None if mask is not None else Estimate(
+                np.zeros((self.n, 0)), est.finalize, est.n, value=point_value(est),
+                spread=est.spread)
         if est.boot is not None or isinstance(est.stats, SparseStats):
             if mask is not None:
                 return None
@@ -238,8 +242,8 @@ def _columns(sets: Sequence[SetEval], cat: Catalogue, annotations, notes: list[s
         if not getattr(annotations, by, None):
             notes.append(f"gaps by {by}: no {by} labels (give --demographics)")
             continue
-        if any(s.estimates[base].boot is not None or isinstance(s.estimates[base].stats, SparseStats)
-               for s in sets):
+        if any(s.estimates[base].boot is not None or s.estimates[base].spread is not None
+               or isinstance(s.estimates[base].stats, SparseStats) for s in sets):
             continue
         cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by))
     for why, ms in dropped.items():
@@ -326,8 +330,9 @@ def _cells(s: SetEval, columns: Sequence[Column], union: _Union, annotations) ->
         return {}
     out: dict[str, dict] = {}
     for c in columns:
-        if c.by is not None or s.estimates[c.metric].boot is not None or \
-                isinstance(s.estimates[c.metric].stats, SparseStats):
+        est = s.estimates[c.metric]
+        if c.by is not None or est.boot is not None or est.spread is not None or \
+                isinstance(est.stats, SparseStats):
             continue
         cells = {}
         for g in GROUPINGS["gender"]:

@@ -215,6 +215,9 @@ class Estimate:
     boot: Callable[[np.ndarray], np.ndarray] | None = None
     value: float | None = None                         # set when not a function of the sums
     recentre: bool = False  # interval = bootstrap spread around the point value (biased statistics)
+    # values [n_boot] that come from no resample (a sketch's error band): f(n_boot), used
+    # instead of the resamples, so how the replicates are split into blocks cannot matter
+    spread: Callable[[int], np.ndarray] | None = None
 
 
 def ratio(scale: float = 100.0) -> Callable[[np.ndarray], np.ndarray]:

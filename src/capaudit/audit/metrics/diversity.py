@@ -132,17 +132,19 @@ def vocab_estimate(n_vocab: int, unit_lists: list[np.ndarray], n_units: int, n: 
 
 def sketch_estimate(value: float, n_units: int, n: int) -> Estimate:
     """The sketched vocabulary: its 'bootstrap' values are the sketch's error distribution
-    (normal, relative sd ``HLL_REL_ERROR``, at evenly spaced quantiles), so the interval is
-    the sketch's 95% error band."""
+    (normal, relative sd ``HLL_REL_ERROR``, at ``n_boot`` evenly spaced quantiles), so the
+    interval is the sketch's 95% error band. They are a ``spread``, not a function of the
+    resample counts: the bootstrap runs in blocks of replicates (one replicate a block past
+    2M units), and quantiles spaced within a block collapsed to the point value."""
     from scipy.stats import norm
 
-    def boot(counts: np.ndarray) -> np.ndarray:
-        q = (np.arange(len(counts)) + 0.5) / max(len(counts), 1)
+    def spread(n_boot: int) -> np.ndarray:
+        q = (np.arange(n_boot) + 0.5) / max(n_boot, 1)
         return value * (1 + HLL_REL_ERROR * norm.ppf(q))
 
-    return Estimate(np.zeros((n_units, 0)), lambda s: s[..., 0] * 0 + value, n,
-                    {"distinct": "hll", "hll_rel_error": float(HLL_REL_ERROR)}, boot=boot,
-                    value=float(value))
+    return Estimate(np.zeros((n_units, 0)), lambda s: np.full(np.shape(s)[:-1], float(value)), n,
+                    {"distinct": "hll", "hll_rel_error": float(HLL_REL_ERROR)},
+                    value=float(value), spread=spread)
 
 
 @register_metric
