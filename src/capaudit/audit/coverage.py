@@ -172,11 +172,14 @@ def target_images(store, target) -> list[tuple]:
     """Distinct ``(image_key, image_id, namespace)`` of a registered set or a caption file."""
     if target.source.startswith("set:"):
         return store.set_images(target.spec)
-    from capaudit.io.readers import detect_format, get_reader
+    batches = getattr(target, "batches", None)
+    if batches is None:
+        from capaudit.io.readers import detect_format, get_reader
 
-    path = Path(target.source)
+        path = Path(target.source)
+        batches = lambda: get_reader(detect_format(path)).read(path)
     seen: dict = {}
-    for batch in get_reader(detect_format(path)).read(path):
+    for batch in batches():
         for key, iid in zip(batch.column("image_key").to_pylist(),
                             batch.column("image_id").to_pylist()):
             if key not in seen:

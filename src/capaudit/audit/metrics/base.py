@@ -347,7 +347,7 @@ class MetricContext:
         """Distinct (caption, category) pairs, sorted by caption then category."""
         key = self.mention_caption * self.n_cat  # index_dtype: cannot overflow
         key += self.records.m_cat
-        key = np.unique(key)
+        key = unique_keys(key)
         return key // self.n_cat, key % self.n_cat
 
     @cached_property
@@ -419,6 +419,13 @@ def _gender_codes(gender: dict[int, str]):
         order = np.argsort(ids, kind="stable")
         return ids[order], codes[order]
     return _cached(gender, "gender", build)
+
+
+def unique_keys(keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a fresh 1-d integer array (sorted in place): the same values, without
+    the ``numpy.ma`` import np.unique does on its first call (~10 ms of every audit's start)."""
+    keys.sort()
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if keys.size else keys
 
 
 def category_lists(caps: np.ndarray, cats: np.ndarray, n: int, names: list[str]):

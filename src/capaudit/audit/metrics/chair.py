@@ -83,9 +83,9 @@ class ChairI(Metric):
                          "captions_without_gt": int(t["captions_without_gt"])})
 
     def caption_details(self, ctx):
-        from capaudit.audit.metrics.base import category_lists
+        from capaudit.audit.metrics.base import category_lists, unique_keys
 
         h = ctx.hallucinated
-        hk = np.unique(ctx.mention_caption[h].astype(np.int64) * ctx.n_cat + ctx.records.m_cat[h])
+        hk = unique_keys(ctx.mention_caption[h].astype(np.int64) * ctx.n_cat + ctx.records.m_cat[h])
         return {"hallucinated": category_lists(hk // ctx.n_cat, hk % ctx.n_cat, len(ctx.records),
                                                ctx.categories)}

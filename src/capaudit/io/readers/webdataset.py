@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.readers.base import CaptionReader, make_batch
+
+if TYPE_CHECKING:
+    import tarfile
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
 TEXT_LIMIT_ENV, IMAGE_LIMIT_ENV = "CAPAUDIT_TAR_TEXT_LIMIT_MB", "CAPAUDIT_TAR_IMAGE_LIMIT_MB"
@@ -61,6 +63,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
     boundary otherwise reads as a complete, shorter one). Members larger than
     their cap (:func:`member_limits`) are refused before a byte is read.
     """
+    import tarfile  # here, not at the top: every caption file's format sniff imports this module
+
     text_cap, image_cap = member_limits()
     try:
         tf = tarfile.open(tar_path, "r")
@@ -101,6 +105,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
 
 def _read_member(tf: tarfile.TarFile, member: tarfile.TarInfo, tar_path: Path,
                  text_cap: int, image_cap: int) -> bytes:
+    import tarfile
+
     is_image = member.name.rsplit(".", 1)[-1].lower() in IMAGE_EXTS
     cap, env = (image_cap, IMAGE_LIMIT_ENV) if is_image else (text_cap, TEXT_LIMIT_ENV)
     if member.size > cap:
@@ -132,6 +138,8 @@ def _check_end(tf: tarfile.TarFile, tar_path: Path, n_members: int) -> None:
     ``tarfile`` stops silently at a cut or an unreadable header once past the
     first member; only the marker tells a whole tar from a cut one.
     """
+    import tarfile
+
     try:
         tf.fileobj.seek(tf.offset)
         tail = tf.fileobj.read(2 * tarfile.BLOCKSIZE)
