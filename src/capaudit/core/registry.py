@@ -145,6 +145,8 @@ class Registry(Generic[T]):
         return sorted(self.registered())
 
     def __contains__(self, name: str) -> bool:
+        if name in self._entries:  # a built-in (or already loaded) name: no metadata scan
+            return True
         self.load_plugins()
         return name in self._entries
 
@@ -152,7 +154,8 @@ class Registry(Generic[T]):
         return iter(self.names())
 
     def entry(self, name: str) -> Entry:
-        self.load_plugins()
+        if name not in self._entries:  # plugins are scanned only for a name not built in
+            self.load_plugins()
         if name not in self._entries:
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f"did you mean '{close[0]}'?" if close else \
