@@ -23,6 +23,7 @@ from typing import Iterable, Mapping
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.readers.base import load_json_lines
 
 GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
                   "female": "female", "woman": "female", "f": "female", "women": "female"}
@@ -92,24 +93,10 @@ def _check_exists(path: Path) -> None:
 
 def iter_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
     """Yield (1-based row, record) from a JSONL file with clear errors."""
-    with open(path, "rb") as fh:
-        for row, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise InputError("not valid UTF-8", path=path, row=row,
-                                 fix="re-encode the file as UTF-8") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
-                                 fix="one JSON object per line") from None
-            except RecursionError:
-                raise InputError("JSON nested too deeply", path=path, row=row,
-                                 fix="flatten the record") from None
-            if not isinstance(rec, dict):
-                raise InputError("each line must be a JSON object", path=path, row=row)
-            yield row, rec
+    for row, rec in load_json_lines(path):
+        if not isinstance(rec, dict):
+            raise InputError("each line must be a JSON object", path=path, row=row)
+        yield row, rec
 
 
 def _image_id(rec: Mapping, path: Path, row: int) -> int:

@@ -135,6 +135,26 @@ def load_json_document(path: Path):
                          fix="flatten the document (captions need only a few levels)") from None
 
 
+def load_json_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """``(1-based row, value)`` of each non-blank line of a JSONL file, with one-line errors
+    naming the row (readers and annotation files share it)."""
+    with open(path, "rb") as fh:
+        for row, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield row, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise InputError("not valid UTF-8", path=path, row=row,
+                                 fix="re-encode the file as UTF-8") from None
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
+                                 fix="one JSON object per line") from None
+            except RecursionError:
+                raise InputError("JSON nested too deeply", path=path, row=row,
+                                 fix="flatten the record") from None
+
+
 def detect_format(path: Path) -> str:
     """Pick a reader by asking each one to sniff the file."""
     head = read_head(path)

@@ -24,7 +24,12 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
+from capaudit.io.readers.base import (
+    CaptionReader,
+    load_json_document,
+    load_json_lines,
+    make_batch,
+)
 
 TURNS = ("first", "all", "join")
 JOIN_SEP = "\n\n"
@@ -38,18 +43,7 @@ def load_records(path: Path) -> Iterator[tuple[int, object]]:
         data = load_json_document(path)
         yield from enumerate(data, start=1)
         return
-    with open(path, "rb") as fh:
-        for row, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield row, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise InputError("not valid UTF-8", path=path, row=row,
-                                 fix="re-encode the file as UTF-8") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
-                                 fix="one JSON object per line") from None
+    yield from load_json_lines(path)
 
 
 def parse_where(expr: str | None) -> Callable[[dict], bool]:
