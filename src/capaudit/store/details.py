@@ -27,8 +27,7 @@ def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
     # dictionary columns (the predicted gender) are stored as plain strings: DuckDB casts
     # them (pyarrow's cast would import pyarrow.compute, ~0.05 s of a small audit)
     text = {f.name for f in tbl.schema if pa.types.is_dictionary(f.type)}
-    add_columns(store.con, "caption_details", pa.schema(
-        [pa.field(f.name, f.type.value_type) if f.name in text else f for f in tbl.schema]))
+    add_columns(store.con, "caption_details", stored_schema(details.schema))
     names = ", ".join(f'"{n}"' for n in tbl.column_names)
     values = ", ".join(f'CAST("{n}" AS VARCHAR)' if n in text else f'"{n}"' for n in tbl.column_names)
     store.con.register("_details", tbl)
@@ -46,12 +45,19 @@ def write_details_file(store, run_id: int, set_name: str, path, shift: int = 0) 
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
-    fields = [pa.field(DETAIL_RENAMES.get(f.name, f.name),
-                       pa.string() if pa.types.is_dictionary(f.type) else f.type) for f in schema]
-    add_columns(store.con, "caption_details", pa.schema(fields))
-    names = ", ".join(f'"{f.name}"' for f in fields)
+    stored = stored_schema(schema)
+    add_columns(store.con, "caption_details", stored)
+    names = ", ".join(f'"{n}"' for n in stored.names)
     src = ", ".join(f'"{n}" + ?' if n == "caption_index" else f'"{n}"' for n in schema.names)
     store.con.execute(f"INSERT INTO caption_details (run_id, set_name, {names}) "
                       f"SELECT ?, ?, {src} FROM read_parquet(?)",
                       [run_id, set_name, int(shift), str(path)])
     return pq.ParquetFile(path).metadata.num_rows
+
+
+def stored_schema(schema: pa.Schema) -> pa.Schema:
+    """The ``caption_details`` columns a details schema lands in: engine names renamed
+    (:data:`DETAIL_RENAMES`), dictionary columns as their plain value type."""
+    return pa.schema([pa.field(DETAIL_RENAMES.get(f.name, f.name),
+                               f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+                      for f in schema])
