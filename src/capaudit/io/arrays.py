@@ -23,9 +23,7 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if arr.null_count:
         raise ValueError(f"{arr.null_count} nulls in an array read as numpy")
     if pa.types.is_boolean(arr.type):  # bit-packed
-        bits = np.frombuffer(arr.buffers()[1], np.uint8) if len(arr) else np.zeros(0, np.uint8)
-        return np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset:] \
-            .astype(bool)
+        return _bits(arr.buffers()[1], arr.offset, len(arr))
     dtype = _NUMPY.get(str(arr.type))
     if dtype is None:
         raise TypeError(f"not a numeric Arrow type: {arr.type}")
@@ -77,7 +75,11 @@ def byte_lengths(arr: pa.Array) -> np.ndarray:
     offsets = np.frombuffer(arr.buffers()[1], width, count=n + 1, offset=arr.offset * width.itemsize)
     sizes = np.diff(offsets).astype(np.int64)
     if arr.null_count:  # a null slot's length is unspecified by Arrow: count it as 0
-        bits = np.frombuffer(arr.buffers()[0], np.uint8)
-        valid = np.unpackbits(bits, bitorder="little", count=arr.offset + n)[arr.offset:]
-        sizes[valid == 0] = 0
+        sizes[~_bits(arr.buffers()[0], arr.offset, n)] = 0
     return sizes
+
+
+def _bits(buf, offset: int, n: int) -> np.ndarray:
+    """``n`` bools from an Arrow bitmap (data or validity) starting at bit ``offset``."""
+    bits = np.frombuffer(buf, np.uint8) if n else np.zeros(0, np.uint8)
+    return np.unpackbits(bits, bitorder="little", count=offset + n)[offset:].astype(bool)
