@@ -225,8 +225,8 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
         finally:
             ex.close()
         ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
-        cov = merged_coverage(name or Path(str(spec).split("*")[0]).name or "shards",
-                              [summaries[t.index]["coverage"] for t in ok], ann_ns)
+        covs = [summaries[t.index]["coverage"] for t in ok]
+        cov = merged_coverage(name or Path(str(spec).split("*")[0]).name or "shards", covs, ann_ns)
         coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
         files, first = [], 0
         for t in ok:
@@ -235,8 +235,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
                 files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
                               first))
             first += n
-        res = merge_shards(ok, [summaries[t.index]["coverage"] for t in ok], cfg, annotations,
-                           executor, workers, address)
+        res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
     coverage.mark_skipped(res.results, cov)
     res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
