@@ -5,8 +5,9 @@ Python lists, which is what makes million-caption ingestion fast and flat in
 memory. Batches are sized by caption bytes (:data:`~capaudit.io.readers.base.BATCH_BYTES`,
 rows chosen from the first rows' mean length, then sliced if later rows run
 longer); JSONL objects may be up to 16 MB (DuckDB's read buffers are twice that
-per thread: 64 MB made them 128 MB each, the size of a 1M-caption file). When DuckDB rejects a file we re-scan it in Python only to name the
-exact bad row (the error path, never the hot path).
+per thread: 64 MB made them 128 MB each, the size of a 1M-caption file). When
+DuckDB rejects a file we re-scan it in Python only to name the exact bad row
+(the error path, never the hot path).
 """
 
 from __future__ import annotations
