@@ -22,7 +22,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.environ.get("CAPAUDIT_SHARED", "../shared"))
     args = ap.parse_args()
-    from capaudit.io.annotations import demographics_from_captions, load_demographics
+    from capaudit.io.annotation_files import demographics_from_captions, load_demographics
     from capaudit.text.gender import predict_gender
     from capaudit.text.tokenize import tokenize
 

@@ -54,7 +54,7 @@ def cpu_seconds() -> float:
 
 
 def load_annotations(shared: Path):
-    from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import Annotations, load_chair_gt, load_demographics, load_instances
     coco = shared / "data" / "coco2014"
     inst, _ = load_instances(coco / "instance_categories_val2014.jsonl")
     gender, skin = load_demographics(coco / "demographics_val2014.jsonl")

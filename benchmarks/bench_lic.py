@@ -67,7 +67,7 @@ def load_set(name: str) -> dict[int, str]:
 
 
 def load_gender() -> dict[int, str]:
-    from capaudit.io.annotations import load_demographics
+    from capaudit.io.annotation_files import load_demographics
 
     return load_demographics(SHARED / "data/coco2014/demographics_val2014.jsonl")[0]
 

@@ -54,8 +54,8 @@ def _rows(kind: str, n: int, shared: Path):
 
 def measure(kind: str, n: int, shared: Path, workers: int, db: str) -> dict:
     from capaudit.audit.engine import audit_stream
-    from capaudit.io.annotations import load_demographics, Annotations
-    from capaudit.lotus.inputs import prepare
+    from capaudit.io.annotation_files import load_demographics, Annotations
+    from capaudit.metrics.features.inputs import prepare
     from capaudit.store.db import Store
 
     gender, skin = load_demographics(shared / "data" / "coco2014" / "demographics_val2014.jsonl")

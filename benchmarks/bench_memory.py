@@ -99,7 +99,7 @@ def child(args: argparse.Namespace) -> dict:
             out = {"n_captions": None}
     else:
         from capaudit.audit.engine import audit_stream
-        from capaudit.audit.targets import resolve_target
+        from capaudit.io.targets import resolve_target
         ann = load_annotations(args.shared)
         sink = (lambda table: None) if what == "stream+details" else None
         res = audit_stream(resolve_target(None, str(path)).rows(), ann, n_boot=args.n_boot,

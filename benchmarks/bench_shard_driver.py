@@ -1,5 +1,5 @@
 """The sharded audit's driver alone: peak memory of merging N shard states, per-image merge
-versus per-shard replicate sums (``capaudit.audit.shard_sums``).
+versus per-shard replicate sums (``capaudit.audit.shards.sums``).
 
     PYTHONPATH=src python benchmarks/bench_shard_driver.py --images 10000000 --shards 100
 
@@ -39,8 +39,8 @@ def _cfg(n_boot: int) -> dict:
 
 def _shift(parts: dict, off: int) -> dict:
     """A copy of a shard state whose image ids are ``off`` higher."""
-    from capaudit.audit.metrics.diversity import Vocabulary
-    from capaudit.audit.metrics.state import UnitSums
+    from capaudit.metrics.diversity import Vocabulary
+    from capaudit.metrics.state import UnitSums
 
     def move(st):
         if isinstance(st, UnitSums):
@@ -56,8 +56,8 @@ def _shift(parts: dict, off: int) -> dict:
 
 def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot: int) -> None:
     from capaudit.audit.engine import accumulate
-    from capaudit.audit.sharded import STATE_SUFFIX, _parts, _sha256
-    from capaudit.audit.state_io import dumps_state
+    from capaudit.audit.shards.run import STATE_SUFFIX, _parts, _sha256
+    from capaudit.audit.shards.state_io import dumps_state
     from capaudit.io.shards import atomic_write_bytes, write_marker
 
     per = n_images // n_shards
@@ -78,9 +78,9 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
 
 
 def child(work: Path, mode: str, n_boot: int) -> None:
-    from capaudit.audit.shard_merge import merge_shards
-    from capaudit.audit.sharded import ShardTask
-    from capaudit.io.annotations import Annotations
+    from capaudit.audit.shards.merge import merge_shards
+    from capaudit.audit.shards.run import ShardTask
+    from capaudit.io.annotation_files import Annotations
     from capaudit.io.shards import read_marker
 
     markers = sorted(work.glob("*.done.json"))

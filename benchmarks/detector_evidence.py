@@ -52,7 +52,7 @@ def per_category(coco: dict, detected: dict) -> dict[str, dict]:
 
 def caption_metrics(ids, caps, evidence: dict) -> dict:
     from capaudit.audit.engine import audit_captions
-    from capaudit.io.annotations import Annotations
+    from capaudit.io.annotation_files import Annotations
 
     ann = Annotations(instances=evidence, chair_gt=evidence)
     res = audit_captions(ids, caps, ann, metrics=["chair_s", "chair_i", "recall"], n_boot=200,
@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N images (0 = all)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    from capaudit.io.annotations import load_instances
+    from capaudit.io.annotation_files import load_instances
 
     images = sorted(p for p in args.images.iterdir() if p.suffix.lower() in (".jpg", ".png"))
     images = images[: args.limit] if args.limit else images

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from capaudit.audit.metrics.base import Estimate, ratio
-from capaudit.io.annotations import Annotations
-from capaudit.lotus.leaderboard import SetEval
+from capaudit.metrics.base import Estimate, ratio
+from capaudit.io.annotation_files import Annotations
+from capaudit.leaderboard.board import SetEval
 
 N_IMAGES = 40
 

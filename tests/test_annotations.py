@@ -8,7 +8,7 @@ import pytest
 
 from capaudit.cli.main import main
 from capaudit.io.annotation_store import resolve_annotations
-from capaudit.io.annotations import load_chair_gt, load_demographics, load_instances
+from capaudit.io.annotation_files import load_chair_gt, load_demographics, load_instances
 
 
 def test_coco_instances_json(tmp_path):
@@ -104,7 +104,7 @@ def test_demographic_labels_file_named_source_latest_and_neither(tmp_path, share
 def test_annotation_files_are_parsed_once_per_content(tmp_path, monkeypatch):
     """A file given on the command line is parsed on the first audit and read back from the
     store's cache afterwards (same table); a changed file is parsed again."""
-    from capaudit.io import annotations as ann_mod
+    from capaudit.io import annotation_files as ann_mod
     from capaudit.io.annotation_store import resolve_annotations
     from capaudit.store import Store
 

@@ -1,4 +1,4 @@
-"""numpy <-> Arrow through the buffers (capaudit.io.arrays): the same arrays as pyarrow's own
+"""numpy <-> Arrow through the buffers (capaudit.core.arrays): the same arrays as pyarrow's own
 conversions, and an audit that never imports pandas."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from capaudit.io.arrays import byte_lengths, from_numpy, strings, to_numpy
+from capaudit.core.arrays import byte_lengths, from_numpy, strings, to_numpy
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64,
           np.bool_]

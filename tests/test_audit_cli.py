@@ -142,7 +142,7 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
 
     from capaudit.audit import runner
     from capaudit.audit.engine import audit_captions
-    from capaudit.io.annotations import Annotations
+    from capaudit.io.annotation_files import Annotations
 
     ids = [1, 1, 2, 3, None] * 7
     caps = ["A man riding a horse.", "A woman on a horse next to a dog.", "A cat on a sofa.",

@@ -14,9 +14,9 @@ import pytest
 
 from capaudit.audit.engine import audit_captions
 from capaudit.audit.runner import DEFAULTS
-from capaudit.audit.sharded import run_sharded
+from capaudit.audit.shards.run import run_sharded
 from capaudit.errors import InputError
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 
 
 def _rows(shared, n=3000):
@@ -37,7 +37,7 @@ def ann():
 
 
 def _annotations(shared):
-    from capaudit.io.annotations import load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import load_chair_gt, load_demographics, load_instances
     coco = shared("data", "coco2014")
     inst, _ = load_instances(coco / "instance_categories_val2014.jsonl")
     gender, skin = load_demographics(coco / "demographics_val2014.jsonl")
@@ -146,7 +146,7 @@ def test_tar_parquet_and_hf_arrow_shards_read_alike(tmp_path):
 def test_vocabulary_switches_to_a_sketch_the_json_says_so(shared, tmp_path, monkeypatch):
     """Past the cap the vocabulary is a HyperLogLog sketch: within 4 standard errors
     (4 x 0.81%) of the exact count, identical for 1 and 7 shards, and the JSON says which."""
-    import capaudit.audit.metrics.diversity as div
+    import capaudit.metrics.diversity as div
 
     ids, caps = _rows(shared, 2000)
     caps = [f"{c} tok{i} w{i * 7919 % 100003}" for i, c in enumerate(caps)]  # ~4.5k distinct
@@ -230,8 +230,8 @@ def test_a_pickled_or_corrupt_state_file_is_refused_in_one_line(shared, tmp_path
 def test_a_plugin_state_that_cannot_be_saved_safely_stops_the_run(shared, tmp_path):
     import numpy as np
 
-    from capaudit.audit.metrics import METRICS, Metric, register_metric
-    from capaudit.audit.metrics.base import Estimate, ratio
+    from capaudit.metrics import METRICS, Metric, register_metric
+    from capaudit.metrics.base import Estimate, ratio
 
     class Opaque:  # not a registered dataclass: no safe way to write it
         def __init__(self, n):

@@ -47,7 +47,7 @@ def test_poisson_and_exact_intervals_agree_on_coco(shared):
     from the exact interval as width / 3.92.
     """
     from capaudit.audit.engine import audit_captions
-    from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import Annotations, load_chair_gt, load_demographics, load_instances
 
     coco = shared("data", "coco2014")
     inst, _ = load_instances(coco / "instance_categories_val2014.jsonl")

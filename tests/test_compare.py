@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from capaudit.audit.compare import Comparison, rank
+from capaudit.report.compare import Comparison, rank
 from capaudit.audit.engine import AuditResult
-from capaudit.audit.metrics.base import MetricResult
+from capaudit.metrics.base import MetricResult
 from capaudit.cli.main import main
 
 
@@ -194,8 +194,8 @@ def test_four_sets_get_a_fitted_line(demo, tmp_path):
 
 
 def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):
-    from capaudit.audit.compare_basis import Basis
-    from capaudit.audit.report.write import _html, _md_table
+    from capaudit.report.basis import Basis
+    from capaudit.report.write import _html, _md_table
 
     name = "[bold red]evil|name"
     cmp = _cmp({"oscar": (5.0, 4.0, 5.4), name: (20.0, 18.0, 22.0)})

@@ -10,7 +10,7 @@ import pytest
 from capaudit.audit.disparity import audit_disparity
 from capaudit.audit.engine import audit_captions
 from capaudit.errors import InputError
-from capaudit.io.annotations import (
+from capaudit.io.annotation_files import (
     Annotations,
     load_chair_gt,
     load_demographics,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from capaudit.audit.engine import audit_captions, chair_words
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
 EXAMPLE = SHARED / "references" / "chair_maxlinn_example"
@@ -20,7 +20,7 @@ GT = SHARED / "data" / "coco2014" / "chair_objects_trainval2014.jsonl"
 @pytest.mark.skipif(not (EXAMPLE.is_dir() and GT.is_file()),
                     reason=f"shared reference example not found at {EXAMPLE} (set CAPAUDIT_SHARED)")
 def test_chair_words_match_the_reference_output():
-    from capaudit.io.annotations import load_chair_gt
+    from capaudit.io.annotation_files import load_chair_gt
     rows = [json.loads(line) for line in (EXAMPLE / "example_inputs.jsonl").read_text("utf-8").splitlines()
             if line.strip()]
     ref = json.loads((EXAMPLE / "reference_outputs.json").read_text("utf-8"))["sentences"]

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from capaudit.audit.engine import audit_captions, audit_stream
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 
 
 def _annotations(shared):
-    from capaudit.io.annotations import load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import load_chair_gt, load_demographics, load_instances
     coco = shared("data", "coco2014")
     inst, _ = load_instances(coco / "instance_categories_val2014.jsonl")
     gender, skin = load_demographics(coco / "demographics_val2014.jsonl")
@@ -119,9 +119,9 @@ def test_two_shards_merge_into_the_whole(shared):
     import numpy as np
 
     from capaudit.audit.engine import image_id_array, stream_results
-    from capaudit.audit.metrics import default_metrics
-    from capaudit.audit.metrics.base import MetricContext
-    from capaudit.audit.metrics.stream import StreamStats
+    from capaudit.metrics import default_metrics
+    from capaudit.metrics.base import MetricContext
+    from capaudit.metrics.stream import StreamStats
     from capaudit.text.records import build_records
 
     ann = _annotations(shared)

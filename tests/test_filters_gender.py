@@ -18,7 +18,7 @@ from capaudit.text.tokenize import tokenize
 
 @pytest.fixture(scope="module")
 def labels():
-    from capaudit.io.annotations import load_demographics
+    from capaudit.io.annotation_files import load_demographics
     from tests.conftest import shared_path
 
     return load_demographics(shared_path("data", "coco2014", "demographics_val2014.jsonl"))[0]
@@ -97,7 +97,7 @@ def test_balance_overall(shared, labels):
 
 
 def test_balance_per_object_reduces_skew(shared, labels):
-    from capaudit.io.annotations import load_instances
+    from capaudit.io.annotation_files import load_instances
 
     inst = load_instances(shared("data", "coco2014", "instance_categories_val2014.jsonl"))[0]
     docs = _docs(shared("data", "captioners", "oscar_val2014_gender.jsonl"), 1500)

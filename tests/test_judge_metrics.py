@@ -109,7 +109,7 @@ def test_capability_precision_hit_kt_bar_with_scripted_judge(tmp_path, store):
 
 
 def test_judged_metrics_are_spec_metrics_with_the_stored_names():
-    from capaudit.audit.metrics.spec import default_metrics, metric_spec
+    from capaudit.metrics.spec import default_metrics, metric_spec
 
     rows = [{"caption_idx": 0, "score": 1.0, "status": "ok"}]
     for name in summarize(rows, [1], n_boot=10)["metrics"]:

@@ -21,12 +21,12 @@ def _loaded_after(code: str) -> list[str]:
 def test_cli_and_registries_import_nothing_heavy():
     code = """
 from capaudit.cli.main import app, main
-from capaudit.audit.metrics import METRICS
+from capaudit.metrics import METRICS
 from capaudit.llm.base import BACKENDS
 from capaudit.enrich.adapters.base import ADAPTERS
 from capaudit.filters.base import FILTERS
 from capaudit.enrich.ocr import OCR
-import capaudit.audit.disparity, capaudit.audit.compare, capaudit.io.readers
+import capaudit.audit.disparity, capaudit.report.compare, capaudit.io.readers
 names = METRICS.names() + BACKENDS.names() + ADAPTERS.names() + FILTERS.names() + OCR.names()
 assert len(names) > 15
 """

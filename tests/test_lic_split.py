@@ -48,7 +48,7 @@ def test_too_few_items():
 
 @pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="shared data folder not found")
 def test_real_gender_split_sizes():
-    from capaudit.io.annotations import load_demographics
+    from capaudit.io.annotation_files import load_demographics
 
     gender, skin = load_demographics(SHARED / "data/coco2014/demographics_val2014.jsonl")
     ids = [json.loads(l)["image_id"] for l in open(SHARED / "data/captioners/oscar_val2014_gender.jsonl")]

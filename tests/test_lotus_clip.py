@@ -57,7 +57,7 @@ def _direct(model_dir, images_dir, captions, image_ids, windows=None):
 
 
 def test_clipscore_truncate_counts_and_matches_direct(clip_dir):
-    from capaudit.lotus.clip import ClipScorer
+    from capaudit.metrics.features.clip import ClipScorer
 
     model_dir, images = clip_dir
     caps, ids = SHORT[:4] + [LONG], [1, 2, 3, 4, 1]
@@ -69,7 +69,7 @@ def test_clipscore_truncate_counts_and_matches_direct(clip_dir):
 
 
 def test_chunk_windows_sentence_aligned_and_averaged(clip_dir):
-    from capaudit.lotus.clip import ClipScorer
+    from capaudit.metrics.features.clip import ClipScorer
 
     model_dir, images = clip_dir
     sc = ClipScorer(str(model_dir), "chunk")
@@ -85,7 +85,7 @@ def test_chunk_windows_sentence_aligned_and_averaged(clip_dir):
 
 
 def test_retrieval_ranks_match_a_direct_sort(clip_dir):
-    from capaudit.lotus.clip import ClipScorer, retrieval_ranks
+    from capaudit.metrics.features.clip import ClipScorer, retrieval_ranks
 
     model_dir, images = clip_dir
     caps, ids = SHORT[:4], [1, 2, 3, 4]
@@ -98,7 +98,7 @@ def test_retrieval_ranks_match_a_direct_sort(clip_dir):
 
 def test_metrics_through_the_engine_and_image_cache(clip_dir, store, monkeypatch):
     from capaudit.audit.engine import audit_captions
-    from capaudit.lotus.inputs import prepare
+    from capaudit.metrics.features.inputs import prepare
 
     model_dir, images = clip_dir
     caps, ids = SHORT[:4] + [SHORT[4]], [1, 2, 3, 4, 1]
@@ -126,7 +126,7 @@ def test_metrics_through_the_engine_and_image_cache(clip_dir, store, monkeypatch
 
 
 def test_a_path_that_is_not_a_clip_model_is_one_line(tmp_path):
-    from capaudit.lotus.clip import ClipScorer
+    from capaudit.metrics.features.clip import ClipScorer
 
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     with pytest.raises(InputError, match="is not a CLIP model"):

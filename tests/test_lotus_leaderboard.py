@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from capaudit.errors import InputError
-from capaudit.lotus.leaderboard import Column, build_leaderboard, n_avg, normalise
-from capaudit.lotus.profiles import load_catalogue
+from capaudit.leaderboard.board import Column, build_leaderboard, n_avg, normalise
+from capaudit.leaderboard.profiles import load_catalogue
 from lotus_boards import board_sets, per_image
 
 
@@ -73,7 +73,7 @@ def test_flip_warning_when_two_sets_are_the_same():
             for k, e in sets[0].estimates.items()}
     for k in twin:  # same values as A up to noise: the order of A and A2 is a coin toss
         twin[k].stats[:, 0] = sets[0].estimates[k].stats[:, 0] * (1 + rng.normal(0, 0.05, 40))
-    from capaudit.lotus.leaderboard import SetEval
+    from capaudit.leaderboard.board import SetEval
 
     sets.append(SetEval("A2", twin, {}, sets[0].images, sets[0].n_units))
     lb = build_leaderboard(sets, load_catalogue(), ann, n_boot=300, seed=0,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from capaudit.cli.main import main
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 
 pytestmark = pytest.mark.slow   # spaCy model load and parses: ~1 min on 2 busy cores
 pytest.importorskip("spacy")
@@ -53,8 +53,8 @@ def test_audit_run_coverage_against_hand_counts(tmp_path, capsys):
                  "--reference", str(ref), "--n-boot", "50", "--json", str(out), "--db", str(db)])
     assert code == 0, capsys.readouterr().err
     got = json.loads(out.read_text())["sets"]["caps"]
-    from capaudit.lotus.coverage import coverage, reference_words
-    from capaudit.lotus.parse import parse_features
+    from capaudit.metrics.features.word_coverage import coverage, reference_words
+    from capaudit.metrics.features.parse import parse_features
 
     feats = parse_features([c for _, c in REF])
     refw = reference_words([i for i, _ in REF], feats, "nouns")
@@ -132,7 +132,7 @@ def test_leaderboard_cli_stores_scores_and_writes_page(tmp_path, capsys):
 
 def test_leaderboard_sets_read_in_chunks_equal_one_chunk(tmp_path):
     from capaudit.audit.engine import point_value
-    from capaudit.lotus.runner import DEFAULTS, evaluate_set
+    from capaudit.leaderboard.runner import DEFAULTS, evaluate_set
 
     path = _jsonl(tmp_path / "a.jsonl", list(zip(IDS, CAPS)))
     names = ["nsfw_words", "semantic_nodes", "chair_s"]

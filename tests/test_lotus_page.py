@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from capaudit.lotus.leaderboard import build_leaderboard
-from capaudit.lotus.page import write_page
-from capaudit.lotus.profiles import load_catalogue
+from capaudit.leaderboard.board import build_leaderboard
+from capaudit.leaderboard.page import write_page
+from capaudit.leaderboard.profiles import load_catalogue
 from lotus_boards import board_sets
 
 

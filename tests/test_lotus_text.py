@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from capaudit.lotus.coverage import coverage, reference_words
-from capaudit.lotus.nsfw import NsfwMatcher, get_matcher
-from capaudit.lotus.people import gender_mention, skin_tone_mention
+from capaudit.metrics.features.word_coverage import coverage, reference_words
+from capaudit.metrics.features.nsfw import NsfwMatcher, get_matcher
+from capaudit.metrics.features.people import gender_mention, skin_tone_mention
 
 
 # ---- NSFW -----------------------------------------------------------------
@@ -74,7 +74,7 @@ def test_coverage_recall_and_precision_hand_derived():
 @pytest.fixture(scope="module")
 def nlp():
     pytest.importorskip("spacy")
-    from capaudit.lotus.parse import load_nlp
+    from capaudit.metrics.features.parse import load_nlp
 
     try:
         return load_nlp()
@@ -83,7 +83,7 @@ def nlp():
 
 
 def test_lemmas_not_surface_forms(nlp):
-    from capaudit.lotus.parse import doc_features
+    from capaudit.metrics.features.parse import doc_features
 
     f = doc_features(nlp("Two dogs are chasing the frisbees."))
     assert "dog" in f["nouns"] and "frisbee" in f["nouns"] and "dogs" not in f["nouns"]
@@ -94,7 +94,7 @@ def test_lemmas_not_surface_forms(nlp):
 
 
 def test_dependency_depth_hand_derived(nlp):
-    from capaudit.lotus.parse import doc_features
+    from capaudit.metrics.features.parse import doc_features
 
     # "Dogs run." : run(root, 1) -> Dogs, . (2)  => depth 2
     # "A man rides a big horse." : rides(1) -> man, horse (2) -> a, big (3) => depth 3
@@ -120,7 +120,7 @@ def test_dependency_depth_hand_derived(nlp):
      {("man", "in", "shirt"), ("man", "hold", "cup"), ("cup", "of", "coffee")}),
 ])
 def test_scene_graph_known_graphs(nlp, text, objects, attributes, relations):
-    from capaudit.lotus.scene_graph import scene_graph
+    from capaudit.metrics.features.scene_graph import scene_graph
 
     g = scene_graph(nlp(text))
     assert g.objects == objects
@@ -132,7 +132,7 @@ def test_scene_graph_known_graphs(nlp, text, objects, attributes, relations):
 
 
 def test_parse_cache_in_store_parses_nothing_again(nlp, tmp_path, monkeypatch):
-    from capaudit.lotus import parse
+    from capaudit.metrics.features import parse
     from capaudit.store.db import Store
 
     texts = ["A dog runs on the grass.", "A cat sleeps.", "A dog runs on the grass."]

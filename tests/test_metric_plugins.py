@@ -19,8 +19,8 @@ from capaudit.cli.main import main
 PLUGIN = '''
 """Toy plugin: share of captions longer than 8 tokens."""
 import pyarrow as pa
-from capaudit.audit.metrics.base import Estimate, Metric, ratio
-from capaudit.audit.metrics.state import UnitSums
+from capaudit.metrics.base import Estimate, Metric, ratio
+from capaudit.metrics.state import UnitSums
 
 
 class LongShare(Metric):
@@ -53,7 +53,7 @@ CAPTIONS = [(1, "A man riding a horse."), (1, "A woman on a horse next to a dog.
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
     """Install the toy plugin (module + dist-info with entry points) for this test only."""
-    from capaudit.audit.metrics import METRICS
+    from capaudit.metrics import METRICS
     from capaudit.core.registry import rescan_plugins
 
     site = tmp_path / "site"
@@ -116,7 +116,7 @@ def test_plugin_metric_in_run_compare_metrics(plugin, tmp_path, capsys):
 
 def test_plugin_metric_in_disparity(plugin, tmp_path):
     from capaudit.audit.disparity import audit_disparity
-    from capaudit.io.annotations import Annotations
+    from capaudit.io.annotation_files import Annotations
 
     rows = CAPTIONS * 4
     ann = Annotations(gender={1: "male", 2: "female", 3: "female", 4: "male"},
@@ -133,14 +133,14 @@ def test_plugin_metric_in_disparity(plugin, tmp_path):
 
 
 def test_registry_refuses_duplicates_and_non_metrics(plugin):
-    from capaudit.audit.metrics import METRICS, Metric, register_metric
+    from capaudit.metrics import METRICS, Metric, register_metric
     from capaudit.core.registry import RegistryError
 
     class Vocab2(Metric):
         name, criterion = "vocab", "complexity"
     with pytest.raises(RegistryError, match="'vocab' is already registered"):
         register_metric(Vocab2)
-    with pytest.raises(RegistryError, match="is not a capaudit.audit.metrics.base.Metric"):
+    with pytest.raises(RegistryError, match="is not a capaudit.metrics.base.Metric"):
         METRICS.register("not_a_metric", "capaudit_toy_plugin:NotAMetric")
         METRICS.get("not_a_metric")
 
@@ -152,7 +152,7 @@ def test_registry_refuses_duplicates_and_non_metrics(plugin):
 
 
 def test_plugin_import_error_is_one_line(tmp_path, monkeypatch, plugin):
-    from capaudit.audit.metrics import METRICS
+    from capaudit.metrics import METRICS
     from capaudit.core.registry import RegistryError, rescan_plugins
 
     (plugin / "capaudit_toy_plugin-0.1.dist-info" / "entry_points.txt").write_text(

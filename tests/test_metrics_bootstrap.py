@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_intervals, resample_counts
-from capaudit.audit.metrics.base import Estimate, SparseStats, ratio
+from capaudit.metrics.base import Estimate, SparseStats, ratio
 
 
 def test_ratio_of_sums_matches_explicit_resampling():
@@ -47,7 +47,7 @@ def test_sketched_vocabulary_keeps_its_error_band_when_blocks_hold_one_replicate
     """Past 2M units a bootstrap block holds one replicate; the HLL vocabulary's interval (the
     sketch's 95% error band) must not depend on that: it collapsed to [v, v] before."""
     import capaudit.audit.bootstrap as bs
-    import capaudit.audit.metrics.diversity as div
+    import capaudit.metrics.diversity as div
     from capaudit.audit.engine import audit_captions
 
     caps = [f"a dog number{i} runs past cat{i % 37}" for i in range(600)]
@@ -92,7 +92,7 @@ needs_shared = pytest.mark.skipif(not COCO.is_dir(), reason=f"shared data not fo
 
 
 def _annotations(inst, gt, demo):
-    from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import Annotations, load_chair_gt, load_demographics, load_instances
     gender, _ = load_demographics(demo)
     return Annotations(instances=load_instances(inst)[0], chair_gt=load_chair_gt(gt), gender=gender)
 
@@ -108,7 +108,7 @@ def _coco_sample(n_images: int):
 def _loop_bootstrap(ids, caps, ann, n_boot, seed, min_images):
     """Every default metric on explicit caption-level resamples; {name: (lo, hi)}."""
     from capaudit.audit.bootstrap import block_seeds, block_sizes
-    from capaudit.audit.metrics.base import MetricContext
+    from capaudit.metrics.base import MetricContext
     from capaudit.text.records import build_records
     from capaudit.text.tokenize import tokenize_caption
 

@@ -27,7 +27,7 @@ def _sets() -> list[str]:
 
 @lru_cache(maxsize=1)
 def annotations():
-    from capaudit.io.annotations import Annotations, load_chair_gt, load_demographics, load_instances
+    from capaudit.io.annotation_files import Annotations, load_chair_gt, load_demographics, load_instances
     coco = DATA / "coco2014"
     inst, counts = load_instances(coco / "instance_categories_val2014.jsonl")
     gender, skin = load_demographics(coco / "demographics_val2014.jsonl")

@@ -105,7 +105,7 @@ def test_captioner_files_with_bare_coco_ids_keep_working(store, shared):
         add_annotations(store, kind, shared("data", "coco2014", name))
     add_caption_set(store, "nic", shared("data", "captioners", "nic_val2014_gender.jsonl"))
     add_caption_set(store, "oscar", shared("data", "captioners", "oscar_val2014_all.jsonl"))
-    from capaudit.audit import coverage
+    from capaudit.audit import annotation_coverage as coverage
     from capaudit.io.annotation_store import resolve_annotations
 
     ann = resolve_annotations(store)

@@ -41,7 +41,7 @@ def test_word_lists_equal_the_published_reference_output(port):
 def test_chair_equals_capaudit_on_nic_captions(port):
     """nic hallucinates most (CHAIR_s 36%): 500 of its captions, both tools, same counts."""
     from capaudit.audit.engine import audit_captions
-    from capaudit.io.annotations import Annotations
+    from capaudit.io.annotation_files import Annotations
 
     ids, caps = reference_chair.read_captions(
         shared_path("data", "captioners", "nic_val2014_gender.jsonl"))

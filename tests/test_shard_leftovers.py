@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from capaudit.audit import shard_sums, sharded
-from capaudit.audit.metrics import METRICS, Metric, register_metric
-from capaudit.audit.metrics.base import Estimate
-from capaudit.audit.metrics.state import UnitCells
+from capaudit.audit.shards import run as sharded, sums as shard_sums
+from capaudit.metrics import METRICS, Metric, register_metric
+from capaudit.metrics.base import Estimate
+from capaudit.metrics.state import UnitCells
 from capaudit.audit.runner import DEFAULTS
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 from test_audit_sharded import _annotations
 from test_hostile_shards import cli  # noqa: F401  (fixture: the CLI in-process)
 
@@ -107,7 +107,7 @@ def test_shards_of_other_images_are_refused_by_the_coverage_rule(shared, tmp_pat
 
 
 def test_mixed_namespaces_across_shards_join_only_where_the_evidence_allows(shared, tmp_path):
-    from capaudit.io.annotations import load_instances
+    from capaudit.io.annotation_files import load_instances
 
     rows = _oscar(shared, 200)
     inst, _ = load_instances(shared(*COCO) / "instance_categories_val2014.jsonl")
@@ -276,7 +276,7 @@ def test_details_can_be_turned_off(tmp_path):
 
 def test_a_details_file_lost_before_the_copy_is_one_line_and_nothing_is_stored(tmp_path,
                                                                                 monkeypatch):
-    from capaudit.audit import shard_outputs
+    from capaudit.audit.shards import outputs as shard_outputs
     from capaudit.errors import InputError
     from capaudit.store import Store
 

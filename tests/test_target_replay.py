@@ -3,8 +3,8 @@ its batches) and re-read when over the budget, with the same rows either way."""
 
 import json
 
-from capaudit.audit import targets
-from capaudit.audit.coverage import target_images
+from capaudit.io import targets
+from capaudit.audit.annotation_coverage import target_images
 
 
 def _file(tmp_path, n=50):

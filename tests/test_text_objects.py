@@ -72,7 +72,7 @@ def test_gender_words():
 
 @needs_shared
 def test_chair_gt_rebuilt_from_subset_is_contained_in_the_shared_table():
-    from capaudit.io.annotations import load_chair_gt, load_instances
+    from capaudit.io.annotation_files import load_chair_gt, load_instances
     from capaudit.text.chair_gt import build_chair_gt
     coco = json.loads((COCO / "captions_val2014_subset.json").read_text(encoding="utf-8"))
     ids = [a["image_id"] for a in coco["annotations"]]

@@ -7,7 +7,7 @@ import pytest
 
 from capaudit.audit.engine import audit_captions
 from capaudit.errors import InputError
-from capaudit.io.annotations import Annotations
+from capaudit.io.annotation_files import Annotations
 from capaudit.text.objects import get_lexicon, user_lexicon_mode
 
 

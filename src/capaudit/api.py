@@ -215,7 +215,7 @@ class AuditStore:
         report.md/report.html with plots. ``same_images``: score every set on the images
         they share (``None``: when they overlap) or each on all its own.
 
-        Returns the :class:`capaudit.audit.compare.Comparison`; its rows as a
+        Returns the :class:`capaudit.report.compare.Comparison`; its rows as a
         :class:`ResultTable` with :func:`comparison_table`. ``disparity="gender"`` adds the
         gaps between groups of images.
 
@@ -227,7 +227,7 @@ class AuditStore:
         >>> cmp.names, sorted({r["metric"] for r in comparison_table(cmp)})  # LIC: never absent
         (['nic', 'oscar'], ['lic', 'vocab'])
         """
-        from capaudit.audit.compare import compare_and_report
+        from capaudit.report.compare import compare_and_report
 
         cfg = _audit_cfg(metrics, options, config)
         with self._open() as store:
@@ -315,7 +315,7 @@ class AuditStore:
 
 
 def comparison_table(cmp) -> ResultTable:
-    """A :class:`capaudit.audit.compare.Comparison` as rows (set x metric x group), with
+    """A :class:`capaudit.report.compare.Comparison` as rows (set x metric x group), with
     its disparity rows when it has them."""
     rows = [row for name in cmp.names for row in _metric_rows(name, cmp.results[name].results)]
     for name, per in (cmp.disparities or {}).items():

@@ -161,7 +161,7 @@ def to_markdown(rows: list[AmplificationRow], upstream: str, downstream: str) ->
     lines = [f"## Amplification: {downstream} (downstream) - {upstream} (upstream)", "",
              "| metric | upstream | downstream | delta | 95% CI | method |",
              "|---|---:|---:|---:|---|---|"]
-    from capaudit.audit.metrics.spec import arrow
+    from capaudit.metrics.spec import arrow
 
     for r in rows:
         ci = f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]" if r.ci_low is not None else "-"

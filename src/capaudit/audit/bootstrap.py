@@ -6,7 +6,7 @@ five human captions per image), so the resampling unit is the image: draw
 comes along (a caption without an image id is its own unit).
 
 Why sufficient statistics: each metric gives per-image column sums
-(:class:`~capaudit.audit.metrics.base.Estimate`). A resample is a vector of
+(:class:`~capaudit.metrics.base.Estimate`). A resample is a vector of
 draw counts ``c`` (how often each image was drawn), and the resampled column
 sums are ``c @ stats``. For a block of ``b`` resamples the counts are drawn
 once as a ``[b, units]`` matrix (uniform integers, then one ``bincount`` per
@@ -19,7 +19,7 @@ and then:
 * sparse statistics (the per-category recall table of ``recall_disparity``,
   non-zero only on images of labelled gender): a gather of the few columns
   that are non-zero and one ``scipy.sparse`` product
-  (:meth:`~capaudit.audit.metrics.base.SparseStats.resampled_sums`);
+  (:meth:`~capaudit.metrics.base.SparseStats.resampled_sums`);
 * metrics that are not sums (the vocabulary) get the count matrix itself
   (``Estimate.boot``).
 
@@ -43,7 +43,7 @@ its inverse CDF). No weight depends on the other units, so a shard, a worker
 or a Ray task can compute its own replicate sums, and the intervals do not
 depend on how the data was split or ordered. A caption without an image id
 is weighted by its position in the bootstrap order (the same for every
-split, :func:`~capaudit.audit.metrics.state.unit_order`). The two bootstraps
+split, :func:`~capaudit.metrics.state.unit_order`). The two bootstraps
 agree within Monte-Carlo error (``tests/test_bootstrap_poisson.py`` on
 COCO); the exact one stays the default below the threshold, so small audits
 keep their published intervals.
@@ -62,7 +62,7 @@ from typing import Mapping
 
 import numpy as np
 
-from capaudit.audit.metrics.base import Estimate, SparseStats
+from capaudit.metrics.base import Estimate, SparseStats
 
 __all__ = ["resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
 

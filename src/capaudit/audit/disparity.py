@@ -36,9 +36,9 @@ import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import image_id_array, point_value
-from capaudit.audit.metrics import METRICS, default_metrics
-from capaudit.audit.metrics.base import MetricContext, MetricResult
-from capaudit.audit.metrics.stream import StreamStats, check_streams
+from capaudit.metrics import METRICS, default_metrics
+from capaudit.metrics.base import MetricContext, MetricResult
+from capaudit.metrics.stream import StreamStats, check_streams
 from capaudit.errors import InputError
 from capaudit.text.records import build_records
 
@@ -262,13 +262,13 @@ def run_disparity(store, targets: Sequence[str], cfg: dict, by: str = "gender") 
     beside the ``all`` rows of ``audit run``. Returns ``{name: Disparity}`` and
     ``_run_id``.
     """
-    from capaudit.audit.targets import resolve_target
+    from capaudit.io.targets import resolve_target
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    from capaudit.lotus.inputs import prepare
+    from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     loaded = [resolve_target(store, t) for t in targets]
@@ -298,7 +298,7 @@ def compare_disparities(store, names: Sequence[str], annotations, cfg: dict,
                         run_id: int | None = None) -> dict[str, dict[str, Disparity]]:
     """``{set: {by: Disparity}}`` for ``audit compare --disparity`` (groupings without
     labels are left out); stored under the compare's run when there is one."""
-    from capaudit.audit.targets import resolve_target
+    from capaudit.io.targets import resolve_target
 
     bys = cfg.get("disparity") or ()
     bys = [b.strip() for b in bys.split(",")] if isinstance(bys, str) else list(bys)

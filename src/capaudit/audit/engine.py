@@ -7,7 +7,7 @@ with n and a 95% interval, plus one row per caption to query in DuckDB".
 There is one path, the streaming one (:func:`audit_stream`): captions are
 analysed a chunk at a time (:mod:`capaudit.text.records`, on ``workers``
 processes); each registered metric's accumulator turns the chunk into its
-mergeable state (:class:`~capaudit.audit.metrics.stream.StreamStats`); at the
+mergeable state (:class:`~capaudit.metrics.stream.StreamStats`); at the
 end every metric is finalized over the whole audit's images and all are
 bootstrapped together. An in-memory audit (:func:`audit_captions`) is a
 single chunk. Per-caption details (core columns plus each metric's declared
@@ -27,12 +27,12 @@ import numpy as np
 import pyarrow as pa
 
 from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
-from capaudit.audit.metrics import default_metrics
-from capaudit.audit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
-from capaudit.audit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
-from capaudit.audit.metrics.stream import StreamStats
-from capaudit.io.annotations import Annotations
-from capaudit.io.arrays import from_numpy, strings
+from capaudit.metrics import default_metrics
+from capaudit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
+from capaudit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
+from capaudit.metrics.stream import StreamStats
+from capaudit.io.annotation_files import Annotations
+from capaudit.core.arrays import from_numpy, strings
 from capaudit.text.gender import GENDER_NAMES
 from capaudit.text.objects import get_lexicon
 from capaudit.text.records import build_records

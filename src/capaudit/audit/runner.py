@@ -26,8 +26,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from capaudit.audit import coverage
-from capaudit.audit.targets import StreamTarget, Target, load_target, resolve_target
+from capaudit.audit import annotation_coverage as coverage
+from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
 
 __all__ = ["DEFAULTS", "run_audit", "metric_names", "audit_target", "audit_stream_target",
@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "clip_model": None,       # LOTUS CLIP metrics: a local transformers CLIPModel
     "images": None,           # ... and the folder of the set's images
     "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
-    "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/coverage.py)
+    "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/annotation_coverage.py)
     "allow_partial": False,   # audit partially annotated sets on their annotated images
     "details": True,          # per-caption rows in caption_details (off: metrics only)
 }
@@ -70,7 +70,7 @@ def metric_names(cfg: dict) -> list[str] | None:
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if metrics:
-        from capaudit.audit.metrics.stream import check_streams
+        from capaudit.metrics.stream import check_streams
         check_streams(metrics)  # did-you-mean on typos; LIC only through --lic
     return metrics
 
@@ -106,7 +106,7 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
 
 
 def check_coverage(store, resolved: list[StreamTarget], annotations, cfg: dict) -> dict:
-    """Coverage of each target (:mod:`capaudit.audit.coverage`), before any metric; stops
+    """Coverage of each target (:mod:`capaudit.audit.annotation_coverage`), before any metric; stops
     with one line when a join is not believable; hides the ids that may not join."""
     out = {}
     for t in resolved:
@@ -140,7 +140,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target
 
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    from capaudit.lotus.inputs import prepare
+    from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
     resolved = [t if isinstance(t, StreamTarget) else resolve_target(store, t) for t in targets]

@@ -64,7 +64,7 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
     import tempfile
 
     from capaudit.io.annotation_store import add_annotations
-    from capaudit.io.annotations import demographics_from_captions
+    from capaudit.io.annotation_files import demographics_from_captions
     from capaudit.text.gender import predict_gender
     from capaudit.text.tokenize import tokenize
 

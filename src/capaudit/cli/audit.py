@@ -91,7 +91,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                                       "markers (NAME.audit-work); a rerun resumes"),
         config: Path = Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
-    from capaudit.audit.compare import Comparison, ordered, rank
+    from capaudit.report.compare import Comparison, ordered, rank
     from capaudit.audit.runner import run_audit, write_json
     from capaudit.cli.compare_view import print_compare
 
@@ -168,7 +168,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     the 95% intervals do not overlap; a filtered set is scored on its parent's
     images. LIC is computed with --lic only.
     """
-    from capaudit.audit.compare import compare_and_report
+    from capaudit.report.compare import compare_and_report
     from capaudit.cli.compare_view import print_compare
 
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
@@ -197,7 +197,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""
     from capaudit.audit.engine import chair_words
-    from capaudit.audit.targets import load_target
+    from capaudit.io.targets import load_target
     from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 

@@ -15,7 +15,7 @@ from capaudit.cli.common import DbOption, audit_config, console, open_store
 
 def _fmt(metric: str, r) -> str:
     """The compare table's text of a value (vocab a count), its interval on a second line."""
-    from capaudit.audit.report.cells import fmt_value
+    from capaudit.report.cells import fmt_value
 
     if r.skipped or r.value is None:
         return "-"

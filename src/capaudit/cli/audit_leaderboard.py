@@ -54,7 +54,7 @@ def leaderboard_command(
     from rich.table import Table
 
     from capaudit.core.config import provenance_beside, resolve
-    from capaudit.lotus.runner import DEFAULTS, run_leaderboard
+    from capaudit.leaderboard.runner import DEFAULTS, run_leaderboard
 
     cli = dict(profile=profile, **lotus_cli(reference, clip_model, images, long_text),
                profiles_file=str(profiles_file) if profiles_file else None, metrics=metrics,
@@ -100,13 +100,13 @@ def leaderboard_command(
         json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
         provenance_beside(json_out, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
     if markdown:
-        from capaudit.lotus.markdown import leaderboard_markdown
+        from capaudit.leaderboard.markdown import leaderboard_markdown
 
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(leaderboard_markdown(payload), encoding="utf-8")
         provenance_beside(markdown, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
     if html:
-        from capaudit.lotus.page import write_page
+        from capaudit.leaderboard.page import write_page
 
         index = write_page(html, payload)
         provenance_beside(index, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))

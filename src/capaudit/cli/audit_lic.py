@@ -17,7 +17,7 @@ from capaudit.errors import InputError
 
 def _load_target(target: str, store) -> tuple[str, dict[int, list[str]]]:
     """(name, image id -> captions) of a registered set or a caption file (any format)."""
-    from capaudit.audit.targets import load_target
+    from capaudit.io.targets import load_target
 
     t = load_target(store, target)
     out: dict[int, list[str]] = {}
@@ -70,7 +70,7 @@ def lic_command(
     from capaudit.audit.lic.results import StoreCache
     from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
     from capaudit.cli.common import console, err_console
-    from capaudit.io.annotations import load_demographics
+    from capaudit.io.annotation_files import load_demographics
 
     if attribute not in ("gender", "skin_tone"):
         raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")

@@ -12,7 +12,7 @@ from capaudit.cli.common import console
 
 def metric_rows() -> list[dict]:
     """The spec of every registered metric, in registration order."""
-    from capaudit.audit.metrics.spec import specs
+    from capaudit.metrics.spec import specs
 
     return [cls.spec() for cls in specs()]
 

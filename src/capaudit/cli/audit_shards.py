@@ -1,4 +1,4 @@
-"""``capaudit audit run --shards``: the thin CLI over :func:`capaudit.audit.sharded.run_sharded`.
+"""``capaudit audit run --shards``: the thin CLI over :func:`capaudit.audit.shards.run.run_sharded`.
 
 A progress bar counts shards (captions/s in its label, ETA from the shards
 left), then a table of the metrics, a summary of the shards (done, resumed,
@@ -41,11 +41,11 @@ class _ShardProgress:
 
 def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address: str | None,
                skip_bad: bool, work_dir: Path | None, json_out: Path | None, db: Path | None):
-    from capaudit.audit.compare import Comparison
+    from capaudit.report.compare import Comparison
     from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
-    from capaudit.audit.shard_outputs import attach_details
-    from capaudit.audit.sharded import run_sharded
+    from capaudit.audit.shards.outputs import attach_details
+    from capaudit.audit.shards.run import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
 

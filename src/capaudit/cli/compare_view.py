@@ -1,7 +1,7 @@
 """The terminal side of ``audit compare`` / ``audit run`` / ``demo``: rich tables and notes.
 
-The comparison itself is computed in :mod:`capaudit.audit.compare`; the cell
-texts and marks come from :mod:`capaudit.audit.report.cells`, so the terminal
+The comparison itself is computed in :mod:`capaudit.report.compare`; the cell
+texts and marks come from :mod:`capaudit.report.cells`, so the terminal
 and report.md say the same thing.
 
 Width. The Table 1 layout (one row per set) is used when it fits the console
@@ -16,7 +16,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from capaudit.audit.report.cells import cell, counts, fmt_cost, header, notes
+from capaudit.report.cells import cell, counts, fmt_cost, header, notes
 
 STYLE = {"best": "bold green", "worst": "bold red", "flag": "dim"}
 TITLE = ("capaudit compare (95% bootstrap intervals; best in green, worst in red, "

@@ -99,7 +99,7 @@ def build_demo(db: Path, report_dir: Path | None = None, run_audit: bool = True)
     add_annotations(store, "demographics", DEMO_DIR / "demographics.jsonl")
     out = {"store": store, "sets": ["coco", "oscar", "nic"]}
     if run_audit:
-        from capaudit.audit.compare import compare_and_report
+        from capaudit.report.compare import compare_and_report
 
         out["compare"] = compare_and_report(store, out["sets"], report_dir or
                                             Path("capaudit-demo-report"),

@@ -45,7 +45,7 @@ def _norm_label(label) -> str:
 
 def load_detections(path: str | Path) -> dict[int, dict[str, float]]:
     """Detector output: per image, the highest score of each category."""
-    from capaudit.io.annotations import _check_exists, _image_id, iter_jsonl
+    from capaudit.io.annotation_files import _check_exists, _image_id, iter_jsonl
 
     path = Path(path)
     _check_exists(path)
@@ -133,7 +133,7 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
                          fix=f"pass an existing file (or a stored annotation source) to {option}")
     if kind == "detector":
         return load_detections(path), f"file:{path}"
-    from capaudit.io.annotations import load_chair_gt, load_instances
+    from capaudit.io.annotation_files import load_chair_gt, load_instances
 
     sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
     return {iid: dict.fromkeys(objs, 1.0) for iid, objs in sets.items()}, f"file:{path}"

@@ -136,7 +136,7 @@ def read_review_file(path: str | Path, fmt: str | None = None) -> list[tuple[int
             recs = [(i, {k: csv_unsafe(v) for k, v in r.items()})
                     for i, r in enumerate(csv.DictReader(fh), start=2)]
     else:
-        from capaudit.io.annotations import iter_jsonl
+        from capaudit.io.annotation_files import iter_jsonl
 
         recs = list(iter_jsonl(path))
     for row, rec in recs:

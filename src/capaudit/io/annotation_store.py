@@ -1,7 +1,7 @@
 """Annotations in the store: add them once, use them in every audit.
 
 ``capaudit annotations add KIND PATH`` loads a file with
-:mod:`capaudit.io.annotations` and stores it under a name (default: the
+:mod:`capaudit.io.annotation_files` and stores it under a name (default: the
 kind). :func:`resolve_annotations` then builds the :class:`Annotations` an
 audit needs: a file given on the command line wins, else the stored source
 of that kind (the named one, or the most recent).
@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io import annotations as ann
+from capaudit.io import annotation_files as ann
 from capaudit.io.imageids import annotation_namespace
 from capaudit.io.ingest import fingerprint
 from capaudit.store import annotations as stored

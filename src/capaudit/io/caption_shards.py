@@ -132,7 +132,7 @@ def iter_shard_rows(path: str | Path, guard=_no_guard) -> Iterator[tuple[int | N
     """``(image id or None, caption)`` of one shard, in file order, streaming.
 
     ``guard(raw key, parsed id, captions of the row)`` may hide an id (``None``): the
-    join rule of :class:`capaudit.audit.shard_outputs.JoinGuard`."""
+    join rule of :class:`capaudit.audit.shards.outputs.JoinGuard`."""
     path = Path(path)
     if path.suffix == ".tar":
         yield from _tar_rows(path, guard)

@@ -14,7 +14,7 @@ only from evidence that cannot mean anything else:
   COCO annotation;
 - a bare number or a bare numeric file name (``318219``, ``000000000009.jpg``) -> no namespace
   (``None``, "unassigned"). Whether such ids are COCO ids is decided at audit time by the
-  coverage check (:mod:`capaudit.audit.coverage`), not here.
+  coverage check (:mod:`capaudit.audit.annotation_coverage`), not here.
 
 Readers that know their layout (COCO captions JSON, Karpathy ``cocoid``) set the
 namespace themselves. ``coco2014`` and ``coco2017`` share image ids (2017 is a re-split of

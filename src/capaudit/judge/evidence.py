@@ -28,7 +28,7 @@ class Captions:
 
 def load_captions(store, target: str, limit: int | None = None) -> Captions:
     """A registered set or a caption file (the audit's own target loader), first ``limit``."""
-    from capaudit.audit.targets import load_target
+    from capaudit.io.targets import load_target
 
     t = load_target(store, target)
     ids, caps = list(t.image_ids), list(t.captions)

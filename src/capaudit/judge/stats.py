@@ -26,7 +26,7 @@ def ratio_table(image_ids: Sequence, parts: Mapping[str, tuple[Sequence, Sequenc
     (it is not counted in ``n``). A caption without an image id is its own unit.
     """
     from capaudit.audit.bootstrap import bootstrap_intervals
-    from capaudit.audit.metrics.base import Estimate, ratio
+    from capaudit.metrics.base import Estimate, ratio
 
     ids = ["c%d" % i if v is None else v for i, v in enumerate(image_ids)]
     uniq = {v: k for k, v in enumerate(dict.fromkeys(ids))}

@@ -93,11 +93,11 @@ def cache_usable(store) -> bool:
 
 def cached_sets(store, sha256: str, kind: str):
     """The parsed ``{image_id: names}`` of a file seen before, as a columnar mapping
-    (:class:`~capaudit.io.annotations.ColumnarSets`); ``None`` when not cached."""
+    (:class:`~capaudit.io.annotation_files.ColumnarSets`); ``None`` when not cached."""
     import numpy as np
 
-    from capaudit.io.annotations import ColumnarSets
-    from capaudit.io.arrays import to_numpy
+    from capaudit.io.annotation_files import ColumnarSets
+    from capaudit.core.arrays import to_numpy
 
     where = f"WHERE sha256 = '{_hex(sha256)}' AND kind = '{_name(kind)}'"
     names = [r[0] for r in store.sql(f"SELECT DISTINCT unnest(items) FROM annotation_cache {where}")]
@@ -136,7 +136,7 @@ def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -
     import numpy as np
     import pyarrow as pa
 
-    from capaudit.io.arrays import from_numpy, strings
+    from capaudit.core.arrays import from_numpy, strings
 
     items = [sorted(v) for v in sets.values()]
     offsets = np.zeros(len(items) + 1, np.int32)

@@ -39,7 +39,7 @@ def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
 
 
 def write_details_file(store, run_id: int, set_name: str, path, shift: int = 0) -> int:
-    """Insert a parquet file of details tables (a shard's, :mod:`capaudit.audit.shard_outputs`)
+    """Insert a parquet file of details tables (a shard's, :mod:`capaudit.audit.shards.outputs`)
     for ``run_id`` / ``set_name``, ``caption_index + shift`` as the row index; DuckDB reads it
     streaming. The caller holds the transaction. Returns the rows inserted."""
     import pyarrow.parquet as pq

@@ -32,7 +32,7 @@ class AnnotationDetector(Detector):
         if p.suffix.lower() == ".json":
             self._load_coco(p)
         else:
-            from capaudit.io.annotations import load_instances
+            from capaudit.io.annotation_files import load_instances
 
             cats, _ = load_instances(p)
             for iid, names in cats.items():

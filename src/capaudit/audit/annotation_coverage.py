@@ -1,0 +1,215 @@
+"""Annotation coverage: is joining this set's image ids with these annotations believable?
+
+Ids join only within one namespace (:mod:`capaudit.io.imageids`). Bare numbers have no
+namespace until an audit joins them, and this check decides whether that join is
+believable: before any metric is computed it counts, per annotation kind, how many of
+the set's images have that annotation. nocaps ids 0-4,499 joined with COCO val2014
+instances find 320 "matches" (7%), Flickr30k names none: below ``min_coverage``
+(default 50%) the audit stops with one line naming the fix, unless ``allow_partial``.
+
+Demographic labels exist for a subset of images by design (13,057 of 40,504 val2014
+images), so their coverage is only held to the threshold when no complete annotation
+(instances, CHAIR ground truth) has already shown the ids to be the dataset's.
+
+A kind that covers none of the set's images is dropped for that set, so the metrics that
+need it say "skipped: no annotated images" instead of printing 0.00. Rows whose namespace
+is known and differs from the annotations' (a ``flickr30k`` row against ``coco2014``
+instances) never join: their image id is hidden from the metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capaudit.errors import InputError
+from capaudit.io.imageids import annotation_namespace, compatible, infer_namespace
+
+NO_IMAGES = "no annotated images"
+COMPLETE_KINDS = ("instances", "chair_gt")     # every image of their split is annotated
+# which annotation kinds each metric reads (metrics not listed need none)
+METRIC_KINDS = {"recall": ("instances",), "gender_error": ("demographics",),
+                "recall_disparity": ("instances", "demographics"),
+                "chair_s": ("chair_gt",), "chair_i": ("chair_gt",)}
+LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics"}
+
+
+@dataclass
+class Coverage:
+    """How many of a target's images each annotation kind covers."""
+
+    target: str
+    n_images: int
+    namespace: str | None
+    covered: dict[str, int] = field(default_factory=dict)        # kind -> images
+    namespaces: dict[str, str | None] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)               # kinds covering nothing
+    n_with_ids: int = 0            # images with an integer id (none: nothing can join)
+
+    def share(self, kind: str) -> float:
+        return self.covered[kind] / self.n_images if self.n_images else 0.0
+
+    def line(self) -> str:
+        parts = [f"{LABELS[k]} {self.covered[k]:,} ({100 * self.share(k):.1f}%)"
+                 for k in self.covered]
+        ns = self.namespace or ("unassigned" if self.n_with_ids else "none: nothing joins")
+        return (f"{self.target}: {self.n_images:,} images (ids: {ns}); annotated: "
+                + (", ".join(parts) if parts else "none needed"))
+
+
+def kind_ids(annotations, kind: str) -> set | None:
+    """The image ids annotation ``kind`` covers, ``None`` when not loaded."""
+    if kind == "demographics":
+        ids = set(annotations.gender) | set(annotations.skin_tone)
+        return ids or None
+    value = getattr(annotations, kind)
+    return None if value is None else set(value)
+
+
+def source_namespace(store, source: str | None) -> str | None:
+    """Namespace of an annotation source: the stored one's column, a file's name evidence."""
+    if not source:
+        return None
+    if source.startswith("store:"):
+        if store is None:
+            return None
+        from capaudit.store.annotations import source_namespace as stored_namespace
+
+        return stored_namespace(store, source[len("store:"):])
+    return annotation_namespace(Path(source).name)
+
+
+def needed_kinds(metrics: list[str] | None) -> list[str]:
+    from capaudit.metrics import DEFAULT_METRICS
+
+    kinds = {k for m in (metrics or DEFAULT_METRICS) for k in METRIC_KINDS.get(m, ())}
+    return [k for k in ("instances", "chair_gt", "demographics") if k in kinds]
+
+
+def measure(target: str, images, annotations, store=None,
+            metrics: list[str] | None = None) -> Coverage:
+    """``images``: distinct ``(image_key, image_id, namespace)`` of the target."""
+    images = list(images)
+    by_ns = ids_by_namespace(images)
+    set_ns = next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None)
+    cov = Coverage(target, len({iid if iid is not None else key for key, iid, _ in images}),
+                   set_ns, n_with_ids=len(set().union(*by_ns.values())))
+    for kind in needed_kinds(metrics):
+        ids = kind_ids(annotations, kind)
+        if ids is None:
+            continue
+        ann_ns = source_namespace(store, annotations.sources.get(kind))
+        cov.namespaces[kind] = ann_ns
+        cov.covered[kind] = len(set().union(*(group & ids for ns, group in by_ns.items()
+                                              if compatible(ns, ann_ns))))
+    return cov
+
+
+def ids_by_namespace(images) -> dict:
+    """``{row namespace: its image ids}`` of ``(image_key, image_id, namespace)`` rows with an
+    id: the namespace checks run once per namespace (a handful), not once per image."""
+    out: dict = {}
+    for _, iid, ns in images:
+        if iid is not None:
+            group = out.get(ns)
+            if group is None:
+                group = out[ns] = set()
+            group.add(iid)
+    return out
+
+
+def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False) -> None:
+    """Stop (one line naming the fix) when a join is not believable; note kinds to drop."""
+    complete_ok = any(k in cov.covered and cov.share(k) >= min_coverage for k in COMPLETE_KINDS)
+    for kind, n in cov.covered.items():
+        if n == 0 and (allow_partial or cov.n_with_ids == 0
+                       or kind == "demographics" and complete_ok
+                       or cov.namespace not in (None, "mixed")
+                       and not compatible(cov.namespace, cov.namespaces.get(kind))):
+            cov.dropped.append(kind)
+            continue
+        if allow_partial or cov.share(kind) >= min_coverage or (
+                kind == "demographics" and complete_ok):
+            continue
+        ns = cov.namespaces.get(kind)
+        raise InputError(
+            f"only {n:,} of the {cov.n_images:,} images of '{cov.target}' "
+            f"({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%) have "
+            f"{LABELS[kind]} annotations ({ns or 'namespace unknown'}): its ids are "
+            f"{cov.namespace or 'bare numbers'} and may name other images",
+            fix="give annotations of the set's own dataset, or register it with sets add "
+                "--namespace NAME (nocaps, flickr30k, ...); --allow-partial audits the "
+                "covered images only")
+
+
+def restrict(annotations, cov: Coverage):
+    """The annotations with the kinds that cover nothing of this target removed."""
+    if not cov.dropped:
+        return annotations
+    changes = {}
+    for kind in cov.dropped:
+        if kind == "demographics":
+            changes.update(gender={}, skin_tone={})
+        else:
+            changes[kind] = None
+            if kind == "instances":
+                changes["instance_counts"] = None
+    return dataclasses.replace(annotations, **changes)
+
+
+def mark_skipped(results: dict, cov: Coverage) -> None:
+    """Metrics whose annotation covers nothing: ``skipped: no annotated images``, not 0.00."""
+    from capaudit.metrics import MetricResult
+
+    for name in list(results):
+        base = name[:-len("_corrected")] if name.endswith("_corrected") else name
+        if set(METRIC_KINDS.get(base, ())) & set(cov.dropped):
+            results[name] = MetricResult(None, 0, extra={}, skipped=NO_IMAGES)
+
+
+def target_images(store, target) -> list[tuple]:
+    """Distinct ``(image_key, image_id, namespace)`` of a registered set or a caption file."""
+    if target.source.startswith("set:"):
+        return store.set_images(target.spec)
+    batches = getattr(target, "batches", None)
+    if batches is None:
+        from capaudit.io.readers import detect_format, get_reader
+
+        path = Path(target.source)
+        batches = lambda: get_reader(detect_format(path)).read(path)
+    seen: dict = {}
+    for batch in batches():
+        for key, iid in zip(batch.column("image_key").to_pylist(),
+                            batch.column("image_id").to_pylist()):
+            if key not in seen:
+                seen[key] = iid
+    # a bare number (most keys) is evidence of no namespace: skip the pattern search
+    return [(key, iid, None if type(key) is str and key.isdigit() else infer_namespace(key))
+            for key, iid in seen.items()]
+
+
+def kept_ids(images, annotations, cov: Coverage) -> set | None:
+    """Ids that may join: annotated by a kind kept, from rows of a compatible namespace, and
+    never also the id of a row of another namespace. ``None``: every id may (nothing to hide)."""
+    kinds = [k for k in cov.covered if k not in cov.dropped]
+    if not kinds:
+        return None
+    ids = set().union(*(kind_ids(annotations, k) for k in kinds))
+    known = [cov.namespaces[k] for k in kinds if cov.namespaces[k]]
+    keep, blocked, all_ids = set(), set(), set()
+    for ns, group in ids_by_namespace(images).items():
+        all_ids |= group
+        if all(compatible(ns, a) for a in known):
+            keep |= group & ids
+        else:
+            blocked |= group
+    keep -= blocked
+    return None if keep == all_ids else keep
+
+
+def guarded_rows(rows, keep: set | None):
+    """``rows()`` with the image id hidden (None) where it may not join (:func:`kept_ids`)."""
+    if keep is None:
+        return rows
+    return lambda: ((iid if iid in keep else None, cap) for iid, cap in rows())

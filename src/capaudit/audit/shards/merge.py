@@ -1,0 +1,144 @@
+"""The driver's side of ``audit run --shards``: the done shards' states into one result.
+
+Why apart from :mod:`capaudit.audit.shards.run` (the shard function and the run):
+merging is where the driver's memory goes. :func:`merge_shards` takes the
+per-shard replicate sums (:mod:`capaudit.audit.shards.sums`) where the Poisson
+bootstrap and the shards' image ids allow -- memory independent of the image
+count -- and otherwise loads every shard's per-image state (checked against its
+marker's sha256, rebuilt without pickles by :mod:`capaudit.audit.shards.state_io`) and
+merges them pairwise in shard order (:func:`_merge_tree`), then finalizes and
+bootstraps once, exactly as the single-file audit would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capaudit.audit.shards.run import ShardTask, _sha256, _state_path
+from capaudit.errors import InputError
+
+__all__ = ["merge_shards", "load_task_state"]
+
+
+def _load_state(path: Path, data: bytes) -> dict:
+    """The shard state in ``path`` (one-line error naming it when it does not parse)."""
+    from capaudit.audit.shards.state_io import StateError, loads_state
+
+    try:
+        parts = loads_state(data)
+        if not isinstance(parts, dict) or not {"acc", "acc2"} <= parts.keys():
+            raise StateError("not a shard state")
+        return parts
+    except StateError as exc:
+        raise InputError(f"unreadable shard state ({exc})", path=path,
+                         fix=f"delete the work directory {path.parent.parent} and rerun") from None
+
+
+def _load_into(acc, parts: dict | None) -> None:
+    from capaudit.metrics.stream import StreamStats
+
+    if acc is None or parts is None:
+        return
+    part = StreamStats.__new__(StreamStats)
+    part.__dict__.update(acc.__dict__)
+    part.states, part.units = parts["states"], parts["units"]
+    part.n_captions, part.skipped = parts["n_captions"], parts["skipped"]
+    acc.merge(part)
+
+
+def _fresh(cfg: dict, annotations):
+    from capaudit.audit.engine import accumulate
+    from capaudit.audit.runner import metric_names
+
+    return accumulate((), annotations, metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
+                      corrected=cfg["corrected"], config=cfg)
+
+
+def load_task_state(task: ShardTask) -> tuple:
+    """``(acc, acc2)``: the shard's saved state, checked against its marker's sha256."""
+    from capaudit.io.shards import read_marker
+
+    work, shard = Path(task.work), Path(task.path).name
+    data = _state_path(work, shard).read_bytes()
+    if _sha256(data) != (read_marker(work, shard) or {}).get("state_sha256"):
+        raise InputError("a shard state changed under the audit", path=work / shard,
+                         fix="rerun (another process wrote this work directory)")
+    parts, (a, a2) = _load_state(_state_path(work, shard), data), _fresh(task.cfg,
+                                                                          task.annotations)
+    _load_into(a, parts["acc"])
+    _load_into(a2, parts["acc2"])
+    return a, a2
+
+
+def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
+                 executor: str = "local", workers: int = 1, address: str | None = None,
+                 per_image: bool = False):
+    """The audit result of the done shards ``ok`` (``parts``: their coverage counts):
+    from per-shard replicate sums where :func:`~capaudit.audit.shards.sums.sums_plan`
+    allows, else (or ``per_image``) by merging their per-image states; ``meta["merge"]``
+    says which and why."""
+    from capaudit.audit.engine import finish_audit
+    from capaudit.audit.shards.sums import sums_plan
+
+    plan, why = (None, "per-image states (requested)") if per_image else sums_plan(cfg, parts)
+    res = None
+    if plan is not None:
+        res, why = _by_sums(ok, plan, cfg, executor, workers, address)
+    if res is None:
+        level = [load_task_state(t) for t in ok]
+        acc, acc2 = _merge_tree(level) if level else _fresh(cfg, annotations)
+        del level
+        res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
+    res.meta["merge"] = why
+    return res
+
+
+def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers: int,
+             address: str | None):
+    """The result from per-shard replicate sums (:mod:`capaudit.audit.shards.sums`), or
+    ``(None, why)`` when a metric's state is not a sum (the caller merges per image)."""
+    from capaudit.audit.engine import finish_audit
+    from capaudit.audit.shards.sums import SumsJob, finish_sums, shard_sums
+    from capaudit.executors import get_executor
+
+    jobs = [SumsJob(t, plan["n_images"], plan["prefix"][i], cfg["n_boot"], cfg["seed"])
+            for i, t in enumerate(ok)]
+    got: dict[int, dict] = {}
+    ex = get_executor(executor, workers=workers, address=address)
+    try:
+        for job, part in ex.map_unordered(shard_sums, jobs):
+            bad = [p["unsupported"] for p in (part["acc"], part["acc2"] or {}) if "unsupported" in p]
+            if bad:
+                return None, f"per-image states (metric {bad[0]} is not a sum)"
+            got[job.task.index] = part
+    finally:
+        ex.close()
+    acc, acc2 = _fresh(cfg, ok[0].annotations if ok else None)
+    res = finish_audit(acc, acc2, 0, cfg["seed"], 1)   # the empty skeleton: details, skips
+    parts = [got[t.index] for t in ok]
+    res.results = finish_sums([p["acc"] for p in parts], acc, plan, cfg["n_boot"], cfg["seed"])
+    if acc2 is not None:
+        from capaudit.metrics.spec import CORRECTED_SUFFIX
+
+        res.results.update(finish_sums([p["acc2"] for p in parts], acc2, plan, cfg["n_boot"],
+                                       cfg["seed"], CORRECTED_SUFFIX))
+    res.meta.update(n_boot=cfg["n_boot"], n_captions=sum(p["acc"]["n_captions"] for p in parts),
+                    n_images=plan["n_images"])
+    return res, "replicate sums per shard"
+
+
+def _merge_tree(level: list[tuple]) -> tuple:
+    """Merge neighbours pairwise, in shard order, until one is left: each unit is merged
+    log2(shards) times instead of once per later shard (a left fold is quadratic)."""
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            (a, a2), (b, b2) = level[i], level[i + 1]
+            a.merge(b)
+            if a2 is not None:
+                a2.merge(b2)
+            nxt.append((a, a2))
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]

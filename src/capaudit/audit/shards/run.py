@@ -1,0 +1,242 @@
+"""``audit run --shards``: one shard function, local processes or Ray tasks, exact merge.
+
+Why: a pretraining set is 10^7-10^9 captions in hundreds of shards. Each
+shard is audited alone (:func:`audit_shard`) into the metrics' *mergeable
+state* (:class:`~capaudit.metrics.stream.StreamStats`: per-image sums,
+sparse cells, the vocabulary), written under a temporary name, renamed, and
+only then marked done with a marker keyed by the audit configuration (one
+sub-folder of the work directory per configuration hash) AND the shard's
+content hash (:func:`capaudit.io.shards.input_fingerprint`). A
+killed audit reruns only the shards without a matching marker.
+
+The driver merges the states in shard order (not completion order) and
+finalizes and bootstraps once (:func:`capaudit.audit.engine.finish_audit`),
+so the JSON is the same for 1 shard or 7, for 1 local worker, a process
+pool or a Ray cluster. Captions without an image id are their own bootstrap
+units, numbered ``shard index * 2**40 + row``: the units keep the file order
+of the concatenated set, whatever the split.
+
+The state files are never pickles (the work directory is user-controlled):
+``.npz`` arrays plus a JSON header (:mod:`capaudit.audit.shards.state_io`), checked
+against the sha256 the marker records, and rebuilt only into registered state
+types. A metric whose state cannot be saved that way stops the run with one
+line; a state file that does not parse names itself and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from capaudit.errors import InputError
+
+__all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
+
+SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
+STATE_SUFFIX = ".state.npz"
+KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
+
+
+@dataclass
+class ShardTask:
+    path: str
+    index: int
+    work: str
+    cfg: dict
+    cfg_hash: str
+    annotations: Any
+    ann_namespaces: dict = field(default_factory=dict)   # {kind: namespace}: the row guard
+    details: bool = True                                   # write <shard>.details.parquet
+
+
+def _state_path(work: Path, shard: str) -> Path:
+    return work / (Path(shard).stem + STATE_SUFFIX)
+
+
+def _parts(acc) -> dict | None:
+    if acc is None:
+        return None
+    return {"states": acc.states, "units": acc.units, "n_captions": acc.n_captions,
+            "skipped": acc.skipped}
+
+
+def _done(task: ShardTask, fp: dict, marker: dict | None) -> bool:
+    if not marker or marker.get("config_hash") != task.cfg_hash:
+        return False
+    if marker.get("index") != task.index or marker.get("input", {}).get("sha256") != fp["sha256"]:
+        return False
+    from capaudit.audit.shards.outputs import details_ok
+
+    work, name = Path(task.work), Path(task.path).name
+    if "coverage" not in marker or task.details and not details_ok(work, name,
+                                                                   marker.get("details")):
+        return False
+    state = _state_path(work, name)
+    return state.exists() and _sha256(state.read_bytes()) == marker.get("state_sha256")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def audit_shard(task: ShardTask) -> dict:
+    """Audit one shard into its state file (or find it done); a summary, never an exception
+    for bad input: ``{"shard", "status": done|resumed|failed, "n_captions", "seconds"}``."""
+    from capaudit.audit.engine import accumulate
+    from capaudit.audit.runner import metric_names
+    from capaudit.audit.shards.outputs import (
+        DetailsFile,
+        JoinGuard,
+        details_path,
+        shard_coverage,
+    )
+    from capaudit.audit.shards.state_io import StateError, dumps_state
+    from capaudit.io.caption_shards import iter_shard_rows
+    from capaudit.io.shards import (
+        atomic_write_bytes,
+        input_fingerprint,
+        read_marker,
+        write_marker,
+    )
+
+    work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
+    marker = read_marker(work, name)
+    sink = DetailsFile(details_path(work, name)) if task.details else None
+    try:
+        fp = input_fingerprint(Path(task.path), (marker or {}).get("input"))
+        if _done(task, fp, marker):
+            return {"shard": name, "status": "resumed", "n_captions": marker["n_captions"],
+                    "seconds": 0.0, "coverage": marker["coverage"],
+                    "details": marker.get("details")}
+        cfg, guard = task.cfg, JoinGuard(task.annotations, task.ann_namespaces)
+        acc, acc2 = accumulate(iter_shard_rows(task.path, guard), task.annotations,
+                               metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
+                               int(cfg.get("chunk_size") or 50_000), sink, cfg["corrected"],
+                               None, cfg, offset=task.index * SHARD_OFFSET)
+        cov = shard_coverage(guard, acc.units.keys if acc.units is not None else None)
+    except (InputError, OSError) as exc:
+        if sink is not None:
+            sink.abort()
+        return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
+                "n_captions": 0,
+                "seconds": time.perf_counter() - t0}
+    try:
+        data = dumps_state({"acc": _parts(acc), "acc2": _parts(acc2)})
+    except StateError as exc:
+        if sink is not None:
+            sink.abort()
+        names = [n for a in (acc, acc2) if a is not None for n, st in a.states.items()
+                 if not _saveable(st)]
+        return {"shard": name, "status": "failed", "fatal": True, "n_captions": 0,
+                "seconds": time.perf_counter() - t0,
+                "error": f"the state of metric {', '.join(names) or '?'} cannot be saved "
+                         f"safely for --shards ({exc}) (fix: register its state dataclass "
+                         "with capaudit.audit.shards.state_io.register_state, or run without --shards)"}
+    atomic_write_bytes(_state_path(work, name), data)
+    details = sink.commit() if sink is not None else None
+    write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
+                                             "n_captions": acc.n_captions, "coverage": cov,
+                                             "details": details,
+                                             "state_sha256": _sha256(data)})
+    return {"shard": name, "status": "done", "n_captions": acc.n_captions,
+            "seconds": time.perf_counter() - t0, "coverage": cov, "details": details}
+
+
+def _saveable(state) -> bool:
+    from capaudit.audit.shards.state_io import StateError, dumps_state
+
+    try:
+        dumps_state(state)
+    except StateError:
+        return False
+    return True
+
+
+def _key(cfg: dict, annotations) -> dict:
+    from capaudit import __version__
+    from capaudit.text.objects import LEXICON_PREFIX
+
+    key = {**{k: cfg.get(k) for k in KEY_FIELDS}, "annotations": dict(annotations.sources),
+           "capaudit": __version__}
+    if str(cfg.get("mode")).startswith(LEXICON_PREFIX):  # a user lexicon: keyed by its content
+        key["lexicon_sha256"] = _sha256(Path(cfg["mode"][len(LEXICON_PREFIX):]).read_bytes())
+    return key
+
+
+def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
+                executor: str = "local", workers: int = 1, address: str | None = None,
+                skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
+                on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
+                store=None):
+    """Audit every shard of ``spec`` (folder, glob or file) and merge them.
+
+    Returns ``(AuditResult, summaries)``, one summary per shard in shard order.
+    A failed shard stops the run with one line (the shards already done keep
+    their markers) unless ``skip_bad``: then it is left out and listed. The
+    annotation coverage of the shards together is held to the single-file rule
+    (``min_coverage``, ``allow_partial``) before the merge; ``res.meta`` then
+    holds ``coverage`` and ``details_files`` (``(parquet, shard offset, first
+    caption index)`` per shard, for :func:`~capaudit.audit.shards.outputs.attach_details`;
+    ``cfg["details"] = False`` writes none). ``store`` resolves stored annotation
+    sources' namespaces. ``name`` names the set in the coverage line.
+    """
+    import dataclasses
+
+    from capaudit.audit import annotation_coverage as coverage
+    from capaudit.audit.runner import metric_names
+    from capaudit.audit.shards.merge import merge_shards
+    from capaudit.audit.shards.outputs import annotation_namespaces, details_path, merged_coverage
+    from capaudit.enrich.runner import work_dir_lock
+    from capaudit.executors import get_executor
+    from capaudit.io.caption_shards import find_shards
+    from capaudit.io.shards import clean_tmp, config_hash
+
+    if cfg.get("lic"):
+        raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "
+                         "that shards can merge", fix="drop --lic here and run capaudit audit lic "
+                         "on a sample of the set (a caption file of its gender-labelled images)")
+    shards = find_shards(spec)
+    names = metric_names(cfg)  # typos fail before any work
+    ann_ns = annotation_namespaces(store, annotations, names)
+    details = bool(cfg.get("details", True))
+    key = config_hash(_key(cfg, annotations))
+    with work_dir_lock(work_dir) as root:
+        work = root / key  # one folder per configuration: configurations do not evict each other
+        work.mkdir(exist_ok=True)
+        clean_tmp(work)
+        tasks = [ShardTask(str(p), i, str(work), cfg, key, annotations, ann_ns, details)
+                 for i, p in enumerate(shards)]
+        if on_start:
+            on_start(len(tasks))
+        summaries: dict[int, dict] = {}
+        ex = get_executor(executor, workers=workers, address=address)
+        try:
+            for task, summary in ex.map_unordered(audit_shard, tasks):
+                summaries[task.index] = summary
+                if on_shard:
+                    on_shard(summary)
+                if summary["status"] == "failed" and (summary.get("fatal") or not skip_bad):
+                    err = summary["error"]
+                    raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
+                                     if "(fix:" in err else "repair it or pass --skip-bad-shards")
+        finally:
+            ex.close()
+        ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
+        covs = [summaries[t.index]["coverage"] for t in ok]
+        cov = merged_coverage(name or Path(str(spec).split("*")[0]).name or "shards", covs, ann_ns)
+        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+        files, first = [], 0
+        for t in ok:
+            n = summaries[t.index]["n_captions"]
+            if details and n:
+                files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
+                              first))
+            first += n
+        res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
+    coverage.mark_skipped(res.results, cov)
+    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
+                    coverage={**dataclasses.asdict(cov), "line": cov.line()})
+    return res, [summaries[t.index] for t in tasks]

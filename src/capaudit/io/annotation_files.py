@@ -1,0 +1,216 @@
+"""Image-level annotations: instance categories, CHAIR ground truth, demographics.
+
+All loaders return plain dicts keyed by integer image id so every metric can
+look up an image in O(1). Accepted forms:
+
+- instance categories: the real COCO instances JSON (``images``,
+  ``annotations``, ``categories``) or JSONL ``{"image_id", "categories"}``;
+- CHAIR ground truth: JSONL ``{"image_id", "objects"}`` (or built from
+  instances plus human captions, see :mod:`capaudit.text.chair_gt`);
+- demographics: JSONL or CSV ``image_id, gender, skin_tone`` with gender in
+  ``male/female`` (also ``man/woman``) and skin tone ``light/dark``; or
+  derived from human captions (:func:`demographics_from_captions`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from capaudit.errors import InputError
+from capaudit.io.imageids import parse_image_id
+from capaudit.io.readers.base import load_json_lines
+
+GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
+                  "female": "female", "woman": "female", "f": "female", "women": "female"}
+SKIN_ALIASES = {"light": "light", "dark": "dark"}
+
+
+@dataclass
+class Annotations:
+    """Everything the metrics may need about the images, keyed by image id."""
+
+    instances: dict[int, frozenset[str]] | None = None
+    instance_counts: dict[int, dict[str, int]] | None = None
+    chair_gt: dict[int, frozenset[str]] | None = None
+    gender: dict[int, str] = field(default_factory=dict)      # 'male' / 'female'
+    skin_tone: dict[int, str] = field(default_factory=dict)   # 'light' / 'dark'
+    sources: dict[str, str] = field(default_factory=dict)     # kind -> path
+
+
+class ColumnarSets(Mapping):
+    """A read-only ``{image_id: frozenset(names)}`` held as arrays, as the store's parse cache
+    returns it: sorted image ids, CSR ``offsets`` into ``codes``, and ``names[code]``.
+
+    It behaves as the dict the loaders build (``get``, ``in``, iteration, ``==``); the
+    metrics read the arrays directly (no per-image Python objects, see
+    :func:`capaudit.metrics.base.MetricContext`)."""
+
+    def __init__(self, ids, offsets, codes, names: list[str]):
+        import numpy as np
+
+        self.ids = np.asarray(ids, np.int64)
+        self.offsets = np.asarray(offsets, np.int64)
+        self.codes = np.asarray(codes, np.int64)
+        self.names = list(names)
+
+    def _pos(self, key) -> int:
+        import numpy as np
+
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
+            return -1
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else -1
+
+    def __getitem__(self, key) -> frozenset[str]:
+        i = self._pos(key)
+        if i < 0:
+            raise KeyError(key)
+        names = self.names
+        return frozenset(names[c] for c in self.codes[self.offsets[i]:self.offsets[i + 1]].tolist())
+
+    def __contains__(self, key) -> bool:
+        return self._pos(key) >= 0
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _check_exists(path: Path) -> None:
+    if not path.exists():
+        raise InputError("file not found", path=path, fix="check the path")
+    if path.suffix.lower() in {".pkl", ".pickle", ".p"}:
+        raise InputError("pickle files are refused: they can run arbitrary code when loaded",
+                         path=path, fix="convert it to JSON or JSONL first")
+
+
+def iter_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
+    """Yield (1-based row, record) from a JSONL file with clear errors."""
+    for row, rec in load_json_lines(path):
+        if not isinstance(rec, dict):
+            raise InputError("each line must be a JSON object", path=path, row=row)
+        yield row, rec
+
+
+def _image_id(rec: Mapping, path: Path, row: int) -> int:
+    if "image_id" not in rec:
+        raise InputError("missing column 'image_id'", path=path, row=row,
+                         fix="each record needs an 'image_id'")
+    iid = parse_image_id(rec["image_id"])
+    if iid is None:
+        raise InputError(f"image_id {rec['image_id']!r} is not a COCO image id", path=path, row=row)
+    return iid
+
+
+def _load_coco_instances(path: Path) -> tuple[dict, dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(f"malformed JSON ({exc.__class__.__name__})", path=path) from None
+    if not isinstance(data, dict) or "annotations" not in data or "categories" not in data:
+        raise InputError("not a COCO instances file (needs 'annotations' and 'categories')",
+                         path=path)
+    names = {c["id"]: c["name"] for c in data["categories"]}
+    counts: dict[int, Counter] = defaultdict(Counter)
+    for img in data.get("images", []):
+        counts[int(img["id"])]  # images without instances have an empty set
+    for i, ann in enumerate(data["annotations"]):
+        try:
+            counts[int(ann["image_id"])][names[ann["category_id"]]] += 1
+        except KeyError as exc:
+            raise InputError(f"annotation {i} lacks or has an unknown {exc}", path=path) from None
+    cats = {iid: frozenset(c) for iid, c in counts.items()}
+    return cats, {iid: dict(c) for iid, c in counts.items()}
+
+
+def load_instances(path: str | Path) -> tuple[dict[int, frozenset[str]], dict[int, dict[str, int]] | None]:
+    """Per-image instance categories (and counts where the file has them)."""
+    path = Path(path)
+    _check_exists(path)
+    if path.suffix.lower() == ".json":
+        return _load_coco_instances(path)
+    cats: dict[int, frozenset[str]] = {}
+    for row, rec in iter_jsonl(path):
+        if "categories" not in rec:
+            raise InputError("missing column 'categories'", path=path, row=row,
+                             fix="use {'image_id', 'categories': [...]} per line")
+        cats[_image_id(rec, path, row)] = frozenset(rec["categories"])
+    return cats, None
+
+
+def load_chair_gt(path: str | Path) -> dict[int, frozenset[str]]:
+    """CHAIR ground truth: JSONL ``{"image_id", "objects"}``."""
+    path = Path(path)
+    _check_exists(path)
+    gt: dict[int, frozenset[str]] = {}
+    for row, rec in iter_jsonl(path):
+        if "objects" not in rec:
+            raise InputError("missing column 'objects'", path=path, row=row,
+                             fix="use {'image_id', 'objects': [...]} per line")
+        gt[_image_id(rec, path, row)] = frozenset(rec["objects"])
+    return gt
+
+
+def _norm(value, aliases: Mapping[str, str], what: str, path: Path, row: int) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in {"", "null", "none", "na", "unknown"}):
+        return None
+    key = str(value).strip().lower()
+    if key not in aliases:
+        raise InputError(f"unknown {what} {value!r}", path=path, row=row,
+                         fix=f"use one of {sorted(set(aliases.values()))} or leave it empty")
+    return aliases[key]
+
+
+def load_demographics(path: str | Path) -> tuple[dict[int, str], dict[int, str]]:
+    """Image-level gender and skin-tone labels from JSONL or CSV."""
+    path = Path(path)
+    _check_exists(path)
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = [(i, r) for i, r in enumerate(reader, start=2)]
+    else:
+        rows = list(iter_jsonl(path))
+    gender: dict[int, str] = {}
+    skin: dict[int, str] = {}
+    for row, rec in rows:
+        iid = _image_id(rec, path, row)
+        if "gender" not in rec and "skin_tone" not in rec:
+            raise InputError("needs a 'gender' or 'skin_tone' column", path=path, row=row)
+        g = _norm(rec.get("gender"), GENDER_ALIASES, "gender", path, row)
+        s = _norm(rec.get("skin_tone"), SKIN_ALIASES, "skin tone", path, row)
+        if g:
+            gender[iid] = g
+        if s:
+            skin[iid] = s
+    return gender, skin
+
+
+def demographics_from_captions(image_ids: Iterable[int], predicted: Iterable[str],
+                               rule: str = "all") -> dict[int, str]:
+    """Derive image gender from the predicted gender of its human captions.
+
+    ``predicted`` holds 'male' / 'female' / 'neutral' per caption (see
+    :mod:`capaudit.text.gender`). ``rule='all'``: every caption of the image
+    says male (man words, no woman words) -> male, and vice versa;
+    ``rule='majority'``: more than half of the captions.
+    """
+    if rule not in {"all", "majority"}:
+        raise InputError(f"unknown rule {rule!r}", fix="use --rule all or --rule majority")
+    per_image: dict[int, Counter] = defaultdict(Counter)
+    for iid, g in zip(image_ids, predicted):
+        per_image[iid][g] += 1
+    out: dict[int, str] = {}
+    for iid, c in per_image.items():
+        total = sum(c.values())
+        for g in ("male", "female"):
+            if (rule == "all" and c[g] == total) or (rule == "majority" and c[g] * 2 > total):
+                out[iid] = g
+    return out

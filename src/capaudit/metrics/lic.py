@@ -1,0 +1,42 @@
+"""Spec of the LIC leakage metrics (Hirota et al. 2022); computed by :mod:`capaudit.audit.lic`.
+
+LIC trains gender classifiers on masked captions, so it is not a streaming
+accumulator (``streams = False``): ``audit run --lic`` and ``audit lic`` compute
+it and the engine leaves it alone. Its spec still lives here so compare,
+report, plots and ``audit metrics`` treat it like every other metric.
+"""
+
+from __future__ import annotations
+
+from capaudit.metrics.base import Metric, register_metric
+
+__all__ = ["Lic", "LicM", "LicD"]
+
+
+class _LicSpec(Metric):
+    criterion = "bias"
+    needs = frozenset({"demographics", "model", "reference"})
+    default = False
+    streams = False
+
+
+@register_metric
+class Lic(_LicSpec):
+    name, label = "lic", "LIC"
+    description = "leakage amplification LIC_M − LIC_D (Hirota et al. 2022)"
+    direction = -1
+
+
+@register_metric
+class LicM(_LicSpec):
+    name, label = "lic_m", "LIC_M"
+    description = "gender leakage of the model captions (classifier score ×100)"
+    direction = -1
+    needs = frozenset({"demographics", "model"})
+
+
+@register_metric
+class LicD(_LicSpec):
+    name, label = "lic_d", "LIC_D"
+    description = "gender leakage of the human reference captions (classifier score ×100)"
+    direction = 0

@@ -1,0 +1,62 @@
+"""LOTUS's bias recalls: does the caption name the person's gender / skin tone?
+
+``gender_word_recall``: percent of captions of gender-labelled images that use a
+word of the image's gender (woman words on women's images, man words on men's:
+:mod:`capaudit.metrics.features.people`). Split by gender (``audit disparity --by gender``,
+the leaderboard's bias criterion) it gives LOTUS's Rec_M and Rec_F and their gap.
+``skin_tone_word_recall``: likewise with skin-tone words describing a person, on
+light- and dark-skinned images. Captions of unlabelled images are left out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from capaudit.metrics.base import MetricSkipped, register_metric
+from capaudit.metrics.per_caption import PerCaptionMean
+from capaudit.metrics.features.inputs import lotus_of
+
+__all__ = ["GenderWordRecall", "SkinToneWordRecall"]
+
+
+def _recall(ctx, table: dict | None, what: str, own: dict) -> np.ndarray:
+    if not table:
+        raise MetricSkipped(f"no image {what} labels (give --demographics)")
+    vals = np.full(len(ctx.caption_image), np.nan)
+    for i, iid in enumerate(ctx.caption_image.tolist()):
+        lab = table.get(iid) if iid >= 0 else None
+        if lab in own:
+            vals[i] = float(own[lab][i])
+    return vals
+
+
+@register_metric
+class GenderWordRecall(PerCaptionMean):
+    name, label = "gender_word_recall", "Gender-word rec."
+    description = "captions of gender-labelled images naming the image's gender (×100)"
+    direction, criterion = 0, "bias"
+    needs = frozenset({"demographics"})
+    default = False
+    scale = 100.0
+    details = {"gender_word_recall": pa.float64()}
+
+    def values(self, ctx):
+        man, woman = lotus_of(ctx).gender_words
+        return _recall(ctx, ctx.annotations.gender, "gender", {"male": man, "female": woman})
+
+
+@register_metric
+class SkinToneWordRecall(PerCaptionMean):
+    name, label = "skin_tone_word_recall", "Skin-tone-word rec."
+    description = "captions of skin-tone-labelled images naming the person's skin tone (×100)"
+    direction, criterion = 0, "bias"
+    needs = frozenset({"demographics"})
+    default = False
+    scale = 100.0
+    not_by = {"gender": "a skin-tone measure: compare it by skin tone"}
+    details = {"skin_tone_word_recall": pa.float64()}
+
+    def values(self, ctx):
+        light, dark = lotus_of(ctx).skin_tone_words
+        return _recall(ctx, ctx.annotations.skin_tone, "skin tone", {"light": light, "dark": dark})

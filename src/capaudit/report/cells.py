@@ -1,0 +1,95 @@
+"""Text of a comparison's cells, shared by the terminal table and the report.
+
+One place decides how a value reads ("77.21 [76.13, 78.34]", "n/a", "not
+computed (use --lic)", "0.00 (by construction)") and which mark it carries,
+so the terminal and report.md/html never disagree.
+"""
+
+from __future__ import annotations
+
+from capaudit.report.compare import LIC_NOT_COMPUTED
+from capaudit.metrics.spec import arrow, label
+
+
+def header(metric: str) -> str:
+    """Column label with its direction (↑ higher is better, ↓ lower is better)."""
+    return label(metric) + arrow(metric)
+
+
+def fmt_value(metric: str, r, ci: bool = True) -> str:
+    """A metric value with its 95% interval; counts (vocab) without decimals."""
+    if r is None:
+        return "-"
+    if r.skipped:
+        return LIC_NOT_COMPUTED if r.skipped == LIC_NOT_COMPUTED else "n/a"
+    if r.value is None:
+        return "-"
+    f = "{:,.0f}" if metric == "vocab" else "{:.2f}"
+    text = f.format(r.value)
+    if ci and r.ci_low is not None and r.ci_high is not None:
+        text += f" [{f.format(r.ci_low)}, {f.format(r.ci_high)}]"
+    return text
+
+
+def cell(cmp, name: str, metric: str, ci: bool = True) -> tuple[str, str | None]:
+    """(text, mark) of one cell; mark is "best", "worst", "flag" or None."""
+    text = fmt_value(metric, cmp.result(name, metric), ci)
+    if (name, metric) in cmp.flags:
+        return text + " (by construction)", "flag"
+    if cmp.best.get(metric) == name:
+        return text, "best"
+    if cmp.worst.get(metric) == name:
+        return text, "worst"
+    return text, None
+
+
+def counts(cmp, name: str) -> tuple[str, str]:
+    """(captions, images) a set was scored on, as text."""
+    b = cmp.basis
+    if b is None:
+        meta = cmp.results[name].meta
+        return tuple(f"{meta[k]:,}" if meta.get(k) is not None else "-"
+                     for k in ("n_captions", "n_images"))
+    return f"{b.captions[name]:,}", f"{b.images[name]:,}"
+
+
+def notes(cmp) -> list[str]:
+    """Lines to read with the table: basis, what the marks mean, flags and skips."""
+    lines = list(cmp.basis.describe()) if cmp.basis else []
+    lines.append("best/worst marked only where the 95% interval overlaps no other set's")
+    if cmp.unmarked:
+        lines.append("not marked, intervals overlap: " + ", ".join(
+            f"{label(m)} ({what})" for m, what in cmp.unmarked.items()))
+    for (n, m), why in cmp.flags.items():
+        lines.append(f"{n} {label(m)}: {why}; not ranked")
+    for n in cmp.names:
+        for m, r in cmp.results[n].results.items():
+            if r.skipped and r.skipped != LIC_NOT_COMPUTED:
+                lines.append(f"{n} {label(m)} not computed: {r.skipped}")
+    if any(r.skipped == LIC_NOT_COMPUTED for n in cmp.names
+           for r in cmp.results[n].results.values()):
+        lines.append("LIC not computed: add --lic (and --lic-reference HUMAN_SET) to train "
+                     "the leakage classifiers")
+    lic_one = [m for m in ("lic_m", "lic_d", "lic") if any(
+        (r := cmp.result(n, m)) is not None and not r.skipped and r.ci_low is None
+        for n in cmp.names)]
+    if lic_one:
+        lines.append("LIC from one classifier seed: no interval (use --lic-seeds 2 or more)")
+    sources = getattr(cmp.annotations, "sources", None)
+    if sources:  # the most recent stored source of a kind is used: say which one it was
+        lines.append("annotations: " + ", ".join(f"{k} {v}" for k, v in sources.items()))
+    return lines
+
+
+def fmt_cost(row: dict) -> str:
+    """One line: what filtering cost, both sets scored on the parent's images."""
+    text = (f"{row['set']} vs parent {row['parent']}: {row['captions']:,} of "
+            f"{row['parent_captions']:,} captions kept")
+    if row.get("on_parent"):
+        text += "; on the parent's images (a dropped caption counts as empty)"
+    if "recall" in row:
+        text += f": recall {row['recall'][0]:.2f} -> {row['recall'][1]:.2f}"
+    for m in ("length", "chair_s", "gender_error"):
+        if m in row:
+            text += f"; {m} {row[m][0]:.2f} -> {row[m][1]:.2f}"
+    return text

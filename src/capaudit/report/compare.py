@@ -1,0 +1,264 @@
+"""``audit compare``: the GCE paper's Table 1 view over several caption sets, hard to misread.
+
+A side-by-side table misleads in five ways; this module computes around each:
+
+* **Different images.** A set of easy images beats a set of hard ones. When
+  the sets share images every set is scored on the shared images only
+  (``same_images``, on by default when they overlap); :class:`Basis` says
+  how many captions and images each set was scored on.
+* **Different sample sizes.** Vocabulary grows with the number of captions
+  (five human captions per image against one model caption), so it (every
+  metric whose spec says ``size_dependent``) is compared on the same number
+  of captions per set: a seeded sample of the smallest set's count, as
+  ``audit disparity`` compares groups.
+* **Differences inside the noise.** Best and worst are marked only where the
+  95% interval of the set does not overlap any other set's interval.
+* **Values that are 0 by construction.** Human COCO captions hallucinate
+  nothing against a CHAIR ground truth built from those captions, nor does a
+  set the hallucination filter cleaned with that ground truth; such values are
+  flagged (``flags``) and never ranked.
+* **A filtered set scored on its survivors.** A set whose parent is compared
+  too is scored on the parent's images, each caption the filter dropped
+  counting as an empty caption (it mentions nothing and hallucinates nothing),
+  so recall lost by dropping captions shows.
+
+LIC is slow and only computed when asked; otherwise the table carries a
+visible ``lic`` column "not computed (use --lic)".
+
+The basis (shared images, padding, equal sizes) is planned in
+:mod:`capaudit.report.basis`. Presentation lives elsewhere: the terminal table in
+:mod:`capaudit.cli.compare_view`, the report in :mod:`capaudit.report`
+(which imports this module, never the other way round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capaudit.report.basis import (
+    Basis,
+    equal_size,
+    plan_basis,
+    set_format,
+    set_info,
+    size_dependent,
+)
+from capaudit.metrics.spec import direction
+from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
+from capaudit.errors import InputError
+
+__all__ = [
+    "LIC_NOT_COMPUTED",
+    "Basis",
+    "Comparison",
+    "compare_sets",
+    "ordered",
+    "parent_costs",
+    "rank",
+]
+
+# column order of every view, whatever order the metrics were computed in
+ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
+         "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
+LIC_NOT_COMPUTED = "not computed (use --lic)"
+# caption formats that hold human COCO captions: the CHAIR ground truth is built from them
+HUMAN_COCO_FORMATS = ("coco", "karpathy")
+BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
+                   "these human captions")
+FILTERED_BY_GT = ("by construction: the hallucination filter removed what this CHAIR ground "
+                  "truth calls hallucinated (score it with other evidence: filter --evidence "
+                  "instances or a detector)")
+
+
+@dataclass
+class Comparison:
+    names: list[str]
+    metrics: list[str]
+    results: dict[str, Any]               # name -> AuditResult
+    best: dict[str, str] = field(default_factory=dict)
+    worst: dict[str, str] = field(default_factory=dict)
+    report_dir: Any = None
+    annotations: Any = None
+    run_id: int | None = None
+    parent_costs: list[dict] = field(default_factory=list)
+    amplifications: list[tuple[str, str, list]] = field(default_factory=list)
+    disparities: dict[str, dict] = field(default_factory=dict)   # set -> {by: Disparity}
+    basis: Basis | None = None
+    flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
+    unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
+
+    def value(self, name: str, metric: str):
+        r = self.results[name].results.get(metric)
+        return None if r is None or r.skipped else r.value
+
+    def result(self, name: str, metric: str):
+        return self.results[name].results.get(metric)
+
+
+def ordered(metrics) -> list[str]:
+    """Metrics in the one column order of every view (unknown ones after, as given)."""
+    metrics = list(dict.fromkeys(metrics))
+    return ([m for m in ORDER if m in metrics] + [m for m in metrics if m not in ORDER])
+
+
+def _separated(r, others) -> bool:
+    """True when ``r``'s 95% interval overlaps none of ``others``' (all must have one)."""
+    if r.ci_low is None or r.ci_high is None:
+        return False
+    for o in others:
+        if o.ci_low is None or o.ci_high is None:
+            return False
+        if not (r.ci_high < o.ci_low or r.ci_low > o.ci_high):
+            return False
+    return True
+
+
+def rank(cmp: Comparison) -> None:
+    """Mark best/worst per metric where the intervals say so; flagged values take no part."""
+    for m in cmp.metrics:
+        d = direction(m)
+        cand = {}
+        for n in cmp.names:
+            r = cmp.result(n, m)
+            if r is not None and not r.skipped and r.value is not None and (n, m) not in cmp.flags:
+                cand[n] = r
+        if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
+            continue
+        order = sorted(cand, key=lambda n: cand[n].value * d)
+        worst, best = order[0], order[-1]
+        if _separated(cand[best], [cand[n] for n in order[:-1]]):
+            cmp.best[m] = best
+        if _separated(cand[worst], [cand[n] for n in order[1:]]):
+            cmp.worst[m] = worst
+        missing = [k for k, marks in (("best", cmp.best), ("worst", cmp.worst)) if m not in marks]
+        if missing:
+            cmp.unmarked[m] = " or ".join(missing)
+
+
+def _circular_reason(store, t: StreamTarget) -> str | None:
+    """Why this set's CHAIR is 0 by construction, if it is."""
+    if set_format(store, t) in HUMAN_COCO_FORMATS:
+        return BY_CONSTRUCTION
+    info = set_info(store, t)
+    opts = (info.options or {}) if info is not None else {}
+    if opts.get("filter") == "hallucination" and opts.get("evidence") == "chair-gt":
+        return FILTERED_BY_GT
+    return None
+
+
+def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
+    """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
+    by construction: flag it, never rank it."""
+    for t in resolved:
+        why = _circular_reason(store, t)
+        if why is None:
+            continue
+        for m in cmp.metrics:
+            if m.startswith("chair") and cmp.value(t.name, m) is not None:
+                cmp.flags[(t.name, m)] = why
+
+
+def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
+                 same_images: bool | None = None, **hooks) -> Comparison:
+    """Audit ``names`` on a common basis, flag and rank them (``hooks``: ``on_target`` /
+    ``on_progress`` of :func:`run_audit`). ``same_images``: None = when the sets overlap."""
+    cfg = {**DEFAULTS, **(cfg or {})}
+    resolved = [resolve_target(store, n) for n in names]
+    if len({t.name for t in resolved}) != len(resolved):
+        raise InputError(f"two targets share the name {[t.name for t in resolved]}",
+                         fix="register them under distinct set names")
+    targets, basis = plan_basis(store, resolved, same_images)
+    results = run_audit(store, targets, cfg, **hooks)
+    annotations = results.pop("_annotations")
+    run_id = results.pop("_run_id", None)
+    set_names = list(results)
+    sized = size_dependent(dict.fromkeys(m for r in results.values() for m in r.results))
+    k, equal = equal_size(targets, sized, annotations, cfg)
+    basis.equal_captions, basis.equal_metrics = k, sized if k else []
+    for name, per in equal.items():
+        for m, r in per.items():
+            if m in results[name].results:
+                r.extra["all_captions"] = results[name].results[m].value
+                results[name].results[m] = r
+    if store is not None and run_id is not None:  # part-of-set rows never pass for the whole
+        from capaudit.store.results import mark_compare_basis
+
+        for name in set_names:
+            part = (basis.images.get(name) != basis.total_images.get(name)
+                    or basis.captions.get(name) != basis.total_captions.get(name))
+            if part:
+                mark_compare_basis(store, run_id, name,
+                                   f"{basis.images.get(name):,} of {basis.total_images.get(name):,}"
+                                   f" images (audit compare)")
+    if equal and store is not None and run_id is not None:
+        with store.transaction():
+            for name, per in equal.items():
+                for m, r in per.items():
+                    store.write_metric(run_id, name, m, r.value, r.n, r.ci_low, r.ci_high,
+                                       f"equal:{k}", r.extra)
+    from capaudit.metrics.base import MetricResult
+    why = (LIC_NOT_COMPUTED if not cfg.get("lic") else
+           "LIC = LIC_M - LIC_D needs human captions (--lic-reference HUMAN_SET)")
+    for res in results.values():  # never silently absent
+        res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
+    metrics = ordered(m for res in results.values() for m in res.results)
+    cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
+                     basis=basis)
+    flag_circular(store, resolved, cmp)
+    rank(cmp)
+    cmp.parent_costs = parent_costs(store, cmp)
+    if cfg.get("disparity"):
+        from capaudit.audit.disparity import compare_disparities
+        cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)
+    return cmp
+
+
+def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None, cfg: dict,
+                       same_images: bool | None = None, **hooks) -> Comparison:
+    """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given: the one
+    path of ``audit compare``, ``capaudit demo`` and :meth:`capaudit.api.AuditStore.compare`."""
+    from capaudit.report import write_report
+    from capaudit.audit.runner import DEFAULTS
+
+    cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
+    if report_dir is not None:
+        cmp.report_dir = Path(report_dir)
+        write_report(cmp, cmp.report_dir, {**DEFAULTS, **cfg, "same_images": same_images})
+    return cmp
+
+
+def parent_costs(store, cmp: Comparison) -> list[dict]:
+    """What a filter cost, for each compared set whose parent is compared too.
+
+    Both are scored on the parent's images, each caption the filter dropped
+    counting as empty (:func:`plan_basis`), so ``recall`` here is the honest
+    recall cost that the filtered set's own recall (over surviving captions
+    only) hides.
+    """
+    out = []
+    if store is None:
+        return out
+    on_parent = cmp.basis.on_parent if cmp.basis else {}
+    for name in cmp.names:
+        info = store.find_set(name)
+        if info is None or not info.parent or info.parent not in cmp.names:
+            continue
+        if info.format == "downstream":  # captions of a model trained on the parent set
+            from capaudit.audit.amplification import amplification
+            cmp.amplifications.append((info.parent, name, amplification(
+                cmp.results[info.parent].results, cmp.results[name].results)))
+            continue
+        child, parent = cmp.results[name].results, cmp.results[info.parent].results
+        total = cmp.basis.total_captions if cmp.basis else {}
+        row = {"set": name, "parent": info.parent, "on_parent": name in on_parent,
+               "captions": total.get(name, cmp.results[name].meta.get("n_captions")),
+               "parent_captions": total.get(info.parent,
+                                            cmp.results[info.parent].meta.get("n_captions"))}
+        for m in ("recall", "length", "chair_s", "gender_error"):
+            if m in child and m in parent and not child[m].skipped and not parent[m].skipped:
+                row[m] = (parent[m].value, child[m].value)
+        out.append(row)
+    return out
