@@ -56,7 +56,8 @@ def _shift(parts: dict, off: int) -> dict:
 
 def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot: int) -> None:
     from capaudit.audit.engine import accumulate
-    from capaudit.audit.shards.run import STATE_SUFFIX, _parts, _sha256
+    from capaudit.audit.shards.run import _parts
+    from capaudit.audit.shards.task import STATE_SUFFIX, sha256_hex as _sha256
     from capaudit.audit.shards.state_io import dumps_state
     from capaudit.io.shards import atomic_write_bytes, write_marker
 
@@ -79,7 +80,7 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
 
 def child(work: Path, mode: str, n_boot: int) -> None:
     from capaudit.audit.shards.merge import merge_shards
-    from capaudit.audit.shards.run import ShardTask
+    from capaudit.audit.shards.task import ShardTask
     from capaudit.io.annotation_files import Annotations
     from capaudit.io.shards import read_marker
 

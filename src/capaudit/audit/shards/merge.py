@@ -12,62 +12,10 @@ bootstraps once, exactly as the single-file audit would.
 
 from __future__ import annotations
 
-from pathlib import Path
 
-from capaudit.audit.shards.run import ShardTask, _sha256, _state_path
-from capaudit.errors import InputError
+from capaudit.audit.shards.task import ShardTask, fresh_accumulators, load_task_state
 
 __all__ = ["merge_shards", "load_task_state"]
-
-
-def _load_state(path: Path, data: bytes) -> dict:
-    """The shard state in ``path`` (one-line error naming it when it does not parse)."""
-    from capaudit.audit.shards.state_io import StateError, loads_state
-
-    try:
-        parts = loads_state(data)
-        if not isinstance(parts, dict) or not {"acc", "acc2"} <= parts.keys():
-            raise StateError("not a shard state")
-        return parts
-    except StateError as exc:
-        raise InputError(f"unreadable shard state ({exc})", path=path,
-                         fix=f"delete the work directory {path.parent.parent} and rerun") from None
-
-
-def _load_into(acc, parts: dict | None) -> None:
-    from capaudit.metrics.stream import StreamStats
-
-    if acc is None or parts is None:
-        return
-    part = StreamStats.__new__(StreamStats)
-    part.__dict__.update(acc.__dict__)
-    part.states, part.units = parts["states"], parts["units"]
-    part.n_captions, part.skipped = parts["n_captions"], parts["skipped"]
-    acc.merge(part)
-
-
-def _fresh(cfg: dict, annotations):
-    from capaudit.audit.engine import accumulate
-    from capaudit.audit.runner import metric_names
-
-    return accumulate((), annotations, metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
-                      corrected=cfg["corrected"], config=cfg)
-
-
-def load_task_state(task: ShardTask) -> tuple:
-    """``(acc, acc2)``: the shard's saved state, checked against its marker's sha256."""
-    from capaudit.io.shards import read_marker
-
-    work, shard = Path(task.work), Path(task.path).name
-    data = _state_path(work, shard).read_bytes()
-    if _sha256(data) != (read_marker(work, shard) or {}).get("state_sha256"):
-        raise InputError("a shard state changed under the audit", path=work / shard,
-                         fix="rerun (another process wrote this work directory)")
-    parts, (a, a2) = _load_state(_state_path(work, shard), data), _fresh(task.cfg,
-                                                                          task.annotations)
-    _load_into(a, parts["acc"])
-    _load_into(a2, parts["acc2"])
-    return a, a2
 
 
 def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
@@ -86,7 +34,7 @@ def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
         res, why = _by_sums(ok, plan, cfg, executor, workers, address)
     if res is None:
         level = [load_task_state(t) for t in ok]
-        acc, acc2 = _merge_tree(level) if level else _fresh(cfg, annotations)
+        acc, acc2 = _merge_tree(level) if level else fresh_accumulators(cfg, annotations)
         del level
         res = finish_audit(acc, acc2, cfg["n_boot"], cfg["seed"], int(cfg.get("workers") or 1))
     res.meta["merge"] = why
@@ -113,7 +61,7 @@ def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers:
             got[job.task.index] = part
     finally:
         ex.close()
-    acc, acc2 = _fresh(cfg, ok[0].annotations if ok else None)
+    acc, acc2 = fresh_accumulators(cfg, ok[0].annotations if ok else None)
     res = finish_audit(acc, acc2, 0, cfg["seed"], 1)   # the empty skeleton: details, skips
     parts = [got[t.index] for t in ok]
     res.results = finish_sums([p["acc"] for p in parts], acc, plan, cfg["n_boot"], cfg["seed"])

@@ -25,35 +25,17 @@ line; a state file that does not parse names itself and the fix.
 
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from capaudit.audit.shards.task import ShardTask, sha256_hex, state_path
 from capaudit.errors import InputError
 
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
 SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
-STATE_SUFFIX = ".state.npz"
 KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
-
-
-@dataclass
-class ShardTask:
-    path: str
-    index: int
-    work: str
-    cfg: dict
-    cfg_hash: str
-    annotations: Any
-    ann_namespaces: dict = field(default_factory=dict)   # {kind: namespace}: the row guard
-    details: bool = True                                   # write <shard>.details.parquet
-
-
-def _state_path(work: Path, shard: str) -> Path:
-    return work / (Path(shard).stem + STATE_SUFFIX)
 
 
 def _parts(acc) -> dict | None:
@@ -74,12 +56,8 @@ def _done(task: ShardTask, fp: dict, marker: dict | None) -> bool:
     if "coverage" not in marker or task.details and not details_ok(work, name,
                                                                    marker.get("details")):
         return False
-    state = _state_path(work, name)
-    return state.exists() and _sha256(state.read_bytes()) == marker.get("state_sha256")
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    state = state_path(work, name)
+    return state.exists() and sha256_hex(state.read_bytes()) == marker.get("state_sha256")
 
 
 def audit_shard(task: ShardTask) -> dict:
@@ -135,12 +113,12 @@ def audit_shard(task: ShardTask) -> dict:
                 "error": f"the state of metric {', '.join(names) or '?'} cannot be saved "
                          f"safely for --shards ({exc}) (fix: register its state dataclass "
                          "with capaudit.audit.shards.state_io.register_state, or run without --shards)"}
-    atomic_write_bytes(_state_path(work, name), data)
+    atomic_write_bytes(state_path(work, name), data)
     details = sink.commit() if sink is not None else None
     write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
                                              "n_captions": acc.n_captions, "coverage": cov,
                                              "details": details,
-                                             "state_sha256": _sha256(data)})
+                                             "state_sha256": sha256_hex(data)})
     return {"shard": name, "status": "done", "n_captions": acc.n_captions,
             "seconds": time.perf_counter() - t0, "coverage": cov, "details": details}
 
@@ -162,7 +140,7 @@ def _key(cfg: dict, annotations) -> dict:
     key = {**{k: cfg.get(k) for k in KEY_FIELDS}, "annotations": dict(annotations.sources),
            "capaudit": __version__}
     if str(cfg.get("mode")).startswith(LEXICON_PREFIX):  # a user lexicon: keyed by its content
-        key["lexicon_sha256"] = _sha256(Path(cfg["mode"][len(LEXICON_PREFIX):]).read_bytes())
+        key["lexicon_sha256"] = sha256_hex(Path(cfg["mode"][len(LEXICON_PREFIX):]).read_bytes())
     return key
 
 

@@ -137,7 +137,7 @@ def acc_sums(acc, job: SumsJob) -> dict:
 
 def shard_sums(job: SumsJob) -> dict:
     """The executor's second pass over one shard: its saved state as replicate sums."""
-    from capaudit.audit.shards.merge import load_task_state
+    from capaudit.audit.shards.task import load_task_state
 
     acc, acc2 = load_task_state(job.task)
     return {"acc": acc_sums(acc, job), "acc2": acc_sums(acc2, job) if acc2 is not None else None}
