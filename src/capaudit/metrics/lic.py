@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from capaudit.metrics.base import Metric, register_metric
 
-__all__ = ["Lic", "LicM", "LicD"]
+# why a LIC value is absent when --lic was not given: one text for the table, report and JSON
+LIC_NOT_COMPUTED = "not computed (use --lic)"
+
+__all__ = ["Lic", "LicM", "LicD", "LIC_NOT_COMPUTED"]
 
 
 class _LicSpec(Metric):

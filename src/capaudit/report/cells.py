@@ -7,7 +7,7 @@ so the terminal and report.md/html never disagree.
 
 from __future__ import annotations
 
-from capaudit.report.compare import LIC_NOT_COMPUTED
+from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import arrow, label
 
 

@@ -46,6 +46,7 @@ from capaudit.report.basis import (
     set_info,
     size_dependent,
 )
+from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction
 from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
 from capaudit.errors import InputError
@@ -63,7 +64,6 @@ __all__ = [
 # column order of every view, whatever order the metrics were computed in
 ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
          "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
-LIC_NOT_COMPUTED = "not computed (use --lic)"
 # caption formats that hold human COCO captions: the CHAIR ground truth is built from them
 HUMAN_COCO_FORMATS = ("coco", "karpathy")
 BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
