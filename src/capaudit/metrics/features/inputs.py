@@ -75,7 +75,7 @@ def prepare(store, cfg: dict) -> LotusOptions:
     a missing reference set, a CLIP path that is not a CLIP model."""
     ref = None
     if cfg.get("reference"):
-        from capaudit.audit.runner import load_target
+        from capaudit.io.targets import load_target
 
         r = load_target(store, cfg["reference"])
         ref = (r.image_ids, r.captions)
