@@ -42,47 +42,6 @@ class Annotations:
     sources: dict[str, str] = field(default_factory=dict)     # kind -> path
 
 
-class ColumnarSets(Mapping):
-    """A read-only ``{image_id: frozenset(names)}`` held as arrays, as the store's parse cache
-    returns it: sorted image ids, CSR ``offsets`` into ``codes``, and ``names[code]``.
-
-    It behaves as the dict the loaders build (``get``, ``in``, iteration, ``==``); the
-    metrics read the arrays directly (no per-image Python objects, see
-    :func:`capaudit.metrics.base.MetricContext`)."""
-
-    def __init__(self, ids, offsets, codes, names: list[str]):
-        import numpy as np
-
-        self.ids = np.asarray(ids, np.int64)
-        self.offsets = np.asarray(offsets, np.int64)
-        self.codes = np.asarray(codes, np.int64)
-        self.names = list(names)
-
-    def _pos(self, key) -> int:
-        import numpy as np
-
-        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
-            return -1
-        i = int(np.searchsorted(self.ids, key))
-        return i if i < len(self.ids) and self.ids[i] == key else -1
-
-    def __getitem__(self, key) -> frozenset[str]:
-        i = self._pos(key)
-        if i < 0:
-            raise KeyError(key)
-        names = self.names
-        return frozenset(names[c] for c in self.codes[self.offsets[i]:self.offsets[i + 1]].tolist())
-
-    def __contains__(self, key) -> bool:
-        return self._pos(key) >= 0
-
-    def __iter__(self):
-        return iter(self.ids.tolist())
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
 def _check_exists(path: Path) -> None:
     if not path.exists():
         raise InputError("file not found", path=path, fix="check the path")

@@ -93,10 +93,10 @@ def cache_usable(store) -> bool:
 
 def cached_sets(store, sha256: str, kind: str):
     """The parsed ``{image_id: names}`` of a file seen before, as a columnar mapping
-    (:class:`~capaudit.io.annotation_files.ColumnarSets`); ``None`` when not cached."""
+    (:class:`~capaudit.core.columnar.ColumnarSets`); ``None`` when not cached."""
     import numpy as np
 
-    from capaudit.io.annotation_files import ColumnarSets
+    from capaudit.core.columnar import ColumnarSets
     from capaudit.core.arrays import to_numpy
 
     where = f"WHERE sha256 = '{_hex(sha256)}' AND kind = '{_name(kind)}'"

@@ -1,0 +1,53 @@
+"""Image-level annotation sets held as arrays: what the store's parse cache hands back.
+
+Why in ``core``: the store builds it (:func:`capaudit.store.annotations.cached_sets`),
+the loaders in :mod:`capaudit.io.annotation_files` and the metrics read it, so it
+sits below all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["ColumnarSets"]
+
+
+class ColumnarSets(Mapping):
+    """A read-only ``{image_id: frozenset(names)}`` held as arrays, as the store's parse cache
+    returns it: sorted image ids, CSR ``offsets`` into ``codes``, and ``names[code]``.
+
+    It behaves as the dict the loaders build (``get``, ``in``, iteration, ``==``); the
+    metrics read the arrays directly (no per-image Python objects, see
+    :func:`capaudit.metrics.base.MetricContext`)."""
+
+    def __init__(self, ids, offsets, codes, names: list[str]):
+        import numpy as np
+
+        self.ids = np.asarray(ids, np.int64)
+        self.offsets = np.asarray(offsets, np.int64)
+        self.codes = np.asarray(codes, np.int64)
+        self.names = list(names)
+
+    def _pos(self, key) -> int:
+        import numpy as np
+
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
+            return -1
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else -1
+
+    def __getitem__(self, key) -> frozenset[str]:
+        i = self._pos(key)
+        if i < 0:
+            raise KeyError(key)
+        names = self.names
+        return frozenset(names[c] for c in self.codes[self.offsets[i]:self.offsets[i + 1]].tolist())
+
+    def __contains__(self, key) -> bool:
+        return self._pos(key) >= 0
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
