@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from capaudit.core.registry import Registry
-from capaudit.text.mentions import sentence_spans
+from capaudit.text.mentions import CaptionDoc  # re-exported: the filters' record of a caption
 
 __all__ = ["FILTERS", "Filter", "CaptionDoc", "SentenceScore", "Decision", "CaptionResult",
            "FilterSummary", "FilterContext", "ACTIONS", "KEPT_ACTIONS", "join_sentences"]
@@ -69,30 +69,6 @@ def join_sentences(caption: str, spans: list[tuple[int, int]], texts: list[str |
 
 
 # -- records --------------------------------------------------------------------
-@dataclass
-class CaptionDoc:
-    """One caption of the input set, with its sentences split lazily."""
-
-    row_idx: int
-    image_id: int | None
-    caption: str
-    image_key: str | None = None
-    meta: dict = field(default_factory=dict)
-    _spans: list[tuple[int, int]] | None = field(default=None, repr=False)
-
-    @property
-    def spans(self) -> list[tuple[int, int]]:
-        if self._spans is None:
-            self._spans = sentence_spans(self.caption)
-            if not self._spans:  # empty / blank caption: one empty sentence
-                self._spans = [(0, len(self.caption))]
-        return self._spans
-
-    @property
-    def sentences(self) -> list[str]:
-        return [self.caption[a:b] for a, b in self.spans]
-
-
 @dataclass
 class SentenceScore:
     """What a filter measured on one sentence (never changes the text)."""

@@ -39,10 +39,11 @@ from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
 from capaudit.llm.chat import ChatFn, make_chat
+from capaudit.io.images import find_image
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 
-__all__ = ["CritiqueReviseFilter", "load_prompt", "ChatFn", "find_image"]
+__all__ = ["CritiqueReviseFilter", "load_prompt", "ChatFn"]
 
 def _judge_prompt_override(prompt_dir) -> dict:
     """``--prompt-dir`` may hold the judge's template too (``judge_factuality.txt``)."""
@@ -75,26 +76,6 @@ def clean_revision(text: str) -> str | None:
     if not t or t.upper().rstrip(".") == "DELETE":
         return None
     return t.splitlines()[0].strip()
-
-
-def find_image(doc: CaptionDoc, images: str | Path | None) -> tuple[bytes, str] | None:
-    """Image bytes for a caption: its image_key as a path, or a COCO file name in ``images``."""
-    cands: list[Path] = []
-    if doc.image_key:
-        p = Path(doc.image_key)
-        cands.append(p)
-        if images:
-            cands.append(Path(images) / p.name)
-    if images and doc.image_id is not None:
-        d = Path(images)
-        iid = int(doc.image_id)
-        cands += [d / f"COCO_val2014_{iid:012d}.jpg", d / f"COCO_train2014_{iid:012d}.jpg",
-                  d / f"{iid:012d}.jpg", d / f"{iid}.jpg"]
-    for p in cands:
-        if p.is_file():
-            mime = "image/png" if p.suffix.lower() == ".png" else "image/jpeg"
-            return p.read_bytes(), mime
-    return None
 
 
 # -- the filter -----------------------------------------------------------------

@@ -106,7 +106,7 @@ def _verify(judge: Judge, asks: list[tuple], evidence) -> dict:
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.runner import Judged, label
+    from capaudit.judge.stats import Judged, label
     from capaudit.judge.stats import ratio_table, welch
 
     assumed = int(cfg.get("assumed_units", 8))

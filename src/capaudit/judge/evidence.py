@@ -114,8 +114,8 @@ def build_evidence(store, judge_cfg, image_ids: list, *, images: str | None = No
     if shards:
         found = _shard_images(shards, wanted)
     elif images:
-        from capaudit.filters.base import CaptionDoc
-        from capaudit.filters.critique import find_image
+        from capaudit.text.mentions import CaptionDoc
+        from capaudit.io.images import find_image
 
         found = {}
         for i in wanted:

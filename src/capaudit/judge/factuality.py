@@ -35,7 +35,7 @@ PROMPT = "judge_factuality"
 
 
 def split_sentences(caption: str) -> list[str]:
-    from capaudit.filters.base import CaptionDoc
+    from capaudit.text.mentions import CaptionDoc
 
     return [s.strip() for s in CaptionDoc(0, None, caption or "").sentences]
 
@@ -106,7 +106,7 @@ def status_counts(rows: list[dict]) -> dict:
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     """The ``audit factuality`` metric: per-sentence and per-caption rows, three criteria."""
-    from capaudit.judge.runner import Judged, label
+    from capaudit.judge.stats import Judged, label
 
     out, shares = Judged(), {}
     for s in sets:

@@ -11,11 +11,12 @@ provides ``compute(judge, sets, evidence, cfg) -> Judged``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 from capaudit.judge.core import Judge, JudgeConfig
+from capaudit.judge.stats import Judged, label  # re-exported: what a metric module returns
 
 __all__ = ["DEFAULTS", "resolve_config", "Judged", "run_judged", "default_yaml", "label"]
 
@@ -40,20 +41,6 @@ def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     cfg = resolve(DEFAULTS, config or default_yaml(), {"judge": judge_cli, **cli})
     JudgeConfig.from_mapping(cfg["judge"])  # unknown keys: one line now
     return cfg
-
-
-def label(name: str, evidence: str) -> str:
-    """Metric names say what the judge saw when it was not the image."""
-    return name if evidence == "image" else f"{name}@reference-captions"
-
-
-@dataclass
-class Judged:
-    """What a metric computed: verdict rows, metric rows per set, extra JSON."""
-
-    items: dict = field(default_factory=dict)     # set name -> list of rows
-    values: dict = field(default_factory=dict)    # set name -> {metric: {value, n, ci_*}}
-    extra: dict = field(default_factory=dict)     # anything else for JSON (tests, per-category)
 
 
 def run_judged(store, command: str, targets: list[str], cfg: dict,

@@ -1,5 +1,6 @@
 """Set-level arithmetic of the judged metrics: ratios with image-bootstrap intervals,
-Welch's t-test, and the agreement statistics of ``judge validate``.
+Welch's t-test, the agreement statistics of ``judge validate``, and :class:`Judged`,
+what every judged metric's ``compute`` returns.
 
 Why here and not in each metric: every judged number is a ratio of per-caption
 sums (yes sentences / parsed sentences, correct units / units, ...), so one
@@ -11,11 +12,27 @@ interval with the project's bootstrap over images
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["ratio_table", "welch", "roc_auc", "macro_f1", "cohen_kappa", "rank_agreement"]
+__all__ = ["Judged", "label", "ratio_table", "welch", "roc_auc", "macro_f1", "cohen_kappa",
+           "rank_agreement"]
+
+
+def label(name: str, evidence: str) -> str:
+    """Metric names say what the judge saw when it was not the image."""
+    return name if evidence == "image" else f"{name}@reference-captions"
+
+
+@dataclass
+class Judged:
+    """What a metric computed: verdict rows, metric rows per set, extra JSON."""
+
+    items: dict = field(default_factory=dict)     # set name -> list of rows
+    values: dict = field(default_factory=dict)    # set name -> {metric: {value, n, ci_*}}
+    extra: dict = field(default_factory=dict)     # anything else for JSON (tests, per-category)
 
 
 def ratio_table(image_ids: Sequence, parts: Mapping[str, tuple[Sequence, Sequence]],

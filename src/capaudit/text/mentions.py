@@ -11,10 +11,11 @@ re-implements a rule, it only converts positions.
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["sentence_spans", "caption_mentions", "ObjectMention"]
+__all__ = ["sentence_spans", "caption_mentions", "ObjectMention", "CaptionDoc"]
 
 
 class ObjectMention(NamedTuple):
@@ -80,3 +81,28 @@ def caption_mentions(caption: str, mode: str = "reference"
             s = bisect_right(starts, t) - 1
         out.append(ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s]))
     return sents, out
+
+
+@dataclass
+class CaptionDoc:
+    """One caption of the input set, with its sentences split lazily (at the audit's own
+    sentence boundaries: filters and judges read the same sentences the metrics count)."""
+
+    row_idx: int
+    image_id: int | None
+    caption: str
+    image_key: str | None = None
+    meta: dict = field(default_factory=dict)
+    _spans: list[tuple[int, int]] | None = field(default=None, repr=False)
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        if self._spans is None:
+            self._spans = sentence_spans(self.caption)
+            if not self._spans:  # empty / blank caption: one empty sentence
+                self._spans = [(0, len(self.caption))]
+        return self._spans
+
+    @property
+    def sentences(self) -> list[str]:
+        return [self.caption[a:b] for a, b in self.spans]

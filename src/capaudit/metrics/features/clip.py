@@ -35,22 +35,12 @@ from typing import Sequence
 import numpy as np
 
 from capaudit.errors import InputError, require
+from capaudit.io.images import image_file
 
-__all__ = ["ClipScorer", "ClipResult", "find_image", "retrieval_ranks", "STANDARD_POSITIONS"]
+__all__ = ["ClipScorer", "ClipResult", "retrieval_ranks", "STANDARD_POSITIONS"]
 
 STANDARD_POSITIONS = 77
 _SENT = re.compile(r"(?<=[.!?])\s+")
-
-
-def find_image(images_dir: Path, image_id: int) -> Path | None:
-    """The image file of a COCO id in ``images_dir`` (COCO names, zero-padded or plain)."""
-    for stem in (f"COCO_val2014_{image_id:012d}", f"COCO_train2014_{image_id:012d}",
-                 f"{image_id:012d}", str(image_id)):
-        for ext in (".jpg", ".jpeg", ".png"):
-            p = images_dir / (stem + ext)
-            if p.exists():
-                return p
-    return None
 
 
 @dataclass
@@ -221,7 +211,7 @@ class ClipScorer:
         :func:`retrieval_ranks` over all the set's images (the metrics do it at the end)."""
         ids = [None if i is None or int(i) < 0 else int(i) for i in image_ids]
         uniq = sorted({i for i in ids if i is not None})
-        found = {i: p for i in uniq if (p := find_image(Path(images_dir), i)) is not None}
+        found = {i: p for i in uniq if (p := image_file(Path(images_dir), i)) is not None}
         if uniq and not found:
             raise InputError(f"no image of this set in {images_dir}",
                              fix="give --images a folder of the COCO images "
