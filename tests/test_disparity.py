@@ -117,7 +117,7 @@ def test_bad_groupings_are_one_clear_error(nic):
 
 def test_cli_stores_group_rows_and_writes_json(tmp_path, capsys):
     from capaudit.cli.main import main
-    from capaudit.cli.query import build_demo
+    from capaudit.demo import build_demo
     from capaudit.store import Store
 
     db = tmp_path / "demo.duckdb"
@@ -139,7 +139,7 @@ def test_cli_stores_group_rows_and_writes_json(tmp_path, capsys):
 
 def test_compare_with_disparity_reports_and_stores_the_same_gaps(tmp_path, capsys):
     from capaudit.cli.main import main
-    from capaudit.cli.query import build_demo
+    from capaudit.demo import build_demo
     from capaudit.store import Store
 
     db = tmp_path / "demo.duckdb"

@@ -7,7 +7,7 @@ import json
 
 from capaudit.cli.common import DB_ENV, db_path
 from capaudit.cli.main import main
-from capaudit.cli.query import DEMO_DIR, build_demo
+from capaudit.demo import DEMO_DIR, build_demo
 
 
 def test_db_path_order(tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ def demo_file(name: str) -> Path:
     >>> demo_file("oscar.jsonl").name
     'oscar.jsonl'
     """
-    from capaudit.cli.query import DEMO_DIR
+    from capaudit.demo import DEMO_DIR
 
     path = DEMO_DIR / name
     if not path.exists():
@@ -307,7 +307,7 @@ class AuditStore:
         >>> store.query("SELECT name, n_captions FROM caption_sets").rows
         [('nic', 1000)]
         """
-        from capaudit.cli.query import run_query
+        from capaudit.store.query import run_query
 
         with self._open(read_only=True, sandbox=True) as store:
             cols, rows = run_query(store, sql)
