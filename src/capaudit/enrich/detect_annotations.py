@@ -83,7 +83,7 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
                            on_shard=None) -> tuple[str, int, dict]:
     """Detect, then store the instance source ``name``; returns (name, images, provenance)."""
     from capaudit.enrich.detectors import make_detector
-    from capaudit.enrich.runner import work_dir_lock
+    from capaudit.io.work_dir import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.shards import atomic_write_bytes, config_hash, list_shards

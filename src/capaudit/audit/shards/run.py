@@ -167,7 +167,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shards.merge import merge_shards
     from capaudit.audit.shards.outputs import annotation_namespaces, details_path, merged_coverage
-    from capaudit.enrich.runner import work_dir_lock
+    from capaudit.io.work_dir import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.caption_shards import find_shards
     from capaudit.io.shards import clean_tmp, config_hash
