@@ -31,7 +31,7 @@ def main() -> None:
     from capaudit.llm import GenRequest, make_backend
     from capaudit.enrich.runner import DEFAULTS, run_enrich
     from capaudit.enrich.testing import FakeOpenAIServer
-    from capaudit.io.shards import build_shards, list_shards, read_shard
+    from capaudit.io.image_shards import build_shards, list_shards, read_shard
 
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as srv:
         tmp = Path(tmp)

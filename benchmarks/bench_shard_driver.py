@@ -59,7 +59,7 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
     from capaudit.audit.shards.run import _parts
     from capaudit.audit.shards.task import STATE_SUFFIX, sha256_hex as _sha256
     from capaudit.audit.shards.state_io import dumps_state
-    from capaudit.io.shards import atomic_write_bytes, write_marker
+    from capaudit.io.markers import atomic_write_bytes, write_marker
 
     per = n_images // n_shards
     caps = [json.loads(line)["caption"] for line in
@@ -82,7 +82,7 @@ def child(work: Path, mode: str, n_boot: int) -> None:
     from capaudit.audit.shards.merge import merge_shards
     from capaudit.audit.shards.task import ShardTask
     from capaudit.io.annotation_files import Annotations
-    from capaudit.io.shards import read_marker
+    from capaudit.io.markers import read_marker
 
     markers = sorted(work.glob("*.done.json"))
     names = [m.name[:-len(".done.json")] + ".parquet" for m in markers]

@@ -14,7 +14,7 @@ def _shard(tmp_path):
 
     pytest.importorskip("ai_edge_litert")
     skdata = pytest.importorskip("skimage.data")
-    from capaudit.io.shards import Sample, write_shard
+    from capaudit.io.image_shards import Sample, write_shard
 
     samples = []
     for iid, photo in ((901, "astronaut"), (902, "chelsea"), (903, "coffee")):

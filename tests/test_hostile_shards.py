@@ -123,7 +123,7 @@ def test_garbage_block_in_the_middle_is_refused_not_read_as_the_end(tmp_path, cl
 
 def test_shard_index_count_mismatch_is_refused(tmp_path):
     """A capaudit shard whose tar ends cleanly but holds fewer samples than its index."""
-    from capaudit.io.shards import read_shard
+    from capaudit.io.image_shards import read_shard
 
     _db, shards, _ids = make_dataset(tmp_path, n_images=4, shard_size=4)
     tar = shards / "shard-00000.tar"
@@ -220,7 +220,7 @@ def test_caption_member_cap_is_configurable(tmp_path, cli):
 
 
 def test_image_members_have_their_own_larger_cap(tmp_path):
-    from capaudit.io.shards import read_shard
+    from capaudit.io.image_shards import read_shard
 
     tar = tmp_path / "img.tar"
     with tarfile.open(tar, "w", format=tarfile.USTAR_FORMAT) as tf:
@@ -250,7 +250,7 @@ def _ids_of(db: Path, name: str) -> list[int]:
 
 def test_rebuilt_shards_are_redone_not_reported_done(tmp_path, cli):
     from capaudit.io.ingest import add_caption_set
-    from capaudit.io.shards import build_shards
+    from capaudit.io.image_shards import build_shards
 
     db, shards, ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     work = tmp_path / "work"

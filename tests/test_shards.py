@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from capaudit.errors import InputError
-from capaudit.io.shards import (build_shards, clean_tmp, config_hash, is_done, list_shards,
-                                read_manifest, read_marker, read_shard)
+from capaudit.io.image_shards import build_shards, list_shards, read_manifest, read_shard
+from capaudit.io.markers import clean_tmp, config_hash, is_done, read_marker
 from test_enrich_fixtures import make_dataset, make_images
 
 
@@ -83,7 +83,7 @@ def test_reads_img2dataset_layout(tmp_path):
 
 def test_config_hash_is_order_independent_and_markers_check_it(tmp_path):
     assert config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
-    from capaudit.io.shards import write_marker
+    from capaudit.io.markers import write_marker
 
     write_marker(tmp_path, "s.tar", "h1", {"samples": 3})
     assert is_done(tmp_path, "s.tar", "h1") and not is_done(tmp_path, "s.tar", "h2")

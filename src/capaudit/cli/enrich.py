@@ -1,7 +1,7 @@
 """CLI: ``shards build``, ``enrich ADAPTER`` and ``detect``.
 
 Thin wrappers: options are turned into a config (CLI > YAML > defaults), the
-plain functions in :mod:`capaudit.io.shards`, :mod:`capaudit.enrich.runner`
+plain functions in :mod:`capaudit.io.image_shards`, :mod:`capaudit.enrich.runner`
 and the detectors do the work, and this module only prints. The enrich
 summary always lists failed samples (also written to ``failures.jsonl``).
 """
@@ -27,7 +27,7 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                  shard_size: int = typer.Option(1000, "--shard-size", min=1),
                  db: Optional[Path] = DbOption):
     """Pair images with a caption set into webdataset tars + parquet indexes."""
-    from capaudit.io.shards import build_shards
+    from capaudit.io.image_shards import build_shards
 
     with open_store(db, read_only=True) as store:
         table = store.captions(captions)
@@ -81,7 +81,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
-    from capaudit.io.shards import read_manifest
+    from capaudit.io.image_shards import read_manifest
 
     ADAPTERS.entry(adapter)
     EXECUTORS.entry(executor)

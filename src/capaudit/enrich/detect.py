@@ -18,7 +18,7 @@ from capaudit.io.imageids import parse_image_id
 
 def _inputs(images, shards) -> Iterator[tuple[str, int | None, bytes]]:
     if shards:
-        from capaudit.io.shards import list_shards, read_shard
+        from capaudit.io.image_shards import list_shards, read_shard
 
         for shard in list_shards(shards):
             for s in read_shard(shard):

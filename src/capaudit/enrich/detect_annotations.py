@@ -41,8 +41,8 @@ def detect_shard(task: DetectTask) -> dict:
     """Detect every image of one shard into its instances JSONL (or find it done)."""
     from capaudit.enrich.detectors import make_detector
     from capaudit.enrich.detectors.base import decode_image
-    from capaudit.io.shards import (atomic_write_bytes, input_fingerprint, read_marker,
-                                    read_shard, write_marker)
+    from capaudit.io.image_shards import read_shard
+    from capaudit.io.markers import atomic_write_bytes, input_fingerprint, read_marker, write_marker
 
     work, name = Path(task.work), Path(task.shard).name
     marker = read_marker(work, name)
@@ -86,7 +86,8 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
     from capaudit.io.work_dir import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.annotation_store import add_annotations
-    from capaudit.io.shards import atomic_write_bytes, config_hash, list_shards
+    from capaudit.io.image_shards import list_shards
+    from capaudit.io.markers import atomic_write_bytes, config_hash
 
     if not 0 <= min_score <= 1:
         raise InputError(f"--min-score {min_score} is not a score", fix="a value in [0, 1]")

@@ -27,8 +27,9 @@ from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt
 from capaudit.llm.base import Stats, make_backend
 from capaudit.errors import InputError
 from capaudit.io.work_dir import work_dir_lock  # noqa: F401  (re-exported)
-from capaudit.io.shards import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
-                                list_shards, read_marker, read_shard)
+from capaudit.io.image_shards import list_shards, read_shard
+from capaudit.io.markers import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
+                                 read_marker)
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -104,7 +105,7 @@ def _snapshot(ctx: Context) -> dict:
 
 def process_shard(task: ShardTask) -> dict:
     """Enrich one shard; returns its marker (counts, counters, failures)."""
-    from capaudit.io.shards import write_marker
+    from capaudit.io.markers import write_marker
 
     t0 = time.perf_counter()
     ctx = _context(task)

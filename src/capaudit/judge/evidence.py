@@ -38,7 +38,7 @@ def load_captions(store, target: str, limit: int | None = None) -> Captions:
 
 
 def _shard_images(shards: str | Path, wanted: set) -> dict:
-    from capaudit.io.shards import list_shards, read_shard
+    from capaudit.io.image_shards import list_shards, read_shard
 
     out = {}
     for tar in list_shards(shards):

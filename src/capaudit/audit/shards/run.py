@@ -6,7 +6,7 @@ state* (:class:`~capaudit.metrics.stream.StreamStats`: per-image sums,
 sparse cells, the vocabulary), written under a temporary name, renamed, and
 only then marked done with a marker keyed by the audit configuration (one
 sub-folder of the work directory per configuration hash) AND the shard's
-content hash (:func:`capaudit.io.shards.input_fingerprint`). A
+content hash (:func:`capaudit.io.markers.input_fingerprint`). A
 killed audit reruns only the shards without a matching marker.
 
 The driver merges the states in shard order (not completion order) and
@@ -73,12 +73,7 @@ def audit_shard(task: ShardTask) -> dict:
     )
     from capaudit.audit.shards.state_io import StateError, dumps_state
     from capaudit.io.caption_shards import iter_shard_rows
-    from capaudit.io.shards import (
-        atomic_write_bytes,
-        input_fingerprint,
-        read_marker,
-        write_marker,
-    )
+    from capaudit.io.markers import atomic_write_bytes, input_fingerprint, read_marker, write_marker
 
     work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
     marker = read_marker(work, name)
@@ -170,7 +165,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
     from capaudit.io.work_dir import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.caption_shards import find_shards
-    from capaudit.io.shards import clean_tmp, config_hash
+    from capaudit.io.markers import clean_tmp, config_hash
 
     if cfg.get("lic"):
         raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "

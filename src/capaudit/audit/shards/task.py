@@ -81,7 +81,7 @@ def fresh_accumulators(cfg: dict, annotations):
 
 def load_task_state(task: ShardTask) -> tuple:
     """``(acc, acc2)``: the shard's saved state, checked against its marker's sha256."""
-    from capaudit.io.shards import read_marker
+    from capaudit.io.markers import read_marker
 
     work, shard = Path(task.work), Path(task.path).name
     data = state_path(work, shard).read_bytes()

@@ -1,11 +1,10 @@
-"""Webdataset shards: the unit of work for enrichment and detection.
+"""Webdataset shards of images and their captions: the unit of work for enrichment and
+detection (the captions-only shards of a sharded audit are :mod:`capaudit.io.caption_shards`).
 
 Why shards: a run over a million images must survive being killed at any
 moment. Each shard is processed as a whole, its output written under a
-temporary name and renamed into place (rename is atomic on one file system),
-and only then a completion marker is written holding the counts and the hash
-of the configuration that produced it. A rerun skips the shards whose marker
-exists with the same config hash, so work is neither lost nor duplicated.
+temporary name and renamed into place, and only then marked done
+(:mod:`capaudit.io.markers`), so work is neither lost nor duplicated.
 
 Two layouts are read, both as plain tar files (``KEY.EXT`` members, grouped
 by key): the one ``capaudit shards build`` writes (``KEY.jpg`` + ``KEY.json``
@@ -18,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,9 +28,6 @@ import pyarrow.parquet as pq
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
-
-MARKER_SUFFIX = ".done.json"
-
 
 @dataclass
 class Sample:
@@ -48,77 +43,6 @@ class Sample:
     @property
     def image_sha256(self) -> str | None:
         return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
-
-
-# -- small atomic-file helpers ------------------------------------------------------
-def config_hash(config: Mapping) -> str:
-    """Stable short hash of a JSON-able configuration (key order does not matter)."""
-    text = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to ``path.tmp-PID``, fsync, rename: readers never see half a file."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def marker_path(out_dir: Path, shard_name: str) -> Path:
-    return Path(out_dir) / (Path(shard_name).stem + MARKER_SUFFIX)
-
-
-def write_marker(out_dir: Path, shard_name: str, cfg_hash: str, counts: Mapping) -> Path:
-    """The completion marker: written last, so its presence means the shard is whole."""
-    path = marker_path(out_dir, shard_name)
-    atomic_write_bytes(path, json.dumps({"shard": shard_name, "config_hash": cfg_hash,
-                                         **counts}, sort_keys=True, default=str).encode())
-    return path
-
-
-def read_marker(out_dir: Path, shard_name: str) -> dict | None:
-    path = marker_path(out_dir, shard_name)
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None  # a torn marker cannot happen with atomic writes; treat as missing
-
-
-def is_done(out_dir: Path, shard_name: str, cfg_hash: str) -> bool:
-    marker = read_marker(out_dir, shard_name)
-    return bool(marker and marker.get("config_hash") == cfg_hash)
-
-
-def input_fingerprint(path: Path, previous: Mapping | None = None) -> dict:
-    """What a completion marker records of its input shard: sha256 plus the file's stat.
-
-    The sha256 keys the marker to the input's content (a shard rebuilt in the
-    same folder is redone); the stat (size, mtime, ctime, inode) lets a rerun
-    reuse ``previous``'s hash without reading the file again when nothing
-    about it changed. A touched or copied but identical shard hashes the same.
-    """
-    from capaudit.io.ingest import fingerprint
-
-    st = Path(path).stat()
-    stat = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-            "ino": st.st_ino}
-    if previous and previous.get("sha256") and all(previous.get(k) == v for k, v in stat.items()):
-        return {**stat, "sha256": previous["sha256"]}
-    return {**stat, "sha256": fingerprint(Path(path))}
-
-
-def clean_tmp(out_dir: Path) -> int:
-    """Remove leftovers of killed writers (``*.tmp-PID``); returns how many."""
-    n = 0
-    for p in Path(out_dir).glob("*.tmp-*"):
-        p.unlink(missing_ok=True)
-        n += 1
-    return n
 
 
 # -- reading ------------------------------------------------------------------------
