@@ -111,7 +111,9 @@ def test_query_cannot_touch_files_network_or_other_databases(nic_db, tmp_path, c
         code, _, err = cli(["query", sql, "--db", nic_db] + (["--write"] if write else []), capsys)
         line = one_line_error(err)
         assert code == 2, what
-        assert "query refused: it may read and change only the store" in line, (what, line)
+        # the behaviour, not a wording: DuckDB 2 refuses some of these itself (a Binder Error
+        # for COPY over the open store) before capaudit's sandbox does; either way one line
+        assert line.startswith("capaudit: error: query "), (what, line)
     assert snapshot(nic_db) == before
     assert not (tmp_path / "leak.csv").exists()
     con = duckdb.connect(str(other), read_only=True)
