@@ -124,7 +124,7 @@ def parse_value(key: str, raw: str, default: Any) -> Any:
         what = f"a comma list of {_name(item)}" if isinstance(default, (list, tuple)) \
             else _name(kind)
         raise InputError(f"{PREFIX}{key} expects {what}, got '{raw}'",
-                         fix=f"give {PREFIX}{key} {_example(kind, default)}") from None
+                         fix=f"e.g. {PREFIX}{key} {_example(kind, default)}") from None
 
 
 def _scalar(kind: type, raw: str) -> Any:
