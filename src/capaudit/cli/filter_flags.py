@@ -30,7 +30,8 @@ OVERRIDES_HELP = (f"Any filter's option, a plugin's too: {PREFIX}KEY VALUE (or "
 
 # the command's --filter.KEY pairs, set while its callback runs (typer's callback takes
 # only declared parameters, and a ctx parameter would read as a filter option)
-_OVERRIDES: ContextVar[list[tuple[str, str]]] = ContextVar("filter_overrides", default=[])
+_OVERRIDES: ContextVar[list[tuple[str, str]] | None] = ContextVar("filter_overrides",
+                                                                  default=None)
 
 
 class OverridesCommand(TyperCommand):
@@ -51,7 +52,7 @@ class OverridesCommand(TyperCommand):
 
 def current_overrides() -> list[tuple[str, str]]:
     """The ``(KEY, VALUE)`` pairs of the running command's ``--filter.KEY VALUE``."""
-    return list(_OVERRIDES.get())
+    return list(_OVERRIDES.get() or [])
 
 
 def _option(key: str) -> Option:
