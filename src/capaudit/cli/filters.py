@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
+                                       given_options, with_filter_options)
 
 filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
@@ -106,77 +108,31 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
             console.print(Text(f"  file row {r['file_row']}, row_idx {r['row_idx']}: {r['why']}"))
 
 
-@filter_app.command("run")
+@filter_app.command("run", cls=OverridesCommand, epilog=OVERRIDES_HELP)
+@with_filter_options(after="out")
 def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption set"),
         filter_name: str = typer.Option(..., "--filter", help="hallucination, gender-neutral, "
                                         "gender-balance or critique-revise"),
         out: str = typer.Option(..., "--out", help="Name of the new (filtered) set"),
-        action: str = typer.Option(None, "--action", help="drop-sentence, drop-caption or flag"),
-        evidence: str = typer.Option(None, "--evidence", help="chair-gt, instances or detector"),
-        chair_gt: str = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL "
-                                     "(or stored annotation source)"),
-        instances: str = typer.Option(None, "--instances", help="Instance categories file "
-                                      "(or stored source)"),
-        detections: str = typer.Option(None, "--detections", help="Detector output JSONL"),
-        min_score: float = typer.Option(None, "--min-score", help="Detector score threshold"),
-        object_mode: str = typer.Option(None, "--object-mode", help="reference or corrected"),
-        negation: bool = typer.Option(None, "--negation/--no-negation",
-                                      help="Skip negated mentions (default on)"),
-        missing: str = typer.Option(None, "--missing", help="Images without evidence: keep/drop"),
-        non_visual: str = typer.Option(
-            None, "--non-visual", help="hallucination: mentions in generic or hypothetical "
-            "clauses ('to protect people from sunlight'): keep (default: not judged), flag "
-            "(kept, marked for review) or judge (like any mention, as CHAIR does)"),
         score_evidence: str = typer.Option(
             None, "--score-evidence", help="Also score the set before and after with this "
             "evidence (chair-gt, instances, detector, KIND=FILE or a detector JSONL): the "
             "gain measured by evidence the filter did not use"),
-        when: str = typer.Option(None, "--when", help="unknown, contradicted, always (comma list)"),
-        demographics: str = typer.Option(
-            None, "--demographics", help="Image gender labels: a file or a stored source name "
-            "(gender-neutral: the stored labels when omitted)"),
-        by: str = typer.Option(None, "--by", help="gender-balance: overall or object"),
-        tolerance: float = typer.Option(None, "--tolerance", help="gender-balance per object: "
-                                        "allowed distance of the man share from 0.5"),
-        min_images: int = typer.Option(None, "--min-images", help="gender-balance: objects with "
-                                       "fewer labelled images are ignored"),
-        judge_backend: str = typer.Option(None, "--judge-backend",
-                                          help="LLM backend of the judge: openai (default) or "
-                                               "transformers (a local model folder)"),
-        judge_url: str = typer.Option(None, "--judge-url", help="OpenAI-compatible base URL"),
-        judge_model: str = typer.Option(None, "--judge-model",
-                                        help="Model name (openai) or folder (transformers)"),
-        reviser_backend: str = typer.Option(None, "--reviser-backend"),
-        reviser_url: str = typer.Option(None, "--reviser-url"),
-        reviser_model: str = typer.Option(None, "--reviser-model"),
-        images: Path = typer.Option(None, "--images", help="Folder with the images (judge)"),
-        prompt_dir: Path = typer.Option(None, "--prompt-dir", help="Folder with critique_*.txt"),
-        concurrency: int = typer.Option(None, "--concurrency", help="Parallel judge calls"),
-        revise: bool = typer.Option(None, "--revise/--no-revise",
-                                    help="critique-revise: rewrite flagged sentences"),
         seed: int = typer.Option(0, "--seed"),
         config: Path = typer.Option(None, "--config", help="YAML with a 'filter' section"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
-        db: Path = DbOption):
+        db: Path = DbOption, **options):
     """Filter SET into a new set NEWSET linked to its parent; every change is logged."""
+    # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
     from capaudit.filters.runner import filter_set
 
-    given = {"action": action, "evidence": evidence, "chair_gt": chair_gt, "instances": instances,
-             "detections": detections, "min_score": min_score, "object_mode": object_mode,
-             "negation": negation, "missing": missing, "non_visual": non_visual, "when": when,
-             "demographics": demographics, "by": by, "tolerance": tolerance,
-             "min_images": min_images, "judge_backend": judge_backend, "judge_url": judge_url,
-             "judge_model": judge_model, "reviser_backend": reviser_backend,
-             "reviser_url": reviser_url, "reviser_model": reviser_model,
-             "images": str(images) if images else None,
-             "prompt_dir": str(prompt_dir) if prompt_dir else None,
-             "concurrency": concurrency, "revise": revise}
     store = open_store(db)
     n = store.get_set(set_name).n_captions
     with progress(transient=True) as bar:
         task = bar.add_task(f"{filter_name} on {set_name}", total=n)
-        info, summary = filter_set(store, set_name, filter_name, out, given, config=config,
-                                   seed=seed, replace=replace, score_evidence=score_evidence,
+        info, summary = filter_set(store, set_name, filter_name, out, given_options(options),
+                                   config=config, seed=seed, replace=replace,
+                                   score_evidence=score_evidence, overrides=current_overrides(),
                                    tick=lambda k: bar.advance(task, k))
     _print_summary(summary.as_dict(), info.name, set_name)
 

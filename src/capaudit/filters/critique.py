@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
+from capaudit.filters.declared import DEFAULTS
 from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.io.images import find_image
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
@@ -84,13 +85,7 @@ class CritiqueReviseFilter(Filter):
 
     name = "critique-revise"
     version = "1"
-    defaults: Mapping = {"judge_backend": "openai", "judge_url": "http://127.0.0.1:8000/v1",
-                         "judge_model": "judge", "reviser_backend": None,
-                         "reviser_url": None, "reviser_model": None,
-                         "api_key_env": "OPENAI_API_KEY", "images": None, "evidence": None,
-                         "chair_gt": None, "instances": None, "detections": None,
-                         "prompt_dir": None, "revise": True, "concurrency": 4,
-                         "timeout_s": 60.0}
+    defaults: Mapping = DEFAULTS["critique-revise"]  # declared in capaudit.filters.declared
 
     def __init__(self, judge: ChatFn | None = None, reviser: ChatFn | None = None, **options):
         super().__init__(**options)

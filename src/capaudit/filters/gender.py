@@ -28,6 +28,7 @@ import re
 from typing import Iterable, Mapping
 
 from capaudit.errors import InputError
+from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 from capaudit.text.gender import MAN_WORDS, WOMAN_WORDS
@@ -167,7 +168,7 @@ class GenderNeutralFilter(Filter):
 
     name = "gender-neutral"
     version = "1"
-    defaults: Mapping = {"when": "unknown,contradicted", "demographics": None}
+    defaults: Mapping = DEFAULTS["gender-neutral"]  # declared in capaudit.filters.declared
     WHENS = ("unknown", "contradicted", "always")
 
     def __init__(self, labels: Mapping[int, str] | None = None, **options):

@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import InputError
+from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import CaptionDoc, CaptionResult, Decision, Filter, FilterContext
 from capaudit.filters.gender import load_gender_labels
 
@@ -48,9 +49,7 @@ class GenderBalanceFilter(Filter):
 
     name = "gender-balance"
     version = "1"
-    defaults: Mapping = {"by": "overall", "demographics": None, "instances": None,
-                         "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
-                         "object_mode": "reference"}
+    defaults: Mapping = DEFAULTS["gender-balance"]  # declared in capaudit.filters.declared
 
     def __init__(self, labels: Mapping[int, str] | None = None,
                  objects: Mapping[int, Iterable[str]] | None = None, **options):

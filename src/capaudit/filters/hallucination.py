@@ -51,6 +51,7 @@ from collections import Counter
 from typing import Mapping
 
 from capaudit.errors import InputError
+from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
 from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
@@ -73,10 +74,7 @@ class HallucinationFilter(Filter):
 
     name = "hallucination"
     version = "2"
-    defaults: Mapping = {"evidence": None, "chair_gt": None, "instances": None,
-                         "detections": None, "min_score": None, "action": "drop-sentence",
-                         "object_mode": "reference", "negation": True, "missing": "keep",
-                         "non_visual": "keep"}
+    defaults: Mapping = DEFAULTS["hallucination"]  # declared in capaudit.filters.declared
 
     def __init__(self, evidence_map: dict[int, dict[str, float]] | None = None, **options):
         super().__init__(**options)

@@ -189,9 +189,11 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
 
 def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[str, Any],
                *, config: str | Path | None = None, seed: int = 0, replace: bool = False,
-               score_evidence: str | None = None, tick: Callable[[int], None] | None = None):
-    """Resolve ``given`` options (defaults < YAML < given), record a run and filter
-    ``set_name`` into ``out``; returns ``(SetInfo, FilterSummary)``.
+               score_evidence: str | None = None, tick: Callable[[int], None] | None = None,
+               overrides: Mapping[str, str] | list[tuple[str, str]] | None = None):
+    """Resolve ``given`` options (defaults < YAML < given < ``overrides``, the raw
+    ``--filter.KEY VALUE`` strings), record a run and filter ``set_name`` into ``out``;
+    returns ``(SetInfo, FilterSummary)``.
 
     The one path of ``capaudit filter run`` and :meth:`capaudit.api.AuditStore.filter`.
     """
@@ -201,7 +203,8 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     given = dict(given)
     if "seed" in FILTERS.get(filter_name).defaults:  # the run's seed, for filters that draw
         given["seed"] = seed
-    opts = filter_options(filter_name, given, config)
+    opts = filter_options(filter_name, given, config, overrides)
+    seed = opts.get("seed", seed)   # --filter.seed: the run records the seed the filter used
     scoring = None
     if score_evidence:
         from capaudit.filters.rescore import parse_score_evidence

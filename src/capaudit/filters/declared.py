@@ -1,0 +1,93 @@
+"""The built-in filters' options, declared once: defaults per filter, type and help per option.
+
+Each built-in filter class takes its ``defaults`` from :data:`DEFAULTS`, and
+``capaudit filter run`` generates one ``--key-name`` flag per key of their union,
+typed and explained by :data:`OPTIONS`. They live here, apart from the filter
+modules, because the CLI reads them at start-up: importing the four filter
+modules (their text, evidence and LLM helpers) would double ``capaudit --help``'s
+start time. This module imports nothing of capaudit's.
+
+A plugin filter declares ``defaults`` on its own class; its options are set with
+``--filter.KEY VALUE`` (or the YAML ``filter:`` section), typed from those defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
+
+__all__ = ["DEFAULTS", "OPTIONS", "Option", "builtin_keys"]
+
+
+class Option(NamedTuple):
+    """How an option reads on the command line: the value's type (``bool`` makes a
+    ``--key/--no-key`` switch) and its help text (None: no help, as before)."""
+
+    type: type
+    help: str | None = None
+
+
+#: each built-in filter's options and their defaults (the class attribute ``defaults``)
+DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "hallucination": {"evidence": None, "chair_gt": None, "instances": None,
+                      "detections": None, "min_score": None, "action": "drop-sentence",
+                      "object_mode": "reference", "negation": True, "missing": "keep",
+                      "non_visual": "keep"},
+    "gender-neutral": {"when": "unknown,contradicted", "demographics": None},
+    "gender-balance": {"by": "overall", "demographics": None, "instances": None,
+                       "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
+                       "object_mode": "reference"},
+    "critique-revise": {"judge_backend": "openai", "judge_url": "http://127.0.0.1:8000/v1",
+                        "judge_model": "judge", "reviser_backend": None,
+                        "reviser_url": None, "reviser_model": None,
+                        "api_key_env": "OPENAI_API_KEY", "images": None, "evidence": None,
+                        "chair_gt": None, "instances": None, "detections": None,
+                        "prompt_dir": None, "revise": True, "concurrency": 4,
+                        "timeout_s": 60.0},
+}
+
+#: every option a built-in filter uses, in the order ``filter run --help`` lists them
+OPTIONS: Mapping[str, Option] = {
+    "action": Option(str, "drop-sentence, drop-caption or flag"),
+    "evidence": Option(str, "chair-gt, instances or detector"),
+    "chair_gt": Option(str, "CHAIR ground truth JSONL (or stored annotation source)"),
+    "instances": Option(str, "Instance categories file (or stored source)"),
+    "detections": Option(str, "Detector output JSONL"),
+    "min_score": Option(float, "Detector score threshold"),
+    "object_mode": Option(str, "reference or corrected"),
+    "negation": Option(bool, "Skip negated mentions (default on)"),
+    "missing": Option(str, "Images without evidence: keep/drop"),
+    "non_visual": Option(str, "hallucination: mentions in generic or hypothetical clauses "
+                              "('to protect people from sunlight'): keep (default: not "
+                              "judged), flag (kept, marked for review) or judge (like any "
+                              "mention, as CHAIR does)"),
+    "when": Option(str, "unknown, contradicted, always (comma list)"),
+    "demographics": Option(str, "Image gender labels: a file or a stored source name "
+                                "(gender-neutral: the stored labels when omitted)"),
+    "by": Option(str, "gender-balance: overall or object"),
+    "tolerance": Option(float, "gender-balance per object: allowed distance of the man "
+                               "share from 0.5"),
+    "min_images": Option(int, "gender-balance: objects with fewer labelled images are "
+                              "ignored"),
+    "seed": Option(int),
+    "judge_backend": Option(str, "LLM backend of the judge: openai (default) or "
+                                 "transformers (a local model folder)"),
+    "judge_url": Option(str, "OpenAI-compatible base URL"),
+    "judge_model": Option(str, "Model name (openai) or folder (transformers)"),
+    "reviser_backend": Option(str),
+    "reviser_url": Option(str),
+    "reviser_model": Option(str),
+    "api_key_env": Option(str, "critique-revise: environment variable holding the API key"),
+    "timeout_s": Option(float, "critique-revise: seconds to wait for one LLM reply"),
+    "images": Option(Path, "Folder with the images (judge)"),
+    "prompt_dir": Option(Path, "Folder with critique_*.txt"),
+    "concurrency": Option(int, "Parallel judge calls"),
+    "revise": Option(bool, "critique-revise: rewrite flagged sentences"),
+}
+
+
+def builtin_keys() -> list[str]:
+    """The union of the built-in filters' option keys, in :data:`OPTIONS` order (a key
+    missing there is listed last, as a plain string option)."""
+    keys = {k for d in DEFAULTS.values() for k in d}
+    return [k for k in OPTIONS if k in keys] + sorted(keys - set(OPTIONS))
