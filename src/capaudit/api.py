@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from capaudit.audit.config import AuditConfig
 from capaudit.errors import InputError
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
@@ -110,18 +111,13 @@ def _disparity_rows(name: str, d) -> list[tuple]:
 
 
 def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
-               config: str | Path | None) -> dict:
-    from capaudit.audit.runner import DEFAULTS
-    from capaudit.core.config import resolve
-
-    unknown = sorted(set(options) - set(DEFAULTS) - {"chunk_size"})
-    if unknown:
-        raise InputError(f"unknown audit option(s) {', '.join(unknown)}",
-                         fix=f"use {', '.join(sorted(DEFAULTS))}")
+               config: str | Path | None) -> AuditConfig:
+    """The audit settings of one call: given > YAML ``config`` > defaults (an unknown
+    option is one line naming it)."""
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     if metrics is not None:
         given["metrics"] = list(metrics) if not isinstance(metrics, str) else metrics
-    return resolve(DEFAULTS, config, given, section="audit")
+    return AuditConfig.resolve(config, given)
 
 
 class AuditStore:
