@@ -81,6 +81,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     from capaudit.enrich.runner import effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
+    from capaudit.io.shards import read_manifest
 
     ADAPTERS.entry(adapter)
     EXECUTORS.entry(executor)
@@ -113,7 +114,8 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     if table.num_rows == 0:
         raise InputError("enrichment produced no caption; every sample failed",
                          path=work / "failures.jsonl")
-    info = _register_set(db, out, table, adapter, cfg, summary, shards, work)
+    info = _register_set(db, out, table, adapter, cfg, summary, shards, work,
+                         parent=read_manifest(shards).get("captions_set"))
     write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
     _print_summary(summary, info, work)
 
@@ -131,19 +133,17 @@ def _check_out_name(db: Optional[Path], out: str, replace: bool, cfg_hash: str) 
 
 
 def _register_set(db: Optional[Path], out: str, table, adapter: str, cfg: dict, summary: dict,
-                  shards: Path, work: Path):
-    """Register the enriched captions as set ``out`` (parent: the shards' caption set), in a
-    recorded run; returns its SetInfo."""
-    from capaudit.io.shards import read_manifest
-
+                  shards: Path, work: Path, parent: Optional[str]):
+    """Register the enriched captions as set ``out`` (``parent``: the shards' caption set), in
+    a recorded run; returns its SetInfo."""
     with open_store(db, create=True) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
         meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
                 "work_dir": str(work), "llm": cfg["llm"]["backend"],
                 "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
         return store.add_set_from_table(out, table, source=str(shards.resolve()),
                                         format=f"enrich:{adapter}",
-                                        parent=read_manifest(shards).get("captions_set"),
-                                        meta=meta, replace=store.find_set(out) is not None)
+                                        parent=parent, meta=meta,
+                                        replace=store.find_set(out) is not None)
 
 
 def _print_summary(s: dict, info, work: Path) -> None:
