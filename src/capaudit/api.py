@@ -20,11 +20,11 @@ Example (the bundled demo data, offline):
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from capaudit.audit.config import AuditConfig
+from capaudit.core.table import ResultTable
 from capaudit.errors import InputError
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
@@ -47,49 +47,6 @@ def demo_file(name: str) -> Path:
     return path
 
 
-@dataclass
-class ResultTable:
-    """Rows of one result: ``columns`` and ``rows`` (tuples), convertible to Arrow,
-    pandas and JSON.
-
-    >>> t = ResultTable(("set", "value"), [("nic", 0.5)])
-    >>> t.to_json()
-    '[{"set": "nic", "value": 0.5}]'
-    >>> len(t), t.to_arrow().num_rows
-    (1, 1)
-    """
-
-    columns: tuple[str, ...]
-    rows: list[tuple]
-    run_id: int | None = None
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (dict(zip(self.columns, r)) for r in self.rows)
-
-    def to_arrow(self):
-        """A ``pyarrow.Table`` (column types inferred from the values)."""
-        import pyarrow as pa
-
-        return pa.table({c: [r[i] for r in self.rows] for i, c in enumerate(self.columns)})
-
-    def to_pandas(self):
-        """A ``pandas.DataFrame`` (needs pandas)."""
-        from capaudit.errors import require
-
-        require("pandas", "dev", "ResultTable.to_pandas")
-        return self.to_arrow().to_pandas()
-
-    def to_json(self, indent: int | None = None) -> str:
-        """The rows as a JSON list of objects."""
-        return json.dumps(list(self), indent=indent, default=str)
-
-    def __repr__(self) -> str:
-        return f"ResultTable({len(self.rows)} rows: {', '.join(self.columns)})"
-
-
 def _metric_rows(name: str, results: Mapping[str, Any], group: str = "all") -> list[tuple]:
     return [(name, m, group, r.value, r.n, r.ci_low, r.ci_high) for m, r in results.items()]
 
@@ -110,18 +67,13 @@ def _disparity_rows(name: str, d) -> list[tuple]:
 
 
 def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
-               config: str | Path | None) -> dict:
-    from capaudit.audit.runner import DEFAULTS
-    from capaudit.core.config import resolve
-
-    unknown = sorted(set(options) - set(DEFAULTS) - {"chunk_size"})
-    if unknown:
-        raise InputError(f"unknown audit option(s) {', '.join(unknown)}",
-                         fix=f"use {', '.join(sorted(DEFAULTS))}")
+               config: str | Path | None) -> AuditConfig:
+    """The audit settings of one call: given > YAML ``config`` > defaults (an unknown
+    option is one line naming it)."""
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     if metrics is not None:
         given["metrics"] = list(metrics) if not isinstance(metrics, str) else metrics
-    return resolve(DEFAULTS, config, given, section="audit")
+    return AuditConfig.resolve(config, given)
 
 
 class AuditStore:

@@ -24,47 +24,23 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from capaudit.audit import annotation_coverage as coverage
+from capaudit.audit.config import AuditConfig
 from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
 
-__all__ = ["DEFAULTS", "run_audit", "metric_names", "audit_target", "audit_stream_target",
-           "store_metrics", "results_json", "write_json", "Target", "StreamTarget", "load_target",
-           "resolve_target"]
+__all__ = ["AuditConfig", "DEFAULTS", "run_audit", "metric_names", "audit_target",
+           "audit_stream_target", "store_metrics", "results_json", "write_json", "Target",
+           "StreamTarget", "load_target", "resolve_target"]
 
-DEFAULTS: dict[str, Any] = {
-    "metrics": None,          # None = every default metric
-    "mode": "reference",
-    "corrected": False,
-    "n_boot": 1000,
-    "bootstrap": "auto",      # exact below POISSON_MIN_UNITS units, hashed Poisson from there up
-    "seed": 0,
-    "workers": 2,
-    "min_images": 10,
-    "instances": None,
-    "chair_gt": None,
-    "demographics": None,
-    "lic": False,             # also train LIC leakage classifiers (slow: ~2.5-3 min per LSTM seed)
-    "lic_reference": None,    # human caption set for LIC_D (and LIC = LIC_M - LIC_D)
-    "lic_seeds": 10,          # first N of the reference seeds
-    "lic_classifier": "lstm",
-    "lic_epochs": None,       # None = the classifier's reference default
-    "disparity": None,        # audit compare: gaps by "gender", "skin_tone" (list or comma string)
-    "reference": None,        # LOTUS noun/verb coverage: the human caption set
-    "clip_model": None,       # LOTUS CLIP metrics: a local transformers CLIPModel
-    "images": None,           # ... and the folder of the set's images
-    "long_text": "truncate",  # captions over the CLIP text positions: truncate (counted) or chunk
-    "min_coverage": 0.5,      # stop when fewer of a set's images are annotated (audit/annotation_coverage.py)
-    "allow_partial": False,   # audit partially annotated sets on their annotated images
-    "details": True,          # per-caption rows in caption_details (off: metrics only)
-}
+DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # every setting with its default
 
 STREAM_CHUNK = 50_000         # captions analysed at a time by ``run_audit``
 
 
-def metric_names(cfg: dict) -> list[str] | None:
+def metric_names(cfg: Mapping[str, Any]) -> list[str] | None:
     """``cfg['metrics']`` (a list or a comma string) checked against the registry."""
     metrics = cfg.get("metrics")
     if isinstance(metrics, str):
@@ -75,8 +51,8 @@ def metric_names(cfg: dict) -> list[str] | None:
     return metrics
 
 
-def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_sink=None,
-                        on_progress=None):
+def audit_stream_target(target: StreamTarget, annotations, cfg: Mapping[str, Any],
+                        details_sink=None, on_progress=None):
     """Audit a target in chunks (:func:`capaudit.audit.engine.audit_stream`)."""
     from capaudit.audit.engine import audit_stream
 
@@ -87,7 +63,7 @@ def audit_stream_target(target: StreamTarget, annotations, cfg: dict, details_si
                         details_sink=details_sink, on_progress=on_progress, config=cfg)
 
 
-def audit_target(target: Target, annotations, cfg: dict):
+def audit_target(target: Target, annotations, cfg: Mapping[str, Any]):
     from capaudit.audit.engine import audit_captions
 
     metrics = metric_names(cfg)
@@ -105,7 +81,8 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
-def check_coverage(store, resolved: list[StreamTarget], annotations, cfg: dict) -> dict:
+def check_coverage(store, resolved: list[StreamTarget], annotations,
+                   cfg: Mapping[str, Any]) -> dict:
     """Coverage of each target (:mod:`capaudit.audit.annotation_coverage`), before any metric; stops
     with one line when a join is not believable; hides the ids that may not join."""
     out = {}
@@ -118,8 +95,8 @@ def check_coverage(store, resolved: list[StreamTarget], annotations, cfg: dict) 
     return out
 
 
-def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target=None,
-              on_progress=None) -> dict[str, Any]:
+def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
+              on_target=None, on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
 
     A target is a set name, a caption file, or an already resolved
@@ -133,11 +110,13 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: dict, on_target
     Targets are streamed (see the module docstring): per-caption details go
     straight into ``caption_details`` inside the transaction, chunk by chunk.
     LIC (``cfg["lic"]``) needs the captions of each image and loads them first.
+    ``cfg``: an :class:`AuditConfig` or a mapping of its settings.
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
     from capaudit.store.details import write_details
 
+    cfg = AuditConfig.of(cfg)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     from capaudit.metrics.features.inputs import prepare

@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import List
 
 import typer
 
-from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
-                                             lotus_cli)
+from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
+from capaudit.cli.options import annotation_cli, lotus_cli
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
-
-Instances = typer.Option(None, "--instances", help="COCO instances JSON or categories JSONL "
-                         "(default: stored annotations)")
-ChairGT = typer.Option(None, "--chair-gt", help="CHAIR ground truth JSONL (default: stored)")
-Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone JSONL or CSV "
-                            "(default: stored)")
-LicOpt = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
-                      "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~2.5-3 min on "
-                      "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
-                      "cached in the store)")
-LicRef = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
-LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
-LicClf = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
-LicEpochs = typer.Option(None, "--lic-epochs", help="Epochs (default: the reference's)")
-Metrics = typer.Option(None, "--metrics", help="Comma-separated metric names (default: "
-                       "every default metric; list: capaudit audit metrics)")
-NBoot = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)")
-Seed = typer.Option(None, "--seed", help="Seed of the bootstrap and of the samples (0)")
-Corrected = typer.Option(None, "--corrected/--no-corrected",
-                         help="Also report corrected-mode CHAIR and recall")
-Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
-                      "see configs/audit.yaml")
 
 
 class _AuditProgress:
@@ -61,23 +40,17 @@ class _AuditProgress:
 
 @audit_app.command("run")
 def run(targets: List[str] = typer.Argument(None, help="Registered set names or caption files"),
-        instances: Path = Instances, chair_gt: Path = ChairGT, demographics: Path = Demographics,
-        metrics: str = Metrics,
-        mode: str = typer.Option(None, "--mode", help="reference (default) or corrected"),
-        corrected: bool = Corrected, n_boot: int = NBoot, seed: int = Seed,
-        workers: int = typer.Option(None, "--workers", help="Processes (2)"),
-        min_images: int = typer.Option(None, "--min-images", help="Recall disparity: images of "
-                                       "men and of women a category needs (10)"),
+        instances: Path = opt.Instances, chair_gt: Path = opt.ChairGT,
+        demographics: Path = opt.Demographics, metrics: str = opt.Metrics, mode: str = opt.Mode,
+        corrected: bool = opt.Corrected, n_boot: int = opt.NBoot, seed: int = opt.Seed,
+        workers: int = opt.Workers, min_images: int = opt.MinImages,
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
-        reference: str = ReferenceOpt, clip_model: str = ClipModelOpt, images: Path = ImagesOpt,
-        long_text: str = LongTextOpt,
-        allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
-                                           help="Audit a set whose images are mostly not "
-                                                "annotated, on its annotated images"),
-        min_coverage: float = typer.Option(None, "--min-coverage", help="Share of a set's "
-                                           "images that must be annotated (0.5)"),
-        lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
-        lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
+        reference: str = opt.Reference, clip_model: str = opt.ClipModel,
+        images: Path = opt.Images, long_text: str = opt.LongText,
+        allow_partial: bool = opt.AllowPartial, min_coverage: float = opt.MinCoverage,
+        lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
+        lic_seeds: int = opt.LicSeeds, lic_classifier: str = opt.LicClassifier,
+        lic_epochs: int = opt.LicEpochs,
         lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
                                      "(chair_synonyms.txt format) instead of COCO's 80"),
         shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder "
@@ -89,23 +62,22 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                                       help="--shards: report and skip unreadable shards"),
         work_dir: Path = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
                                       "markers (NAME.audit-work); a rerun resumes"),
-        config: Path = Config, db: Path = DbOption):
+        config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
-    from capaudit.report.compare import Comparison, ordered, rank
     from capaudit.audit.runner import run_audit, write_json
-    from capaudit.cli.compare_view import print_compare
 
-    cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot, seed=seed,
-               workers=workers, min_images=min_images, lic=lic, lic_reference=lic_reference,
-               **lotus_cli(reference, clip_model, images, long_text),
-               lic_seeds=lic_seeds, lic_classifier=lic_classifier, lic_epochs=lic_epochs,
-               allow_partial=allow_partial, min_coverage=min_coverage,
-               instances=str(instances) if instances else None,
-               chair_gt=str(chair_gt) if chair_gt else None,
-               demographics=str(demographics) if demographics else None)
+    cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
+                       seed=seed, workers=workers, min_images=min_images,
+                       allow_partial=allow_partial, min_coverage=min_coverage, lic=lic,
+                       lic_reference=lic_reference, lic_seeds=lic_seeds,
+                       lic_classifier=lic_classifier, lic_epochs=lic_epochs,
+                       **lotus_cli(reference, clip_model, images, long_text),
+                       **annotation_cli(instances, chair_gt, demographics))
     if lexicon:
         from capaudit.text.objects import user_lexicon_mode
-        cfg["mode"] = user_lexicon_mode(lexicon, cfg["mode"], bool(cfg.get("corrected")))
+
+        mode = user_lexicon_mode(lexicon, cfg.mode, bool(cfg.corrected))
+        cfg = dataclasses.replace(cfg, mode=mode)
     if shards or not targets:
         from capaudit.cli.audit_shards import run_shards
         from capaudit.errors import InputError
@@ -122,7 +94,18 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         write_json(results, json_out)
         from capaudit.core.config import provenance_beside
 
-        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
+        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.seed)
+    _print_results(results)
+    console.print(f"stored as run {run_id} in {store.path}"
+                  + (f"; JSON: {json_out}" if json_out else ""))
+
+
+def _print_results(results: dict) -> None:
+    """Each set's annotation coverage, then the compare table of its metrics (ranked when
+    there are several sets) and the categories behind recall disparity."""
+    from capaudit.cli.compare_view import print_compare
+    from capaudit.report.compare import Comparison, ordered, rank
+
     names = [n for n in results if not n.startswith("_")]
     for n in names:  # how much of each set the annotations cover, before any number
         console.print(results[n].meta["coverage"]["line"])
@@ -137,19 +120,19 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
             r = results[n].results["recall_disparity"]
             if not r.skipped:
                 console.print(f"{n}: recall disparity over m = {r.extra.get('m')} categories")
-    console.print(f"stored as run {run_id} in {store.path}" + (f"; JSON: {json_out}" if json_out else ""))
 
 
 @audit_app.command("compare")
 def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or caption files)"),
             report: Path = typer.Option(Path("report"), "--report",
                                         help="Report folder (its report files are replaced)"),
-            instances: Path = Instances, chair_gt: Path = ChairGT,
-            demographics: Path = Demographics,
-            metrics: str = Metrics, n_boot: int = NBoot, seed: int = Seed,
-            corrected: bool = Corrected,
-            lic: bool = LicOpt, lic_reference: str = LicRef, lic_seeds: int = LicSeeds,
-            lic_classifier: str = LicClf, lic_epochs: int = LicEpochs,
+            instances: Path = opt.Instances, chair_gt: Path = opt.ChairGT,
+            demographics: Path = opt.Demographics,
+            metrics: str = opt.Metrics, n_boot: int = opt.NBoot, seed: int = opt.Seed,
+            corrected: bool = opt.Corrected,
+            lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
+            lic_seeds: int = opt.LicSeeds, lic_classifier: str = opt.LicClassifier,
+            lic_epochs: int = opt.LicEpochs,
             disparity: str = typer.Option(None, "--disparity",
                                           help="Also the gaps between groups of images: "
                                                "gender, skin_tone or gender,skin_tone"),
@@ -158,10 +141,8 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                 help="Score every set on the images all sets share (default when they "
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
-            allow_partial: bool = typer.Option(None, "--allow-partial/--no-allow-partial",
-                                               help="Audit sets mostly not annotated, on "
-                                                    "their annotated images"),
-            config: Path = Config, db: Path = DbOption):
+            allow_partial: bool = opt.AllowPartial, config: Path = opt.Config,
+            db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
     Sets are scored on the images they share; best/worst are marked only where
@@ -171,12 +152,11 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     from capaudit.report.compare import compare_and_report
     from capaudit.cli.compare_view import print_compare
 
-    cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected, lic=lic,
-               lic_reference=lic_reference, lic_seeds=lic_seeds, lic_classifier=lic_classifier,
-               lic_epochs=lic_epochs, disparity=disparity, allow_partial=allow_partial,
-               instances=str(instances) if instances else None,
-               chair_gt=str(chair_gt) if chair_gt else None,
-               demographics=str(demographics) if demographics else None)
+    cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
+                       lic=lic, lic_reference=lic_reference, lic_seeds=lic_seeds,
+                       lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
+                       allow_partial=allow_partial,
+                       **annotation_cli(instances, chair_gt, demographics))
     with _AuditProgress() as hooks:
         cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
     for n in cmp.names:  # how much of each set the annotations cover, before any number
@@ -189,7 +169,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
 
 @audit_app.command("words")
 def words(target: str = typer.Argument(..., help="Set name or caption file"),
-          chair_gt: Path = ChairGT,
+          chair_gt: Path = opt.ChairGT,
           image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
           limit: int = typer.Option(20, "--limit", help="Captions to print (0 = all)"),
           mode: str = typer.Option("reference", "--mode", help="reference or corrected"),

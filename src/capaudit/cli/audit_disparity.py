@@ -8,9 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.audit_leaderboard import (ClipModelOpt, ImagesOpt, LongTextOpt, ReferenceOpt,
-                                             lotus_cli)
+from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
+from capaudit.cli.options import annotation_cli, lotus_cli
 
 
 def _fmt(metric: str, r) -> str:
@@ -26,26 +26,15 @@ def disparity_command(
         targets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
         by: str = typer.Option("gender", "--by", help="gender (male - female) or skin_tone "
                                "(light - dark)"),
-        instances: Optional[Path] = typer.Option(None, "--instances", help="default: stored"),
-        chair_gt: Optional[Path] = typer.Option(None, "--chair-gt", help="default: stored"),
-        demographics: Optional[Path] = typer.Option(None, "--demographics",
-                                                    help="image gender/skin-tone labels "
-                                                         "(default: stored)"),
-        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names "
-                                              "(list: capaudit audit metrics)"),
-        mode: Optional[str] = typer.Option(None, "--mode", help="reference or corrected"),
-        n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
-        seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the bootstrap and of "
-                                           "the subsamples (0)"),
-        workers: Optional[int] = typer.Option(None, "--workers", help="Processes (2)"),
-        min_images: Optional[int] = typer.Option(None, "--min-images", help="Recall disparity: "
-                                                 "images per group a category needs (10)"),
+        instances: Optional[Path] = opt.Instances, chair_gt: Optional[Path] = opt.ChairGT,
+        demographics: Optional[Path] = opt.Demographics, metrics: Optional[str] = opt.Metrics,
+        mode: Optional[str] = opt.Mode, n_boot: Optional[int] = opt.NBoot,
+        seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
+        min_images: Optional[int] = opt.MinImages,
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
-        reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
-        images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
-        config: Optional[Path] = typer.Option(None, "--config", help="YAML config (CLI > YAML > "
-                                                "defaults); see configs/audit.yaml"),
-        db: Path = DbOption) -> None:
+        reference: Optional[str] = opt.Reference, clip_model: Optional[str] = opt.ClipModel,
+        images: Optional[Path] = opt.Images, long_text: Optional[str] = opt.LongText,
+        config: Optional[Path] = opt.Config, db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
     from rich.markup import escape
     from rich.table import Table
@@ -53,11 +42,10 @@ def disparity_command(
     from capaudit.audit.disparity import run_disparity
     from capaudit.core.config import provenance_beside
 
-    cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed, workers=workers,
-               min_images=min_images, instances=str(instances) if instances else None,
-               **lotus_cli(reference, clip_model, images, long_text),
-               chair_gt=str(chair_gt) if chair_gt else None,
-               demographics=str(demographics) if demographics else None)
+    cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed,
+                       workers=workers, min_images=min_images,
+                       **lotus_cli(reference, clip_model, images, long_text),
+                       **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):
         out = run_disparity(store, targets, cfg, by=by)
@@ -88,6 +76,6 @@ def disparity_command(
         payload = {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}
                                       for n, d in out.items()}}
         json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-        provenance_beside(json_out, {**cfg, "by": by, "run_id": run_id}, cfg.get("seed"))
+        provenance_beside(json_out, {**cfg, "by": by, "run_id": run_id}, cfg.seed)
     console.print(f"stored as run {run_id} in {store.path} (metrics.grp = '{by}=...')"
                   + (f"; JSON: {json_out}" if json_out else ""))

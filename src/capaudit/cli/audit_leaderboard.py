@@ -8,21 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
-
-# the LOTUS inputs, shared by audit run, audit disparity and audit leaderboard
-ReferenceOpt = typer.Option(None, "--reference", help="Human caption set (noun/verb coverage)")
-ClipModelOpt = typer.Option(None, "--clip-model", help="Local transformers CLIPModel folder "
-                            "(no weights ship with capaudit)")
-ImagesOpt = typer.Option(None, "--images", help="Folder of the images (CLIP metrics)")
-LongTextOpt = typer.Option(None, "--long-text", help="Captions over the CLIP text positions: "
-                           "truncate (default, counted) or chunk (sentence windows, averaged)")
-
-
-def lotus_cli(reference, clip_model, images, long_text) -> dict:
-    """The LOTUS options as config keys (None = not given)."""
-    return dict(reference=reference, clip_model=clip_model,
-                images=str(images) if images else None, long_text=long_text)
+from capaudit.cli import options as opt
+from capaudit.cli.common import DbOption, audit_config, console, open_store
+from capaudit.cli.options import annotation_cli, lotus_cli
 
 
 def leaderboard_command(
@@ -33,41 +21,45 @@ def leaderboard_command(
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
         markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as "
                                                 "Markdown"),
-        reference: Optional[str] = ReferenceOpt, clip_model: Optional[str] = ClipModelOpt,
-        images: Optional[Path] = ImagesOpt, long_text: Optional[str] = LongTextOpt,
+        reference: Optional[str] = opt.Reference, clip_model: Optional[str] = opt.ClipModel,
+        images: Optional[Path] = opt.Images, long_text: Optional[str] = opt.LongText,
         profiles_file: Optional[Path] = typer.Option(None, "--profiles",
                                                      help="Profiles YAML (configs/profiles.yaml)"),
-        metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated names"),
+        metrics: Optional[str] = opt.LeaderboardMetrics,
         intersections: Optional[bool] = typer.Option(
             None, "--intersections/--no-intersections",
             help="Also each metric on gender x skin-tone cells, with the images per cell"),
-        instances: Optional[Path] = typer.Option(None, "--instances", help="default: stored"),
-        chair_gt: Optional[Path] = typer.Option(None, "--chair-gt", help="default: stored"),
-        demographics: Optional[Path] = typer.Option(None, "--demographics",
-                                                    help="default: stored"),
-        n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)"),
-        seed: Optional[int] = typer.Option(None, "--seed"),
-        workers: Optional[int] = typer.Option(None, "--workers"),
-        config: Optional[Path] = typer.Option(None, "--config", help="YAML config"),
-        db: Path = DbOption) -> None:
+        instances: Optional[Path] = opt.Instances, chair_gt: Optional[Path] = opt.ChairGT,
+        demographics: Optional[Path] = opt.Demographics, n_boot: Optional[int] = opt.NBoot,
+        seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
+        config: Optional[Path] = opt.LeaderboardConfig, db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
-    from rich.table import Table
+    from capaudit.leaderboard.runner import run_leaderboard
 
-    from capaudit.core.config import provenance_beside, resolve
-    from capaudit.leaderboard.runner import DEFAULTS, run_leaderboard
-
-    cli = dict(profile=profile, **lotus_cli(reference, clip_model, images, long_text),
-               profiles_file=str(profiles_file) if profiles_file else None, metrics=metrics,
-               intersections=intersections,
-               instances=str(instances) if instances else None,
-               chair_gt=str(chair_gt) if chair_gt else None,
-               demographics=str(demographics) if demographics else None, n_boot=n_boot,
-               seed=seed, workers=workers)
-    cfg = resolve(DEFAULTS, config, cli, section="leaderboard")
+    cfg = audit_config(config, section="leaderboard", profile=profile,
+                       profiles_file=str(profiles_file) if profiles_file else None,
+                       metrics=metrics, intersections=intersections, n_boot=n_boot, seed=seed,
+                       workers=workers, **lotus_cli(reference, clip_model, images, long_text),
+                       **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # results and caches are written
     with console.status("evaluating sets"):
         out = run_leaderboard(store, targets, cfg)
     lb = out["leaderboard"]
+    _print_profiles(lb)
+    _print_intersections(lb)
+    for note in lb.notes:
+        console.print(f"note: {note}")  # the console prints data verbatim (no markup)
+    payload = {"leaderboard": lb.to_dict(),
+               "worst": {s.name: s.worst for s in out["sets"]}}
+    _write_outputs(payload, {**cfg, "run_id": out.get("_run_id")}, json_out, markdown, html)
+    console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
+                  " (metrics.grp = 'leaderboard:PROFILE')")
+
+
+def _print_profiles(lb) -> None:
+    """One table per profile: rank, N-avg, the rank's 95% interval and how often first."""
+    from rich.table import Table
+
     for p, r in lb.profiles.items():
         table = Table(title=f"profile {p} (N-avg; rank 95% interval over "
                             f"{lb.meta['n_boot']} resamples)")
@@ -79,6 +71,12 @@ def leaderboard_command(
                           f"[{ri[i][0]}, {ri[i][1]}]" if ri else "-",
                           f"{100 * r['first_share'][i]:.0f}%" if r.get("first_share") else "-")
         console.print(table)
+
+
+def _print_intersections(lb) -> None:
+    """``--intersections``: each set's metrics on the gender x skin-tone cells (images per cell)."""
+    from rich.table import Table
+
     for name, per in lb.groups.items():
         cells = per.get("intersections") or {}
         if cells:
@@ -91,25 +89,26 @@ def leaderboard_command(
                     "-" if row[h]["value"] is None else f"{row[h]['value']:.2f} (n={row[h]['images']})"
                     for h in heads])
             console.print(table)
-    for note in lb.notes:
-        console.print(f"note: {note}")  # the console prints data verbatim (no markup)
-    payload = {"leaderboard": lb.to_dict(),
-               "worst": {s.name: s.worst for s in out["sets"]}}
+
+
+def _write_outputs(payload: dict, config: dict, json_out: Optional[Path],
+                   markdown: Optional[Path], html: Optional[Path]) -> None:
+    """The JSON, Markdown and HTML page asked for, each with its provenance beside it."""
+    from capaudit.core.config import provenance_beside
+
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-        provenance_beside(json_out, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+        provenance_beside(json_out, config, config.get("seed"))
     if markdown:
         from capaudit.leaderboard.markdown import leaderboard_markdown
 
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(leaderboard_markdown(payload), encoding="utf-8")
-        provenance_beside(markdown, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+        provenance_beside(markdown, config, config.get("seed"))
     if html:
         from capaudit.leaderboard.page import write_page
 
         index = write_page(html, payload)
-        provenance_beside(index, {**cfg, "run_id": out.get("_run_id")}, cfg.get("seed"))
+        provenance_beside(index, config, config.get("seed"))
         console.print(f"page: {str(index)}")
-    console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
-                  " (metrics.grp = 'leaderboard:PROFILE')")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption
 from capaudit.errors import InputError
 
@@ -43,7 +44,7 @@ def _open(db: Path | None, no_cache: bool):
 def lic_command(
     target: str = typer.Argument(..., help="Caption set: JSONL (image_id, caption), COCO JSON, or set name"),
     reference: str | None = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
-    demographics: Path | None = typer.Option(None, "--demographics", help="JSONL/CSV image_id, gender, skin_tone"),
+    demographics: Path | None = opt.Demographics,
     classifier: str = typer.Option("lstm", "--classifier", help="lstm (reference) or transformer"),
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),
     epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: 20 (lstm), 5 (transformer)"),
@@ -65,26 +66,14 @@ def lic_command(
     caption; with --reference only those that also have human captions) and
     estimates the time from a one-epoch calibration; a bar shows the ETA.
     """
-    from rich.table import Table
-
     from capaudit.audit.lic.results import StoreCache
     from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
-    from capaudit.cli.common import console, err_console
-    from capaudit.io.annotation_files import load_demographics
+    from capaudit.cli.common import err_console
 
     if attribute not in ("gender", "skin_tone"):
         raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
     store = _open(db, no_cache)  # the one store: labels, set names and the seed cache
-    if demographics is not None:
-        gender, skin = load_demographics(demographics)
-    else:  # the most recent demographics stored with `capaudit annotations add`
-        from capaudit.io.annotation_store import demographic_labels
-
-        gender, skin, _ = demographic_labels(store)
-        if not gender and not skin:
-            raise InputError("LIC needs image labels", fix="pass --demographics FILE or "
-                             "store one with capaudit annotations add demographics FILE")
-    labels = gender if attribute == "gender" else skin
+    labels = _labels(store, demographics, attribute)
     name, caps = _load_target(target, store)
     model_captions = {i: c[0] for i, c in caps.items()}
     human = None
@@ -103,10 +92,42 @@ def lic_command(
     finally:
         if store is not None:
             store.close()
+    _print_lic(res, f"LIC ({classifier}, {attribute}) on {name}: {res['n_images']:,} images")
+    if json_out is not None:
+        payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
+                            {"n_images": res["n_images"], "config": res["config"]}}}
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        from capaudit.core.config import provenance_beside
+
+        provenance_beside(json_out, res["config"])
+
+
+def _labels(store, demographics: Path | None, attribute: str) -> dict:
+    """Image id -> label of ``attribute``: from ``--demographics``, else the most recent
+    demographics stored with ``capaudit annotations add``."""
+    from capaudit.io.annotation_files import load_demographics
+
+    if demographics is not None:
+        gender, skin = load_demographics(demographics)
+    else:
+        from capaudit.io.annotation_store import demographic_labels
+
+        gender, skin, _ = demographic_labels(store)
+        if not gender and not skin:
+            raise InputError("LIC needs image labels", fix="pass --demographics FILE or "
+                             "store one with capaudit annotations add demographics FILE")
+    return gender if attribute == "gender" else skin
+
+
+def _print_lic(res: dict, title: str) -> None:
+    """LIC_M (LIC_D, LIC) per seed, then their mean and spread over the seeds."""
+    from rich.table import Table
+
+    from capaudit.cli.common import console
 
     keys = [k for k in ("lic_m", "lic_d", "lic") if res[k] is not None]
-    table = Table(title=f"LIC ({classifier}, {attribute}) on {name}: "
-                        f"{res['n_images']:,} images")
+    table = Table(title=title)
     table.add_column("seed", justify="right")
     for k in keys:
         table.add_column(k.upper(), justify="right")
@@ -118,11 +139,3 @@ def lic_command(
     console.print(table)
     if len(res["lic_m"]["seeds"]) == 1:
         console.print("one seed: no spread over seeds (use --seeds 2 or more for a mean and its spread)")
-    if json_out is not None:
-        payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
-                            {"n_images": res["n_images"], "config": res["config"]}}}
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-        from capaudit.core.config import provenance_beside
-
-        provenance_beside(json_out, res["config"])

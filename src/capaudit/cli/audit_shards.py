@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 
+from capaudit.audit.config import AuditConfig
 from capaudit.cli.common import console, esc, open_store
 
 
@@ -39,8 +40,9 @@ class _ShardProgress:
                         description=f"auditing shards ({self.caps:,} captions, {rate:,.0f}/s)")
 
 
-def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address: str | None,
-               skip_bad: bool, work_dir: Path | None, json_out: Path | None, db: Path | None):
+def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor: str,
+               address: str | None, skip_bad: bool, work_dir: Path | None, json_out: Path | None,
+               db: Path | None):
     from capaudit.report.compare import Comparison
     from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
@@ -49,31 +51,32 @@ def run_shards(shards: str, name: str | None, cfg: dict, executor: str, address:
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
 
+    cfg = AuditConfig.of(cfg)
     spec = Path(shards.split("*")[0].rstrip("/") or ".")
     name = name or (spec.name if spec.is_dir() else spec.parent.name) or "shards"
     store = open_store(db, create=True)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     work = work_dir or Path(f"{name}.audit-work")
-    cfg = {**cfg, "shards": shards, "executor": executor}
+    stored = {**cfg, "shards": shards, "executor": executor}  # the run row's config
     t0 = time.perf_counter()
     with _ShardProgress() as bar:
         res, summaries = run_sharded(shards, cfg, annotations, work, executor=executor,
-                                     workers=int(cfg.get("workers") or 1), address=address,
+                                     workers=int(cfg.workers or 1), address=address,
                                      skip_bad=skip_bad, on_start=bar.start, on_shard=bar.shard,
                                      name=name, store=store)
     wall = time.perf_counter() - t0
     res.meta["wall_s"] = round(wall, 3)
     with store.transaction():
-        run_id = store.start_run(current_command(), {**cfg, "annotation_sources":
+        run_id = store.start_run(current_command(), {**stored, "annotation_sources":
                                                      annotations.sources},
-                                 cfg["seed"], package_versions())
+                                 cfg.seed, package_versions())
         store_metrics(store, run_id, name, res)
         n_details = attach_details(store, run_id, name, res.meta.pop("details_files"))
         store.finish_run(run_id, "ok")
     if json_out:
         write_json({name: res}, json_out)
-        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.get("seed"))
+        provenance_beside(json_out, {**stored, "run_id": run_id}, cfg.seed)
     console.print(res.meta["coverage"]["line"], markup=False)
     print_compare(Comparison([name], list(res.results), {name: res}))
     by = {s: [x for x in summaries if x["status"] == s] for s in ("done", "resumed", "failed")}

@@ -17,6 +17,8 @@ from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
+from capaudit.audit.config import AuditConfig
+
 # Markup and emoji codes are off: captions, set names and query results are data, and
 # "[/bold]" or ":dog:" in a caption must print as itself, not crash or turn into a picture. A line that wants style passes markup=True and
 # escapes every piece of data in it with esc().
@@ -56,12 +58,10 @@ def interrupt_note() -> str | None:
     return _INTERRUPT_NOTE[0] if _INTERRUPT_NOTE else None
 
 
-def audit_config(config, **cli) -> dict:
-    """The resolved ``audit`` settings: CLI values > YAML ``config`` > the runner's defaults."""
-    from capaudit.audit.runner import DEFAULTS
-    from capaudit.core.config import resolve
-
-    return resolve(DEFAULTS, config, cli, section="audit")
+def audit_config(config, section: str = "audit", **cli) -> AuditConfig:
+    """The resolved audit settings, once per command: CLI values (None = not given) > the
+    YAML ``config``'s ``section`` > the defaults of :class:`AuditConfig`."""
+    return AuditConfig.resolve(config, cli, section=section)
 
 
 def progress(transient: bool = False) -> Progress:

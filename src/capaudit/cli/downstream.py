@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from capaudit.cli import options as opt
 from capaudit.cli.common import (DbOption, console, err_console, keep_on_interrupt, open_store,
                                  progress, recorded_run)
 
@@ -141,10 +142,10 @@ def caption_command(
 def amplification_command(
     upstream: str = typer.Option(..., "--upstream", help="The training caption set."),
     downstream: str = typer.Option(..., "--downstream", help="The model's caption set."),
-    instances: Optional[Path] = typer.Option(None, "--instances", help="Audit now with these annotations."),
-    chair_gt: Optional[Path] = typer.Option(None, "--chair-gt"),
-    demographics: Optional[Path] = typer.Option(None, "--demographics"),
-    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metric names."),
+    instances: Optional[Path] = opt.Instances,
+    chair_gt: Optional[Path] = opt.ChairGT,
+    demographics: Optional[Path] = opt.Demographics,
+    metrics: Optional[str] = opt.Metrics,
     report: Optional[Path] = typer.Option(None, "--report", help="Write the table as Markdown here."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the rows as JSON here."),
     db: Optional[Path] = DbOption,
@@ -203,12 +204,13 @@ def amplification_command(
 
 def _audit_now(store, name, instances, chair_gt, demographics, metrics):
     """Audit one set with the engine (imported here: heavy, and built by another module)."""
-    from capaudit.audit.runner import DEFAULTS, audit_target, load_target
+    from capaudit.audit.config import AuditConfig
+    from capaudit.audit.runner import audit_target, load_target
     from capaudit.io.annotation_store import resolve_annotations
 
     annotations = resolve_annotations(store, instances, chair_gt, demographics)
     result = audit_target(load_target(store, name), annotations,
-                          {**DEFAULTS, "metrics": metrics, "workers": 1})
+                          AuditConfig(metrics=metrics, workers=1))
     return {k: v for k, v in result.results.items() if not getattr(v, "skipped", None)}
 
 

@@ -102,13 +102,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     work = work_dir or Path("capaudit-enrich") / out
     cache_path = str(cache or work / "cache.sqlite")
-    cfg_hash = effective_hash(adapter, cfg)
-    # check the name first (no DB lock is held while the models run: they may take days)
-    with open_store(db, create=True) as store:
-        existing = store.find_set(out)
-    if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
-        raise InputError(f"a caption set named '{out}' already exists",
-                         fix="choose another --out or pass --replace")
+    _check_out_name(db, out, replace, effective_hash(adapter, cfg))
     keep_on_interrupt(f"finished shards are kept in {work}; rerun the same command to resume")
     with progress() as bar:
         task = bar.add_task(f"enrich {adapter}", total=None)
@@ -120,16 +114,36 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     if table.num_rows == 0:
         raise InputError("enrichment produced no caption; every sample failed",
                          path=work / "failures.jsonl")
+    info = _register_set(db, out, table, adapter, cfg, summary, shards, work,
+                         parent=read_manifest(shards).get("captions_set"))
+    write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
+    _print_summary(summary, info, work)
+
+
+def _check_out_name(db: Optional[Path], out: str, replace: bool, cfg_hash: str) -> None:
+    """Refuse an existing set name before any work (no DB lock is held while the models run:
+    they may take days); the same enrichment again resumes."""
+    from capaudit.errors import InputError
+
+    with open_store(db, create=True) as store:
+        existing = store.find_set(out)
+    if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
+        raise InputError(f"a caption set named '{out}' already exists",
+                         fix="choose another --out or pass --replace")
+
+
+def _register_set(db: Optional[Path], out: str, table, adapter: str, cfg: dict, summary: dict,
+                  shards: Path, work: Path, parent: Optional[str]):
+    """Register the enriched captions as set ``out`` (``parent``: the shards' caption set), in
+    a recorded run; returns its SetInfo."""
     with open_store(db, create=True) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
         meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
                 "work_dir": str(work), "llm": cfg["llm"]["backend"],
                 "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
-        info = store.add_set_from_table(out, table, source=str(shards.resolve()),
+        return store.add_set_from_table(out, table, source=str(shards.resolve()),
                                         format=f"enrich:{adapter}",
-                                        parent=read_manifest(shards).get("captions_set"),
-                                        meta=meta, replace=store.find_set(out) is not None)
-    write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
-    _print_summary(summary, info, work)
+                                        parent=parent, meta=meta,
+                                        replace=store.find_set(out) is not None)
 
 
 def _print_summary(s: dict, info, work: Path) -> None:

@@ -13,33 +13,16 @@ scores (metric ``n_avg``) and the criterion scores (metric ``criterion:NAME``).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from capaudit.audit.config import AuditConfig
 from capaudit.errors import InputError
 
 __all__ = ["DEFAULTS", "run_leaderboard", "evaluate_set", "worst_captions"]
 
-DEFAULTS: dict[str, Any] = {
-    "metrics": None,          # None = every GCE and LOTUS metric
-    "reference": None,        # human caption set for noun/verb coverage
-    "clip_model": None,
-    "images": None,
-    "long_text": "truncate",
-    "profile": None,          # None = every profile of the catalogue
-    "profiles_file": None,
-    "mode": "reference",
-    "n_boot": 1000,
-    "seed": 0,
-    "workers": 2,
-    "min_images": 10,
-    "instances": None,
-    "chair_gt": None,
-    "demographics": None,
-    "worst": 20,              # worst captions listed per set on the page
-    "intersections": False,   # also every metric on gender x skin-tone cells (with n)
-}
+DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # the audit settings: one set for both
 
 
 def all_metrics() -> list[str]:
@@ -49,7 +32,8 @@ def all_metrics() -> list[str]:
     return [n for n in METRICS.registered() if METRICS.get(n).streams]
 
 
-def evaluate_set(store, spec: str, annotations, cfg: dict, metrics: Sequence[str]):
+def evaluate_set(store, spec: str, annotations, cfg: AuditConfig | Mapping,
+                 metrics: Sequence[str]):
     """One set through the engine's accumulators (:class:`StreamStats`), read and analysed
     in chunks (memory bounded by the images and the metrics' states, not the captions)."""
     from itertools import islice
@@ -61,6 +45,7 @@ def evaluate_set(store, spec: str, annotations, cfg: dict, metrics: Sequence[str
     from capaudit.leaderboard.board import SetEval
     from capaudit.text.records import build_records
 
+    cfg = AuditConfig.of(cfg)
     t = resolve_target(store, spec)
     acc = StreamStats(list(metrics), cfg["mode"], annotations, cfg["min_images"], cfg)
     worst: list[dict] = []
@@ -120,7 +105,7 @@ def _iid(ctx, i: int):
     return None if v < 0 else v
 
 
-def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
+def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -> dict[str, Any]:
     """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``."""
     from capaudit.audit.runner import metric_names
     from capaudit.core.config import current_command, package_versions
@@ -129,6 +114,7 @@ def run_leaderboard(store, targets: Sequence[str], cfg: dict) -> dict[str, Any]:
     from capaudit.leaderboard.board import build_leaderboard
     from capaudit.leaderboard.profiles import load_catalogue
 
+    cfg = AuditConfig.of(cfg)
     if len(targets) < 2:
         raise InputError("a leaderboard needs at least two sets", fix="name two or more sets")
     if len(set(targets)) != len(targets):

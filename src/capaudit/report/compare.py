@@ -33,7 +33,7 @@ The basis (shared images, padding, equal sizes) is planned in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,11 +161,16 @@ def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
                 cmp.flags[(t.name, m)] = why
 
 
-def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
+def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
                  same_images: bool | None = None, **hooks) -> Comparison:
     """Audit ``names`` on a common basis, flag and rank them (``hooks``: ``on_target`` /
     ``on_progress`` of :func:`run_audit`). ``same_images``: None = when the sets overlap."""
-    cfg = {**DEFAULTS, **(cfg or {})}
+    import dataclasses
+
+    from capaudit.audit.config import AuditConfig
+
+    # a copy: the LOTUS options prepared for the audit stay out of the caller's config
+    cfg = dataclasses.replace(AuditConfig.of(cfg))
     resolved = [resolve_target(store, n) for n in names]
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
@@ -216,17 +221,18 @@ def compare_sets(store, names: Sequence[str], cfg: dict | None = None,
     return cmp
 
 
-def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None, cfg: dict,
+def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None, cfg: Mapping,
                        same_images: bool | None = None, **hooks) -> Comparison:
     """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given: the one
     path of ``audit compare``, ``capaudit demo`` and :meth:`capaudit.api.AuditStore.compare`."""
+    from capaudit.audit.config import AuditConfig
     from capaudit.report import write_report
-    from capaudit.audit.runner import DEFAULTS
 
+    cfg = AuditConfig.of(cfg)
     cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
     if report_dir is not None:
         cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, {**DEFAULTS, **cfg, "same_images": same_images})
+        write_report(cmp, cmp.report_dir, {**cfg, "same_images": same_images})
     return cmp
 
 

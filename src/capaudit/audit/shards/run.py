@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from capaudit.audit.shards.task import ShardTask, sha256_hex, state_path
 from capaudit.errors import InputError
+from capaudit.audit.config import AuditConfig
 
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
@@ -139,7 +140,7 @@ def _key(cfg: dict, annotations) -> dict:
     return key
 
 
-def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
+def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str | Path, *,
                 executor: str = "local", workers: int = 1, address: str | None = None,
                 skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
                 on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
@@ -167,6 +168,7 @@ def run_sharded(spec: str, cfg: dict, annotations, work_dir: str | Path, *,
     from capaudit.io.caption_shards import find_shards
     from capaudit.io.markers import clean_tmp, config_hash
 
+    cfg = AuditConfig.of(cfg)
     if cfg.get("lic"):
         raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "
                          "that shards can merge", fix="drop --lic here and run capaudit audit lic "

@@ -14,6 +14,7 @@ resolved config as ``config["_lotus"]``; every chunk's context then gets its
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -70,7 +71,7 @@ class LotusOptions:
         return self._ref_words[kind]
 
 
-def prepare(store, cfg: dict) -> LotusOptions:
+def prepare(store, cfg) -> LotusOptions:
     """Options of one audit from its resolved config; bad inputs fail here, before any work:
     a missing reference set, a CLIP path that is not a CLIP model."""
     ref = None
@@ -88,7 +89,10 @@ def prepare(store, cfg: dict) -> LotusOptions:
         raise InputError(f"unknown --long-text '{opts.long_text}'", fix="use truncate or chunk")
     if opts.clip_model:
         opts.scorer  # noqa: B018 - loads (and checks) the model now
-    cfg["_lotus"] = opts
+    if isinstance(cfg, MutableMapping):
+        cfg["_lotus"] = opts   # a plain dict config
+    else:
+        cfg.lotus = opts       # an AuditConfig (capaudit.audit.config): its "_lotus" key
     return opts
 
 
