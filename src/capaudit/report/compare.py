@@ -48,7 +48,7 @@ from capaudit.report.basis import (
 )
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction
-from capaudit.audit.runner import DEFAULTS, StreamTarget, resolve_target, run_audit
+from capaudit.audit.runner import StreamTarget, resolve_target, run_audit
 from capaudit.errors import InputError
 
 __all__ = [
