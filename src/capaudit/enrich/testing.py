@@ -30,6 +30,86 @@ def answer_for(messages: list) -> str:
     return f"{base} ({kind} {digest})"
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a :class:`FakeOpenAIServer` (``self.server.fake``): counted, answered
+    as scripted, and out of the in-flight count before its reply is written."""
+
+    # headers and body are two writes: without this, Nagle + delayed ACK add ~40 ms
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+    def do_POST(self):
+        server = self.server.fake
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with server._lock:
+            server.calls += 1
+            n = server.calls
+            server.bodies.append(body)
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        self._counted = True
+        try:
+            self._answer(n, body)
+        finally:
+            self._leave()
+
+    def _leave(self):
+        # before the reply is written: the client may send its next request the
+        # moment it has read this one, and must not find it still "in flight"
+        if self._counted:
+            self._counted = False
+            server = self.server.fake
+            with server._lock:
+                server.in_flight -= 1
+
+    def _answer(self, n, body):
+        server = self.server.fake
+        if server.delay_s:
+            time.sleep(server.delay_s)
+        if not self.path.endswith("/chat/completions"):
+            return self._send(404, {"error": "not found"})
+        if n <= server.fail_first:
+            headers = {"Retry-After": str(server.retry_after)} \
+                if server.retry_after is not None else {}
+            return self._send(server.fail_status, {"error": "try later"}, headers)
+        reply = server.answer(body) if server.answer else answer_for(body["messages"])
+        reply = {"content": reply} if isinstance(reply, str) else reply
+        if reply.get("delay"):
+            time.sleep(reply["delay"])
+        if "raw" in reply:
+            return self._send(reply.get("status", 200), None, raw=reply["raw"])
+        if reply.get("status", 200) != 200:
+            return self._send(reply["status"], {"error": "scripted failure"})
+        text = reply["content"]
+        choice = {"index": 0, "finish_reason": "stop",
+                  "message": {"role": "assistant", "content": text}}
+        if reply.get("logprobs") is not None:
+            choice["logprobs"] = {"content": reply["logprobs"]}
+        self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": body["model"],
+                         "choices": [choice],
+                         "usage": {"prompt_tokens": len(json.dumps(body)) // 4,
+                                   "completion_tokens": len(text.split())}})
+
+    def _send(self, status, payload, headers=None, raw=None):
+        self._leave()
+        data = raw if raw is not None else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default 5 drops SYNs under concurrency: 1 s stalls
+    daemon_threads = True
+
+
 class FakeOpenAIServer:
     def __init__(self, delay_s: float = 0.0, fail_first: int = 0, fail_status: int = 429,
                  retry_after: float | None = None, answer=None):
@@ -43,80 +123,8 @@ class FakeOpenAIServer:
         self.bodies: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # headers and body are two writes: without this, Nagle + delayed ACK add ~40 ms
-            disable_nagle_algorithm = True
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.calls += 1
-                    n = server.calls
-                    server.bodies.append(body)
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                self._counted = True
-                try:
-                    self._answer(n, body)
-                finally:
-                    self._leave()
-
-            def _leave(self):
-                # before the reply is written: the client may send its next request the
-                # moment it has read this one, and must not find it still "in flight"
-                if self._counted:
-                    self._counted = False
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _answer(self, n, body):
-                if server.delay_s:
-                    time.sleep(server.delay_s)
-                if not self.path.endswith("/chat/completions"):
-                    return self._send(404, {"error": "not found"})
-                if n <= server.fail_first:
-                    headers = {"Retry-After": str(server.retry_after)} \
-                        if server.retry_after is not None else {}
-                    return self._send(server.fail_status, {"error": "try later"}, headers)
-                reply = server.answer(body) if server.answer else answer_for(body["messages"])
-                reply = {"content": reply} if isinstance(reply, str) else reply
-                if reply.get("delay"):
-                    time.sleep(reply["delay"])
-                if "raw" in reply:
-                    return self._send(reply.get("status", 200), None, raw=reply["raw"])
-                if reply.get("status", 200) != 200:
-                    return self._send(reply["status"], {"error": "scripted failure"})
-                text = reply["content"]
-                choice = {"index": 0, "finish_reason": "stop",
-                          "message": {"role": "assistant", "content": text}}
-                if reply.get("logprobs") is not None:
-                    choice["logprobs"] = {"content": reply["logprobs"]}
-                self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": body["model"],
-                                 "choices": [choice],
-                                 "usage": {"prompt_tokens": len(json.dumps(body)) // 4,
-                                           "completion_tokens": len(text.split())}})
-
-            def _send(self, status, payload, headers=None, raw=None):
-                self._leave()
-                data = raw if raw is not None else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # the default 5 drops SYNs under concurrency: 1 s stalls
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.fake = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

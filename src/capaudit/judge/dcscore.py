@@ -106,8 +106,7 @@ def _verify(judge: Judge, asks: list[tuple], evidence) -> dict:
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged, label
-    from capaudit.judge.stats import ratio_table, welch
+    from capaudit.judge.stats import Judged, welch
 
     assumed = int(cfg.get("assumed_units", 8))
     if not evidence.references:
@@ -120,79 +119,108 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     for s in sets:
         ref_text = [refs(i) for i in s.image_ids]
         units = _decompose(judge, list(s.captions) + ref_text, assumed)
-        pairs_tasks, idx = [], []
-        for c, (cap, rt) in enumerate(zip(s.captions, ref_text)):
-            a, b = units.get(cap), units.get(rt)
-            if a and b:
-                pairs_tasks.append(Task("judge_match", {"units_a": _numbered(a),
-                                                        "units_b": _numbered(b)},
-                                        matches(len(a), len(b)), expect_out=6 * len(a)))
-                idx.append(c)
-        pairs: dict[int, list | None] = {c: [] for c in range(len(s.captions))}
-        for c, v in zip(idx, judge.run(pairs_tasks)):
-            pairs[c] = v.value if v.status == "ok" else \
-                ([(k, k) for k in range(0, assumed, 2)] if v.status == "dry-run" else None)
-        asks = []
-        for c, (iid, cap, rt) in enumerate(zip(s.image_ids, s.captions, ref_text)):
-            a, b, pr = units.get(cap), units.get(rt), pairs[c]
-            if a is None or b is None or pr is None:
-                continue
-            ma, mb = {g for g, _ in pr}, {r for _, r in pr}
-            asks += [(iid, u["text"]) for g, u in enumerate(a) if u["relevant"] and g not in ma]
-            asks += [(iid, u["text"]) for r, u in enumerate(b) if u["relevant"] and r not in mb]
-        verified = _verify(judge, asks, evidence)
-        rows, caps = [], {"har": [], "mar": []}
-        for c, (iid, cap, rt) in enumerate(zip(s.image_ids, s.captions, ref_text)):
-            a, b, pr = units.get(cap), units.get(rt), pairs[c]
-            ok = a is not None and b is not None and pr is not None
-            for d, (gen, ref, prs) in {"har": (a, b, pr), "mar": (b, a, [(y, x) for x, y in pr or []])}.items():
-                sc = unit_scores(gen, ref, prs, {g: verified.get((iid, u["text"]))
-                                                 for g, u in enumerate(gen)}) if ok else None
-                caps[d].append(sc)
-                rows.append({"caption_idx": c, "image_id": iid, "kind": f"caption-{d}",
-                             "unit_idx": -1, "text": cap, "prompt": "judge_match",
-                             "status": "ok" if ok else "unparsed",
-                             "score": sc["f1"] if sc else None,
-                             "precision": sc and sc["precision"], "recall": sc and sc["recall"]})
-            for k, u in enumerate(a or []):
-                rows.append({"caption_idx": c, "image_id": iid, "kind": f"unit-{u['type']}",
-                             "unit_idx": k, "text": u["text"], "prompt": "judge_units",
-                             "status": "ok", "label": "relevant" if u["relevant"] else "irrelevant",
-                             "matched": bool(pr) and k in {g for g, _ in pr},
-                             "verified": verified.get((iid, u["text"]))})
+        pairs = _match(judge, units, s.captions, ref_text, assumed)
+        verified = _verify(judge, _unmatched(s, units, ref_text, pairs), evidence)
+        rows, caps = _caption_rows(s, units, ref_text, pairs, verified)
         out.items[s.name] = rows
-        vals = {}
-        for d, scs in caps.items():
-            good = [x for x in scs if x is not None]
-            t = ratio_table(s.image_ids, {
-                "precision": ([x["p_num"] if x else 0 for x in scs], [x["p_den"] if x else 0 for x in scs]),
-                "recall": ([x["r_num"] if x else 0 for x in scs], [x["r_den"] if x else 0 for x in scs]),
-                "f1": ([x["f1"] or 0.0 if x else 0 for x in scs],
-                       [int(x is not None and x["f1"] is not None) for x in scs])},
-                cfg["n_boot"], cfg["seed"])
-            for k, v in t.items():
-                vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = v
-            for k, src in (("hallucination", "precision"), ("omission", "recall")):
-                v = t[src]
-                vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = {
-                    "value": None if v["value"] is None else 1 - v["value"], "n": v["n"],
-                    "ci_low": None if v["ci_high"] is None else 1 - v["ci_high"],
-                    "ci_high": None if v["ci_low"] is None else 1 - v["ci_low"]}
-            for typ in UNIT_TYPES:
-                tot = [sum(x["by_type"].get(typ, [0, 0, 0, 0])[j] for x in good) for j in range(4)]
-                for k, num, den in (("hallucination", tot[1] - tot[0], tot[1]),
-                                    ("omission", tot[3] - tot[2], tot[3])):
-                    if den:
-                        name = label(f"dcscore.{d}.{k}", judge.cfg.evidence)
-                        vals[f"{name}[{typ}]"] = {"metric": name, "grp": typ,
-                                                  "value": num / den, "n": int(den)}
-        out.values[s.name] = vals
+        out.values[s.name] = _set_values(judge, s.image_ids, caps, cfg)
         per_caption_f1[s.name] = [x["f1"] if x else None for x in caps["har"]]
     names = list(per_caption_f1)
     if len(names) >= 2:
         out.extra["welch_har_f1"] = {"score": "per-caption HAR F1", "a": names[0], "b": names[1],
                                      **welch(per_caption_f1[names[0]], per_caption_f1[names[1]])}
     return out
+
+
+def _match(judge: Judge, units: dict, captions, ref_text: list[str], assumed: int) -> dict:
+    """``{caption index: [(model unit, reference unit), ...] or None}`` (None: the match
+    failed); a caption whose units are missing on either side has no pairs."""
+    pairs_tasks, idx = [], []
+    for c, (cap, rt) in enumerate(zip(captions, ref_text)):
+        a, b = units.get(cap), units.get(rt)
+        if a and b:
+            pairs_tasks.append(Task("judge_match", {"units_a": _numbered(a),
+                                                    "units_b": _numbered(b)},
+                                    matches(len(a), len(b)), expect_out=6 * len(a)))
+            idx.append(c)
+    pairs: dict[int, list | None] = {c: [] for c in range(len(captions))}
+    for c, v in zip(idx, judge.run(pairs_tasks)):
+        pairs[c] = v.value if v.status == "ok" else \
+            ([(k, k) for k in range(0, assumed, 2)] if v.status == "dry-run" else None)
+    return pairs
+
+
+def _unmatched(s, units: dict, ref_text: list[str], pairs: dict) -> list[tuple]:
+    """``(image id, unit text)`` of the relevant units, on either side, that matched nothing."""
+    asks = []
+    for c, (iid, cap, rt) in enumerate(zip(s.image_ids, s.captions, ref_text)):
+        a, b, pr = units.get(cap), units.get(rt), pairs[c]
+        if a is None or b is None or pr is None:
+            continue
+        ma, mb = {g for g, _ in pr}, {r for _, r in pr}
+        asks += [(iid, u["text"]) for g, u in enumerate(a) if u["relevant"] and g not in ma]
+        asks += [(iid, u["text"]) for r, u in enumerate(b) if u["relevant"] and r not in mb]
+    return asks
+
+
+def _caption_rows(s, units: dict, ref_text: list[str], pairs: dict,
+                  verified: dict) -> tuple[list[dict], dict[str, list]]:
+    """The detail rows (each caption's HAR and MAR score, each model unit) and the
+    per-caption :func:`unit_scores` of both directions (None where units or match failed)."""
+    rows, caps = [], {"har": [], "mar": []}
+    for c, (iid, cap, rt) in enumerate(zip(s.image_ids, s.captions, ref_text)):
+        a, b, pr = units.get(cap), units.get(rt), pairs[c]
+        ok = a is not None and b is not None and pr is not None
+        for d, (gen, ref, prs) in {"har": (a, b, pr), "mar": (b, a, [(y, x) for x, y in pr or []])}.items():
+            sc = unit_scores(gen, ref, prs, {g: verified.get((iid, u["text"]))
+                                             for g, u in enumerate(gen)}) if ok else None
+            caps[d].append(sc)
+            rows.append({"caption_idx": c, "image_id": iid, "kind": f"caption-{d}",
+                         "unit_idx": -1, "text": cap, "prompt": "judge_match",
+                         "status": "ok" if ok else "unparsed",
+                         "score": sc["f1"] if sc else None,
+                         "precision": sc and sc["precision"], "recall": sc and sc["recall"]})
+        for k, u in enumerate(a or []):
+            rows.append({"caption_idx": c, "image_id": iid, "kind": f"unit-{u['type']}",
+                         "unit_idx": k, "text": u["text"], "prompt": "judge_units",
+                         "status": "ok", "label": "relevant" if u["relevant"] else "irrelevant",
+                         "matched": bool(pr) and k in {g for g, _ in pr},
+                         "verified": verified.get((iid, u["text"]))})
+    return rows, caps
+
+
+def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
+    """A set's values per direction: precision, recall and F1 with image-bootstrap
+    intervals, hallucination and omission rates, and those rates per unit type."""
+    from capaudit.judge.stats import label
+    from capaudit.judge.stats import ratio_table
+
+    vals = {}
+    for d, scs in caps.items():
+        good = [x for x in scs if x is not None]
+        t = ratio_table(image_ids, {
+            "precision": ([x["p_num"] if x else 0 for x in scs], [x["p_den"] if x else 0 for x in scs]),
+            "recall": ([x["r_num"] if x else 0 for x in scs], [x["r_den"] if x else 0 for x in scs]),
+            "f1": ([x["f1"] or 0.0 if x else 0 for x in scs],
+                   [int(x is not None and x["f1"] is not None) for x in scs])},
+            cfg["n_boot"], cfg["seed"])
+        for k, v in t.items():
+            vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = v
+        for k, src in (("hallucination", "precision"), ("omission", "recall")):
+            v = t[src]
+            vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = {
+                "value": None if v["value"] is None else 1 - v["value"], "n": v["n"],
+                "ci_low": None if v["ci_high"] is None else 1 - v["ci_high"],
+                "ci_high": None if v["ci_low"] is None else 1 - v["ci_low"]}
+        for typ in UNIT_TYPES:
+            tot = [sum(x["by_type"].get(typ, [0, 0, 0, 0])[j] for x in good) for j in range(4)]
+            for k, num, den in (("hallucination", tot[1] - tot[0], tot[1]),
+                                ("omission", tot[3] - tot[2], tot[3])):
+                if den:
+                    name = label(f"dcscore.{d}.{k}", judge.cfg.evidence)
+                    vals[f"{name}[{typ}]"] = {"metric": name, "grp": typ,
+                                              "value": num / den, "n": int(den)}
+    return vals
 
 
 compute.needs_evidence = "image"

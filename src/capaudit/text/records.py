@@ -19,7 +19,8 @@ parent imports NLTK once and reruns them (forked workers inherit it).
 Tokens themselves are not kept (100k long captions would cost hundreds of MB).
 For vocabulary we keep the distinct tokens, how many captions use each, and
 for rare tokens the captions that use them (``posting_cap`` at most), which is
-all the vocabulary bootstrap needs (see :mod:`capaudit.audit.bootstrap`).
+all the vocabulary bootstrap needs (see :mod:`capaudit.audit.bootstrap`). The records
+themselves are defined in :mod:`capaudit.text.record_arrays`.
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ import multiprocessing as mp
 from collections import Counter
 from bisect import bisect_right
 from itertools import islice
-from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from capaudit.text.gender import gender_code
 from capaudit.text.objects import get_lexicon
+from capaudit.text.record_arrays import POSTING_CAP, CaptionRecords, Mention
 from capaudit.text.singularize import SINGULAR_CACHE, singularize, singularize_corrected
 from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 
@@ -47,84 +48,7 @@ _tok = importlib.import_module("capaudit.text.tokenize")
 
 __all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
 
-POSTING_CAP = 64            # rare-token posting lists are kept up to this many captions
 CHUNK = 4096                # captions per work unit
-
-
-@dataclass(frozen=True)
-class Mention:
-    word: str
-    category: str
-    token: int
-    sentence: int
-
-
-@dataclass
-class CaptionRecords:
-    """Columnar analysis of ``n`` captions (see module docstring)."""
-
-    mode: str
-    n_tokens: np.ndarray          # int32 [n]
-    n_sentences: np.ndarray       # int32 [n]
-    gender: np.ndarray            # int8 [n], 0 neutral / 1 male / 2 female
-    m_offsets: np.ndarray         # int64 [n + 1]
-    m_word: np.ndarray            # int16 [m] word id in the lexicon
-    m_cat: np.ndarray             # int16 [m] category index
-    m_tok: np.ndarray             # int32 [m] token index in the caption
-    m_sent: np.ndarray            # int32 [m] sentence index
-    token_counts: dict[str, int] = field(default_factory=dict)   # token -> captions using it
-    postings: dict[str, list[int]] = field(default_factory=dict)  # token -> first captions
-
-    def __len__(self) -> int:
-        return len(self.n_tokens)
-
-    @property
-    def vocab(self) -> set[str]:
-        return set(self.token_counts)
-
-    @property
-    def categories(self) -> list[str]:
-        return get_lexicon(self.mode).categories
-
-    def mentions(self, i: int) -> list[Mention]:
-        lex = get_lexicon(self.mode)
-        a, b = self.m_offsets[i], self.m_offsets[i + 1]
-        return [Mention(lex.words[w], lex.categories[c], int(t), int(s)) for w, c, t, s in
-                zip(self.m_word[a:b], self.m_cat[a:b], self.m_tok[a:b], self.m_sent[a:b])]
-
-    def mention_caption(self) -> np.ndarray:
-        """Caption index of every mention (int64 [m])."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.m_offsets))
-
-    @classmethod
-    def concat(cls, parts: Sequence["CaptionRecords"], mode: str) -> "CaptionRecords":
-        if not parts:
-            return _empty(mode)
-        offs, base, start = [np.zeros(1, np.int64)], 0, 0
-        counts: dict[str, int] = {}
-        posts: dict[str, list[int]] = {}
-        for p in parts:
-            offs.append(p.m_offsets[1:] + base)
-            base += int(p.m_offsets[-1])
-            for t, c in p.token_counts.items():
-                counts[t] = counts.get(t, 0) + c
-            for t, lst in p.postings.items():
-                cur = posts.setdefault(t, [])
-                if len(cur) < POSTING_CAP:
-                    cur.extend(x + start for x in lst[:POSTING_CAP - len(cur)])
-            start += len(p)
-        posts = {t: lst for t, lst in posts.items() if counts[t] <= POSTING_CAP}
-        cat = np.concatenate
-        return cls(mode, cat([p.n_tokens for p in parts]), cat([p.n_sentences for p in parts]),
-                   cat([p.gender for p in parts]), cat(offs), cat([p.m_word for p in parts]),
-                   cat([p.m_cat for p in parts]), cat([p.m_tok for p in parts]),
-                   cat([p.m_sent for p in parts]), counts, posts)
-
-
-def _empty(mode: str) -> CaptionRecords:
-    z = np.zeros(0, np.int32)
-    return CaptionRecords(mode, z, z, z.astype(np.int8), np.zeros(1, np.int64), z.astype(np.int16),
-                          z.astype(np.int16), z, z)
 
 
 class CaptionAnalysis(NamedTuple):

@@ -49,8 +49,8 @@ def generate_captions(model: str | Path, shards: str | Path, *, batch_size: int 
     """One caption per shard image: a table (image_key, image_id, caption, meta) ready for
     :meth:`capaudit.store.Store.add_set_from_table`. ``on_batch`` gets the batch size."""
     torch = require("torch", "ml", "captioning")
-    from capaudit.train_downstream.train import (load_model_and_tokenizer, resolve_device,
-                                                 resolve_precision)
+    from capaudit.train_downstream.captioner import (load_model_and_tokenizer, resolve_device,
+                                                     resolve_precision)
 
     if num_beams < 1 or max_length < 2 or min_length < 0 or batch_size < 1:
         raise InputError("need --beams >= 1, --max-length >= 2, --min-length >= 0, --batch-size >= 1")

@@ -33,6 +33,8 @@ from typing import Callable
 import numpy as np
 
 from capaudit.errors import InputError, require
+from capaudit.train_downstream.captioner import (load_model_and_tokenizer, resolve_device,
+                                                  resolve_precision)
 from capaudit.train_downstream.checkpoint import (CHECKPOINT, REQUIRED_KEYS, load_checkpoint,
                                                   rng_state, save_checkpoint, set_rng_state)
 from capaudit.train_downstream.data import (ImagePreprocessor, PairDataset, ShardIndex,
@@ -60,54 +62,6 @@ class TrainConfig:
     max_tokens: int = 40         # caption length cap in tokens (BLIP uses 40 for COCO)
     workers: int = -1            # DataLoader workers; -1: 0 on CPU, min(8, cores) on GPU
     device: str = "auto"         # auto | cpu | cuda | cuda:N
-
-
-def resolve_device(name: str):
-    torch = require("torch", "ml", "downstream training")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda was asked for but no CUDA GPU is visible",
-                         fix="drop --device or pass --device cpu")
-    return dev
-
-
-def resolve_precision(precision: str, device) -> str:
-    torch = require("torch", "ml", "downstream training")
-    if precision == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    if precision not in ("fp32", "bf16", "fp16"):
-        raise InputError(f"unknown precision '{precision}'", fix="one of auto, fp32, bf16, fp16")
-    if precision == "fp16" and device.type != "cuda":
-        raise InputError("fp16 training needs a CUDA GPU", fix="use --precision bf16 or fp32 on CPU")
-    return precision
-
-
-def load_model_and_tokenizer(model: str | Path):
-    """A local model folder, or a hub name when online; user errors become InputError."""
-    transformers = require("transformers", "ml", "the downstream captioner")
-    src = str(model)
-    path = Path(src)
-    # "org/name" may be a hub name; anything else that does not exist (or whose parent
-    # folder exists, like models/blip-base) is a missing local folder: fail fast, offline
-    looks_local = src.count("/") != 1 or src.startswith((".", "/", "~")) or path.parent.exists()
-    if not path.exists() and looks_local:
-        raise InputError("model folder not found", path=src,
-                         fix="pass a local copy of Salesforce/blip-image-captioning-base")
-    if path.is_dir() and not any(path.glob("*.safetensors")) and any(path.glob("*.bin")):
-        raise InputError("pickled weights (*.bin) are refused, never loaded: unpickling can run "
-                         "arbitrary code", path=src,
-                         fix="convert the model to safetensors (save_pretrained does by default)")
-    try:
-        net = transformers.BlipForConditionalGeneration.from_pretrained(src)
-        tok = transformers.AutoTokenizer.from_pretrained(src)
-    except (OSError, ValueError) as exc:
-        where = "folder" if path.exists() else "hub name (needs a connection)"
-        raise InputError(f"cannot load a BLIP captioner from this {where} "
-                         f"({str(exc).splitlines()[0]})", path=src,
-                         fix="a folder with config.json, weights and tokenizer files") from None
-    return net, tok
 
 
 def fingerprint(cfg: TrainConfig, set_name: str, n_pairs: int, model: str) -> str:
@@ -155,16 +109,9 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
                          f"({missing} captions unmatched)", path=shards,
                          fix="build the shards from the same images (image_id must match)")
     fp = fingerprint(cfg, set_name, len(pairs), model)
-    refused = InputError("this run folder holds a run made with other settings", path=run,
-                         fix="pass the same options as before, or a new --out")
-    if (run / "done.json").exists() and (run / "model").exists():
-        summary = json.loads((run / "done.json").read_text())
-        if summary.get("fingerprint") != fp:
-            raise refused
+    summary, ckpt = _previous_run(run, fp)
+    if summary is not None:
         return {**summary, "already_done": True}
-    ckpt = load_checkpoint(run, required=REQUIRED_KEYS)
-    if ckpt is not None and ckpt["fingerprint"] != fp:
-        raise refused
 
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
@@ -175,56 +122,115 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
     dataset = PairDataset(pairs, index, pre)
     collate = make_collate(tok, net.config.text_config.bos_token_id, cfg.max_tokens)
 
-    n_batches = math.ceil(len(pairs) / cfg.batch_size)
-    steps_per_epoch = math.ceil(n_batches / cfg.grad_accum)
-    total_steps = cfg.epochs * steps_per_epoch
-    decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embedding" not in n]
-    no_decay = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and "embedding" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    trainer = _Trainer(torch, net, cfg, device, math.ceil(len(pairs) / cfg.batch_size),
+                       run / CHECKPOINT, fp)
+    if ckpt is not None:
+        trainer.restore(ckpt)
+        del ckpt
+    resumed_from = trainer.step
+    workers = cfg.workers if cfg.workers >= 0 else (
+        0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
 
-    def lr_lambda(step: int) -> float:  # linear warmup, then cosine to zero
+    log = open(run / "train_log.jsonl", "a", encoding="utf-8")
+    t_start = time.perf_counter()
+    try:
+        trainer.train(dataset, collate, len(pairs), workers, log, on_step)
+    finally:
+        log.close()
+    net.eval()
+    _export(net, tok, Path(model), run / "model")
+    summary = {"fingerprint": fp, "set": set_name, "model": str(model), "steps": trainer.step,
+               "epochs": cfg.epochs, "pairs": len(pairs), "unmatched_captions": missing,
+               "resumed_from_step": resumed_from, "device": str(device),
+               "precision": cfg.precision, "seconds": round(time.perf_counter() - t_start, 2),
+               "peak_mem_mb": round(_peak_memory_mb(device), 1)}
+    (run / "done.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _previous_run(run: Path, fp: str) -> tuple[dict | None, dict | None]:
+    """``(summary of a finished run, None)`` or ``(None, checkpoint to resume from or None)``;
+    a run folder whose run was made with other settings (fingerprint) is refused."""
+    refused = InputError("this run folder holds a run made with other settings", path=run,
+                         fix="pass the same options as before, or a new --out")
+    if (run / "done.json").exists() and (run / "model").exists():
+        summary = json.loads((run / "done.json").read_text())
+        if summary.get("fingerprint") != fp:
+            raise refused
+        return summary, None
+    ckpt = load_checkpoint(run, required=REQUIRED_KEYS)
+    if ckpt is not None and ckpt["fingerprint"] != fp:
+        raise refused
+    return None, ckpt
+
+
+def _warmup_cosine(cfg: TrainConfig, total_steps: int) -> Callable[[int], float]:
+    """The LR factor per step: linear warmup, then cosine to zero (a plain function, as
+    ``LambdaLR`` leaves functions out of its state dict)."""
+    def lr_lambda(step: int) -> float:
         if step < cfg.warmup_steps:
             return (step + 1) / cfg.warmup_steps
         span = max(1, total_steps - cfg.warmup_steps)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - cfg.warmup_steps) / span)))
+    return lr_lambda
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)
-    scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
-    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
-    step, epoch, batch_in_epoch = 0, 0, 0
-    if ckpt is not None:
-        net.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        sched.load_state_dict(ckpt["scheduler"])
-        scaler.load_state_dict(ckpt["scaler"])
+
+class _Trainer:
+    """One run's moving parts -- model, AdamW, LR schedule, grad scaler -- and its data
+    position (optimizer steps, epoch, micro-batches done in it), which the training loop
+    advances and a checkpoint records."""
+
+    def __init__(self, torch, net, cfg: TrainConfig, device, n_batches: int, path: Path,
+                 fp: str):
+        self.torch, self.net, self.cfg, self.device = torch, net, cfg, device
+        self.n_batches, self.path, self.fp = n_batches, path, fp
+        self.total_steps = cfg.epochs * math.ceil(n_batches / cfg.grad_accum)
+        decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embedding" not in n]
+        no_decay = [p for n, p in net.named_parameters()
+                    if not (p.ndim >= 2 and "embedding" not in n)]
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                      {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, _warmup_cosine(cfg, self.total_steps))
+        self.scaler = torch.amp.GradScaler("cuda", enabled=cfg.precision == "fp16")
+        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+        self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
+
+    def restore(self, ckpt: dict) -> None:
+        """Weights, optimizer, schedule, scaler, RNGs and data position from a checkpoint."""
+        self.net.load_state_dict(ckpt["model"])
+        self.opt.load_state_dict(ckpt["optimizer"])
+        self.sched.load_state_dict(ckpt["scheduler"])
+        self.scaler.load_state_dict(ckpt["scaler"])
         set_rng_state(ckpt["rng"])
-        step, epoch, batch_in_epoch = ckpt["step"], ckpt["epoch"], ckpt["batch_in_epoch"]
-        del ckpt
-    resumed_from = step
-    workers = cfg.workers if cfg.workers >= 0 else (
-        0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+        self.step, self.epoch, self.batch_in_epoch = (ckpt["step"], ckpt["epoch"],
+                                                      ckpt["batch_in_epoch"])
 
-    def checkpoint() -> None:
-        e, b = (epoch + 1, 0) if batch_in_epoch >= n_batches else (epoch, batch_in_epoch)
-        save_checkpoint(run / CHECKPOINT, {
-            "fingerprint": fp, "step": step, "epoch": e, "batch_in_epoch": b,
-            "model": net.state_dict(), "optimizer": opt.state_dict(),
-            "scheduler": sched.state_dict(), "scaler": scaler.state_dict(), "rng": rng_state(),
-            "config": asdict(cfg)})
+    def checkpoint(self) -> None:
+        e, b = ((self.epoch + 1, 0) if self.batch_in_epoch >= self.n_batches
+                else (self.epoch, self.batch_in_epoch))
+        save_checkpoint(self.path, {
+            "fingerprint": self.fp, "step": self.step, "epoch": e, "batch_in_epoch": b,
+            "model": self.net.state_dict(), "optimizer": self.opt.state_dict(),
+            "scheduler": self.sched.state_dict(), "scaler": self.scaler.state_dict(),
+            "rng": rng_state(), "config": asdict(self.cfg)})
 
-    log = open(run / "train_log.jsonl", "a", encoding="utf-8")
-    window_loss, window_n, window_t, window_samples = 0.0, 0, time.perf_counter(), 0
-    t_start = time.perf_counter()
-    try:
-        while epoch < cfg.epochs:
-            order = epoch_order(len(pairs), cfg.seed, epoch)[batch_in_epoch * cfg.batch_size:]
+    def train(self, dataset, collate, n_pairs: int, workers: int, log,
+              on_step: Callable[[dict], None] | None) -> None:
+        """The epochs from the current position: gradients accumulated over ``grad_accum``
+        micro-batches, a line in ``log`` every ``log_every`` steps and a checkpoint every
+        ``checkpoint_every`` (both also at each epoch's end)."""
+        torch, net, cfg, device, opt = self.torch, self.net, self.cfg, self.device, self.opt
+        scaler, n_batches, amp_dtype = self.scaler, self.n_batches, self.amp_dtype
+        window_loss, window_n, window_t, window_samples = 0.0, 0, time.perf_counter(), 0
+        while self.epoch < cfg.epochs:
+            order = epoch_order(n_pairs, cfg.seed, self.epoch)[self.batch_in_epoch * cfg.batch_size:]
             loader = torch.utils.data.DataLoader(
                 dataset, batch_size=cfg.batch_size, sampler=order, collate_fn=collate,
                 num_workers=workers, pin_memory=device.type == "cuda",
                 persistent_workers=False)
             opt.zero_grad(set_to_none=True)
-            for mb, batch in enumerate(loader, start=batch_in_epoch):
+            for mb, batch in enumerate(loader, start=self.batch_in_epoch):
                 group_start = (mb // cfg.grad_accum) * cfg.grad_accum
                 group_size = min(cfg.grad_accum, n_batches - group_start)
                 batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
@@ -240,13 +246,14 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
                 torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
                 scaler.step(opt)
                 scaler.update()
-                sched.step()
+                self.sched.step()
                 opt.zero_grad(set_to_none=True)
-                step, batch_in_epoch = step + 1, mb + 1
+                self.step, self.batch_in_epoch = self.step + 1, mb + 1
                 now = time.perf_counter()
-                info = {"step": step, "total_steps": total_steps, "epoch": epoch + 1,
-                        "loss": window_loss / window_n, "lr": sched.get_last_lr()[0]}
-                if step % cfg.log_every == 0 or batch_in_epoch >= n_batches:
+                info = {"step": self.step, "total_steps": self.total_steps,
+                        "epoch": self.epoch + 1, "loss": window_loss / window_n,
+                        "lr": self.sched.get_last_lr()[0]}
+                if self.step % cfg.log_every == 0 or self.batch_in_epoch >= n_batches:
                     dt = now - window_t
                     info.update(samples_per_s=window_samples / dt if dt else None,
                                 s_per_step=dt / max(1, window_n / group_size),
@@ -254,19 +261,8 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
                     log.write(json.dumps(info) + "\n")
                     log.flush()
                     window_loss, window_n, window_t, window_samples = 0.0, 0, now, 0
-                if step % cfg.checkpoint_every == 0 or batch_in_epoch >= n_batches:
-                    checkpoint()
+                if self.step % cfg.checkpoint_every == 0 or self.batch_in_epoch >= n_batches:
+                    self.checkpoint()
                 if on_step is not None:
                     on_step(info)
-            epoch, batch_in_epoch = epoch + 1, 0
-    finally:
-        log.close()
-    net.eval()
-    _export(net, tok, Path(model), run / "model")
-    summary = {"fingerprint": fp, "set": set_name, "model": str(model), "steps": step, "epochs": cfg.epochs,
-               "pairs": len(pairs), "unmatched_captions": missing, "resumed_from_step": resumed_from,
-               "device": str(device), "precision": cfg.precision,
-               "seconds": round(time.perf_counter() - t_start, 2),
-               "peak_mem_mb": round(_peak_memory_mb(device), 1)}
-    (run / "done.json").write_text(json.dumps(summary, indent=2))
-    return summary
+            self.epoch, self.batch_in_epoch = self.epoch + 1, 0

@@ -33,10 +33,10 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from capaudit.audit.lic.masking import ATTRIBUTES, mask_tokens, tokenize
+from capaudit.audit.lic.plan import LicPlan, _minutes, calibrate, plan_images  # noqa: F401
 from capaudit.audit.lic.split import balanced_split
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError, require
@@ -119,64 +119,6 @@ def _progress(enabled: bool):
                     transient=False, disable=quiet)
 
 
-@dataclass
-class LicPlan:
-    """Which images LIC trains on, and why the others are left out."""
-
-    images: list
-    n_idx: int                 # human captions per image used for LIC_D (0: no reference)
-    captioned: int             # images with a model caption
-    labelled: int              # ... of which have a usable label
-    attribute: str
-    with_reference: bool
-
-    def describe(self) -> str:
-        text = (f"LIC on {len(self.images):,} images: of the {self.captioned:,} captioned images, "
-                f"{self.labelled:,} have a {self.attribute} label")
-        if self.with_reference:
-            text += (f" and {len(self.images):,} of those have human captions in the reference "
-                     f"set (LIC_M and LIC_D must use the same images); LIC_D trains "
-                     f"{self.n_idx} classifiers per seed, one per human caption")
-        return text
-
-
-def plan_images(model_captions: Mapping[int, str], labels: Mapping[int, str],
-                human_captions: Mapping[int, Sequence[str]] | None, attribute: str) -> LicPlan:
-    """The labelled images with a model caption (and, with a reference, human captions)."""
-    c0, c1 = ATTRIBUTES[attribute][:2]
-    images = [i for i in model_captions if labels.get(i) in (c0, c1)]
-    labelled = len(images)
-    n_idx = 0
-    if human_captions is not None:
-        images = [i for i in images if human_captions.get(i)]
-        counts = [len(human_captions.get(i) or ()) for i in images]
-        n_idx = min(5, min(counts)) if counts and min(counts) > 0 else 0
-        if n_idx == 0:
-            raise InputError("the human captions cover none of the labelled images of the caption set",
-                             fix="pass human captions of the same images (COCO image ids)")
-    if not images:
-        raise InputError(f"no caption has an image labelled {c0}/{c1}",
-                         fix="check the demographics file and the image ids")
-    return LicPlan(images, n_idx, len(model_captions), labelled, attribute,
-                   human_captions is not None)
-
-
-def calibrate(clf, images, labels, classes, tokens, seed: int, test_ratio: float,
-              n: int = 320) -> tuple[float, int]:
-    """(seconds per caption per epoch, from one epoch on ``n`` training captions; size of
-    the seed's train split)."""
-    split = balanced_split(images, labels, classes, seed, test_ratio)
-    train = split.train[:n]
-    t0 = time.perf_counter()
-    clf.fit_score([tokens[i] for i in train], split.train_labels[:n],
-                  [tokens[i] for i in split.test[:64]], split.test_labels[:64], seed=seed, epochs=1)
-    return (time.perf_counter() - t0) / max(1, len(train)), len(split.train)
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
 def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
             human_captions: Mapping[int, Sequence[str]] | None = None, classifier: str = "lstm",
             seeds: Sequence[int] = DEFAULT_SEEDS, epochs: int | None = None, device: str = "auto",
@@ -202,13 +144,7 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
     c0, c1, words, word_token = ATTRIBUTES[attribute]
     if not seeds:
         raise InputError("no seeds given", fix="use --seeds N with N >= 1")
-    torch = require("torch", "ml", "LIC classifiers")
-    device = resolve_device(device)
-    if device == "cpu":
-        threads, why = cpu_threads(threads)
-        torch.set_num_threads(threads)
-        if report is not None:
-            report(f"torch threads: {why}")
+    device = _training_device(device, threads, report)
 
     plan = plan_images(model_captions, labels, human_captions, attribute)
     images, n_idx = plan.images, plan.n_idx
@@ -217,23 +153,13 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
 
     clf = CLASSIFIERS.get(classifier)(device=device, **dict(classifier_options or {}))
     mtok = clf.mask_token or word_token
-    tok_m = {i: mask_tokens(tokenize(model_captions[i]), mtok, words) for i in images}
-    keep = None
-    if human_captions is not None and align_vocab:
-        keep = {t for i in model_captions for t in mask_tokens(tokenize(model_captions[i]), mtok, words)}
-        keep.add(mtok)
+    tok_m, keep = _masked_model_tokens(model_captions, images, mtok, words,
+                                       human_captions is not None and align_vocab)
 
     config = {"version": CACHE_VERSION, "classifier": clf.config(), "attribute": attribute,
               "epochs": epochs if epochs is not None else clf.default_epochs,
               "test_ratio": test_ratio, "align_vocab": align_vocab, "human_captions_per_image": n_idx}
-    fp_m = fingerprint([[i, model_captions[i]] for i in model_captions])
-    fp_h = None if human_captions is None else fingerprint(
-        [[i, list(human_captions[i])] for i in images])
-    fp_l = fingerprint([[i, labels[i]] for i in images])
-
-    details: dict[int, dict] = {}
-    keys = {int(seed): "lic:" + fingerprint({"m": fp_m, "h": fp_h, "l": fp_l, "config": config,
-                                              "seed": int(seed)}) for seed in seeds}
+    keys = _cache_keys(model_captions, labels, human_captions, images, config, seeds)
     hits = {s: cache.get(k) if cache is not None else None for s, k in keys.items()}
     todo = [s for s in keys if hits[s] is None]
     n_epochs = config["epochs"] * (1 + n_idx) * len(todo)
@@ -243,29 +169,84 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
                f"{1 + n_idx} classifier(s) x {config['epochs']} epochs each on ~{n_train:,} "
                f"captions; estimated {_minutes(per * n_train * n_epochs)} "
                f"(calibrated {per * 1000:.2f} ms per caption-epoch on this machine now)")
-    bar = _progress(progress)
+
+    def train(seed: int, bar, task) -> dict:
+        return _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions, n_idx, keep, mtok,
+                         words, seed, epochs, test_ratio, bar, task)
+
+    details = _run_seeds(keys, hits, todo, cache, train, _progress(progress),
+                         f"LIC {classifier}: epochs", n_epochs)
+    return _summary(details, len(images), config, human_captions is not None)
+
+
+def _training_device(device: str, threads: int | None,
+                     report: Callable[[str], None] | None) -> str:
+    """The device to train on; on CPU, torch's intra-op threads set (:func:`cpu_threads`)
+    and reported."""
+    torch = require("torch", "ml", "LIC classifiers")
+    device = resolve_device(device)
+    if device == "cpu":
+        threads, why = cpu_threads(threads)
+        torch.set_num_threads(threads)
+        if report is not None:
+            report(f"torch threads: {why}")
+    return device
+
+
+def _masked_model_tokens(model_captions: Mapping[int, str], images: list, mtok: str, words,
+                         align: bool) -> tuple[dict, set | None]:
+    """The masked tokens of the images' model captions, and with ``align`` the model's
+    vocabulary (every masked token of every model caption, plus the mask) that human
+    words outside it become ``<unk>`` against."""
+    tok_m = {i: mask_tokens(tokenize(model_captions[i]), mtok, words) for i in images}
+    keep = None
+    if align:
+        keep = {t for i in model_captions for t in mask_tokens(tokenize(model_captions[i]), mtok, words)}
+        keep.add(mtok)
+    return tok_m, keep
+
+
+def _cache_keys(model_captions, labels, human_captions, images, config: dict,
+                seeds: Sequence[int]) -> dict[int, str]:
+    """Each seed's cache key: the model captions, the human captions and labels of the
+    images used, the config and the seed, hashed."""
+    fp_m = fingerprint([[i, model_captions[i]] for i in model_captions])
+    fp_h = None if human_captions is None else fingerprint(
+        [[i, list(human_captions[i])] for i in images])
+    fp_l = fingerprint([[i, labels[i]] for i in images])
+    return {int(seed): "lic:" + fingerprint({"m": fp_m, "h": fp_h, "l": fp_l, "config": config,
+                                             "seed": int(seed)}) for seed in seeds}
+
+
+def _run_seeds(keys: dict[int, str], hits: dict, todo: list, cache: Cache | None,
+               train: Callable, bar, title: str, n_epochs: int) -> dict[int, dict]:
+    """Every seed's details: a cache hit as stored, the others trained (``train(seed, bar,
+    task)``) and stored, under the progress ``bar`` (None: none)."""
+    details: dict[int, dict] = {}
     if bar is not None:
         bar.start()
     try:
-        task = bar.add_task(f"LIC {classifier}: epochs", total=n_epochs) if bar and todo else None
+        task = bar.add_task(title, total=n_epochs) if bar and todo else None
         for seed, key in keys.items():
             if hits[seed] is not None:
                 details[seed] = dict(hits[seed]) | {"cached": True}
                 continue
-            details[seed] = _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions,
-                                      n_idx, keep, mtok, words, seed, epochs, test_ratio,
-                                      bar, task)
+            details[seed] = train(seed, bar, task)
             if cache is not None:
                 cache.put(key, details[seed])
             details[seed] = details[seed] | {"cached": False}
     finally:
         if bar is not None:
             bar.stop()
+    return details
 
+
+def _summary(details: dict[int, dict], n_images: int, config: dict, with_reference: bool) -> dict:
+    """run_lic's result: LIC_M (and with a reference LIC_D and LIC) summarized over seeds."""
     lic_m = summarize({s: d["lic_m"] for s, d in details.items()})
-    out = {"lic_m": lic_m, "lic_d": None, "lic": None, "n_images": len(images), "config": config,
+    out = {"lic_m": lic_m, "lic_d": None, "lic": None, "n_images": n_images, "config": config,
            "details": details}
-    if human_captions is not None:
+    if with_reference:
         out["lic_d"] = summarize({s: d["lic_d"] for s, d in details.items()})
         out["lic"] = summarize({s: d["lic_m"] - d["lic_d"] for s, d in details.items()})
     return out

@@ -7,13 +7,11 @@ rows chosen from the first rows' mean length, then sliced if later rows run
 longer); JSONL objects may be up to 16 MB (DuckDB's read buffers are twice that
 per thread: 64 MB made them 128 MB each, the size of a 1M-caption file). When
 DuckDB rejects a file we re-scan it in Python only to name the exact bad row
-(the error path, never the hot path).
+(the error path, never the hot path: :mod:`capaudit.io.readers.rescan`).
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Iterator
 
@@ -23,6 +21,8 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
+from capaudit.io.readers.rescan import (csv_delimiter, csv_record_row, jsonl_record_row,
+                                          scan_csv, scan_jsonl)
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
@@ -171,27 +171,6 @@ class _DuckReader(CaptionReader):
             con.close()
 
 
-def _scan_lines(path: Path, check) -> InputError | None:
-    with open(path, "rb") as fh:
-        for row, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return InputError("not valid UTF-8", path=path, row=row,
-                                  fix="re-encode the file as UTF-8")
-            err = check(row, text)
-            if err:
-                return err
-    return None
-
-
-def _no_records(path: Path) -> InputError | None:
-    with open(path, "rb") as fh:
-        if any(line.strip() for line in fh):
-            return None
-    return InputError("the file holds no captions", path=path, fix="check the path")
-
-
 class JsonlReader(_DuckReader):
     name = "jsonl"
 
@@ -218,39 +197,11 @@ class JsonlReader(_DuckReader):
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
 
     def scan(self, path: Path) -> InputError | None:
-        def check(row, text):
-            if not text.strip():
-                return None
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as e:
-                return InputError(f"malformed JSON ({e.msg})", path=path, row=row,
-                                  fix="one JSON object per line")
-            except RecursionError:
-                return InputError("JSON nested too deeply", path=path, row=row,
-                                  fix="flatten the record")
-            if not isinstance(rec, dict):
-                return InputError("line is not a JSON object", path=path, row=row,
-                                  fix="one JSON object per line")
-            col = self._chosen[1] or self.caption_col or next(
-                (c for c in self.caption_candidates if c in rec), None)
-            caption = rec.get(col) if col else None
-            if caption is not None and not isinstance(caption, str):
-                return InputError(f"caption is not a string (got {type(caption).__name__})",
-                                  path=path, row=row, fix="captions must be JSON strings")
-            return None
-        return _scan_lines(path, check) or _no_records(path)
+        return scan_jsonl(path, self._chosen[1] or self.caption_col, self.caption_candidates)
 
     def record_row(self, path: Path, index: int) -> int:
         """Line number of record ``index``: DuckDB skips blank lines, the count does not."""
-        seen = -1
-        with open(path, "rb") as fh:
-            for row, raw in enumerate(fh, start=1):
-                if raw.strip():
-                    seen += 1
-                    if seen == index:
-                        return row
-        return index + 1
+        return jsonl_record_row(path, index)
 
 
 class CsvReader(_DuckReader):
@@ -261,45 +212,15 @@ class CsvReader(_DuckReader):
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        delim = "\t" if path.suffix.lower() == ".tsv" else ","
+        delim = csv_delimiter(path)
         return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
-
-    def _records(self, path: Path) -> Iterator[tuple[int, list[str]]]:
-        """(first line of the record, fields) for each record, header included."""
-        delim = "\t" if path.suffix.lower() == ".tsv" else ","
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh, delimiter=delim)
-            start = 1
-            for fields in reader:
-                yield start, fields
-                start = reader.line_num + 1
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
-        for i, (line, fields) in enumerate(r for r in self._records(path) if r[1]):
-            if i == index + 1:
-                return line
-        return index + 2
+        return csv_record_row(path, index)
 
     def scan(self, path: Path) -> InputError | None:
-        err = _scan_lines(path, lambda row, text: None)
-        if err:
-            return err
-        width = None
-        try:
-            for line, fields in self._records(path):
-                if not fields:
-                    continue
-                if width is None:
-                    width = len(fields)
-                elif len(fields) != width:
-                    return InputError(f"{len(fields)} fields where the header has {width}",
-                                      path=path, row=line,
-                                      fix="quote fields holding the delimiter; one value per "
-                                          "header column")
-        except csv.Error as e:
-            return InputError(f"malformed CSV ({e})", path=path, fix="check the quoting")
-        return _no_records(path) if width is None else None
+        return scan_csv(path)
 
 
 class ParquetReader(_DuckReader):
