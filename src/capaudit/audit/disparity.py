@@ -37,7 +37,8 @@ import numpy as np
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import image_id_array, point_value
 from capaudit.metrics import METRICS, default_metrics
-from capaudit.metrics.base import MetricContext, MetricResult
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import MetricResult
 from capaudit.metrics.stream import StreamStats, check_streams
 from capaudit.errors import InputError
 from capaudit.text.records import build_records

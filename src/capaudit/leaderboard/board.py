@@ -7,7 +7,7 @@ with a profile's weights. Here every step also runs on bootstrap resamples:
 
 * **Joint resampling.** The sets describe the same images, so one resample of
   images (the union of the sets' images) is applied to every set at once: each
-  set's per-image statistics (:class:`~capaudit.metrics.base.Estimate`)
+  set's per-image statistics (:class:`~capaudit.metrics.estimate.Estimate`)
   are lifted onto the union's units and all go through one
   :func:`~capaudit.audit.bootstrap.bootstrap_values` call. The whole N-avg and
   ranking is recomputed on each resample: a set's rank interval (2.5-97.5%),
@@ -33,7 +33,7 @@ import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import point_value
-from capaudit.metrics.base import Estimate, SparseStats
+from capaudit.metrics.estimate import Estimate, SparseStats
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 from capaudit.leaderboard.profiles import Catalogue
 
