@@ -6,7 +6,7 @@ five human captions per image), so the resampling unit is the image: draw
 comes along (a caption without an image id is its own unit).
 
 Why sufficient statistics: each metric gives per-image column sums
-(:class:`~capaudit.metrics.base.Estimate`). A resample is a vector of
+(:class:`~capaudit.metrics.estimate.Estimate`). A resample is a vector of
 draw counts ``c`` (how often each image was drawn), and the resampled column
 sums are ``c @ stats``. For a block of ``b`` resamples the counts are drawn
 once as a ``[b, units]`` matrix (uniform integers, then one ``bincount`` per
@@ -19,7 +19,7 @@ and then:
 * sparse statistics (the per-category recall table of ``recall_disparity``,
   non-zero only on images of labelled gender): a gather of the few columns
   that are non-zero and one ``scipy.sparse`` product
-  (:meth:`~capaudit.metrics.base.SparseStats.resampled_sums`);
+  (:meth:`~capaudit.metrics.estimate.SparseStats.resampled_sums`);
 * metrics that are not sums (the vocabulary) get the count matrix itself
   (``Estimate.boot``).
 
@@ -62,7 +62,7 @@ from typing import Mapping
 
 import numpy as np
 
-from capaudit.metrics.base import Estimate, SparseStats
+from capaudit.metrics.estimate import Estimate, SparseStats
 
 __all__ = ["resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
 

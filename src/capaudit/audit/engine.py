@@ -28,7 +28,9 @@ import pyarrow as pa
 
 from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
 from capaudit.metrics import default_metrics
-from capaudit.metrics.base import Estimate, MetricContext, MetricResult, category_lists
+from capaudit.metrics.category_pairs import category_lists
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate, MetricResult
 from capaudit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
 from capaudit.metrics.stream import StreamStats
 from capaudit.io.annotation_files import Annotations

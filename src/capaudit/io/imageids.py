@@ -33,7 +33,6 @@ _COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
 _COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
 _FLICKR_DIR = re.compile(r"(?:^|/)[^/]*(flickr30k|flickr8k)[^/]*/", re.IGNORECASE)
 
-KNOWN = ("coco2014", "coco2017", "nocaps", "flickr30k", "flickr8k", "text")
 _SAME_IDS = {"coco2014": "coco", "coco2017": "coco", "coco": "coco"}
 
 

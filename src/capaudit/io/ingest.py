@@ -20,7 +20,8 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import compatible, infer_namespace
 from capaudit.io.readers.base import detect_format, get_reader, read_head, refuse_pickle
 from capaudit.store import captions
-from capaudit.store.db import SetInfo, Store
+from capaudit.store.db import Store
+from capaudit.store.sets import SetInfo
 
 
 @dataclass

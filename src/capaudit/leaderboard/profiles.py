@@ -26,12 +26,6 @@ class Catalogue:
     profiles: dict[str, dict[str, float]]   # profile -> {criterion: weight}
     source: str
 
-    def criterion_of(self, metric: str) -> str | None:
-        for c, names in self.criteria.items():
-            if metric in names:
-                return c
-        return None
-
     def weights(self, profile: str) -> dict[str, float]:
         if profile not in self.profiles:
             import difflib

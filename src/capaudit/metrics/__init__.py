@@ -11,8 +11,10 @@ they are run.
 from capaudit.metrics import diversity, recall, gender_error, recall_disparity, chair, lic, judged  # noqa: F401,I001
 # LOTUS metrics (read the caption texts through capaudit.metrics.features; not in the default audit)
 from capaudit.metrics import coverage, clip_scores, complexity, nsfw, people_words  # noqa: F401,I001
-from capaudit.metrics.base import (METRICS, Estimate, Metric, MetricContext, MetricResult,
-                                         MetricSkipped, register_metric)
+from capaudit.metrics.base import METRICS, Metric, register_metric
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate, MetricResult
+from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.spec import default_metrics, metric_spec
 
 __all__ = ["METRICS", "Metric", "register_metric", "default_metrics", "metric_spec", "Estimate",

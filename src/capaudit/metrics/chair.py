@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from capaudit.metrics.base import Estimate, Metric, MetricContext, ratio, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.core.arrays import from_numpy
 
@@ -83,7 +85,7 @@ class ChairI(Metric):
                          "captions_without_gt": int(t["captions_without_gt"])})
 
     def caption_details(self, ctx):
-        from capaudit.metrics.base import category_lists, unique_keys
+        from capaudit.metrics.category_pairs import category_lists, unique_keys
 
         h = ctx.hallucinated
         hk = unique_keys(ctx.mention_caption[h].astype(np.int64) * ctx.n_cat + ctx.records.m_cat[h])

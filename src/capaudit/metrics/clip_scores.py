@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from capaudit.metrics.base import Estimate, Metric, MetricSkipped, ratio, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.estimate import Estimate, ratio
+from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.per_caption import PerCaptionMean
 from capaudit.metrics.features.inputs import lotus_of
 

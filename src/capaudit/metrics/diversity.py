@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from capaudit.metrics.hll import HLL_REL_ERROR, HyperLogLog
-from capaudit.metrics.base import Estimate, Metric, SparseStats, ratio, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.estimate import Estimate, SparseStats, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.text.records import POSTING_CAP
 

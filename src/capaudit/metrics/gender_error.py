@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from capaudit.metrics.base import Estimate, Metric, ratio, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 
 __all__ = ["GenderError"]

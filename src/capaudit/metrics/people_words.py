@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from capaudit.metrics.base import MetricSkipped, register_metric
+from capaudit.metrics.base import register_metric
+from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.per_caption import PerCaptionMean
 from capaudit.metrics.features.inputs import lotus_of
 

@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from capaudit.metrics.base import Estimate, Metric, MetricContext, ratio
+from capaudit.metrics.base import Metric
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.core.arrays import from_numpy
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from capaudit.metrics.base import Estimate, Metric, MetricContext, ratio, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.core.arrays import from_numpy
 

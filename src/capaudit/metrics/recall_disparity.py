@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from capaudit.metrics.base import Estimate, Metric, MetricSkipped, SparseStats, register_metric
+from capaudit.metrics.base import Metric, register_metric
+from capaudit.metrics.estimate import Estimate, SparseStats
+from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.state import UnitCells
 
 __all__ = ["RecallDisparity", "disparity_estimate"]

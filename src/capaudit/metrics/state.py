@@ -5,7 +5,7 @@ audit, many for a large file, one per shard or Ray worker), so a metric keeps
 only state that two partial results can be *merged* into exactly the state of
 the concatenated input. Bootstrap units are images, so the state is keyed by
 *unit key*: the image id, or ``-(caption index + 1)`` for a caption without
-one (its own unit, see :class:`~capaudit.metrics.base.MetricContext`).
+one (its own unit, see :class:`~capaudit.metrics.context.MetricContext`).
 
 - :class:`UnitSums`: dense per-unit column sums plus additive totals (counts,
   a confusion matrix); the common case (a ratio of sums).
@@ -138,7 +138,7 @@ class Units:
 
     @cached_property
     def context(self):
-        from capaudit.metrics.base import MetricContext, UnitRecords
+        from capaudit.metrics.context import MetricContext, UnitRecords
 
         ids = np.where(self.keys >= 0, self.keys, -1)
         return MetricContext(UnitRecords(self.mode, self.n), ids, self.annotations,

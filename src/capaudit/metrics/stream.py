@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from capaudit.metrics.base import METRICS, NEEDS, Estimate, MetricContext, MetricSkipped
+from capaudit.metrics.base import METRICS
+from capaudit.metrics.context import MetricContext
+from capaudit.metrics.estimate import Estimate
+from capaudit.metrics.needs import NEEDS, MetricSkipped
 from capaudit.metrics.state import UnitSums, Units
 from capaudit.errors import InputError
 from capaudit.io.annotation_files import Annotations

@@ -83,7 +83,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
             md.append(f"| {c} | " + " | ".join(
                 "-" if v[i] != v[i] else f"{v[i]:+.1f}" for v in disp["series"].values()) + " |")
     if getattr(cmp, "disparities", None):
-        from capaudit.audit.disparity import disparity_markdown
+        from capaudit.audit.disparity.tables import disparity_markdown
         table = disparity_markdown(cmp.disparities)
         if table:
             md += ["", "## Gaps between groups of images", "",

@@ -45,7 +45,7 @@ def lic_results(store, target: Target, annotations, cfg: dict) -> dict:
     """LIC_M (and LIC_D, LIC with a human reference set) as metric results."""
     from capaudit.audit.lic import run_lic
     from capaudit.audit.lic.runner import DEFAULT_SEEDS
-    from capaudit.metrics.base import MetricResult
+    from capaudit.metrics.estimate import MetricResult
 
     if not annotations.gender:
         return {"lic_m": MetricResult(None, 0, skipped="LIC needs image gender labels "

@@ -1,0 +1,119 @@
+"""Which columns the board averages: the catalogue's metrics, then the bias gaps.
+
+A column is a metric (its criterion and better direction from the catalogue
+and the metric's spec) or ``gap:METRIC:BY``, the metric's |a - b| between the
+two groups of a grouping (lower is better). Metrics not computed for some set,
+descriptive-only metrics and gaps that make no sense (size-dependent metrics,
+a spec's ``not_by``, statistics that cannot be restricted to a group) drop
+out, each with a note saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
+from capaudit.metrics.estimate import SparseStats
+
+if TYPE_CHECKING:
+    from capaudit.leaderboard.profiles import Catalogue
+    from capaudit.leaderboard.units import SetEval
+
+__all__ = ["Column", "GROUPINGS", "OWN_GROUPING", "board_columns"]
+
+GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
+OWN_GROUPING = {"gender_word_recall": "gender", "skin_tone_word_recall": "skin_tone"}
+
+
+@dataclass
+class Column:
+    """One board column: a metric, or (``by`` set) its gap between the groups of ``by``."""
+
+    name: str            # metric, or gap:METRIC:BY
+    criterion: str
+    higher_is_better: bool
+    metric: str
+    by: str | None = None
+
+
+def _board_metrics(sets: Sequence[SetEval], cat: Catalogue) -> list[tuple[str, str]]:
+    """(metric, criterion) of every metric on the board: the catalogue's, then (with
+    ``include_unlisted``) any other asked-for metric with a direction, by its spec."""
+    from capaudit.metrics.spec import direction, metric_spec
+
+    listed = [(m, c) for c in CRITERIA_ORDER for m in cat.criteria.get(c, [])
+              if not (m.startswith("gap:") or m == "gaps")]
+    names = {m for m, _ in listed}
+    if cat.include_unlisted:
+        asked = dict.fromkeys(m for s in sets for m in [*s.estimates, *s.skipped])
+        listed += [(m, metric_spec(m).criterion) for m in asked
+                   if m not in names and metric_spec(m) is not None and direction(m) != 0
+                   and metric_spec(m).criterion != "bias"]
+    return listed
+
+
+def _gap_ok(metric: str, by: str) -> bool:
+    """A gap makes sense: not size-dependent (vocab), not meaningless for ``by`` (spec)."""
+    from capaudit.metrics.spec import metric_spec
+
+    spec = metric_spec(metric)
+    return spec is None or not (spec.size_dependent or by in spec.not_by)
+
+
+def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
+                  notes: list[str]) -> list[Column]:
+    """The board's columns: the catalogue's metrics, then the bias metrics and gaps; what
+    drops out of the average is said in ``notes``."""
+    from capaudit.metrics.spec import direction, metric_spec
+
+    computed = {m for s in sets for m in s.estimates}
+    cols: list[Column] = []
+    dropped: dict[str, list[str]] = {}   # reason -> metrics (one note per reason)
+    for m, crit in _board_metrics(sets, cat):
+        missing = [s.name for s in sets if m not in s.estimates]
+        if m in cat.judge_slots and m not in computed:
+            dropped.setdefault("judge metrics: computed by the judged commands, not yet on the "
+                               "board", []).append(m)
+            continue
+        if missing:
+            why = next((s.skipped[m] for s in sets if m in s.skipped), "not asked for")
+            where = "" if len(missing) == len(sets) else f" for {', '.join(missing)}"
+            dropped.setdefault(f"not computed{where}: {why}", []).append(m)
+            continue
+        if metric_spec(m) is not None and direction(m) == 0:
+            notes.append(f"{m}: descriptive only (no better direction): shown, not averaged")
+            continue
+        cols.append(Column(m, crit, direction(m) >= 0, m))
+    bias = cat.criteria.get("bias", [])
+    gap_metrics: list[tuple[str, str]] = []
+    if "gaps" in bias:
+        gap_metrics += [(c.metric, by) for c in cols for by in GROUPINGS if _gap_ok(c.metric, by)]
+    for m in bias:
+        if m.startswith("gap:"):
+            base = m[4:]
+            bys = [OWN_GROUPING[base]] if base in OWN_GROUPING else list(GROUPINGS)
+            if all(base in s.estimates for s in sets):
+                gap_metrics += [(base, by) for by in bys]
+            else:
+                why = next((s.skipped[base] for s in sets if base in s.skipped), "not asked for")
+                notes.append(f"{m}: dropped from the average ({why})")
+        elif m != "gaps" and all(m in s.estimates for s in sets):
+            cols.append(Column(m, "bias", direction(m) >= 0, m))
+    if cat.include_unlisted:  # bias metrics of the specs (gender error, recall disparity)
+        for m in dict.fromkeys(m for s in sets for m in s.estimates):
+            spec = metric_spec(m)
+            if (spec is not None and spec.criterion == "bias" and direction(m) != 0
+                    and m not in bias and all(m in s.estimates for s in sets)):
+                cols.append(Column(m, "bias", direction(m) >= 0, m))
+    for base, by in dict.fromkeys(gap_metrics):
+        if not getattr(annotations, by, None):
+            notes.append(f"gaps by {by}: no {by} labels (give --demographics)")
+            continue
+        if any(s.estimates[base].boot is not None or s.estimates[base].spread is not None
+               or isinstance(s.estimates[base].stats, SparseStats) for s in sets):
+            continue
+        cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by))
+    for why, ms in dropped.items():
+        notes.append(f"dropped from the average: {', '.join(ms)} ({why})")
+    return list({c.name: c for c in cols}.values())

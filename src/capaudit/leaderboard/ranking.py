@@ -1,0 +1,78 @@
+"""The N-avg and the ranking: normalise, average per criterion and profile, rank, and
+summarise the ranking's bootstrap (rank intervals, first places, adjacent flips).
+
+Every function works on values ``[..., sets, columns]``, so the same code scores
+the point values and all bootstrap replicates at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from capaudit.leaderboard.columns import Column
+from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
+
+__all__ = ["FLIP_WARN", "normalise", "n_avg", "ranks_of", "rank_profile"]
+
+FLIP_WARN = 0.05
+
+
+def normalise(values: np.ndarray, higher: np.ndarray) -> np.ndarray:
+    """Min-max across sets (axis -2 of [..., sets, columns]); lower-is-better inverted."""
+    lo = np.nanmin(values, axis=-2, keepdims=True)
+    hi = np.nanmax(values, axis=-2, keepdims=True)
+    span = hi - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(span > 0, (values - lo) / np.where(span > 0, span, 1), 0.5)
+    return np.where(higher, z, 1 - z)
+
+
+def n_avg(values: np.ndarray, columns: Sequence[Column], weights: Mapping[str, float]
+          ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(profile score [..., sets], {criterion: score [..., sets]}) from values [..., sets, cols]."""
+    higher = np.array([c.higher_is_better for c in columns])
+    z = normalise(values, higher)
+    crit: dict[str, np.ndarray] = {}
+    for name in CRITERIA_ORDER:
+        idx = [i for i, c in enumerate(columns) if c.criterion == name]
+        if idx:
+            crit[name] = z[..., idx].mean(axis=-1)
+    used = {c: w for c, w in weights.items() if c in crit and w > 0}
+    total = sum(used.values())
+    score = sum(w * crit[c] for c, w in used.items()) / total if total else \
+        np.full(values.shape[:-1], np.nan)
+    return score, crit
+
+
+def ranks_of(score: np.ndarray) -> np.ndarray:
+    """1 = best, along the last axis (ties broken by set order)."""
+    order = np.argsort(-score, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, score.shape[-1] + 1), axis=-1)
+    return ranks
+
+
+def rank_profile(values, reps, columns, weights, names) -> dict[str, Any]:
+    """One profile's score, criterion scores and ranks; with the replicates ``reps`` also each
+    set's rank interval, its share of first places and how often adjacent sets flip."""
+    score, crit = n_avg(values, columns, weights)
+    ranks = ranks_of(score)
+    out: dict[str, Any] = {"weights": dict(weights), "score": score.tolist(),
+                           "rank": ranks.tolist(),
+                           "criteria": {k: v.tolist() for k, v in crit.items()}}
+    if reps is None or not len(reps):
+        return out
+    rs, _ = n_avg(reps, columns, weights)
+    rr = ranks_of(rs)
+    out["rank_interval"] = [[int(np.quantile(rr[:, i], 0.025, method="lower")),
+                             int(np.quantile(rr[:, i], 0.975, method="higher"))]
+                            for i in range(len(names))]
+    out["first_share"] = [float((rr[:, i] == 1).mean()) for i in range(len(names))]
+    order = np.argsort(ranks)
+    out["flips"] = [{"above": names[a], "below": names[b],
+                     "share": float((rs[:, b] > rs[:, a]).mean())}
+                    for a, b in zip(order[:-1], order[1:])]
+    out["stable"] = all(f["share"] <= FLIP_WARN for f in out["flips"])
+    return out

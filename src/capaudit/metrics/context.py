@@ -1,0 +1,160 @@
+"""The per-chunk context every metric's ``update`` reads: records, units, annotations.
+
+One :class:`MetricContext` per chunk of captions holds the caption records, the
+bootstrap units (images; an image-less caption is its own unit) and the
+annotations, and derives once, lazily, the arrays several metrics share
+(mentions per unit, CHAIR ground truth and instances as unit x category
+matrices, hallucinated mentions, distinct mentioned pairs, image gender).
+A missing annotation raises :class:`~capaudit.metrics.needs.MetricSkipped`
+with the reason of :data:`~capaudit.metrics.needs.NEEDS`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from capaudit.io.annotation_files import Annotations
+from capaudit.metrics.annotation_index import columnar, gender_codes
+from capaudit.metrics.category_pairs import unique_keys
+from capaudit.metrics.needs import NEEDS, MetricSkipped
+from capaudit.text.records import CaptionRecords
+
+__all__ = ["MetricContext", "UnitRecords"]
+
+
+class UnitRecords:
+    """What :class:`MetricContext` reads of records when its 'captions' are the units."""
+
+    def __init__(self, mode: str, n: int):
+        self.mode, self._n = mode, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def categories(self) -> list[str]:
+        from capaudit.text.objects import get_lexicon
+        return get_lexicon(self.mode).categories
+
+
+class MetricContext:
+    """One chunk: records + image ids + annotations, with the derived arrays metrics share.
+
+    Bootstrap units are images: captions with the same image id share a unit;
+    a caption without an image id is a unit of its own and is left out of
+    every metric that needs image annotations. ``unit_keys`` names each unit
+    across chunks (image id, or ``-(offset + caption index + 1)``); ``captions``
+    holds the chunk's raw text when the engine has it, ``config`` the audit's
+    resolved settings (model names, judge backend, ...).
+    """
+
+    def __init__(self, records: CaptionRecords, image_ids: np.ndarray,
+                 annotations: Annotations | None, min_images: int = 10, offset: int = 0,
+                 captions: list[str] | None = None, config: dict | None = None):
+        self.records = records
+        self.offset = offset
+        self.captions = captions
+        self.config = config or {}
+        self.annotations = annotations or Annotations()
+        self.min_images = min_images
+        ids = np.asarray(image_ids, dtype=np.int64)        # -1 = no image id
+        self.caption_image = ids
+        self.has_image = ids >= 0
+        uniq, inv = np.unique(ids[self.has_image], return_inverse=True)
+        self.images = uniq                                   # unit k < len(uniq) -> image id
+        unit = np.empty(len(ids), np.int64)
+        unit[self.has_image] = inv
+        unit[~self.has_image] = len(uniq) + np.arange(int((~self.has_image).sum()))
+        self.unit = unit
+        self.n_units = len(uniq) + int((~self.has_image).sum())
+        self.categories = records.categories
+        self.n_cat = len(self.categories)
+        self.unit = unit.astype(self.index_dtype, copy=False)
+        self.unit_keys = np.concatenate([uniq, -(offset + np.flatnonzero(~self.has_image) + 1)])
+
+    # ---- helpers -------------------------------------------------------
+    def per_unit(self, values: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:
+        """Sum ``values`` (default 1) of captions (``mask``) per unit."""
+        unit = self.unit if mask is None else self.unit[mask]
+        if values is not None and mask is not None:
+            values = values[mask]
+        return np.bincount(unit, weights=values, minlength=self.n_units).astype(np.float64)
+
+    def _image_matrix(self, table: dict[int, frozenset[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Bool [units, categories] from ``{image_id: names}`` and a 'present' mask per unit."""
+        ids, indptr, cats = columnar(table, tuple(self.categories))
+        n_img = len(self.images)
+        pos = np.searchsorted(ids, self.images)
+        pos = np.minimum(pos, max(len(ids) - 1, 0))
+        found = (ids[pos] == self.images) if len(ids) else np.zeros(n_img, bool)
+        present = np.zeros(self.n_units, dtype=bool)
+        present[:n_img] = found
+        units = np.flatnonzero(found)
+        start, stop = indptr[pos[units]], indptr[pos[units] + 1]
+        lens = stop - start
+        rows = np.repeat(units, lens)
+        take = np.repeat(start - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        mat = np.zeros((self.n_units, self.n_cat), dtype=bool)
+        mat[rows, cats[take]] = True
+        return mat, present
+
+    @cached_property
+    def index_dtype(self) -> type:
+        """int32 for per-mention indices (caption, unit, caption x category keys) when they
+        fit: halves the largest arrays of an audit of long captions; int64 otherwise."""
+        big = (len(self.records) + 1) * max(self.n_cat, 1)
+        return np.int32 if max(big, self.n_units) < 2 ** 31 - 1 else np.int64
+
+    @cached_property
+    def mention_caption(self) -> np.ndarray:
+        dt = self.index_dtype
+        return np.repeat(np.arange(len(self.records), dtype=dt), np.diff(self.records.m_offsets))
+
+    @cached_property
+    def mention_unit(self) -> np.ndarray:
+        return self.unit[self.mention_caption].astype(self.index_dtype, copy=False)
+
+    @cached_property
+    def chair_gt(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.annotations.chair_gt is None:
+            raise MetricSkipped(NEEDS["chair_gt"])
+        return self._image_matrix(self.annotations.chair_gt)
+
+    @cached_property
+    def hallucinated(self) -> np.ndarray:
+        """Bool per mention: category not in the CHAIR ground truth of its image.
+
+        Images absent from the ground truth count as having none (the
+        reference's defaultdict), so all their mentions are hallucinated.
+        """
+        gt, _ = self.chair_gt
+        return ~gt[self.mention_unit, self.records.m_cat]
+
+    @cached_property
+    def instances(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.annotations.instances is None:
+            raise MetricSkipped(NEEDS["instances"])
+        return self._image_matrix(self.annotations.instances)
+
+    @cached_property
+    def mentioned_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct (caption, category) pairs, sorted by caption then category."""
+        key = self.mention_caption * self.n_cat  # index_dtype: cannot overflow
+        key += self.records.m_cat
+        key = unique_keys(key)
+        return key // self.n_cat, key % self.n_cat
+
+    @cached_property
+    def image_gender(self) -> np.ndarray:
+        """int8 per unit: 0 unlabelled, 1 male, 2 female."""
+        if not self.annotations.gender:
+            raise MetricSkipped(NEEDS["demographics"])
+        ids, codes = gender_codes(self.annotations.gender)
+        out = np.zeros(self.n_units, np.int8)
+        if len(ids):
+            pos = np.minimum(np.searchsorted(ids, self.images), len(ids) - 1)
+            hit = ids[pos] == self.images
+            out[:len(self.images)] = np.where(hit, codes[pos], 0)
+        return out
