@@ -70,6 +70,9 @@ def test_repeated_ids_names_and_blank_lines_read_as_a_dict_would(tmp_path):
     '{"image_id": 1, "objects": "ab"}\n',                                       # not a list
     '{"image_id": 1, "objects": ["a"], "split": "val"}\n',                      # another field
     '[1, ["a"]]\n',                                                             # not an object
+    '{"image_id": 1, "objects": ["a\tb"]}\n',                                  # raw control char
+    '{"image_id": 01, "objects": ["a"]}\n',                                     # leading zero
+    '{"image_id": 1, "objects": ["a",]}\n',                                     # trailing comma
     '',                                                                         # empty
 ])
 def test_files_outside_the_plain_shape_go_to_the_row_loader(tmp_path, text):
