@@ -46,7 +46,8 @@ MinImages = typer.Option(None, "--min-images", help="Recall disparity: images of
 # bootstrap and execution
 NBoot = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)")
 Seed = typer.Option(None, "--seed", help="Seed of the bootstrap and of the samples (0)")
-Workers = typer.Option(None, "--workers", help="Processes (2)")
+Workers = typer.Option(None, "--workers", help="Processes, at most (2; fewer when the load "
+                       "leaves fewer cores idle)")
 Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
                       "see configs/audit.yaml")
 LeaderboardConfig = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults): "

@@ -28,6 +28,32 @@ class ColumnarSets(Mapping):
         self.codes = np.asarray(codes, np.int64)
         self.names = list(names)
 
+    @classmethod
+    def from_pairs(cls, ids, codes, names: list[str]) -> "ColumnarSets":
+        """The table of ``(image id, code)`` pairs in any order: code ``-1`` names nothing (the
+        image is present with an empty set); a pair given twice counts once."""
+        import numpy as np
+
+        ids, codes = np.asarray(ids, np.int64), np.asarray(codes, np.int64)
+        width = len(names) + 1
+        if not len(ids) or (ids.min() >= 0 and ids.max() < (1 << 62) // width):
+            key = np.sort(ids * width + codes + 1)  # one sort of one key (lexsort: 2 passes)
+            ids, codes = np.divmod(key, width)
+            codes -= 1
+        else:
+            order = np.lexsort((codes, ids))
+            ids, codes = ids[order], codes[order]
+        new = np.ones(len(ids), bool)
+        new[1:] = (ids[1:] != ids[:-1]) | (codes[1:] != codes[:-1])
+        ids, codes = ids[new], codes[new]
+        first = np.ones(len(ids), bool)
+        first[1:] = ids[1:] != ids[:-1]
+        row = np.cumsum(first) - 1
+        named = codes >= 0
+        offsets = np.zeros(int(first.sum()) + 1, np.int64)
+        np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=offsets[1:])
+        return cls(ids[first], offsets, codes[named], names)
+
     def _pos(self, key) -> int:
         import numpy as np
 

@@ -21,6 +21,21 @@ PACKAGES = ("capaudit", "duckdb", "numpy", "pyarrow", "nltk", "textblob", "typer
             "torch", "transformers", "spacy", "ai-edge-litert", "ray")
 
 
+def idle_cores() -> int:
+    """Cores this process may use that the 1-minute load leaves idle, at least 1.
+
+    Why: on a busy machine a second worker process only queues behind the other users of the
+    cores; it adds its start-up and its pickled results to the CPU bill and saves no wall
+    time (#24: on 2 cores at load 5, two record workers cost more than one). The counts a
+    worker pool computes never depend on how many workers there are, so taking fewer changes
+    no value."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(cores or 1, int((cores or 1) - load + 0.5)))
+
+
 def _deep_merge(base: dict, over: Mapping) -> dict:
     out = copy.deepcopy(base)
     for key, value in over.items():

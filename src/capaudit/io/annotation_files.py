@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from capaudit.errors import InputError
+from capaudit.io.annotation_columns import read_name_sets
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.readers.base import load_json_lines
 
@@ -89,12 +90,17 @@ def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     return cats, {iid: dict(c) for iid, c in counts.items()}
 
 
-def load_instances(path: str | Path) -> tuple[dict[int, frozenset[str]], dict[int, dict[str, int]] | None]:
-    """Per-image instance categories (and counts where the file has them)."""
+def load_instances(path: str | Path) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:
+    """Per-image instance categories (and counts where the file has them).
+
+    A JSONL file in the plain shape is read in columnar form (:mod:`.annotation_columns`);
+    any other is read row by row below, where each row is checked."""
     path = Path(path)
     _check_exists(path)
     if path.suffix.lower() == ".json":
         return _load_coco_instances(path)
+    if (fast := read_name_sets(path, "categories")) is not None:
+        return fast, None
     cats: dict[int, frozenset[str]] = {}
     for row, rec in iter_jsonl(path):
         if "categories" not in rec:
@@ -104,10 +110,13 @@ def load_instances(path: str | Path) -> tuple[dict[int, frozenset[str]], dict[in
     return cats, None
 
 
-def load_chair_gt(path: str | Path) -> dict[int, frozenset[str]]:
-    """CHAIR ground truth: JSONL ``{"image_id", "objects"}``."""
+def load_chair_gt(path: str | Path) -> Mapping[int, frozenset[str]]:
+    """CHAIR ground truth: JSONL ``{"image_id", "objects"}`` (columnar when the file is in the
+    plain shape, else row by row with each row checked, as :func:`load_instances`)."""
     path = Path(path)
     _check_exists(path)
+    if (fast := read_name_sets(path, "objects")) is not None:
+        return fast
     gt: dict[int, frozenset[str]] = {}
     for row, rec in iter_jsonl(path):
         if "objects" not in rec:

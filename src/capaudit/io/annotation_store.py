@@ -9,11 +9,12 @@ of that kind (the named one, or the most recent).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
+from capaudit.core.arrays import from_numpy, strings
 from capaudit.errors import InputError
 from capaudit.io import annotation_files as ann
 from capaudit.io.imageids import annotation_namespace
@@ -36,25 +37,23 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     name = name or kind
     if kind == "instances":
         cats, counts = ann.load_instances(path)
-        rows = [(iid, c, (counts or {}).get(iid, {}).get(c)) for iid, cs in cats.items() for c in cs]
         n = len(cats)
-        arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
-                          "category": [r[1] for r in rows],
-                          "count": pa.array([r[2] for r in rows], pa.int32())})
-        empty = [iid for iid, cs in cats.items() if not cs]
-        if empty:  # keep images with no instances: recall skips them, CHAIR needs them
-            arrow = pa.concat_tables([arrow, pa.table({
-                "source": [name] * len(empty), "image_id": empty,
-                "category": pa.array([None] * len(empty), pa.string()),
-                "count": pa.array([None] * len(empty), pa.int32())})])
+        ids, values = _pairs(cats)
+        if counts:  # COCO instances JSON: the number of instances of each category
+            per = [(counts.get(i) or {}).get(v) for i, v in zip(ids.tolist(), values.to_pylist())]
+        else:
+            per = [None] * len(ids)
+        arrow = pa.table({"source": pa.array([name] * len(ids), pa.string()),
+                          "image_id": from_numpy(ids), "category": values,
+                          "count": pa.array(per, pa.int32())})
     elif kind == "chair-gt":
         gt = ann.load_chair_gt(path)
         # images with an empty ground truth keep a row (object NULL): every
         # object mentioned for them is a hallucination, not an unknown image
-        rows = [(iid, o) for iid, objs in gt.items() for o in (objs or [None])]
         n = len(gt)
-        arrow = pa.table({"source": [name] * len(rows), "image_id": [r[0] for r in rows],
-                          "object": [r[1] for r in rows]})
+        ids, values = _pairs(gt)
+        arrow = pa.table({"source": pa.array([name] * len(ids), pa.string()),
+                          "image_id": from_numpy(ids), "object": values})
     else:
         gender, skin = ann.load_demographics(path)
         ids = sorted(set(gender) | set(skin))
@@ -75,6 +74,23 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     return name, n
 
 
+def _pairs(sets) -> tuple[np.ndarray, pa.Array]:
+    """``(image ids, names)``: one row per (image, name) of a ``{image_id: names}`` mapping, and
+    one with a null name for each image with none (recall skips those images, CHAIR needs
+    them). A ColumnarSets (the columnar parse) goes from its arrays, without a Python object
+    per row."""
+    if not all(hasattr(sets, a) for a in ("ids", "offsets", "codes", "names")):
+        rows = [(iid, v) for iid, names in sets.items() for v in (sorted(names) or [None])]
+        return (np.array([r[0] for r in rows], np.int64),
+                pa.array([r[1] for r in rows], pa.string()))
+    lengths = np.diff(sets.offsets)
+    empty = sets.ids[lengths == 0]
+    codes = np.concatenate([sets.codes, np.zeros(len(empty), np.int64)]).astype(np.int32)
+    valid = np.arange(len(codes)) < len(sets.codes)
+    names = pa.DictionaryArray.from_arrays(from_numpy(codes, valid), strings(sets.names))
+    return np.concatenate([np.repeat(sets.ids, lengths), empty]), names.cast(pa.string())
+
+
 def _stored_source(store, kind: str, name: str | None, missing: str | None = None,
                    fix: str = "see capaudit annotations list") -> str | None:
     """The stored source ``name`` of ``kind`` (an error naming it when absent; ``missing``
@@ -85,15 +101,6 @@ def _stored_source(store, kind: str, name: str | None, missing: str | None = Non
             raise InputError(missing or f"no stored {kind} annotations named '{name}'", fix=fix)
         return found
     return stored.latest_source(store, kind)
-
-
-def _grouped(rows) -> dict[int, frozenset[str]]:
-    out: dict[int, set] = defaultdict(set)
-    for iid, value in rows:
-        s = out[iid]
-        if value is not None:
-            s.add(value)
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 def _load_sets(store, kind: str, path: Path) -> dict[int, frozenset[str]]:
@@ -128,7 +135,7 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
         elif store is not None and (src := _stored_source(
                 store, kind, str(given) if given else None,
                 missing=f"no {kind} file or stored source named '{given}'")):
-            value = _grouped(stored.source_rows(store, table, col, src))
+            value = stored.source_sets(store, table, col, src) or {}
             source = f"store:{src}"
         else:
             continue

@@ -10,7 +10,7 @@ in columnar form; a changed file has another hash and is parsed again.
 
 from __future__ import annotations
 
-__all__ = ["source_rows", "cache_usable", "cached_sets", "cache_sets", "source_entry",
+__all__ = ["source_rows", "source_sets", "cache_usable", "cached_sets", "cache_sets", "source_entry",
            "find_source", "latest_source", "source_namespace", "list_sources", "put_source", "demographic_rows",
            "KIND_TABLES"]
 
@@ -94,19 +94,49 @@ def cache_usable(store) -> bool:
 def cached_sets(store, sha256: str, kind: str):
     """The parsed ``{image_id: names}`` of a file seen before, as a columnar mapping
     (:class:`~capaudit.core.columnar.ColumnarSets`); ``None`` when not cached."""
+    rows = (f"SELECT image_id, items FROM annotation_cache "
+            f"WHERE sha256 = '{_hex(sha256)}' AND kind = '{_name(kind)}'")
+    return _read_sets(store, rows, [])
+
+
+def source_sets(store, table: str, col: str, source: str):
+    """The stored source ``source`` of ``instance_categories`` (category) or ``chair_gt``
+    (object) as the audit reads it: a :class:`~capaudit.core.columnar.ColumnarSets`, the rows
+    read as arrays (each name as its code) and grouped in numpy, so an audit of
+    stored annotations builds no Python object per row (``None`` when the source has no
+    rows). An image stored with no names (a NULL row) keeps an empty set."""
+    from capaudit.core.arrays import to_numpy
+    from capaudit.core.columnar import ColumnarSets
+
+    if _TABLES.get(table) != col:
+        raise ValueError(f"not an annotation table/column: {table}.{col}")
+    names = sorted(r[0] for r in store.sql(
+        f"SELECT DISTINCT {col} FROM {table} WHERE source = ? AND {col} IS NOT NULL", [source]))
+    # each name's position in ``names`` (an ENUM's code), -1 for an image stored with none
+    code = (f"coalesce(enum_code(CAST({col} AS ENUM({', '.join(_quote(n) for n in names)}))), -1)"
+            if names else "-1")
+    tbl = store.con.sql(f"SELECT image_id, CAST({code} AS BIGINT) FROM {table} "
+                        "WHERE source = ?", params=[source]).to_arrow_table()
+    if tbl.num_rows == 0:
+        return None
+    return ColumnarSets.from_pairs(to_numpy(tbl.column(0)), to_numpy(tbl.column(1)), names)
+
+
+def _read_sets(store, rows: str, params: list):
+    """``rows`` (a SELECT of ``image_id, items VARCHAR[]``) as a ColumnarSets; ``None`` when
+    it has no rows."""
     import numpy as np
 
     from capaudit.core.columnar import ColumnarSets
     from capaudit.core.arrays import to_numpy
 
-    where = f"WHERE sha256 = '{_hex(sha256)}' AND kind = '{_name(kind)}'"
-    names = [r[0] for r in store.sql(f"SELECT DISTINCT unnest(items) FROM annotation_cache {where}")]
+    names = [r[0] for r in store.sql(f"SELECT DISTINCT unnest(items) FROM ({rows})", params)]
     # the names as a DuckDB ENUM: the lists come back dictionary-encoded (codes + names),
     # without pyarrow.compute's dictionary_encode (whose import alone costs ~0.05 s)
     items = "items" if not names else \
         f"CAST(items AS ENUM({', '.join(_quote(n) for n in names)})[]) AS items"
-    tbl = store.con.sql(f"SELECT image_id, {items} FROM annotation_cache {where} "
-                        "ORDER BY image_id").to_arrow_table()
+    tbl = store.con.sql(f"SELECT image_id, {items} FROM ({rows}) ORDER BY image_id",
+                        params=params).to_arrow_table()
     if tbl.num_rows == 0:
         return None
     lists = tbl.column(1).combine_chunks()
@@ -131,19 +161,9 @@ def _name(s: str) -> str:
     return s
 
 
-def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -> None:
+def cache_sets(store, sha256: str, kind: str, sets) -> None:
     """Store a parsed table (its own transaction: a cache, not part of any run)."""
-    import numpy as np
-    import pyarrow as pa
-
-    from capaudit.core.arrays import from_numpy, strings
-
-    items = [sorted(v) for v in sets.values()]
-    offsets = np.zeros(len(items) + 1, np.int32)
-    np.cumsum([len(v) for v in items], out=offsets[1:])
-    tbl = pa.table({"image_id": from_numpy(np.fromiter(sets, np.int64, len(sets))),
-                    "items": pa.ListArray.from_arrays(from_numpy(offsets),
-                                                      strings([x for v in items for x in v]))})
+    tbl = _items_table(sets)
     # an image with no names keeps an empty list (present, nothing in it)
     with store.transaction():
         store.con.execute("DELETE FROM annotation_cache WHERE sha256 = ? AND kind = ?",
@@ -154,3 +174,24 @@ def cache_sets(store, sha256: str, kind: str, sets: dict[int, frozenset[str]]) -
                               "FROM _ann_cache", [sha256, kind])
         finally:
             store.con.unregister("_ann_cache")
+
+
+def _items_table(sets):
+    """``(image_id, items list<string>)`` of a ``{image_id: names}`` mapping; a ColumnarSets
+    straight from its arrays (its names dictionary-encoded, no Python object per image)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from capaudit.core.arrays import from_numpy, strings
+
+    if all(hasattr(sets, a) for a in ("ids", "offsets", "codes", "names")):
+        values = pa.DictionaryArray.from_arrays(from_numpy(sets.codes.astype(np.int32)),
+                                                strings(sets.names))
+        return pa.table({"image_id": from_numpy(sets.ids), "items": pa.ListArray.from_arrays(
+            from_numpy(sets.offsets.astype(np.int32)), values)})
+    items = [sorted(v) for v in sets.values()]
+    offsets = np.zeros(len(items) + 1, np.int32)
+    np.cumsum([len(v) for v in items], out=offsets[1:])
+    return pa.table({"image_id": from_numpy(np.fromiter(sets, np.int64, len(sets))),
+                     "items": pa.ListArray.from_arrays(from_numpy(offsets),
+                                                       strings([x for v in items for x in v]))})

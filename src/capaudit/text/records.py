@@ -164,7 +164,8 @@ def _expand(d: CaptionRecords, inv: np.ndarray, mult: np.ndarray) -> CaptionReco
 
 def build_records(captions: Sequence[str], mode: str = "reference", workers: int = 2,
                   chunk: int = CHUNK) -> CaptionRecords:
-    """Analyse ``captions`` on ``workers`` processes (1 = in this process).
+    """Analyse ``captions`` on up to ``workers`` processes (1 = in this process; no more than
+    the cores the load leaves idle, :func:`~capaudit.core.config.idle_cores`).
 
     Identical captions are analysed once: the distinct captions are split in
     chunks, analysed, and the result expanded back to every caption.
@@ -176,6 +177,10 @@ def build_records(captions: Sequence[str], mode: str = "reference", workers: int
     del index
     mult = np.bincount(inv, minlength=len(distinct))
     jobs = [(distinct[s:s + chunk], mult[s:s + chunk], mode) for s in range(0, len(distinct), chunk)]
+    if workers > 1 and len(jobs) > 1:  # at most as many processes as idle cores
+        from capaudit.core.config import idle_cores
+
+        workers = min(workers, idle_cores())
     if workers <= 1 or len(jobs) <= 1:
         parts = [_process_chunk(j) for j in jobs]
     else:
