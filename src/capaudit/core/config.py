@@ -156,8 +156,7 @@ def provenance_beside(output: str | Path, config: Mapping, seed: int | None = No
 
 def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
                      command: str | None = None) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(provenance(config, seed, command), indent=2, default=str),
-                    encoding="utf-8")
-    return path
+    from capaudit.core.safe_write import write_text
+
+    return write_text(path, json.dumps(provenance(config, seed, command), indent=2,
+                                       default=str), parents=True)
