@@ -192,7 +192,9 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         pairs = pairs[:limit]
     out = chair_words([c for _, c in pairs], [i for i, _ in pairs], ann.chair_gt, mode=mode)
     if json_out:
-        json_out.write_text(json.dumps({"sentences": out}, indent=2))
+        from capaudit.core.safe_write import write_text
+
+        write_text(json_out, json.dumps({"sentences": out}, indent=2))
     for s in out:
         console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")
