@@ -30,8 +30,8 @@ def check_set_name(name: str) -> str:
     if "/" in name or "\\" in name:
         raise InputError(f"the set name {name!r} contains a path separator ('/' or '\\')",
                          fix=fix)
-    if ".." in name:
-        raise InputError(f"the set name {name!r} contains '..'", fix=fix)
+    if ".." in name or name.strip() == ".":
+        raise InputError(f"the set name {name!r} is '.' or contains '..'", fix=fix)
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         raise InputError(f"the set name {name!r} contains a control character", fix=fix)
     return name

@@ -45,9 +45,11 @@ def _descriptive(metrics) -> list[str]:
 def write_report(cmp, out: Path, cfg: dict) -> Path:
     from capaudit.core.config import write_provenance
     from capaudit.core.names import escape_markdown_html
-    from capaudit.core.safe_write import make_dirs, write_text
+    from capaudit.core.safe_write import check_file_target, make_dirs, write_text
 
     make_dirs(out)
+    for own in ("report.md", "report.html", "metrics.json", "provenance.json"):
+        check_file_target(out / own)   # a link planted there is refused before anything is written
     plots = tradeoff_plots(cmp, out)
     disp = disparity_plot(cmp, out)
     md = ["# capaudit compare report", "",
