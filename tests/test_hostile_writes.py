@@ -177,6 +177,21 @@ def test_out_on_a_registered_source_is_refused(db, capsys, tmp_path):
                 "--db", db], capsys)[0] == 0
 
 
+@pytest.mark.parametrize("cmd", [
+    ["audit", "run", "nic", "--n-boot", "2", "--json", "{out}"],
+    ["review", "export", "nic", "--all", "--format", "jsonl", "--out", "{out}"],
+    ["audit", "words", "nic", "--limit", "2", "--json", "{out}"]])
+def test_other_outputs_on_the_store_or_a_source_are_refused(db, capsys, tmp_path, cmd):
+    src = tmp_path / "mine.jsonl"
+    shutil.copy(NIC, src)
+    assert cli(["sets", "add", "mine", src, "--db", db], capsys)[0] == 0
+    for out, what in ((db, "the store"), (src, "source file of set 'mine'")):
+        before = sha(out)
+        code, _, err = cli([a.format(out=out) for a in cmd] + ["--db", db], capsys)
+        assert code == 2 and what in one_line_error(err)
+        assert sha(out) == before
+
+
 # -- links planted where capaudit writes are never followed -----------------------------------
 def test_link_at_out_tmp_is_not_followed(db, capsys, tmp_path):
     target = victim(tmp_path)
@@ -196,6 +211,15 @@ def test_link_at_a_sidecar_is_refused(db, capsys, tmp_path, suffix):
     assert code == 2 and "symbolic link" in one_line_error(err)
     assert target.read_text() == VICTIM_TEXT
     assert not (db.parent / "back.jsonl").exists()     # refused before anything was written
+
+
+def test_link_at_a_json_output_is_refused(db, capsys, tmp_path):
+    target = victim(tmp_path)
+    (db.parent / "r.json").symlink_to(target)
+    code, _, err = cli(["audit", "run", "nic", "--n-boot", "2", "--json", "r.json", "--db", db],
+                       capsys)
+    assert code == 2 and "symbolic link" in one_line_error(err)
+    assert target.read_text() == VICTIM_TEXT
 
 
 @pytest.mark.parametrize("planted", ["report.html.tmp", "metrics.json"])

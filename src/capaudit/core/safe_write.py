@@ -28,9 +28,9 @@ from typing import IO, Iterator
 
 from capaudit.errors import InputError
 
-__all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "folder_output", "make_dirs",
-           "write_error", "check_file_target", "check_folder_target", "refuse_protected",
-           "MANIFEST"]
+__all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "folder_output",
+           "make_dirs", "protect", "write_error", "check_file_target", "check_folder_target",
+           "refuse_protected", "MANIFEST"]
 
 MANIFEST = ".capaudit-files.json"   # the files a folder export wrote, for --overwrite
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
@@ -65,8 +65,27 @@ def _is_link(path: Path) -> bool:
         return False
 
 
+_PROTECTED: dict[str, str] = {}   # resolved path -> what it is, for this process
+
+
+def protect(path: str | Path, what: str) -> None:
+    """Mark ``path`` (and its DuckDB WAL) as never to be written over in this process: the
+    store registers itself when it opens, so no ``--out``/``--json``/``--report`` may
+    replace it."""
+    resolved = Path(path).resolve()
+    _PROTECTED[str(resolved)] = what
+    _PROTECTED[str(resolved) + ".wal"] = what
+
+
+def _refuse_protected_path(path: Path) -> None:
+    what = _PROTECTED.get(str(path.resolve()))
+    if what:
+        raise InputError(f"the output is {what}; writing it would destroy it", path=path,
+                         fix="choose another output path")
+
+
 def check_file_target(path: str | Path) -> Path:
-    """Refuse a file output that is a symbolic link or a folder."""
+    """Refuse a file output that is a symbolic link, a folder or a protected file."""
     path = Path(path)
     if str(path) in ("", ".", "/") or path.name in ("", ".", ".."):
         raise InputError("not a file name", path=path, fix="give a file name, e.g. out.jsonl")
@@ -75,6 +94,7 @@ def check_file_target(path: str | Path) -> Path:
                          "links", path=path, fix="remove the link, or choose another path")
     if path.is_dir():
         raise write_error(OSError(errno.EISDIR, "is a directory"), path)
+    _refuse_protected_path(path)
     return path
 
 
@@ -91,6 +111,7 @@ def check_folder_target(path: str | Path) -> Path:
     if _is_link(path):
         raise InputError("the output is a symbolic link; capaudit does not write through "
                          "links", path=path, fix="remove the link, or choose another path")
+    _refuse_protected_path(path)
     if path.exists() and not path.is_dir():
         raise InputError("the output exists and is a file, not a folder", path=path,
                          fix="choose a new folder name")

@@ -48,6 +48,9 @@ class Store(SetQueries, RunLog):
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
                  create: bool = True, sandbox: bool = False):
         self.path = Path(path)
+        from capaudit.core.safe_write import protect
+
+        protect(self.path, "the store")   # no output of this process may land on it
         if (read_only or not create) and not self.path.exists():
             raise InputError("database not found", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
@@ -61,6 +64,21 @@ class Store(SetQueries, RunLog):
                 migrate(self.con)
             except duckdb.Error as exc:
                 raise _open_error(self.path, exc) from None
+        self._protect_sources()
+
+    def _protect_sources(self) -> None:
+        """The registered sources are never an output of this process (``--out``, ``--json``,
+        a review file): ``sets export --to original`` needs them unchanged."""
+        from capaudit.core.safe_write import protect
+
+        try:
+            rows = self.con.execute("SELECT name, source_path FROM caption_sets "
+                                    "WHERE source_path IS NOT NULL").fetchall()
+        except duckdb.Error:   # a store from before the schema: nothing registered yet
+            return
+        for name, source in rows:
+            if not str(source).startswith(("filter:", "hf:")) and Path(source).is_file():
+                protect(source, f"the source file of set '{name}'")
 
     # -- plumbing -------------------------------------------------------------
     def close(self) -> None:
