@@ -324,3 +324,51 @@ def test_leaderboard_markdown_escapes_html():
     lb = build_leaderboard(sets, load_catalogue(), ann, n_boot=20, seed=0)
     text = leaderboard_markdown({"leaderboard": lb.to_dict()})
     assert HOSTILE_HTML not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+# -- a real full disk and a real read-only mount (a tmpfs in a user namespace) ----------------
+def _in_small_mount(mnt: Path, size: str, command: list, ro: bool = False):
+    """``command`` in a private mount namespace where ``mnt`` is a tmpfs of ``size``
+    (read-only with ``ro``); skipped where user namespaces are not allowed."""
+    import shlex
+    import subprocess
+    import sys
+
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare(1): a small tmpfs cannot be mounted without root")
+    mnt.mkdir(exist_ok=True)
+    opts = f"size={size}" + (",ro" if ro else "")
+    script = (f"mount -t tmpfs -o {opts} tmpfs {shlex.quote(str(mnt))} || exit 99; "
+              f"{shlex.join([sys.executable, '-m', 'capaudit.cli.main', *map(str, command)])};"
+              f" code=$?; ls -A {shlex.quote(str(mnt))}; exit $code")
+    src = Path(capaudit.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(src)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True,
+                       env=env, timeout=300)
+    if r.returncode == 99 or "unshare failed" in r.stderr or "Operation not permitted" in r.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()[:200]}")
+    return r
+
+
+@pytest.mark.parametrize("to", ["jsonl", "coco", "webdataset"])
+def test_export_to_a_full_disk(db, tmp_path, to):
+    mnt = tmp_path / "full"
+    r = _in_small_mount(mnt, "16k", ["sets", "export", "nic", "--to", to, "--out",
+                                      mnt / "out", "--db", db])
+    assert r.returncode == 2 and "disk is full" in one_line_error(r.stderr), r.stderr
+    assert r.stdout.strip() == ""          # nothing left on the disk: no .tmp, no half file
+
+
+def test_export_to_a_read_only_mount(db, tmp_path):
+    mnt = tmp_path / "ro"
+    r = _in_small_mount(mnt, "1m", ["sets", "export", "nic", "--out", mnt / "x.jsonl",
+                                    "--db", db], ro=True)
+    assert r.returncode == 2 and "read-only" in one_line_error(r.stderr), r.stderr
+
+
+def test_sets_add_on_a_full_disk_is_one_line_and_stores_nothing(tmp_path):
+    mnt = tmp_path / "full"
+    r = _in_small_mount(mnt, "40k", ["sets", "add", "nic", NIC, "--db", mnt / "a.duckdb"])
+    line = one_line_error(r.stderr)
+    assert r.returncode == 2 and "disk is full" in line and "nothing was stored" in line

@@ -100,7 +100,14 @@ class Store(SetQueries, RunLog):
             self.con.execute("ROLLBACK")
             raise
         else:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            except duckdb.Error as exc:   # a full disk or read-only mount: nothing stored
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise _commit_error(self.path, exc) from None
 
     def sql(self, query: str, params=None):
         """Run a query and return all rows (DuckDB 2 wants results fully consumed)."""
@@ -119,6 +126,21 @@ class Store(SetQueries, RunLog):
     def cache_put(self, key: str, value: Mapping) -> None:
         self.con.execute("INSERT OR REPLACE INTO lic_cache (key, value) VALUES (?, ?)",
                          [key, json.dumps(dict(value), default=jsonable)])
+
+
+def _commit_error(path: Path, exc: Exception) -> InputError:
+    """One line for a write the file system refused at commit; the store is as it was."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for words, why, fix in (("No space left", "the disk is full", "free some space, or "
+                             "put the store on another disk (--db)"),
+                            ("Read-only", "the file system is read-only", "put the store on "
+                             "a writable disk (--db)"),
+                            ("Permission denied", "permission denied", "use a store you may "
+                             "write to (--db)")):
+        if words in first:
+            return InputError(f"cannot store: {why}; nothing was stored", path=path, fix=fix)
+    return InputError(f"cannot store ({first[:200]}); nothing was stored", path=path,
+                      fix="check free disk space and that the store's folder is writable")
 
 
 def _open_error(path: Path, exc: Exception) -> InputError:
