@@ -222,6 +222,38 @@ def test_link_at_a_json_output_is_refused(db, capsys, tmp_path):
     assert target.read_text() == VICTIM_TEXT
 
 
+def test_link_at_a_work_folder_lock_is_not_followed(tmp_path):
+    from capaudit.io.work_dir import LOCK_NAME, work_dir_lock
+
+    target = victim(tmp_path)
+    work = tmp_path / "work.enrich"
+    work.mkdir()
+    (work / LOCK_NAME).symlink_to(target)
+    with pytest.raises(capaudit.InputError, match="cannot use this work directory"):
+        with work_dir_lock(work):
+            pass
+    assert target.read_text() == VICTIM_TEXT
+
+
+def test_trained_model_folder_keeps_other_files(tmp_path):
+    from capaudit.train_downstream.train import _export
+
+    out = tmp_path / "run" / "model"
+    out.mkdir(parents=True)
+    (out / "notes.txt").write_text(VICTIM_TEXT)
+
+    class Saves:   # what save_pretrained does: files into a folder
+        def __init__(self, name):
+            self.name = name
+
+        def save_pretrained(self, folder):
+            (Path(folder) / self.name).write_text("{}")
+
+    _export(Saves("model.safetensors"), Saves("tokenizer.json"), tmp_path, out)
+    assert (out / "notes.txt").read_text() == VICTIM_TEXT
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+
+
 @pytest.mark.parametrize("planted", ["report.html.tmp", "metrics.json"])
 def test_links_in_a_report_folder_are_not_followed(db, capsys, tmp_path, planted):
     target = victim(tmp_path)

@@ -30,7 +30,7 @@ from capaudit.errors import InputError
 
 __all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "folder_output",
            "make_dirs", "protect", "write_error", "check_file_target", "check_folder_target",
-           "refuse_protected", "MANIFEST"]
+           "refuse_protected", "new_temp_file", "replace_with", "MANIFEST"]
 
 MANIFEST = ".capaudit-files.json"   # the files a folder export wrote, for --overwrite
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
@@ -200,6 +200,31 @@ def atomic_path(path: str | Path, *, parents: bool = False) -> Iterator[Path]:
     with _replacing(path, parents) as (tmp, fd):
         os.close(fd)
         yield tmp
+
+
+def new_temp_file(path: str | Path) -> Path:
+    """An empty temporary file of our own beside ``path`` for a writer that streams over
+    several calls (a parquet writer); :func:`replace_with` renames it into place."""
+    path = check_file_target(path)
+    try:
+        tmp, fd = _new_tmp(path.parent, path.name)
+    except OSError as exc:
+        raise write_error(exc, path) from None
+    os.close(fd)
+    return tmp
+
+
+def replace_with(tmp: Path, path: str | Path) -> None:
+    """Rename our temporary file ``tmp`` onto ``path`` (never through a link)."""
+    try:
+        check_file_target(path)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in _WHY:
+            raise write_error(exc, path) from None
+        raise
 
 
 def write_text(path: str | Path, text: str, *, encoding: str = "utf-8",
