@@ -47,12 +47,12 @@ def safe_file_name(name: str, default: str = "set") -> str:
 
 
 def escape_markdown_html(text: str) -> str:
-    """Markdown whose text cannot carry HTML: ``&``, ``<`` and ``>`` outside code spans
-    become entities (a set named ``<script>`` shows as text in any Markdown viewer); code
+    """Markdown whose text cannot carry HTML: every ``<`` outside code spans becomes
+    ``&lt;`` (no tag can open without it, so a set named ``<script>`` shows as text in any
+    Markdown viewer); ``>`` and ``&`` stay, so arrows like ``->`` read as written. Code
     spans stay as they are, since a viewer shows them literally already."""
     import re
 
     parts = re.split(r"(`[^`\n]*`)", text)
     return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1 else
-                   p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                   for p in parts)
+                   p.replace("<", "&lt;") for p in parts)
