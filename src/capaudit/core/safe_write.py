@@ -30,7 +30,7 @@ from capaudit.errors import InputError
 
 __all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "folder_output",
            "make_dirs", "protect", "write_error", "check_file_target", "check_folder_target",
-           "refuse_protected", "new_temp_file", "replace_with", "MANIFEST"]
+           "new_temp_file", "replace_with", "MANIFEST"]
 
 MANIFEST = ".capaudit-files.json"   # the files a folder export wrote, for --overwrite
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
@@ -116,23 +116,6 @@ def check_folder_target(path: str | Path) -> Path:
         raise InputError("the output exists and is a file, not a folder", path=path,
                          fix="choose a new folder name")
     return path
-
-
-def refuse_protected(store, *outputs: str | Path) -> None:
-    """Refuse an output that is the store (or its WAL) or a registered set's source file."""
-    protected = {}
-    for p in (Path(store.path), Path(str(store.path) + ".wal")):
-        protected[p] = "the store"
-    for info in store.list_sets():
-        if info.source_path and Path(info.source_path).is_file():
-            protected[Path(info.source_path)] = f"the source file of set '{info.name}'"
-    for out in outputs:
-        out = Path(out)
-        for p, what in protected.items():
-            if out.resolve() == p.resolve() or (out.exists() and p.exists()
-                                                and os.path.samefile(out, p)):
-                raise InputError(f"the output is {what}; writing it would destroy it",
-                                 path=out, fix="choose another --out")
 
 
 def make_dirs(path: str | Path) -> Path:

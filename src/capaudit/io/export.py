@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
 def _checked(store, out: Path, to: str) -> Path:
     """``out`` once it and the files written beside it (provenance, changes) are safe
     targets: refused before anything is written, so a refusal leaves no half export."""
-    from capaudit.core.safe_write import check_file_target, check_folder_target, refuse_protected
+    from capaudit.core.safe_write import check_file_target, check_folder_target
 
     if to in ("webdataset", "hf"):
         check_folder_target(out)
@@ -93,6 +94,24 @@ def _checked(store, out: Path, to: str) -> Path:
         check_file_target(path)
     refuse_protected(store, out, *beside)
     return out
+
+
+def refuse_protected(store, *outputs: str | Path) -> None:
+    """Refuse an output that is the store (or its WAL) or a registered set's source file,
+    also through another name (a hard link)."""
+    protected = {}
+    for p in (Path(store.path), Path(str(store.path) + ".wal")):
+        protected[p] = "the store"
+    for info in store.list_sets():
+        if info.source_path and Path(info.source_path).is_file():
+            protected[Path(info.source_path)] = f"the source file of set '{info.name}'"
+    for out in outputs:
+        out = Path(out)
+        for p, what in protected.items():
+            if out.resolve() == p.resolve() or (out.exists() and p.exists()
+                                                and os.path.samefile(out, p)):
+                raise InputError(f"the output is {what}; writing it would destroy it",
+                                 path=out, fix="choose another --out")
 
 
 def _write_shards(store, info, folder: Path) -> None:
