@@ -222,6 +222,24 @@ def test_link_at_a_json_output_is_refused(db, capsys, tmp_path):
     assert target.read_text() == VICTIM_TEXT
 
 
+def test_a_device_output_is_written_into_never_replaced(db, capsys, tmp_path):
+    # what `--json /dev/null` is: a character device (a private copy of /dev/null's, so the
+    # old code's rename cannot break the machine's own)
+    import stat
+
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError as exc:
+        pytest.skip(f"cannot make a device node here ({exc.strerror})")
+    for cmd in (["audit", "run", "nic", "--n-boot", "2", "--json", node],
+                ["sets", "export", "nic", "--out", node]):
+        code, _, err = cli([*cmd, "--db", db], capsys)
+        assert code == 0, err
+        assert stat.S_ISCHR(os.lstat(node).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["null", "work"]   # no provenance, no temporary
+
+
 def test_link_at_a_work_folder_lock_is_not_followed(tmp_path):
     from capaudit.io.work_dir import LOCK_NAME, work_dir_lock
 

@@ -1,38 +1,33 @@
 """One writer for every file capaudit writes: exports, reports, pages, JSON, sidecars.
 
-Why one: an output path comes from the user (``--out``), from a set name, or from a
-folder someone else can write to, so every write must hold the same promises. A file
-is written to a temporary file created with ``O_CREAT|O_EXCL|O_NOFOLLOW`` beside the
-target (a name planted there, link or not, is never opened) and renamed into place,
-which never follows a link either; a target that is a symbolic link is refused. On
-any failure the temporary file is removed and a file-system fault (full disk,
-read-only mount, no permission, a missing folder) becomes one line with its fix.
-A folder output is built in a fresh temporary folder and renamed into place; an
-existing folder with files in it is refused unless ``overwrite``, and then only
-capaudit's own files in it (by name, or listed in its manifest) are replaced: nothing
-is removed that this run did not create, except files an earlier capaudit export
-listed in the folder's manifest.
+Why one: an output path comes from the user, from a set name, or from a folder others
+can write to, so every write keeps the same promises. A file is written to a temporary
+file created with ``O_CREAT|O_EXCL|O_NOFOLLOW`` beside the target and renamed into place
+(a name planted there is never opened, a rename never follows a link); a target that is a
+link, the store or a registered source is refused; on failure the temporary file is
+removed and the fault (full disk, read-only, no permission, no folder) is one line. A
+folder output is built in a fresh temporary folder and renamed into place; an existing
+folder with files in it is refused unless ``overwrite``, which replaces only capaudit's
+own files (listed in its manifest; :mod:`capaudit.core.safe_folder`). Nothing is
+removed that capaudit did not write.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import secrets
-import shutil
 import stat
 from pathlib import Path
 from typing import IO, Iterator
 
 from capaudit.errors import InputError
 
-__all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "folder_output",
-           "make_dirs", "protect", "write_error", "check_file_target", "check_folder_target",
-           "new_temp_file", "replace_with", "MANIFEST"]
+__all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "make_dirs", "protect",
+           "write_error", "check_file_target", "check_folder_target", "new_temp_file",
+           "replace_with", "is_stream"]
 
-MANIFEST = ".capaudit-files.json"   # the files a folder export wrote, for --overwrite
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
     getattr(os, "O_CLOEXEC", 0)
 
@@ -87,6 +82,8 @@ def _refuse_protected_path(path: Path) -> None:
 def check_file_target(path: str | Path) -> Path:
     """Refuse a file output that is a symbolic link, a folder or a protected file."""
     path = Path(path)
+    if is_stream(path):
+        return path
     if str(path) in ("", ".", "/") or path.name in ("", ".", ".."):
         raise InputError("not a file name", path=path, fix="give a file name, e.g. out.jsonl")
     if _is_link(path):
@@ -164,13 +161,29 @@ def _replacing(path: str | Path, parents: bool) -> Iterator[tuple[Path, int]]:
         raise
 
 
+def is_stream(path: str | Path) -> bool:
+    """``path`` is (or links to) a character device or a pipe (``/dev/null``, a FIFO):
+    written into directly, never replaced by a file (as root, a rename onto ``/dev/null``
+    would succeed and break the machine), and no provenance file beside it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", *, encoding: str = "utf-8",
                 newline: str | None = None, parents: bool = False) -> Iterator[IO]:
     """A file handle whose content replaces ``path`` only when the block ends cleanly."""
+    opened = (lambda fd: os.fdopen(fd, "wb") if "b" in mode else
+              os.fdopen(fd, "w", encoding=encoding, newline=newline))
+    if is_stream(path):   # /dev/null, /dev/stdout on a pipe or terminal, a FIFO
+        with opened(os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))) as fh:
+            yield fh
+        return
     with _replacing(path, parents) as (_, fd):
-        with (os.fdopen(fd, "wb") if "b" in mode else
-              os.fdopen(fd, "w", encoding=encoding, newline=newline)) as fh:
+        with opened(fd) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -221,69 +234,3 @@ def write_bytes(path: str | Path, data: bytes, *, parents: bool = False) -> Path
     with atomic_open(path, "wb", parents=parents) as fh:
         fh.write(data)
     return Path(path)
-
-
-def _new_dir(parent: Path, name: str) -> Path:
-    while True:
-        tmp = parent / f".{name[:120]}.tmp-{os.getpid()}-{secrets.token_hex(6)}"
-        try:
-            os.mkdir(tmp, 0o777)
-            return tmp
-        except FileExistsError:
-            continue
-
-
-def _listed(folder: Path) -> list[str]:
-    """The plain file names an earlier export listed in ``folder``'s manifest."""
-    try:
-        names = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [n for n in names if isinstance(n, str) and n and "/" not in n and "\\" not in n
-            and n not in (".", "..")]
-
-
-def _merge(staging: Path, out: Path) -> None:
-    """Move the staged files into ``out``: same names replaced, stale ones of an earlier
-    export (its manifest) removed, every other file left alone."""
-    names = sorted(p.name for p in staging.iterdir())
-    earlier = _listed(out)
-    for n in names:
-        if _is_link(out / n) or (out / n).is_dir():
-            raise InputError("the output folder has a link or a folder where capaudit writes "
-                             "its file", path=out / n, fix="choose a new output folder")
-    for n in names:
-        os.replace(staging / n, out / n)
-    for n in set(earlier) - set(names):
-        target = out / n
-        if not _is_link(target) and target.is_file():
-            target.unlink()
-
-
-@contextlib.contextmanager
-def folder_output(out: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """A fresh temporary folder to build ``out`` in; on success it becomes ``out``."""
-    out = check_folder_target(out)
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise InputError("the output folder exists and has files in it", path=out,
-                         fix="choose a new folder, or pass --overwrite to replace "
-                         "capaudit's own files in it")
-    make_dirs(out.parent)
-    try:
-        staging = _new_dir(out.parent, out.name)
-    except OSError as exc:
-        raise write_error(exc, out) from None
-    try:
-        yield staging
-        names = sorted(p.name for p in staging.iterdir())
-        write_text(staging / MANIFEST, json.dumps({"files": names + [MANIFEST]}))
-        if out.is_dir():
-            _merge(staging, out)
-            os.rmdir(staging)
-        else:
-            os.rename(staging, out)
-    except BaseException as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, OSError) and exc.errno in _WHY:
-            raise write_error(exc, out) from None
-        raise

@@ -43,7 +43,8 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
     output (``webdataset``, ``hf``) must be new or empty unless ``overwrite``, which
     replaces only capaudit's own files in it. The store and the registered sources are
     never written over."""
-    from capaudit.core.safe_write import atomic_open, atomic_path, folder_output
+    from capaudit.core.safe_folder import folder_output
+    from capaudit.core.safe_write import atomic_open, atomic_path
 
     if to not in FORMATS:
         raise InputError(f"unknown export format '{to}'", fix=f"use --to {' | '.join(FORMATS)}")

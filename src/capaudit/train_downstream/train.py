@@ -82,7 +82,7 @@ def _peak_memory_mb(device) -> float:
 def _export(model, tokenizer, model_src: Path, out: Path) -> None:
     """The fine-tuned model folder, built aside and moved in: a rerun replaces only the
     files the model writes (nothing else in ``out`` is removed)."""
-    from capaudit.core.safe_write import folder_output
+    from capaudit.core.safe_folder import folder_output
 
     with folder_output(out, overwrite=True) as tmp:
         model.save_pretrained(tmp)
