@@ -175,9 +175,6 @@ def results_json(results: dict[str, Any]) -> dict:
 
 
 def write_json(results: dict[str, Any], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(results_json(results), indent=2))
-    tmp.replace(path)
-    return path
+    from capaudit.core.safe_write import write_text
+
+    return write_text(path, json.dumps(results_json(results), indent=2), parents=True)

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from capaudit.cli.common import DbOption, console, open_store
+from capaudit.core.safe_write import atomic_open
 
 ann_app = typer.Typer(no_args_is_help=True, help="Store image annotations for audits.")
 
@@ -74,7 +75,7 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
     preds = [predict_gender(tokenize(c)) for c in tbl.column("caption").to_pylist()]
     labels = demographics_from_captions([i for i in ids], preds, rule=rule)
     target = out or Path(tempfile.mkdtemp()) / "derived_demographics.jsonl"
-    with open(target, "w", encoding="utf-8") as fh:
+    with atomic_open(target) as fh:
         for iid, g in sorted(labels.items()):
             if iid is not None:
                 fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
@@ -108,7 +109,7 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     gt = build_chair_gt(ann.instances, tbl.column("image_id").to_pylist(),
                         tbl.column("caption").to_pylist(), workers=2)
     target = out or Path(tempfile.mkdtemp()) / "chair_gt.jsonl"
-    with open(target, "w", encoding="utf-8") as fh:
+    with atomic_open(target) as fh:
         for iid in sorted(gt):
             fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
     add_annotations(store, "chair-gt", target, name, replace=replace,

@@ -87,6 +87,10 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                              fix="capaudit audit run SET ... or capaudit audit run --shards DIR")
         return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db)
     store = open_store(db, create=True)  # caption files given as targets are registered
+    if json_out:   # a link, the store or a source as --json: refused before the audit runs
+        from capaudit.core.safe_write import check_file_target
+
+        check_file_target(json_out)
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks)
     run_id = results.get("_run_id")
@@ -192,7 +196,9 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         pairs = pairs[:limit]
     out = chair_words([c for _, c in pairs], [i for i, _ in pairs], ann.chair_gt, mode=mode)
     if json_out:
-        json_out.write_text(json.dumps({"sentences": out}, indent=2))
+        from capaudit.core.safe_write import write_text
+
+        write_text(json_out, json.dumps({"sentences": out}, indent=2))
     for s in out:
         console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")

@@ -72,10 +72,11 @@ def disparity_command(
             console.print(f"{', '.join(sized)} on {k:,} images per group (the larger group "
                           "subsampled: these grow with sample size)")
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
+        from capaudit.core.safe_write import write_text
+
         payload = {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}
                                       for n, d in out.items()}}
-        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
         provenance_beside(json_out, {**cfg, "by": by, "run_id": run_id}, cfg.seed)
     console.print(f"stored as run {run_id} in {store.path} (metrics.grp = '{by}=...')"
                   + (f"; JSON: {json_out}" if json_out else ""))

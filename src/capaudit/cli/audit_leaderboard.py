@@ -11,6 +11,7 @@ import typer
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 from capaudit.cli.options import annotation_cli, lotus_cli
+from capaudit.core.safe_write import write_text
 
 
 def leaderboard_command(
@@ -97,14 +98,12 @@ def _write_outputs(payload: dict, config: dict, json_out: Optional[Path],
     from capaudit.core.config import provenance_beside
 
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
         provenance_beside(json_out, config, config.get("seed"))
     if markdown:
         from capaudit.leaderboard.markdown import leaderboard_markdown
 
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(leaderboard_markdown(payload), encoding="utf-8")
+        write_text(markdown, leaderboard_markdown(payload), parents=True)
         provenance_beside(markdown, config, config.get("seed"))
     if html:
         from capaudit.leaderboard.page import write_page

@@ -96,8 +96,9 @@ def lic_command(
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+        from capaudit.core.safe_write import write_text
+
+        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
         from capaudit.core.config import provenance_beside
 
         provenance_beside(json_out, res["config"])

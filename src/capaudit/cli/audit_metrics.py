@@ -24,10 +24,9 @@ def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write th
 
     rows = metric_rows()
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = json_out.with_name(json_out.name + ".tmp")
-        tmp.write_text(json.dumps({"metrics": rows}, indent=2), encoding="utf-8")
-        tmp.replace(json_out)
+        from capaudit.core.safe_write import write_text
+
+        write_text(json_out, json.dumps({"metrics": rows}, indent=2), parents=True)
     arrow = {1: "↑", -1: "↓", 0: "·"}
     table = Table(title="capaudit metrics (↑ higher is better, ↓ lower is better)")
     # a narrow terminal gets two columns (the six-column table squeezed the description to

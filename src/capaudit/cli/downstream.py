@@ -194,11 +194,15 @@ def amplification_command(
         table.add_row(r.metric, f(r.upstream), f(r.downstream), f(r.delta), ci, r.method)
     console.print(table)
     if report:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(to_markdown(rows, upstream, downstream), encoding="utf-8")
+        from capaudit.core.names import escape_markdown_html
+        from capaudit.core.safe_write import write_text
+
+        write_text(report, escape_markdown_html(to_markdown(rows, upstream, downstream)),
+                   parents=True)
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps([r.as_dict() for r in rows], indent=2), encoding="utf-8")
+        from capaudit.core.safe_write import write_text
+
+        write_text(json_out, json.dumps([r.as_dict() for r in rows], indent=2), parents=True)
     return rows
 
 

@@ -180,9 +180,12 @@ def detect(images: List[Path] = typer.Argument(None, help="image files"),
         opts["weights"] = detector_weights
     if annotations:
         opts["path"] = annotations
+    import contextlib
+
+    from capaudit.core.safe_write import atomic_open
+
     records = []
-    fh = open(json_out, "w", encoding="utf-8") if json_out else None
-    try:
+    with (atomic_open(json_out) if json_out else contextlib.nullcontext()) as fh:
         for rec in detect_records(detector, opts, images=images, shards=shards, colors=colors):
             records.append(rec)
             if fh:
@@ -190,9 +193,6 @@ def detect(images: List[Path] = typer.Argument(None, help="image files"),
             else:
                 tags = ", ".join(f"{d['category']} {d['score']:.2f}" for d in rec["detections"])
                 console.print(f"{rec['key']}: {tags or '-'}", markup=False)
-    finally:
-        if fh:
-            fh.close()
     if json_out:
         from capaudit.core.config import provenance_beside
 

@@ -119,11 +119,16 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
                                              "jsonl, parquet, webdataset, sharegpt4v, llava, "
                                              "sharegpt, coco or hf"),
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
+           overwrite: bool = typer.Option(False, "--overwrite", help="webdataset/hf: write "
+                                          "into an existing folder with files in it, "
+                                          "replacing only capaudit's own files there"),
            db: Path = DbOption):
-    """Export a set's captions (written to a temporary name, then renamed into place)."""
+    """Export a set's captions (written to a temporary name, then renamed into place; the
+    store, a registered source file and a link are never written over)."""
     from capaudit.io.export import export_with_provenance
 
-    path = export_with_provenance(open_store(db, read_only=True), name, to, out)
+    path = export_with_provenance(open_store(db, read_only=True), name, to, out,
+                                  overwrite=overwrite)
     console.print(f"wrote {path}")
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")

@@ -163,7 +163,11 @@ def provenance(config: Mapping, seed: int | None = None, command: str | None = N
 def provenance_beside(output: str | Path, config: Mapping, seed: int | None = None) -> Path:
     """Write the provenance of a file output beside it: ``OUT.provenance.json`` (a folder
     output gets ``provenance.json`` inside). Output formats stay as specified."""
+    from capaudit.core.safe_write import is_stream
+
     output = Path(output)
+    if is_stream(output):   # /dev/null, a pipe: nothing is kept, so nothing to describe
+        return output
     target = output / "provenance.json" if output.is_dir() else \
         output.with_name(output.name + ".provenance.json")
     return write_provenance(target, config, seed)
@@ -171,8 +175,7 @@ def provenance_beside(output: str | Path, config: Mapping, seed: int | None = No
 
 def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
                      command: str | None = None) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(provenance(config, seed, command), indent=2, default=str),
-                    encoding="utf-8")
-    return path
+    from capaudit.core.safe_write import write_text
+
+    return write_text(path, json.dumps(provenance(config, seed, command), indent=2,
+                                       default=str), parents=True)

@@ -109,19 +109,17 @@ def export_review(store, set_name: str, path: str | Path, *, fmt: str | None = N
     path = Path(path)
     fmt = _fmt(path, fmt)
     rows = _review_rows(store, set_name, all_rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    if fmt == "csv":
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    from capaudit.core.safe_write import atomic_open
+
+    with atomic_open(path, newline="" if fmt == "csv" else None, parents=True) as fh:
+        if fmt == "csv":
             w = csv.DictWriter(fh, fieldnames=REVIEW_COLUMNS)
             w.writeheader()
             for r in rows:
                 w.writerow({k: ("" if r[k] is None else csv_safe(r[k])) for k in REVIEW_COLUMNS})
-    else:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        else:
             for r in rows:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
     return len(rows)
 
 

@@ -7,8 +7,9 @@
 - ``original``: the file the set came from, revised in place
   (:mod:`capaudit.io.export_original`).
 
-Outputs are written under a temporary name and renamed into place, so an
-interrupted export never leaves a truncated file that looks complete.
+Outputs go through :mod:`capaudit.core.safe_write`: written under a fresh temporary
+name and renamed into place, so an interrupted export never leaves a truncated file that
+looks complete, a link is never followed, and nothing capaudit did not write is removed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import tarfile
 from pathlib import Path
 
+from capaudit.core.names import safe_file_name
 from capaudit.errors import InputError
 from capaudit.store import exports
 
@@ -29,7 +31,21 @@ SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "webdataset": "", "hf": "", 
           "sharegpt4v": ".json", "llava": ".json", "sharegpt": ".json"}
 
 
-def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path:
+def default_out(name: str, suffix: str) -> Path:
+    """The output a set's name gives when no ``--out`` is given: its safe file-name form,
+    in the working folder (a name like ``../x`` or ``/tmp/x`` never leaves it)."""
+    return Path(safe_file_name(name) + suffix)
+
+
+def export_set(store, name: str, to: str, out: str | Path | None = None, *,
+               overwrite: bool = False) -> Path:
+    """Write set ``name`` as ``to``. A file output replaces a file of that name; a folder
+    output (``webdataset``, ``hf``) must be new or empty unless ``overwrite``, which
+    replaces only capaudit's own files in it. The store and the registered sources are
+    never written over."""
+    from capaudit.core.safe_folder import folder_output
+    from capaudit.core.safe_write import atomic_open, atomic_path
+
     if to not in FORMATS:
         raise InputError(f"unknown export format '{to}'", fix=f"use --to {' | '.join(FORMATS)}")
     info = store.get_set(name)
@@ -37,42 +53,80 @@ def export_set(store, name: str, to: str, out: str | Path | None = None) -> Path
         from capaudit.io.export_original import export_original, root_set
 
         src = Path(root_set(store, name).source_path or name)
-        return export_original(store, name, Path(out) if out else
-                               Path(f"{name}{''.join(src.suffixes[-1:])}"))[0]
-    out = Path(out) if out else Path(f"{name}{SUFFIX[to]}")
-    tmp = out.with_name(out.name + ".tmp")
-    if to in ("sharegpt4v", "llava", "sharegpt", "coco", "hf"):
-        _export_layout(store, info, to, tmp)
-        if out.is_dir():
-            import shutil
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        out = _checked(store, Path(out) if out else default_out(name, "".join(src.suffixes[-1:])),
+                       to)
+        return export_original(store, name, out)[0]
+    out = _checked(store, Path(out) if out else default_out(name, SUFFIX[to]), to)
+    if to in ("webdataset", "hf"):
+        with folder_output(out, overwrite=overwrite) as tmp:
+            if to == "hf":
+                _export_layout(store, info, to, tmp)
+            else:
+                _write_shards(store, info, tmp)
         return out
-    if to == "jsonl":
-        with open(tmp, "w", encoding="utf-8") as fh:
+    if to == "parquet":
+        with atomic_path(out) as tmp:
+            exports.copy_to_parquet(store, info.set_id, tmp)
+        return out
+    with atomic_open(out) as fh:
+        if to == "jsonl":
             for batch in exports.caption_batches(store, info.set_id):
                 for rec in batch.to_pylist():
                     fh.write(json.dumps({"image_id": rec["image_id"] if rec["image_id"] is not None
                                          else rec["image_key"], "caption": rec["caption"]},
                                         ensure_ascii=False) + "\n")
-    elif to == "parquet":
-        exports.copy_to_parquet(store, info.set_id, tmp)
-    else:
-        tmp.mkdir(parents=True, exist_ok=True)
-        rows = exports.captions_by_image(store, info.set_id)
-        shard_size = 1000
-        for s in range(0, len(rows), shard_size):
-            with tarfile.open(tmp / f"{name}-{s // shard_size:05d}.tar", "w") as tf:
-                for key, iid, caps in rows[s:s + shard_size]:
-                    data = json.dumps({"image_id": iid, "key": key, "captions": caps}).encode()
-                    member = tarfile.TarInfo(f"{_safe_key(key)}.json")
-                    member.size = len(data)
-                    tf.addfile(member, io.BytesIO(data))
-    if out.exists() and out.is_dir() and to == "webdataset":
-        import shutil
-        shutil.rmtree(out)
-    os.replace(tmp, out)
+        else:
+            _export_layout(store, info, to, fh)
     return out
+
+
+def _checked(store, out: Path, to: str) -> Path:
+    """``out`` once it and the files written beside it (provenance, changes) are safe
+    targets: refused before anything is written, so a refusal leaves no half export."""
+    from capaudit.core.safe_write import check_file_target, check_folder_target
+
+    if to in ("webdataset", "hf"):
+        check_folder_target(out)
+        refuse_protected(store, out)
+        return out
+    beside = [out.with_name(out.name + ".provenance.json")] + \
+        ([out.with_name(out.name + ".changes.jsonl")] if to == "original" else [])
+    for path in (out, *beside):
+        check_file_target(path)
+    refuse_protected(store, out, *beside)
+    return out
+
+
+def refuse_protected(store, *outputs: str | Path) -> None:
+    """Refuse an output that is the store (or its WAL) or a registered set's source file,
+    also through another name (a hard link)."""
+    protected = {}
+    for p in (Path(store.path), Path(str(store.path) + ".wal")):
+        protected[p] = "the store"
+    for info in store.list_sets():
+        if info.source_path and Path(info.source_path).is_file():
+            protected[Path(info.source_path)] = f"the source file of set '{info.name}'"
+    for out in outputs:
+        out = Path(out)
+        for p, what in protected.items():
+            if out.resolve() == p.resolve() or (out.exists() and p.exists()
+                                                and os.path.samefile(out, p)):
+                raise InputError(f"the output is {what}; writing it would destroy it",
+                                 path=out, fix="choose another --out")
+
+
+def _write_shards(store, info, folder: Path) -> None:
+    """Webdataset shards of 1,000 images, each image one JSON member."""
+    rows = exports.captions_by_image(store, info.set_id)
+    shard_size = 1000
+    stem = safe_file_name(info.name)
+    for s in range(0, len(rows), shard_size):
+        with tarfile.open(folder / f"{stem}-{s // shard_size:05d}.tar", "w") as tf:
+            for key, iid, caps in rows[s:s + shard_size]:
+                data = json.dumps({"image_id": iid, "key": key, "captions": caps}).encode()
+                member = tarfile.TarInfo(f"{_safe_key(key)}.json")
+                member.size = len(data)
+                tf.addfile(member, io.BytesIO(data))
 
 
 def _safe_key(key: str) -> str:
@@ -86,8 +140,9 @@ def _hf_columns(store, info):
                                          exports.latest_audit_run(store, info.name))
 
 
-def _export_layout(store, info, to: str, tmp: Path) -> None:
-    """A training layout (one record per caption) or a ``datasets`` folder at ``tmp``."""
+def _export_layout(store, info, to: str, tmp) -> None:
+    """A training layout (one record per caption) written to the open file ``tmp``, or a
+    ``datasets`` folder at the path ``tmp``."""
     rows = store.captions(info.name, "row_idx, image_key, image_id, caption").to_pylist()
     if to == "hf":
         from capaudit.errors import require
@@ -115,15 +170,16 @@ def _export_layout(store, info, to: str, tmp: Path) -> None:
         data = [{"id": f"{r['image_key']}-{r['row_idx']}", "image": r["image_key"],
                  "conversations": [{"from": "human", "value": PROMPT},
                                    {"from": "gpt", "value": r["caption"]}]} for r in rows]
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.write(json.dumps(data, ensure_ascii=False, indent=1))
 
 
-def export_with_provenance(store, name: str, to: str, out: str | Path | None = None) -> Path:
+def export_with_provenance(store, name: str, to: str, out: str | Path | None = None, *,
+                           overwrite: bool = False) -> Path:
     """:func:`export_set`, then the set's provenance (sha256, source, size) beside the output:
     the one path of ``capaudit sets export`` and :meth:`capaudit.api.AuditStore.export`."""
     from capaudit.core.config import provenance_beside
 
-    path = export_set(store, name, to, out)
+    path = export_set(store, name, to, out, overwrite=overwrite)
     info = store.get_set(name)
     provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256,
                              "source": info.source_path, "n_captions": info.n_captions})

@@ -19,7 +19,6 @@ source back (JSON-identical; byte-identical for JSONL and for JSON written the w
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from capaudit.errors import InputError
@@ -140,20 +139,31 @@ def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
     log: list = []
     raw = src.read_bytes()
     cap_col = (root.options or {}).get("caption_col")
-    tmp = out.with_name(out.name + ".tmp")
+    from capaudit.core.safe_write import atomic_open, check_file_target
+
+    check_file_target(out.with_name(out.name + ".changes.jsonl"))  # refused before writing
+    with atomic_open(out, "wb") as fh:
+        _write_revised(fh, root, raw, by_record, cap_col, log)
+    sidecar = out.with_name(out.name + ".changes.jsonl")
+    with atomic_open(sidecar) as fh:
+        for entry in sorted(log, key=lambda e: e["record"]):
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return out, sidecar
+
+
+def _write_revised(fh, root, raw: bytes, by_record: dict, cap_col, log: list) -> None:
+    """The source's bytes with the set's changes applied, in the source's own layout."""
     if root.format == "flickr-token":
-        lines = raw.decode("utf-8").splitlines(keepends=True)
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            for i, line in enumerate(lines):
-                if i in by_record:
-                    (_, text), = by_record[i]
-                    head, _, rest = line.partition("\t")
-                    log.append({"record": i, "action": "dropped" if text is None else "revised",
-                                "before": rest.rstrip("\r\n"), "after": text})
-                    if text is None:
-                        continue
-                    line = f"{head}\t{text}" + ("\n" if line.endswith("\n") else "")
-                fh.write(line)
+        for i, line in enumerate(raw.decode("utf-8").splitlines(keepends=True)):
+            if i in by_record:
+                (_, text), = by_record[i]
+                head, _, rest = line.partition("\t")
+                log.append({"record": i, "action": "dropped" if text is None else "revised",
+                            "before": rest.rstrip("\r\n"), "after": text})
+                if text is None:
+                    continue
+                line = f"{head}\t{text}" + ("\n" if line.endswith("\n") else "")
+            fh.write(line.encode("utf-8"))
     elif root.format == "coco":
         data = json.loads(raw)
         keep = []
@@ -163,28 +173,21 @@ def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
                 continue
             keep.append(ann)
         data["annotations"] = keep
-        _write_json(tmp, data, _json_style(raw))
+        _write_json(fh, data, _json_style(raw))
     elif raw.lstrip().startswith(b"["):
         data = json.loads(raw)
         keep = [rec for i, rec in enumerate(data)
                 if i not in by_record or _apply(rec, root, cap_col, by_record[i], log, i)]
-        _write_json(tmp, keep, _json_style(raw))
+        _write_json(fh, keep, _json_style(raw))
     else:  # JSONL: untouched lines byte for byte
-        with open(tmp, "wb") as fh:
-            for i, line in enumerate(raw.splitlines(keepends=True)):
-                if i in by_record:
-                    rec = json.loads(line)
-                    if not _apply(rec, root, cap_col, by_record[i], log, i):
-                        continue
-                    line = json.dumps(rec, ensure_ascii=False).encode() + \
-                        (b"\n" if line.endswith(b"\n") else b"")
-                fh.write(line)
-    os.replace(tmp, out)
-    sidecar = out.with_name(out.name + ".changes.jsonl")
-    with open(sidecar, "w", encoding="utf-8") as fh:
-        for entry in sorted(log, key=lambda e: e["record"]):
-            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    return out, sidecar
+        for i, line in enumerate(raw.splitlines(keepends=True)):
+            if i in by_record:
+                rec = json.loads(line)
+                if not _apply(rec, root, cap_col, by_record[i], log, i):
+                    continue
+                line = json.dumps(rec, ensure_ascii=False).encode() + \
+                    (b"\n" if line.endswith(b"\n") else b"")
+            fh.write(line)
 
 
 def _apply(rec: dict, root, cap_col, changes: list, log: list, idx: int) -> bool:
@@ -208,7 +211,6 @@ def _apply(rec: dict, root, cap_col, changes: list, log: list, idx: int) -> bool
     return alive
 
 
-def _write_json(path: Path, data, style: dict) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(data, indent=style["indent"], ensure_ascii=style["ensure_ascii"])
-                 + style["end"])
+def _write_json(fh, data, style: dict) -> None:
+    fh.write((json.dumps(data, indent=style["indent"], ensure_ascii=style["ensure_ascii"])
+              + style["end"]).encode("utf-8"))

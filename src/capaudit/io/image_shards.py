@@ -31,6 +31,7 @@ from capaudit.io.markers import (atomic_write_bytes, clean_tmp, config_hash, is_
                                  write_marker)
 from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
 
+
 @dataclass
 class Sample:
     """One image with its captions, as read from a shard."""

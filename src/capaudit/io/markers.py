@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Mapping
 
@@ -28,13 +27,11 @@ def config_hash(config: Mapping) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to ``path.tmp-PID``, fsync, rename: readers never see half a file."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write to a fresh ``.NAME.tmp-PID-RANDOM`` (never through a link), fsync, rename:
+    readers never see half a file (:mod:`capaudit.core.safe_write`)."""
+    from capaudit.core.safe_write import write_bytes
+
+    write_bytes(path, data)
 
 
 def marker_path(out_dir: Path, shard_name: str) -> Path:

@@ -46,7 +46,10 @@ def work_dir_lock(work: str | Path) -> Iterator[Path]:
         return
     try:
         work.mkdir(parents=True, exist_ok=True)
-        fh = open(work / LOCK_NAME, "a+", encoding="utf-8")
+        # never through a link planted at the lock's name (O_NOFOLLOW)
+        fd = os.open(work / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fh = os.fdopen(fd, "r+", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot use this work directory ({exc.strerror or exc})", path=work,
                          fix="pass a writable folder with --work-dir") from None

@@ -120,6 +120,7 @@ def run_validate(store, cfg: dict, labels, *, images=None, shards=None, referenc
 def write_json(result: dict, path: str | Path, cfg: dict) -> None:
     from capaudit.core.config import provenance_beside
 
-    path = Path(path)
-    path.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    from capaudit.core.safe_write import write_text
+
+    path = write_text(path, json.dumps(result, indent=2, default=str))
     provenance_beside(path, cfg, cfg.get("seed"))

@@ -1,4 +1,6 @@
-"""The leaderboard as Markdown tables (``audit leaderboard --markdown OUT``, docs/lotus.md)."""
+"""The leaderboard as Markdown tables (``audit leaderboard --markdown OUT``, docs/lotus.md).
+
+Set names are text, never markup: HTML in them is escaped."""
 
 from __future__ import annotations
 
@@ -48,4 +50,6 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
             + (f" {100 * fs[i]:.0f}% first" if fs else "") for i in range(len(sets))) + " |")
     if lb.get("notes"):
         out += [""] + [f"- {n}" for n in lb["notes"]]
-    return "\n".join(out) + "\n"
+    from capaudit.core.names import escape_markdown_html
+
+    return escape_markdown_html("\n".join(out) + "\n")

@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from capaudit.core.safe_write import make_dirs, write_text
+
 __all__ = ["write_page"]
 
 
@@ -60,13 +62,13 @@ def _worst_page(name: str, rows: list[Mapping]) -> str:
 def write_page(folder: str | Path, payload: Mapping[str, Any]) -> Path:
     """Write ``index.html`` and one worst-captions page per set into ``folder``."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     data = _clean(dict(payload))
     sets = data["leaderboard"]["sets"]
     links = {}
     for k, name in enumerate(sets):
         page = f"worst_{k}.html"
-        _atomic(folder / page, _worst_page(name, data.get("worst", {}).get(name, [])))
+        write_text(folder / page, _worst_page(name, data.get("worst", {}).get(name, [])))
         links[name] = page
     data["links"] = links
     index = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
@@ -75,11 +77,5 @@ def write_page(folder: str | Path, payload: Mapping[str, Any]) -> Path:
              f"<script id='data' type='application/json'>{_json_for_script(data)}</script>"
              f"<script>{_asset('page.js')}</script></body></html>")
     out = folder / "index.html"
-    _atomic(out, index)
+    write_text(out, index)
     return out
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

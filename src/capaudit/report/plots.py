@@ -65,6 +65,20 @@ def _legend(ax) -> None:
               frameon=False)
 
 
+def _save(fig, path: Path) -> None:
+    """A PNG through the one writer (temporary file, renamed; never through a link)."""
+    from capaudit.core.safe_write import atomic_open
+
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
+
+
+def text_label(text: str) -> str:
+    """A set name as plain text in a plot: ``$`` escaped, so matplotlib never reads a name
+    like ``$x^$`` as mathtext (which fails while the figure is drawn)."""
+    return str(text).replace("$", r"\$")
+
+
 def tradeoff_plots(cmp, out: Path) -> list[dict]:
     """Each metric against recall, 95% intervals as error bars; a fitted line from 4 sets."""
     from capaudit.metrics.spec import label
@@ -84,7 +98,7 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
             flagged = (n, m) in flags
             ax.errorbar(rx.value, ry.value, xerr=_err(rx), yerr=_err(ry), fmt="o", capsize=3,
                         color=col[n], mfc="white" if flagged else col[n],
-                        label=n + (" (by construction)" if flagged else ""))
+                        label=text_label(n) + (" (by construction)" if flagged else ""))
         fit = [(rx.value, ry.value) for n, rx, ry in pts if (n, m) not in flags]
         info = {"metric": m, "file": f"{m}_vs_recall.png", "n": len(pts), "fit_n": len(fit)}
         x = np.array([p[0] for p in fit], float)
@@ -104,7 +118,7 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
         ax.tick_params(labelsize=7)
         _legend(ax)
         fig.tight_layout()
-        fig.savefig(out / info["file"], dpi=110, bbox_inches="tight")
+        _save(fig, out / info["file"])
         plt.close(fig)
         made.append(info)
     return made
@@ -139,18 +153,19 @@ def disparity_plot(cmp, out: Path) -> dict | None:
     width = 0.8 / len(series)
     xs = np.arange(len(cats))
     for i, (n, vals) in enumerate(series.items()):
-        ax.bar(xs + i * width, vals, width, label=n, color=col[n])
+        ax.bar(xs + i * width, vals, width, label=text_label(n), color=col[n])
     ax.axhline(0, color="black", linewidth=0.6)
     for i, c in enumerate(cats):  # say why a category has no bar instead of leaving a gap
         if all(np.isnan(v[i]) for v in series.values()):
             ax.text(xs[i] + 0.4 - width / 2, 0, "n/a", ha="center", va="bottom", fontsize=7,
                     color="grey")
-    ax.set_xticks(xs + 0.4 - width / 2, cats, rotation=35, ha="right", fontsize=8)
+    ax.set_xticks(xs + 0.4 - width / 2, [text_label(c) for c in cats], rotation=35, ha="right",
+                  fontsize=8)
     ax.set_ylabel("recall(man) - recall(woman)")
     ax.set_title("Per-category recall difference, top-10 categories co-occurring with people\n"
                  "(n/a: fewer than --min-images images of men or of women)", fontsize=9)
     _legend(ax)
     fig.tight_layout()
-    fig.savefig(out / "recall_diff_by_category.png", dpi=110, bbox_inches="tight")
+    _save(fig, out / "recall_diff_by_category.png")
     plt.close(fig)
     return {"file": "recall_diff_by_category.png", "categories": cats, "series": series}

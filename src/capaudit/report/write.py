@@ -42,16 +42,14 @@ def _descriptive(metrics) -> list[str]:
     return [f"Descriptive only (no best or worst): {', '.join(plain)}.", ""] if plain else []
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_report(cmp, out: Path, cfg: dict) -> Path:
     from capaudit.core.config import write_provenance
+    from capaudit.core.names import escape_markdown_html
+    from capaudit.core.safe_write import check_file_target, make_dirs, write_text
 
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
+    for own in ("report.md", "report.html", "metrics.json", "provenance.json"):
+        check_file_target(out / own)   # a link planted there is refused before anything is written
     plots = tradeoff_plots(cmp, out)
     disp = disparity_plot(cmp, out)
     md = ["# capaudit compare report", "",
@@ -95,11 +93,11 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     if sources:
         md += ["", "## Annotations", ""] + [f"- {k}: `{v}`" for k, v in sources.items()]
     md_text = "\n".join(md) + "\n"
-    _atomic_write(out / "report.md", md_text)
-    _atomic_write(out / "report.html", _html(md_text, out))
+    write_text(out / "report.md", escape_markdown_html(md_text))
+    write_text(out / "report.html", _html(md_text, out))
     write_provenance(out / "provenance.json", cfg, cfg.get("seed"))
     basis = getattr(cmp, "basis", None)
-    (out / "metrics.json").write_text(json.dumps(
+    write_text(out / "metrics.json", json.dumps(
         {"sets": {n: cmp.results[n].to_dict() for n in cmp.names},
          "basis": None if basis is None else vars(basis),
          "best": cmp.best, "worst": cmp.worst,

@@ -48,6 +48,9 @@ class Store(SetQueries, RunLog):
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
                  create: bool = True, sandbox: bool = False):
         self.path = Path(path)
+        from capaudit.core.safe_write import protect
+
+        protect(self.path, "the store")   # no output of this process may land on it
         if (read_only or not create) and not self.path.exists():
             raise InputError("database not found", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
@@ -61,6 +64,21 @@ class Store(SetQueries, RunLog):
                 migrate(self.con)
             except duckdb.Error as exc:
                 raise _open_error(self.path, exc) from None
+        self._protect_sources()
+
+    def _protect_sources(self) -> None:
+        """The registered sources are never an output of this process (``--out``, ``--json``,
+        a review file): ``sets export --to original`` needs them unchanged."""
+        from capaudit.core.safe_write import protect
+
+        try:
+            rows = self.con.execute("SELECT name, source_path FROM caption_sets "
+                                    "WHERE source_path IS NOT NULL").fetchall()
+        except duckdb.Error:   # a store from before the schema: nothing registered yet
+            return
+        for name, source in rows:
+            if not str(source).startswith(("filter:", "hf:")) and Path(source).is_file():
+                protect(source, f"the source file of set '{name}'")
 
     # -- plumbing -------------------------------------------------------------
     def close(self) -> None:
@@ -82,7 +100,14 @@ class Store(SetQueries, RunLog):
             self.con.execute("ROLLBACK")
             raise
         else:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            except duckdb.Error as exc:   # a full disk or read-only mount: nothing stored
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise _commit_error(self.path, exc) from None
 
     def sql(self, query: str, params=None):
         """Run a query and return all rows (DuckDB 2 wants results fully consumed)."""
@@ -101,6 +126,21 @@ class Store(SetQueries, RunLog):
     def cache_put(self, key: str, value: Mapping) -> None:
         self.con.execute("INSERT OR REPLACE INTO lic_cache (key, value) VALUES (?, ?)",
                          [key, json.dumps(dict(value), default=jsonable)])
+
+
+def _commit_error(path: Path, exc: Exception) -> InputError:
+    """One line for a write the file system refused at commit; the store is as it was."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for words, why, fix in (("No space left", "the disk is full", "free some space, or "
+                             "put the store on another disk (--db)"),
+                            ("Read-only", "the file system is read-only", "put the store on "
+                             "a writable disk (--db)"),
+                            ("Permission denied", "permission denied", "use a store you may "
+                             "write to (--db)")):
+        if words in first:
+            return InputError(f"cannot store: {why}; nothing was stored", path=path, fix=fix)
+    return InputError(f"cannot store ({first[:200]}); nothing was stored", path=path,
+                      fix="check free disk space and that the store's folder is writable")
 
 
 def _open_error(path: Path, exc: Exception) -> InputError:

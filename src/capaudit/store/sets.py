@@ -71,7 +71,11 @@ class SetQueries:
     def create_set(self, name: str, *, source_path: str | None, format: str | None,
                    sha256: str | None, parent: str | None = None,
                    options: Mapping | None = None, meta: Mapping | None = None) -> int:
-        """Insert the set row (inside the caller's transaction); returns set_id."""
+        """Insert the set row (inside the caller's transaction); returns set_id. The name is
+        checked here, where every way of making a set passes (add, filter, enrich, caption)."""
+        from capaudit.core.names import check_set_name
+
+        check_set_name(name)
         set_id = self.one("SELECT nextval('set_id_seq')")[0]
         self.con.execute(
             "INSERT INTO caption_sets (set_id, name, source_path, format, sha256, n_captions, "

@@ -15,7 +15,6 @@ writes are removed on the next load.
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -61,12 +60,10 @@ def save_checkpoint(path: Path, state: dict) -> None:
     """Write ``state`` atomically: temp file in the same folder, fsync, rename."""
     import torch
 
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
+    from capaudit.core.safe_write import atomic_open
+
+    with atomic_open(path, "wb") as fh:
         torch.save(state, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def load_checkpoint(run: Path, required: tuple[str, ...] = ()) -> dict | None:
@@ -74,7 +71,7 @@ def load_checkpoint(run: Path, required: tuple[str, ...] = ()) -> dict | None:
     would need arbitrary unpickling is refused, never executed."""
     import torch
 
-    for tmp in run.glob(f"{CHECKPOINT}.tmp-*"):
+    for tmp in [*run.glob(f"{CHECKPOINT}.tmp-*"), *run.glob(f".{CHECKPOINT}.tmp-*")]:
         tmp.unlink(missing_ok=True)
     path = run / CHECKPOINT
     if not path.exists():

@@ -85,7 +85,9 @@ def build_tiny_blip(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> P
     model.save_pretrained(out)
     build_tokenizer().save_pretrained(out)
     n = cfg.vision_config.image_size
-    (out / "preprocessor_config.json").write_text(json.dumps({
+    from capaudit.core.safe_write import write_text
+
+    write_text(out / "preprocessor_config.json", json.dumps({
         "image_processor_type": "BlipImageProcessor", "do_resize": True, "resample": 3,
         "size": {"height": n, "width": n}, "do_rescale": True, "rescale_factor": 1 / 255,
         "do_normalize": True, "image_mean": CLIP_MEAN, "image_std": CLIP_STD,

@@ -80,15 +80,16 @@ def _peak_memory_mb(device) -> float:
 
 
 def _export(model, tokenizer, model_src: Path, out: Path) -> None:
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    pre = model_src / "preprocessor_config.json"
-    if pre.exists():
-        shutil.copy(pre, tmp / "preprocessor_config.json")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    """The fine-tuned model folder, built aside and moved in: a rerun replaces only the
+    files the model writes (nothing else in ``out`` is removed)."""
+    from capaudit.core.safe_folder import folder_output
+
+    with folder_output(out, overwrite=True) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        pre = model_src / "preprocessor_config.json"
+        if pre.exists():
+            shutil.copy(pre, tmp / "preprocessor_config.json")
 
 
 def train_downstream(image_ids, captions, shards: str | Path, model: str | Path, out: str | Path,
@@ -131,7 +132,8 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
     workers = cfg.workers if cfg.workers >= 0 else (
         0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
 
-    log = open(run / "train_log.jsonl", "a", encoding="utf-8")
+    log = os.fdopen(os.open(run / "train_log.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                            | getattr(os, "O_NOFOLLOW", 0), 0o666), "a", encoding="utf-8")
     t_start = time.perf_counter()
     try:
         trainer.train(dataset, collate, len(pairs), workers, log, on_step)
@@ -144,7 +146,9 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
                "resumed_from_step": resumed_from, "device": str(device),
                "precision": cfg.precision, "seconds": round(time.perf_counter() - t_start, 2),
                "peak_mem_mb": round(_peak_memory_mb(device), 1)}
-    (run / "done.json").write_text(json.dumps(summary, indent=2))
+    from capaudit.core.safe_write import write_text
+
+    write_text(run / "done.json", json.dumps(summary, indent=2))
     return summary
 
 

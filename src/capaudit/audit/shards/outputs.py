@@ -7,7 +7,7 @@ both per shard and merges:
 
 - :class:`DetailsFile`: each chunk's per-caption details table
   (:func:`capaudit.audit.engine.build_details`) is appended to
-  ``<shard>.details.parquet.tmp-PID``, renamed to ``<shard>.details.parquet``
+  a fresh ``.<shard>.details.parquet.tmp-PID-RANDOM``, renamed to ``<shard>.details.parquet``
   when the shard is whole, before its marker (so a killed shard leaves no
   details that a rerun could take for complete). The driver copies every
   shard's file into ``caption_details`` with the run (:func:`attach_details`),
@@ -28,7 +28,6 @@ both per shard and merges:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +50,16 @@ class DetailsFile:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        self.tmp: Path | None = None
         self.writer, self.rows = None, 0
 
     def __call__(self, table) -> None:
         import pyarrow.parquet as pq
 
         if self.writer is None:
+            from capaudit.core.safe_write import new_temp_file
+
+            self.tmp = new_temp_file(self.path)   # our own file: never a planted link
             self.writer = pq.ParquetWriter(self.tmp, table.schema)
         self.writer.write_table(table.cast(self.writer.schema))
         self.rows += table.num_rows
@@ -66,14 +68,17 @@ class DetailsFile:
         """Close and rename; ``{"rows", "bytes"}`` for the shard's marker."""
         if self.writer is None:  # an empty shard: no file, no rows
             return {"rows": 0, "bytes": 0}
+        from capaudit.core.safe_write import replace_with
+
         self.writer.close()
-        os.replace(self.tmp, self.path)
+        replace_with(self.tmp, self.path)
         return {"rows": self.rows, "bytes": self.path.stat().st_size}
 
     def abort(self) -> None:
         if self.writer is not None:
             self.writer.close()
-        self.tmp.unlink(missing_ok=True)
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
 
 
 def details_ok(work: Path, shard: str, recorded: dict | None) -> bool:
