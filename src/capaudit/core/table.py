@@ -44,10 +44,8 @@ class ResultTable:
         return pa.table({c: [r[i] for r in self.rows] for i, c in enumerate(self.columns)})
 
     def to_pandas(self):
-        """A ``pandas.DataFrame`` (needs pandas)."""
-        from capaudit.errors import require
-
-        require("pandas", "dev", "ResultTable.to_pandas")
+        """A ``pandas.DataFrame`` (pandas is a core dependency: the README's API snippet calls
+        this after the plain install)."""
         return self.to_arrow().to_pandas()
 
     def to_json(self, indent: int | None = None) -> str:
