@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.markers import atomic_write_bytes, clean_tmp, config_hash, is_done, write_marker
 from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
 
 @dataclass
