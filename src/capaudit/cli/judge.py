@@ -91,6 +91,9 @@ def print_summary(result: dict) -> None:
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
                   f"not judged {s['not_judged']}" + (f" ({s['stopped']})" if s["stopped"] else ""))
+    if s.get("usage_ignored"):
+        console.print(f"warning: the server's token counts of {s['usage_ignored']} replies were "
+                      "negative or absurd; counted as 0 (tokens and cost above are too low)")
 
 
 def print_values(result: dict) -> None:

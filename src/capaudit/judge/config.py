@@ -90,3 +90,4 @@ class JudgeStats:
     est_tokens_out: int = 0
     est_cost: float | None = 0.0
     stopped: str | None = None   # why sending stopped early (max-calls / max-cost)
+    usage_ignored: int = 0       # replies whose server token counts were impossible
