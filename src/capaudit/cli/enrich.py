@@ -155,6 +155,9 @@ def _print_summary(s: dict, info, work: Path) -> None:
                   f"requests {st['requests']} (retries {st['retries']}) | tokens "
                   f"{st['tokens_in']} in / {st['tokens_out']} out | cache hits {st['cache_hits']}"
                   f" | failures {len(s['failures'])}", markup=False, soft_wrap=True)
+    if st.get("usage_ignored"):
+        console.print(f"warning: the server's token counts of {st['usage_ignored']} replies were "
+                      "negative or absurd; counted as 0 (the token totals above are too low)")
     for f in s["failures"][:20]:
         console.print(f"  failed: {f['shard']} {f['key']}: {f['error']}", markup=False)
     if len(s["failures"]) > 20:

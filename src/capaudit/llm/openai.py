@@ -34,7 +34,6 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_REPLY_BYTES = 4_000_000    # a chat answer is kilobytes (logprobs add some); never more
 MAX_ANSWER_CHARS = 200_000     # ~50k tokens: longer is a broken server, not an answer
 MAX_USAGE_TOKENS = 10_000_000  # per reply; beyond any context window: a broken counter
-TOO_LARGE = -1                 # pseudo-status: the reply was refused for its size
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -176,9 +175,9 @@ class OpenAIBackend(Backend):
                                read_s=self.timeout_s,
                                total_s=self.deadline_s or 3 * self.timeout_s,
                                max_bytes=MAX_REPLY_BYTES)
-            if raw is None:
-                return TOO_LARGE, (f"reply over {MAX_REPLY_BYTES:,} bytes refused (a chat "
-                                   "answer is kilobytes; nothing stored)"), None
+            if raw is None:  # retried like any malformed reply, then reported
+                return status, (f"reply over {MAX_REPLY_BYTES} bytes refused (a chat answer "
+                                "is kilobytes; nothing stored)"), None
             return status, raw, None
         except urllib.error.HTTPError as exc:
             retry_after = exc.headers.get("Retry-After") if exc.headers else None
@@ -209,9 +208,6 @@ class OpenAIBackend(Backend):
                 if isinstance(exc, (InterruptedError, DeadlineExceeded)):
                     last = str(data)
                     break  # Ctrl-C, or a server too slow to be worth asking again
-            if status == TOO_LARGE:
-                last = str(data)
-                break
             if status == 200:
                 parsed = parse_reply(data) if isinstance(data, bytes) else data
                 if isinstance(parsed, tuple):
