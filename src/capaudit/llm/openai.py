@@ -28,6 +28,7 @@ from typing import Iterator
 from capaudit.llm.base import Backend, GenRequest, GenResult
 from capaudit.llm.redact import redact
 from capaudit.llm.transport import Connections, DeadlineExceeded, post
+from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -133,6 +134,8 @@ class OpenAIBackend(Backend):
         # bearer token); other hosts follow the proxy variables, no_proxy included
         self._proxies = {} if is_loopback(parts.hostname) else None
         self._connections = Connections()
+        check_number("concurrency", self.concurrency, 1, 1024)
+        check_number("max_retries", self.max_retries, 0, 100)
         for name in ("timeout_s", "connect_timeout_s", "deadline_s"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1e6):
