@@ -136,3 +136,22 @@ def test_sigint_to_a_sharded_audit_and_its_workers(shard_folder, tmp_path, momen
                                timeout=300)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert f"{12 - done} audited, {done} resumed" in " ".join(rerun.stdout.split())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigint_during_enrich_against_a_dripping_server(tmp_path, workers):
+    from test_enrich_fixtures import make_dataset
+
+    db, shards, _ = make_dataset(tmp_path, n_images=4, shard_size=2)
+    with FakeOpenAIServer(answer=lambda b: {"content": "a fused caption", "drip": 2.0}) as srv:
+        proc = _start(["enrich", "sharegpt4v", "--shards", shards, "--out", "fc", "--llm", "openai",
+                       "--model", "m", "--base-url", srv.base_url, "--workers", workers,
+                       "--work-dir", tmp_path / "work", "--db", db], tmp_path)
+        _wait_until(lambda: srv.calls >= workers, proc, 90)
+        time.sleep(0.3)
+        code, err, took = _interrupt(proc, group=True)
+    assert code == 130, err[-3000:]
+    assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err[-3000:]
+    assert "Traceback" not in err and took < GRACE_S, (took, err[-2000:])
+    time.sleep(0.2)
+    assert _children(proc.pid) == []

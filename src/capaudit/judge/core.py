@@ -92,7 +92,7 @@ class Judge:
             if c.backend == "openai":
                 opts.update(base_url=c.url, api_key_env=c.api_key_env,
                             concurrency=c.concurrency, timeout_s=c.timeout_s,
-                            max_retries=c.max_retries)
+                            deadline_s=c.deadline_s, max_retries=c.max_retries)
             self._backend = make_backend(c.backend, opts, c.cache)
         return self._backend
 
