@@ -155,3 +155,45 @@ def test_sigint_during_enrich_against_a_dripping_server(tmp_path, workers):
     assert "Traceback" not in err and took < GRACE_S, (took, err[-2000:])
     time.sleep(0.2)
     assert _children(proc.pid) == []
+
+
+def _alive(pids) -> list[int]:
+    """The pids among ``pids`` still running (a zombie has ended)."""
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(pid)
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads worker processes from /proc")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL"])
+def test_a_parent_ended_by_another_signal_takes_its_workers_along(shard_folder, tmp_path, sig):
+    """Sent to the parent alone (a service stop, a closed terminal, the OOM killer): the
+    workers used to compute on, orphaned, for minutes."""
+    proc = _start(["audit", "run", "--shards", shard_folder, "--workers", 3, "--n-boot", 1000,
+                   "--work-dir", tmp_path / "work", "--db", tmp_path / "a.duckdb"], tmp_path)
+    try:
+        _wait_until(lambda: len(_children(proc.pid)) >= 3, proc, 60)
+        time.sleep(1.0)  # the workers are at work
+        workers = _children(proc.pid)
+        proc.send_signal(getattr(signal, sig))
+        deadline = time.monotonic() + 3
+        while (proc.poll() is None or _alive(workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _alive(workers)
+    finally:
+        try:  # whatever is left of the process group (workers, resource tracker)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, err = proc.communicate(timeout=20)
+    assert left == [], f"{len(left)} workers still running 3 s after the parent's {sig}"
+    if sig != "SIGKILL":
+        number = getattr(signal, sig).value
+        assert proc.returncode == 128 + number, err[-2000:]
+        assert err.strip().splitlines() == [f"capaudit: terminated by {sig}, nothing stored"]

@@ -37,7 +37,8 @@ class LocalExecutor:
                 yield task, fn(task)
             return
         self._pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                         mp_context=mp.get_context("spawn"))
+                                         mp_context=mp.get_context("spawn"),
+                                         initializer=_end_with_parent)
         try:
             with _sigint_ignored():  # the workers start (at submit) ignoring Ctrl-C
                 futures = {self._pool.submit(fn, t): t for t in tasks}
@@ -70,6 +71,21 @@ class LocalExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _end_with_parent() -> None:
+    """In each worker (Linux): die with the parent. A parent killed outright (SIGKILL, or
+    SIGTERM before its handler runs) otherwise left its workers computing for minutes."""
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the parent died before the line above ran
+        os._exit(1)
 
 
 @contextlib.contextmanager
