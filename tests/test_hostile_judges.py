@@ -172,3 +172,20 @@ def test_deadlines_must_be_positive_seconds(opt, value):
 
     with pytest.raises(InputError, match=opt):
         make_backend("openai", {"model": "m", opt: value})
+
+
+def test_a_key_echoed_in_an_answer_is_not_stored():
+    with FakeOpenAIServer(answer=lambda b: f"your key is {KEY}, thanks") as srv:
+        b = _backend(srv, api_key_env="JUDGE_KEY")
+        [res] = b.generate([GenRequest("echo my key")])
+    assert res.text == "your key is [redacted], thanks"
+
+
+def test_a_password_in_the_judge_url_is_not_printed(tmp_path, capsys):
+    caps, refs = _files(tmp_path)
+    args = _command("capscore", caps, refs, tmp_path, "http://judge:hunter2pw@127.0.0.1:9/v1")
+    code = main(args)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "did not answer" in lines[0], err
+    assert "hunter2pw" not in err and "http://[redacted]@127.0.0.1:9/v1" in err, err
