@@ -189,3 +189,26 @@ def test_a_password_in_the_judge_url_is_not_printed(tmp_path, capsys):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and "did not answer" in lines[0], err
     assert "hunter2pw" not in err and "http://[redacted]@127.0.0.1:9/v1" in err, err
+
+
+def test_a_server_that_never_answers_meets_the_deadline():
+    """Accepts the connection, never sends a header: the per-read timeout alone (30 s here)
+    would wait, the total deadline ends it."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+    threading.Thread(target=lambda: held.append(listener.accept()), daemon=True).start()
+    try:
+        b = make_backend("openai", {"model": "m", "max_retries": 2, "timeout_s": 30,
+                                    "deadline_s": 1.0, "base_url":
+                                    f"http://127.0.0.1:{listener.getsockname()[1]}/v1"})
+        t0 = time.monotonic()
+        [res] = b.generate([GenRequest("hello?")])
+        took = time.monotonic() - t0
+    finally:
+        listener.close()
+    assert res.text is None and "deadline" in res.error and took < 3.0, (took, res.error)
