@@ -67,8 +67,9 @@ def test_401_echoing_the_authorization_header_is_redacted(tmp_path, capsys, name
 
 
 def test_enrich_failures_and_markers_never_hold_the_key(tmp_path):
-    from capaudit.enrich.runner import run_enrich
     from test_enrich_fixtures import base_config, make_dataset
+
+    from capaudit.enrich.runner import run_enrich
 
     _, shards, _ = make_dataset(tmp_path, n_images=3, shard_size=2)
     with FakeOpenAIServer(answer=lambda b: {"echo_headers": True, "status": 401}) as srv:

@@ -81,7 +81,6 @@ def shard_folder(tmp_path_factory):
     """The 40,504 oscar captions of COCO val2014, 4 times over, in 12 parquet shards."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from conftest import shared_path
 
     rows = [json.loads(ln) for ln in shared_path("data", "captioners", "oscar_val2014_all.jsonl")
@@ -133,7 +132,7 @@ def test_sigint_to_a_sharded_audit_and_its_workers(shard_folder, tmp_path, momen
         assert done >= 1
         rerun = subprocess.run([sys.executable, "-m", "capaudit.cli.main", *map(str, args)],
                                env=_env(), cwd=tmp_path, capture_output=True, text=True,
-                               timeout=300)
+                               timeout=300, check=False)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert f"{12 - done} audited, {done} resumed" in " ".join(rerun.stdout.split())
 

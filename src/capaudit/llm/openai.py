@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Iterator
 
+from capaudit.core.ranges import check_number
+from capaudit.errors import InputError
 from capaudit.llm.base import Backend, GenRequest, GenResult
 from capaudit.llm.redact import redact
 from capaudit.llm.transport import Connections, DeadlineExceeded, post
-from capaudit.core.ranges import check_number
-from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_REPLY_BYTES = 4_000_000    # a chat answer is kilobytes (logprobs add some); never more

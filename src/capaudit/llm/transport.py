@@ -146,13 +146,13 @@ def post(request: urllib.request.Request, *, proxies: dict | None, connections: 
                 if expired.is_set():
                     raise DeadlineExceeded
                 return resp.status, (b"".join(chunks) if size <= max_bytes else None)
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException):
             if expired.is_set() or time.monotonic() - t0 >= total_s:
                 raise DeadlineExceeded(f"no complete reply within the {total_s:g} s "
                                        "deadline") from None
             if connections.aborted.is_set():
                 raise InterruptedError("interrupted") from None
-            raise exc
+            raise
     finally:
         timer.cancel()
         for sock in sink:
