@@ -110,6 +110,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads worker processes from /proc")
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["workers-starting", "first-shard-done"])
 def test_sigint_to_a_sharded_audit_and_its_workers(shard_folder, tmp_path, moment):
     work = tmp_path / "work"
@@ -170,6 +171,7 @@ def _alive(pids) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads worker processes from /proc")
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL"])
 def test_a_parent_ended_by_another_signal_takes_its_workers_along(shard_folder, tmp_path, sig):
     """Sent to the parent alone (a service stop, a closed terminal, the OOM killer): the
