@@ -14,8 +14,10 @@ so it is stored in run rows and provenance files as the dict always was. The
 plain functions (``run_audit``, ``compare_and_report``, ``run_leaderboard``,
 ``run_sharded``, ...) accept one or a plain mapping (:meth:`of`).
 
-Values are not coerced or range-checked here: the code that uses a setting
-checks it (``--long-text``, metric names, profiles, ...).
+Numbers are range-checked here, where the CLI, the YAML and the API all pass
+(:data:`RANGES`; ``--n-boot 99999999999999999999`` once allocated 18 GB); other values
+are not coerced: the code that uses a setting checks it (``--long-text``, metric names,
+profiles, ...).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
+from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX, check_number
 from capaudit.errors import InputError
 
 __all__ = ["AuditConfig", "LOTUS_KEY"]
@@ -77,6 +80,11 @@ class AuditConfig(Mapping):
     intersections: bool = False     # also every metric on gender x skin-tone cells (with n)
     # not a setting: the run's LOTUS options, attached by prepare() (mapping key "_lotus")
     lotus: Any = field(default=None, repr=False)
+
+    def __post_init__(self):
+        for key, (lo, hi, integer, optional) in RANGES.items():
+            check_number(key, getattr(self, key), lo, hi, integer=integer, optional=optional,
+                         flag="--" + key.replace("_", "-"))
 
     # -- the read-only mapping of the settings (plus "_lotus" once prepared) --
 
@@ -136,6 +144,15 @@ def check_keys(values: Mapping[str, Any]) -> None:
         raise InputError(f"unknown audit option(s) {', '.join(unknown)}",
                          fix=f"use {', '.join(sorted(_DEFAULTS))}")
 
+
+# setting: (lowest, highest, whole number, may be None)
+RANGES: dict[str, tuple] = {
+    "n_boot": (0, N_BOOT_MAX, True, False), "seed": (0, SEED_MAX, True, False),
+    "workers": (1, 1024, True, False), "chunk_size": (1, None, True, True),
+    "min_images": (0, None, True, False), "min_coverage": (0.0, 1.0, False, False),
+    "lic_seeds": (1, 10, True, False), "lic_epochs": (1, 10_000, True, True),
+    "worst": (0, 100_000, True, False),
+}
 
 _KEYS: tuple[str, ...] = tuple(f.name for f in fields(AuditConfig) if f.name != "lotus")
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(AuditConfig) if f.name != "lotus"}

@@ -35,7 +35,7 @@ def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder o
            detector: str = typer.Option("ssd-mobilenet", "--detector",
                                         help="ssd-mobilenet or ultralytics"),
            weights: Path = typer.Option(None, "--detector-weights", help="ultralytics weights"),
-           min_score: float = typer.Option(0.5, "--min-score"),
+           min_score: float = typer.Option(0.5, "--min-score", min=0.0, max=1.0),
            executor: str = typer.Option("local", "--executor", help="local or ray"),
            workers: int = typer.Option(1, "--workers", min=1),
            address: str = typer.Option(None, "--address"),

@@ -175,7 +175,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
 def words(target: str = typer.Argument(..., help="Set name or caption file"),
           chair_gt: Path = opt.ChairGT,
           image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
-          limit: int = typer.Option(20, "--limit", help="Captions to print (0 = all)"),
+          limit: int = typer.Option(20, "--limit", min=0, help="Captions to print (0 = all)"),
           mode: str = typer.Option("reference", "--mode", help="reference or corrected"),
           json_out: Path = typer.Option(None, "--json", help="Write the reference-style JSON"),
           db: Path = DbOption):

@@ -54,7 +54,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            model: Optional[str] = typer.Option(None, "--model"),
            base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible /v1 URL"),
            api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
-           concurrency: Optional[int] = typer.Option(None, "--concurrency"),
+           concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1),
            max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
            captioner: Optional[str] = typer.Option(None, "--captioner", help="backend of caption B"),
            captioner_model: Optional[str] = typer.Option(None, "--captioner-model"),
@@ -71,7 +71,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
                                                    help="shard outputs + markers (default ./capaudit-enrich/OUT)"),
            cache: Optional[Path] = typer.Option(None, "--cache", help="response cache (sqlite)"),
            config: Optional[Path] = typer.Option(None, "--config", help="YAML, e.g. configs/enrich.yaml"),
-           limit: Optional[int] = typer.Option(None, "--limit", help="first N shards only"),
+           limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N shards only"),
            replace: bool = typer.Option(False, "--replace"),
            db: Optional[Path] = DbOption):
     """Enrich captions over shards and register the result as a caption set."""
@@ -155,6 +155,9 @@ def _print_summary(s: dict, info, work: Path) -> None:
                   f"requests {st['requests']} (retries {st['retries']}) | tokens "
                   f"{st['tokens_in']} in / {st['tokens_out']} out | cache hits {st['cache_hits']}"
                   f" | failures {len(s['failures'])}", markup=False, soft_wrap=True)
+    if st.get("usage_ignored"):
+        console.print(f"warning: the server's token counts of {st['usage_ignored']} replies were "
+                      "negative or absurd; counted as 0 (the token totals above are too low)")
     for f in s["failures"][:20]:
         console.print(f"  failed: {f['shard']} {f['key']}: {f['error']}", markup=False)
     if len(s["failures"]) > 20:
@@ -164,7 +167,7 @@ def _print_summary(s: dict, info, work: Path) -> None:
 def detect(images: List[Path] = typer.Argument(None, help="image files"),
            shards: Optional[Path] = typer.Option(None, "--shards"),
            detector: str = typer.Option("ssd-mobilenet", "--detector"),
-           min_score: float = typer.Option(0.4, "--min-score"),
+           min_score: float = typer.Option(0.4, "--min-score", min=0.0, max=1.0),
            detector_weights: Optional[str] = typer.Option(None, "--detector-weights"),
            annotations: Optional[str] = typer.Option(None, "--annotations"),
            colors: bool = typer.Option(True, "--colors/--no-colors"),

@@ -118,7 +118,7 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
             None, "--score-evidence", help="Also score the set before and after with this "
             "evidence (chair-gt, instances, detector, KIND=FILE or a detector JSONL): the "
             "gain measured by evidence the filter did not use"),
-        seed: int = typer.Option(0, "--seed"),
+        seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1),
         config: Path = typer.Option(None, "--config", help="YAML with a 'filter' section"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
         db: Path = DbOption, **options):
@@ -139,7 +139,7 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
 
 @filter_app.command("log")
 def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered set"),
-        limit: int = typer.Option(20, "--limit", help="Rows to show (0: none)"),
+        limit: int = typer.Option(20, "--limit", min=0, help="Rows to show (0: none)"),
         all_actions: bool = typer.Option(False, "--all", help="Also show kept sentences, with "
                                          "their text and why they were kept"),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),

@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 
 from capaudit.cli.common import DbOption, console, open_store
+from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 judge_app = typer.Typer(no_args_is_help=True, help="Judge models: validate them against labels.")
 
@@ -42,9 +43,11 @@ JUDGE_OPTIONS = [
     ("shards", Optional[Path], typer.Option(None, "--shards", help="webdataset shard folder")),
     ("reference", Optional[str], typer.Option(None, "--reference",
                                               help="human caption set of the same images")),
-    ("limit", Optional[int], typer.Option(None, "--limit", help="first N captions of each set")),
-    ("n_boot", Optional[int], typer.Option(None, "--n-boot", help="bootstrap resamples")),
-    ("seed", Optional[int], typer.Option(None, "--seed")),
+    ("limit", Optional[int], typer.Option(None, "--limit", min=1,
+                                              help="first N captions of each set")),
+    ("n_boot", Optional[int], typer.Option(None, "--n-boot", min=0, max=N_BOOT_MAX,
+                                               help="bootstrap resamples")),
+    ("seed", Optional[int], typer.Option(None, "--seed", min=0, max=SEED_MAX)),
     ("json_out", Optional[Path], typer.Option(None, "--json", help="write results as JSON")),
     ("config", Optional[Path], typer.Option(None, "--config", help="YAML (configs/judge.yaml)")),
     ("db", Optional[Path], DbOption),
@@ -91,6 +94,9 @@ def print_summary(result: dict) -> None:
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
                   f"not judged {s['not_judged']}" + (f" ({s['stopped']})" if s["stopped"] else ""))
+    if s.get("usage_ignored"):
+        console.print(f"warning: the server's token counts of {s['usage_ignored']} replies were "
+                      "negative or absurd; counted as 0 (tokens and cost above are too low)")
 
 
 def print_values(result: dict) -> None:

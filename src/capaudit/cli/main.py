@@ -70,11 +70,37 @@ def _usage_error_types() -> tuple[type, ...]:
     return tuple(types)
 
 
+_TERMINATED_BY: list[int] = []  # the SIGTERM/SIGHUP that ended the command, if one did
+
+
 def _interrupted() -> int:
     from capaudit.cli.common import interrupt_note
 
-    sys.stderr.write(f"capaudit: interrupted, {interrupt_note() or 'nothing stored'}\n")
+    note = interrupt_note() or "nothing stored"
+    if _TERMINATED_BY:
+        import signal
+
+        signum = _TERMINATED_BY[0]
+        sys.stderr.write(f"capaudit: terminated by {signal.Signals(signum).name}, {note}\n")
+        return 128 + signum
+    sys.stderr.write(f"capaudit: interrupted, {note}\n")
     return 130
+
+
+def _terminate_as_interrupt(signum, frame) -> None:
+    """SIGTERM and SIGHUP (a service stop, a closed terminal) take Ctrl-C's path: workers
+    and open connections are stopped, transactions roll back, what is done is kept. By
+    default they killed the process on the spot and left its worker processes running."""
+    _TERMINATED_BY.append(signum)
+    raise KeyboardInterrupt
+
+
+def _handle_termination() -> None:
+    """For a command-line process only (``run``), never for ``main()`` called in-process."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate_as_interrupt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,9 +164,11 @@ def _tune_gc() -> None:
 
 def run() -> None:  # pragma: no cover
     _tune_gc()
+    _handle_termination()
     sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover
     _tune_gc()
+    _handle_termination()
     sys.exit(main())

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import typer
 
+from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
+
 __all__ = ["Instances", "ChairGT", "Demographics", "Metrics", "LeaderboardMetrics", "Mode",
            "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage",
            "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText",
@@ -29,7 +31,7 @@ Demographics = typer.Option(None, "--demographics", help="image gender/skin-tone
 AllowPartial = typer.Option(None, "--allow-partial/--no-allow-partial",
                             help="Audit a set whose images are mostly not annotated, on its "
                                  "annotated images")
-MinCoverage = typer.Option(None, "--min-coverage", help="Share of a set's images that must be "
+MinCoverage = typer.Option(None, "--min-coverage", min=0.0, max=1.0, help="Share of a set's images that must be "
                            "annotated (0.5)")
 
 # what is computed
@@ -40,14 +42,18 @@ LeaderboardMetrics = typer.Option(None, "--metrics", help="Comma-separated metri
 Mode = typer.Option(None, "--mode", help="reference (default) or corrected")
 Corrected = typer.Option(None, "--corrected/--no-corrected",
                          help="Also report corrected-mode CHAIR and recall")
-MinImages = typer.Option(None, "--min-images", help="Recall disparity: images of men and of "
+MinImages = typer.Option(None, "--min-images", min=0, help="Recall disparity: images of men and of "
                          "women a category needs (10)")
 
 # bootstrap and execution
-NBoot = typer.Option(None, "--n-boot", help="Bootstrap resamples (1000)")
-Seed = typer.Option(None, "--seed", help="Seed of the bootstrap and of the samples (0)")
-Workers = typer.Option(None, "--workers", help="Processes, at most (2; fewer when the load "
-                       "leaves fewer cores idle)")
+# ranges at parse time (a usage error before any work); AuditConfig checks them again for
+# the YAML and the API (capaudit.core.ranges)
+NBoot = typer.Option(None, "--n-boot", min=0, max=N_BOOT_MAX,
+                     help="Bootstrap resamples (1000; 0 to 100,000)")
+Seed = typer.Option(None, "--seed", min=0, max=SEED_MAX,
+                    help="Seed of the bootstrap and of the samples (0; 0 to 2**32-1)")
+Workers = typer.Option(None, "--workers", min=1, help="Processes, at most (2; fewer when the "
+                       "load leaves fewer cores idle)")
 Config = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults); "
                       "see configs/audit.yaml")
 LeaderboardConfig = typer.Option(None, "--config", help="YAML config (CLI > YAML > defaults): "
@@ -67,9 +73,9 @@ Lic = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifi
                    "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
                    "cached in the store)")
 LicReference = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
-LicSeeds = typer.Option(None, "--lic-seeds", help="First N of the 10 reference seeds")
+LicSeeds = typer.Option(None, "--lic-seeds", min=1, max=10, help="First N of the 10 reference seeds")
 LicClassifier = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
-LicEpochs = typer.Option(None, "--lic-epochs", help="Epochs (default: the reference's)")
+LicEpochs = typer.Option(None, "--lic-epochs", min=1, help="Epochs (default: the reference's)")
 
 
 def lotus_cli(reference, clip_model, images, long_text) -> dict:

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt_hash
 from capaudit.llm.base import Stats, make_backend
+from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
 from capaudit.io.work_dir import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
@@ -198,6 +199,8 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
 
     if config.get("captions") not in ("first", "all"):
         raise InputError("captions must be 'first' or 'all'")
+    check_number("limit", limit, 1, None, optional=True, flag="--limit")  # [:-1] kept all but one
+    check_number("workers", workers, 1, 1024, flag="--workers")
     out_dir = Path(out_dir)
     with work_dir_lock(out_dir):
         todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)

@@ -5,7 +5,9 @@ killed with SIGKILL) and the overhead benchmark all need the same server,
 and users can smoke-test a pipeline offline with it. It binds 127.0.0.1
 only, answers ``POST /v1/chat/completions`` deterministically (the answer
 is derived from the prompt, so caching and resumes are checkable), can fail
-the first N calls with a chosen status, and can sleep per call.
+the first N calls with a chosen status, and can sleep per call. Hostile servers too:
+one that echoes the request's headers (its Authorization included) in an error body,
+one that drips its reply a byte at a time, one that reports absurd usage.
 """
 
 from __future__ import annotations
@@ -80,7 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.get("delay"):
             time.sleep(reply["delay"])
         if "raw" in reply:
-            return self._send(reply.get("status", 200), None, raw=reply["raw"])
+            return self._send(reply.get("status", 200), None, raw=reply["raw"],
+                              drip=reply.get("drip"))
+        if reply.get("echo_headers"):  # a server that quotes the request in its error
+            auth = self.headers.get("Authorization")
+            return self._send(reply.get("status", 401), {
+                "error": f"invalid credentials: Authorization: {auth}",
+                "request_headers": dict(self.headers)})
         if reply.get("status", 200) != 200:
             return self._send(reply["status"], {"error": "scripted failure"})
         text = reply["content"]
@@ -90,12 +98,16 @@ class _Handler(BaseHTTPRequestHandler):
             choice["logprobs"] = {"content": reply["logprobs"]}
         self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": body["model"],
                          "choices": [choice],
-                         "usage": {"prompt_tokens": len(json.dumps(body)) // 4,
-                                   "completion_tokens": len(text.split())}})
+                         "usage": reply.get("usage") or {
+                             "prompt_tokens": len(json.dumps(body)) // 4,
+                             "completion_tokens": len(text.split())}},
+                   drip=reply.get("drip"))
 
-    def _send(self, status, payload, headers=None, raw=None):
+    def _send(self, status, payload, headers=None, raw=None, drip=None):
         self._leave()
         data = raw if raw is not None else json.dumps(payload).encode()
+        if drip:
+            return self._drip(status, data, drip)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -103,6 +115,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+    def _drip(self, status, data, every_s):
+        """Headers at once, then the body one byte every ``every_s`` seconds (a stalled
+        proxy): each read of the client succeeds, so only an overall deadline ends it."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                if self.server.fake.stopping.wait(every_s):
+                    return
+        except OSError:  # the client gave up: what a deadline is for
+            return
 
 
 class _Server(ThreadingHTTPServer):
@@ -115,7 +144,9 @@ class FakeOpenAIServer:
                  retry_after: float | None = None, answer=None):
         """``answer(body) -> str | dict`` scripts the replies (default :func:`answer_for`);
         a dict may set ``status``, ``content``, ``logprobs`` (the choice's ``content``
-        list), ``raw`` (bytes sent as is: malformed replies) and ``delay``."""
+        list), ``raw`` (bytes sent as is: malformed replies), ``delay``, ``usage`` (the
+        reply's usage object), ``drip`` (seconds between the body's bytes) and
+        ``echo_headers`` (answer ``status``, default 401, quoting the request headers)."""
         self.answer = answer
         self.delay_s, self.fail_first, self.fail_status = delay_s, fail_first, fail_status
         self.retry_after = retry_after
@@ -123,6 +154,7 @@ class FakeOpenAIServer:
         self.bodies: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
+        self.stopping = threading.Event()  # ends dripping replies at shutdown
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.fake = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -136,6 +168,7 @@ class FakeOpenAIServer:
         return self
 
     def __exit__(self, *exc):
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

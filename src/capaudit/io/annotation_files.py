@@ -23,7 +23,7 @@ from typing import Iterable, Mapping
 
 from capaudit.errors import InputError
 from capaudit.io.annotation_columns import read_name_sets
-from capaudit.io.imageids import parse_image_id
+from capaudit.io.imageids import parse_image_id, require_image_id
 from capaudit.io.readers.base import load_json_lines
 
 GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
@@ -69,6 +69,42 @@ def _image_id(rec: Mapping, path: Path, row: int) -> int:
     return iid
 
 
+def string_list(value, field: str, path: Path, row: int | None = None) -> list[str]:
+    """A list-valued field (``objects``, ``categories``) as its names. A bare string is
+    refused, not iterated (``"bowl"`` would become b, o, w, l), and so is a list holding
+    anything but strings (``[1, null]`` would store "1" and NULL)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        got = type(value).__name__ if not isinstance(value, list) else "list with non-strings"
+        raise InputError(f"'{field}' must be a list of strings, not a {got}", path=path, row=row,
+                         fix=f'write "{field}": ["dog", "bowl"] (an empty list for none)')
+    return value
+
+
+def _coco_ids(data: dict, path: Path) -> tuple[list[int], list[tuple[int, str]]]:
+    """The ``images`` ids and ``(image_id, category name)`` of each annotation of a COCO
+    instances JSON, every id exact (:func:`require_image_id`), each fault one line."""
+    images = data.get("images", [])
+    if not isinstance(images, list) or not all(isinstance(i, dict) and "id" in i for i in images):
+        raise InputError("'images' must be a list of objects with an 'id'", path=path)
+    ids = [require_image_id(img["id"], what=f"images entry {i + 1} id", path=path)
+           for i, img in enumerate(images)]
+    cats = data["categories"]
+    if not isinstance(cats, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                             and "id" in c for c in cats):
+        raise InputError("'categories' must be a list of objects with 'id' and 'name'", path=path)
+    names = {c["id"]: c["name"] for c in cats if isinstance(c["id"], (int, str))}
+    if not isinstance(data["annotations"], list):
+        raise InputError("'annotations' must be a list", path=path)
+    pairs = []
+    for i, ann in enumerate(data["annotations"]):
+        cat = ann.get("category_id") if isinstance(ann, dict) else None
+        if not isinstance(cat, (int, str)) or cat not in names or "image_id" not in ann:
+            raise InputError(f"annotation {i} lacks an image_id or a known category_id", path=path)
+        pairs.append((require_image_id(ann["image_id"], what=f"annotation {i} image_id",
+                                       path=path), names[ann["category_id"]]))
+    return ids, pairs
+
+
 def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -77,15 +113,12 @@ def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     if not isinstance(data, dict) or "annotations" not in data or "categories" not in data:
         raise InputError("not a COCO instances file (needs 'annotations' and 'categories')",
                          path=path)
-    names = {c["id"]: c["name"] for c in data["categories"]}
+    ids, pairs = _coco_ids(data, path)
     counts: dict[int, Counter] = defaultdict(Counter)
-    for img in data.get("images", []):
-        counts[int(img["id"])]  # images without instances have an empty set
-    for i, ann in enumerate(data["annotations"]):
-        try:
-            counts[int(ann["image_id"])][names[ann["category_id"]]] += 1
-        except KeyError as exc:
-            raise InputError(f"annotation {i} lacks or has an unknown {exc}", path=path) from None
+    for iid in ids:
+        counts[iid]  # images without instances have an empty set
+    for iid, name in pairs:
+        counts[iid][name] += 1
     cats = {iid: frozenset(c) for iid, c in counts.items()}
     return cats, {iid: dict(c) for iid, c in counts.items()}
 
@@ -106,7 +139,7 @@ def load_instances(path: str | Path) -> tuple[Mapping[int, frozenset[str]], dict
         if "categories" not in rec:
             raise InputError("missing column 'categories'", path=path, row=row,
                              fix="use {'image_id', 'categories': [...]} per line")
-        cats[_image_id(rec, path, row)] = frozenset(rec["categories"])
+        cats[_image_id(rec, path, row)] = frozenset(string_list(rec["categories"], "categories", path, row))
     return cats, None
 
 
@@ -122,7 +155,7 @@ def load_chair_gt(path: str | Path) -> Mapping[int, frozenset[str]]:
         if "objects" not in rec:
             raise InputError("missing column 'objects'", path=path, row=row,
                              fix="use {'image_id', 'objects': [...]} per line")
-        gt[_image_id(rec, path, row)] = frozenset(rec["objects"])
+        gt[_image_id(rec, path, row)] = frozenset(string_list(rec["objects"], "objects", path, row))
     return gt
 
 

@@ -25,6 +25,10 @@ from __future__ import annotations
 
 import re
 
+from capaudit.errors import InputError
+
+ID_LIMIT = 10**18  # ids have at most 18 digits: every one fits a signed 64-bit integer
+
 # basename is all digits, or COCO_<split><year>_<digits>; "sa_1.jpg" is a custom id
 _COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
                         re.IGNORECASE)
@@ -53,6 +57,33 @@ def parse_image_id(value) -> int | None:
     if match:
         return int(match.group(1))
     return None
+
+
+def exact_image_id(value) -> int | None:
+    """The id of a field that *declares* an integer id (COCO ``image_id``/``id``, Karpathy
+    ``cocoid``): an integer or a string of digits, 0 to 18 digits; ``None`` for anything
+    else. Unlike :func:`parse_image_id`, never a float (``1.7`` and even ``1.0``: a float
+    here is a damaged file, and rounding it names another image) and never a boolean
+    (``true`` is 1 to Python)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value < ID_LIMIT else None
+    if isinstance(value, str) and _INT.match(value):
+        return int(value)
+    return None
+
+
+def require_image_id(value, *, what: str = "image_id", path=None, row: int | None = None) -> int:
+    """:func:`exact_image_id` or one line naming the file, the row and the value."""
+    iid = exact_image_id(value)
+    if iid is None:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise InputError(f"{what} {shown} is not an integer image id", path=path, row=row,
+                         fix="ids are whole numbers from 0 to 18 digits (no fractions, "
+                             "booleans or names)")
+    return iid
 
 
 def infer_namespace(value) -> str | None:

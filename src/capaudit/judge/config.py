@@ -29,7 +29,9 @@ class JudgeConfig:
     params: dict = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
     logprobs: bool = True            # ask OpenAI-compatible servers for top log-probabilities
     concurrency: int = 8
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0         # the longest silence while a reply is read
+    deadline_s: float | None = None  # a whole request (default 3 x timeout_s): a server that
+    #                                  drips its answer a byte at a time cannot hold the run
     max_retries: int = 3
     cache: str | None = ".capaudit_cache/judge.sqlite"
     dry_run: bool = False
@@ -90,3 +92,4 @@ class JudgeStats:
     est_tokens_out: int = 0
     est_cost: float | None = 0.0
     stopped: str | None = None   # why sending stopped early (max-calls / max-cost)
+    usage_ignored: int = 0       # replies whose server token counts were impossible

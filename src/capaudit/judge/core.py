@@ -92,7 +92,7 @@ class Judge:
             if c.backend == "openai":
                 opts.update(base_url=c.url, api_key_env=c.api_key_env,
                             concurrency=c.concurrency, timeout_s=c.timeout_s,
-                            max_retries=c.max_retries)
+                            deadline_s=c.deadline_s, max_retries=c.max_retries)
             self._backend = make_backend(c.backend, opts, c.cache)
         return self._backend
 
@@ -222,7 +222,9 @@ class Judge:
         if self.stats.failed and not (self.stats.ok or self.stats.unparsed):
             err = next(v.error for v in verdicts if v.error)
             where = self.cfg.url if self.cfg.backend == "openai" else self.cfg.model
-            raise InputError(f"the judge did not answer at {where} ({str(err)[:160]})",
+            from capaudit.llm.redact import redact
+
+            raise InputError(redact(f"the judge did not answer at {where} ({str(err)[:160]})"),
                              fix="start the server or correct --judge-url / --judge-model")
         return verdicts
 
@@ -235,6 +237,7 @@ class Judge:
         s.cache_hits += b.stats.cache_hits - before["cache_hits"]
         s.tokens_in += b.stats.tokens_in - before["tokens_in"]
         s.tokens_out += b.stats.tokens_out - before["tokens_out"]
+        s.usage_ignored += b.stats.usage_ignored - before.get("usage_ignored", 0)
         s.cost = self._cost(s.tokens_in, s.tokens_out)
         return res
 
@@ -245,7 +248,7 @@ class Judge:
 
         try:
             return self.backend.generate(reqs)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             if len(reqs) > 1:
                 return [r for req in reqs for r in self._guarded([req])]
             return [GenResult(None, error=f"malformed reply ({exc.__class__.__name__}: "
@@ -259,6 +262,11 @@ class Judge:
             value = task.parse(res.text)
         except ParseError as exc:
             return Verdict("unparsed", text=res.text, error=str(exc), cached=res.cached)
+        except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
+            # each answer in its own guard: one hostile reply (100,000 nested brackets)
+            # is that task's "unparsed", never the end of the run
+            return Verdict("unparsed", text=res.text, error=f"unreadable answer "
+                           f"({exc.__class__.__name__})", cached=res.cached)
         return Verdict("ok", value, res.text, p_yes_from_logprobs(res.logprobs), res.cached)
 
     def summary(self) -> dict:

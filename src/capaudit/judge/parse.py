@@ -63,6 +63,8 @@ def json_answer(text: str) -> Any:
         return json.loads(t)
     except json.JSONDecodeError as exc:
         raise ParseError(f"not JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:
+        raise ParseError("JSON nested too deeply") from None
 
 
 def _need(obj: dict, key: str, kinds, where: str):

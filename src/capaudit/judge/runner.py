@@ -38,8 +38,15 @@ def default_yaml() -> Path | None:
 def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     from capaudit.core.config import resolve
 
+    from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX, check_number
+
     cfg = resolve(DEFAULTS, config or default_yaml(), {"judge": judge_cli, **cli})
     JudgeConfig.from_mapping(cfg["judge"])  # unknown keys: one line now
+    # the YAML's values too (the CLI's are checked as they are parsed): --limit -1 once
+    # judged 39 of 40 captions and --limit 0 all 40, paid calls each
+    check_number("limit", cfg.get("limit"), 1, None, optional=True, flag="--limit")
+    check_number("n_boot", cfg.get("n_boot"), 0, N_BOOT_MAX, flag="--n-boot")
+    check_number("seed", cfg.get("seed"), 0, SEED_MAX, flag="--seed")
     return cfg
 
 

@@ -38,6 +38,7 @@ class GenResult:
     error: str | None = None
     attempts: int = 1                # HTTP attempts including retries
     logprobs: list | None = None     # top log-probabilities of the first answer tokens, if sent
+    bad_usage: bool = False          # the server's token counts were impossible (counted as 0)
 
 @dataclass
 class Stats:
@@ -50,6 +51,7 @@ class Stats:
     tokens_out: int = 0
     failures: int = 0
     seconds: float = 0.0
+    usage_ignored: int = 0   # replies whose token counts were negative or absurd (not summed)
 
     def add(self, other: "Stats | Mapping") -> None:
         data = other if isinstance(other, Mapping) else other.__dict__
@@ -97,6 +99,7 @@ class Backend:
                 i = misses[j]
                 out[i] = res
                 if res.error is None:
+                    self.stats.usage_ignored += res.bad_usage
                     self.stats.tokens_in += res.tokens_in
                     self.stats.tokens_out += res.tokens_out
                     if self.cache is not None:

@@ -25,11 +25,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Iterator
 
-from capaudit.llm.base import Backend, GenRequest, GenResult
+from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
+from capaudit.llm.base import Backend, GenRequest, GenResult
+from capaudit.llm.redact import redact
+from capaudit.llm.transport import Connections, DeadlineExceeded, post
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-MAX_REPLY_BYTES = 32_000_000   # a chat answer is kilobytes; never read an endless body
+MAX_REPLY_BYTES = 4_000_000    # a chat answer is kilobytes (logprobs add some); never more
+MAX_ANSWER_CHARS = 200_000     # ~50k tokens: longer is a broken server, not an answer
+MAX_USAGE_TOKENS = 10_000_000  # per reply; beyond any context window: a broken counter
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -62,12 +67,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _int(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _tokens(value) -> int | None:
+    """A usage figure: absent counts 0; negative, absurd or non-integer is ``None`` (not
+    summed into cost: -10**9 tokens once printed a cost of -2,500)."""
+    if value is None:
+        return 0
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS
+    return value if ok else None
 
 
-def parse_reply(raw: bytes) -> tuple[str, int, int, list | None] | str:
-    """(text, tokens in, tokens out, logprobs) of a chat-completions body, or why it is malformed.
+def parse_reply(raw: bytes) -> tuple[str, int | None, int | None, list | None] | str:
+    """(text, tokens in, tokens out, logprobs) of a chat-completions body, or why it is
+    malformed; a token count is ``None`` where the server's figure cannot be true.
 
     A 200 can still carry an HTML error page from a proxy, bytes in another
     encoding or a body cut short: that sample is retried, then reported.
@@ -80,18 +91,22 @@ def parse_reply(raw: bytes) -> tuple[str, int, int, list | None] | str:
         data = json.loads(body)
     except ValueError:
         return f"not JSON ({len(raw)} bytes: {body[:80]!r})"
+    except RecursionError:
+        return f"JSON nested too deeply ({len(raw)} bytes)"
     try:
         text = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
         return f"no choices[0].message.content: {body[:200]}"
     if text is not None and not isinstance(text, str):
         return f"message content is not a string: {body[:200]}"
+    if text is not None and len(text) > MAX_ANSWER_CHARS:
+        return f"answer of {len(text):,} characters is over the {MAX_ANSWER_CHARS:,} limit"
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     # the first answer tokens' log-probabilities, where the server sends them (P(yes) of a judge)
     lp = data["choices"][0].get("logprobs") if isinstance(data["choices"][0], dict) else None
     lp = lp.get("content") if isinstance(lp, dict) else None
-    return ((text or "").strip(), _int(usage.get("prompt_tokens")),
-            _int(usage.get("completion_tokens")), lp[:8] if isinstance(lp, list) else None)
+    return ((text or "").strip(), _tokens(usage.get("prompt_tokens")),
+            _tokens(usage.get("completion_tokens")), lp[:8] if isinstance(lp, list) else None)
 
 
 @dataclass
@@ -99,7 +114,9 @@ class OpenAIBackend(Backend):
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 4
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0             # the longest silence while reading a reply
+    connect_timeout_s: float | None = None   # default min(timeout_s, 10)
+    deadline_s: float | None = None     # a whole request; default 3 x timeout_s
     max_retries: int = 4
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
@@ -115,8 +132,22 @@ class OpenAIBackend(Backend):
                              fix="e.g. http://127.0.0.1:8000/v1")
         # a loopback server is never reached through $http_proxy (which would also see the
         # bearer token); other hosts follow the proxy variables, no_proxy included
-        direct = [urllib.request.ProxyHandler({})] if is_loopback(parts.hostname) else []
-        self._http = urllib.request.build_opener(*direct)
+        self._proxies = {} if is_loopback(parts.hostname) else None
+        self._connections = Connections()
+        check_number("concurrency", self.concurrency, 1, 1024)
+        check_number("max_retries", self.max_retries, 0, 100)
+        for name in ("timeout_s", "connect_timeout_s", "deadline_s"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1e6):
+                raise InputError(f"{name} must be a number of seconds above 0, not {value!r}",
+                                 fix="e.g. timeout_s: 60")
+
+    def abort(self) -> None:
+        """Shut every open connection down (Ctrl-C): blocked requests end at once."""
+        self._connections.abort_all()
+
+    def _key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def _url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -137,16 +168,20 @@ class OpenAIBackend(Backend):
     def _post(self, body: bytes) -> tuple[int, bytes | str, float | None]:
         """(status, body bytes, Retry-After) of one POST; transport errors raise."""
         headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = self._key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self._url(), data=body, headers=headers, method="POST")
         try:
-            with self._http.open(request, timeout=self.timeout_s) as resp:
-                raw = resp.read(MAX_REPLY_BYTES + 1)
-                if len(raw) > MAX_REPLY_BYTES:
-                    return resp.status, f"a reply over {MAX_REPLY_BYTES} bytes", None
-                return resp.status, raw, None
+            status, raw = post(request, proxies=self._proxies, connections=self._connections,
+                               connect_s=self.connect_timeout_s or min(self.timeout_s, 10.0),
+                               read_s=self.timeout_s,
+                               total_s=self.deadline_s or 3 * self.timeout_s,
+                               max_bytes=MAX_REPLY_BYTES)
+            if raw is None:  # retried like any malformed reply, then reported
+                return status, (f"reply over {MAX_REPLY_BYTES} bytes refused (a chat answer "
+                                "is kilobytes; nothing stored)"), None
+            return status, raw, None
         except urllib.error.HTTPError as exc:
             retry_after = exc.headers.get("Retry-After") if exc.headers else None
             try:
@@ -156,7 +191,7 @@ class OpenAIBackend(Backend):
             if retry_after is not None and not 0 <= retry_after < float("inf"):
                 retry_after = None  # negative or NaN would crash time.sleep
             try:
-                text = exc.read().decode("utf-8", errors="replace")[:300]
+                text = exc.read(4096).decode("utf-8", errors="replace")[:300]
             except (OSError, http.client.HTTPException):
                 text = ""
             return exc.code, text, retry_after
@@ -173,11 +208,16 @@ class OpenAIBackend(Backend):
                 status, data, retry_after = self._post(body)
             except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError, timeouts
                 status, data, retry_after = 0, f"{exc.__class__.__name__}: {exc}", None
+                if isinstance(exc, (InterruptedError, DeadlineExceeded)):
+                    last = str(data)
+                    break  # Ctrl-C, or a server too slow to be worth asking again
             if status == 200:
                 parsed = parse_reply(data) if isinstance(data, bytes) else data
                 if isinstance(parsed, tuple):
-                    return GenResult(parsed[0], parsed[1], parsed[2], attempts=attempts,
-                                     logprobs=parsed[3])
+                    text, tin, tout, lp = parsed
+                    return GenResult(redact(text, self._key()), tin or 0, tout or 0,
+                                     attempts=attempts, logprobs=lp,
+                                     bad_usage=tin is None or tout is None)
                 last = f"malformed response: {parsed}"
             else:
                 last = f"HTTP {status}: {data}" if status else str(data)
@@ -187,7 +227,7 @@ class OpenAIBackend(Backend):
                 delay = min(self.max_backoff_s, self.backoff_s * 2 ** attempt)
                 delay = retry_after if retry_after is not None else delay * (0.5 + rng.random())
                 time.sleep(min(delay, self.max_backoff_s))
-        return GenResult(None, error=last, attempts=attempts)
+        return GenResult(None, error=redact(last, self._key()), attempts=attempts)
 
     def _iter_uncached(self, requests: list[GenRequest]) -> Iterator[tuple[int, GenResult]]:
         t0 = time.perf_counter()
@@ -196,10 +236,16 @@ class OpenAIBackend(Backend):
                 for i, req in enumerate(requests):
                     yield i, self._counted(self._one(req))
                 return
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
+            try:
                 futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
                 for fut in as_completed(futures):
                     yield futures[fut], self._counted(fut.result())
+            except BaseException:  # Ctrl-C reaches only this thread: stop the workers now
+                self.abort()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
         finally:
             self.stats.seconds += time.perf_counter() - t0
 

@@ -9,7 +9,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import infer_namespace
+from capaudit.io.imageids import infer_namespace, require_image_id
 from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
 
 
@@ -31,9 +31,17 @@ class CocoReader(CaptionReader):
             raise InputError("not a COCO captions file: no 'annotations' list", path=path,
                              fix="pass --format karpathy, jsonl or llava for other layouts")
         names = {}
-        for img in data.get("images", []) or []:
+        images = data.get("images") or []
+        if not isinstance(images, list):
+            raise InputError("'images' is not a list", path=path,
+                             fix="'images' holds objects like {\"id\": 1, \"file_name\": ...}")
+        for i, img in enumerate(images):
+            if not isinstance(img, dict):
+                raise InputError(f"images entry {i + 1} is not an object", path=path,
+                                 fix="each image is an object like {\"id\": 1, ...}")
             if "id" in img:
-                names[int(img["id"])] = img.get("file_name") or str(img["id"])
+                iid = require_image_id(img["id"], what=f"images entry {i + 1} id", path=path)
+                names[iid] = img.get("file_name") or str(iid)
         # the COCO captions format is evidence of COCO ids; the year from the names or info
         first = next(iter(names.values()), "")
         ns = infer_namespace(first) if str(first).upper().startswith("COCO_") else None
@@ -44,12 +52,8 @@ class CocoReader(CaptionReader):
             if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
                 raise InputError(f"annotation {row} lacks 'image_id' or 'caption'", path=path,
                                  row=row, fix="each annotation needs image_id and caption")
-            iid = ann["image_id"]
-            try:
-                iid = int(iid)
-            except (TypeError, ValueError):
-                raise InputError(f"annotation {row} has a non-integer image_id {iid!r}",
-                                 path=path, row=row) from None
+            iid = require_image_id(ann["image_id"], what=f"annotation {row} image_id",
+                                   path=path, row=row)
             if names and iid not in names:
                 raise InputError(f"annotation {row} refers to unknown image id {iid}", path=path,
                                  row=row, fix="add the image to 'images' or drop the annotation")

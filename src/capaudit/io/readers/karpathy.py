@@ -16,7 +16,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import parse_image_id
+from capaudit.io.imageids import parse_image_id, require_image_id
 from capaudit.io.readers.base import load_json_document, make_batch
 from capaudit.io.readers.records import RecordReader
 
@@ -50,7 +50,8 @@ class KarpathyReader(RecordReader):
                 continue
             name = img.get("filename")
             if "cocoid" in img:
-                iid, ns = int(img["cocoid"]), "coco2014"
+                iid = require_image_id(img["cocoid"], what="cocoid", path=path, row=row)
+                ns = "coco2014"
             elif dataset in ("flickr30k", "flickr8k"):
                 iid, ns = parse_image_id(name), dataset
             else:

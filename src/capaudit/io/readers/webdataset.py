@@ -9,7 +9,6 @@ caption comes from ``KEY.txt`` or from ``KEY.json`` (``caption``, or a
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
+from capaudit.core.ranges import env_number
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.readers.base import CaptionReader, make_batch
 
@@ -33,14 +33,8 @@ def member_limits() -> tuple[int, int]:
     caps = []
     for env, default in ((TEXT_LIMIT_ENV, DEFAULT_TEXT_LIMIT_MB),
                          (IMAGE_LIMIT_ENV, DEFAULT_IMAGE_LIMIT_MB)):
-        raw = os.environ.get(env, "").strip()
-        try:
-            mb = float(raw) if raw else float(default)
-        except ValueError:
-            mb = -1.0
-        if not mb > 0:
-            raise InputError(f"{env}={raw!r} is not a size in MB", fix=f"e.g. {env}={default}")
-        caps.append(int(mb * 1_000_000))
+        # a size in MB: 1 byte to 1 TB (inf or nan would overflow int())
+        caps.append(int(env_number(env, float(default), 1e-6, 1e6) * 1_000_000))
     return caps[0], caps[1]
 
 
