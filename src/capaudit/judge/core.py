@@ -222,7 +222,7 @@ class Judge:
         if self.stats.failed and not (self.stats.ok or self.stats.unparsed):
             err = next(v.error for v in verdicts if v.error)
             where = self.cfg.url if self.cfg.backend == "openai" else self.cfg.model
-            from capaudit.llm.redact import redact
+            from capaudit.core.redact import redact
 
             raise InputError(redact(f"the judge did not answer at {where} ({str(err)[:160]})"),
                              fix="start the server or correct --judge-url / --judge-model")

@@ -28,7 +28,7 @@ from typing import Iterator
 from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
 from capaudit.llm.base import Backend, GenRequest, GenResult
-from capaudit.llm.redact import redact
+from capaudit.core.redact import redact
 from capaudit.llm.transport import Connections, DeadlineExceeded, post
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
