@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from capaudit.core.redact import redact_values
 from capaudit.errors import InputError
 
 PACKAGES = ("capaudit", "duckdb", "numpy", "pyarrow", "nltk", "textblob", "typer", "rich",
@@ -144,15 +145,17 @@ def current_command() -> str:
     """``capaudit ARGS`` as the user ran it (also when called as ``main([...])``)."""
     import shlex
 
+    from capaudit.core.redact import redact
+
     args = _COMMAND if _COMMAND is not None else sys.argv[1:]
-    return " ".join(["capaudit", *(shlex.quote(a) for a in args)])
+    return redact(" ".join(["capaudit", *(shlex.quote(a) for a in args)]))
 
 
 def provenance(config: Mapping, seed: int | None = None, command: str | None = None) -> dict:
     """What is saved beside every output: resolved config, seed, versions."""
     return {
         "command": command if command is not None else current_command(),
-        "config": dict(config),
+        "config": redact_values(dict(config)),
         "seed": seed,
         "python": sys.version.split()[0],
         "platform": platform.platform(),

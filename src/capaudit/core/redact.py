@@ -1,4 +1,4 @@
-"""Secrets out of every line capaudit prints or writes about a model call.
+"""Secrets out of every line capaudit prints or writes: model calls, command lines, configs.
 
 Why here, at the source: an error text travels far (the judge's one-line error, enrich's
 ``failures.jsonl`` and every ``shard-*.done.json``, the run rows), and a server may quote
@@ -38,3 +38,16 @@ def redact(text: str | None, *secrets: str | None) -> str | None:
     text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
     text = _KEY_PARAM.sub(lambda m: m.group(1) + MASK, text)
     return _URL_USER.sub(lambda m: m.group(1) + MASK + "@", text)
+
+
+def redact_values(obj):
+    """``obj`` (a config: mappings, lists, strings) with :func:`redact` applied to every
+    string, for what is stored or written beside an output (the run rows, provenance): a
+    judge URL given as ``http://user:password@host`` must not land there."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_values(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_values(v) for v in obj]
+    return obj

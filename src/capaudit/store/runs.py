@@ -15,6 +15,8 @@ import os
 import socket
 from typing import Mapping
 
+from capaudit.core.redact import redact, redact_values
+
 __all__ = ["RunLog", "jsonable"]
 
 
@@ -29,7 +31,7 @@ class RunLog:
         self.con.execute(
             "INSERT INTO runs (run_id, command, config, seed, versions, started_at, ended_at, "
             "status, pid, host) VALUES (?, ?, ?, ?, ?, ?, NULL, 'running', ?, ?)",
-            [run_id, command, json.dumps(dict(config), default=str), seed,
+            [run_id, redact(command), json.dumps(redact_values(dict(config)), default=str), seed,
              json.dumps(dict(versions)), _dt.datetime.now(), os.getpid(), socket.gethostname()])
         return run_id
 
