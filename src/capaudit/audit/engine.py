@@ -130,7 +130,7 @@ def finish_audit(acc: StreamStats, acc2: StreamStats | None, n_boot: int, seed: 
     if acc2 is not None:
         results.update(stream_results(acc2, n_boot, seed, workers, CORRECTED_SUFFIX)[0])
     empty = MetricContext(build_records([], mode=acc.mode, workers=1), np.zeros(0, np.int64),
-                          acc.annotations, acc.min_images, config=acc.config)
+                          acc.annotations, acc.min_images, captions=[], config=acc.config)
     return AuditResult(results, build_details(empty, acc), None,
                        {"mode": acc.mode, "n_boot": n_boot, "seed": seed,
                         "n_captions": acc.n_captions, "n_images": units.n_images,

@@ -8,7 +8,7 @@ so the terminal and report.md/html never disagree.
 from __future__ import annotations
 
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
-from capaudit.metrics.spec import arrow, label
+from capaudit.metrics.spec import arrow, label, number_format
 
 
 def header(metric: str) -> str:
@@ -17,14 +17,14 @@ def header(metric: str) -> str:
 
 
 def fmt_value(metric: str, r, ci: bool = True) -> str:
-    """A metric value with its 95% interval; counts (vocab) without decimals."""
+    """A metric value with its 95% interval, in the number format of its spec."""
     if r is None:
         return "-"
     if r.skipped:
         return LIC_NOT_COMPUTED if r.skipped == LIC_NOT_COMPUTED else "n/a"
     if r.value is None:
         return "-"
-    f = "{:,.0f}" if metric == "vocab" else "{:.2f}"
+    f = number_format(metric)
     text = f.format(r.value)
     if ci and r.ci_low is not None and r.ci_high is not None:
         text += f" [{f.format(r.ci_low)}, {f.format(r.ci_high)}]"

@@ -47,7 +47,7 @@ from capaudit.report.basis import (
     size_dependent,
 )
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
-from capaudit.metrics.spec import direction
+from capaudit.metrics.spec import direction, ordered
 from capaudit.audit.runner import StreamTarget, resolve_target, run_audit
 from capaudit.errors import InputError
 
@@ -61,9 +61,6 @@ __all__ = [
     "rank",
 ]
 
-# column order of every view, whatever order the metrics were computed in
-ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
-         "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
 # caption formats that hold human COCO captions: the CHAIR ground truth is built from them
 HUMAN_COCO_FORMATS = ("coco", "karpathy")
 BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
@@ -96,12 +93,6 @@ class Comparison:
 
     def result(self, name: str, metric: str):
         return self.results[name].results.get(metric)
-
-
-def ordered(metrics) -> list[str]:
-    """Metrics in the one column order of every view (unknown ones after, as given)."""
-    metrics = list(dict.fromkeys(metrics))
-    return ([m for m in ORDER if m in metrics] + [m for m in metrics if m not in ORDER])
 
 
 def _separated(r, others) -> bool:
