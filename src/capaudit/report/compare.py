@@ -86,6 +86,8 @@ class Comparison:
     basis: Basis | None = None
     flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
     unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
+    unranked: dict[str, str] = field(default_factory=dict)  # metric -> why the data cannot rank it
+    min_n: int = 30                       # images every compared value needs to be ranked
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -107,6 +109,21 @@ def _separated(r, others) -> bool:
     return True
 
 
+def _unrankable(cand: dict, min_n: int) -> str | None:
+    """Why these values cannot be ranked: one rests on fewer than ``min_n`` images, or its
+    interval has no width (six zeros resample to [0, 0] and "overlap" nothing)."""
+    from capaudit.metrics.present import is_degenerate
+
+    few = [f"{n} rests on {r.n_images:,} images" for n, r in cand.items()
+           if r.n_images is not None and r.n_images < min_n]
+    if few:
+        return ", ".join(few) + f" (under --min-n {min_n})"
+    flat = [n for n, r in cand.items() if is_degenerate(r)]
+    if flat:
+        return ", ".join(flat) + " has a zero-width interval"
+    return None
+
+
 def rank(cmp: Comparison) -> None:
     """Mark best/worst per metric where the intervals say so; flagged values take no part."""
     for m in cmp.metrics:
@@ -117,6 +134,10 @@ def rank(cmp: Comparison) -> None:
             if r is not None and not r.skipped and r.value is not None and (n, m) not in cmp.flags:
                 cand[n] = r
         if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
+            continue
+        why = _unrankable(cand, cmp.min_n)
+        if why:
+            cmp.unranked[m] = why
             continue
         order = sorted(cand, key=lambda n: cand[n].value * d)
         worst, best = order[0], order[-1]
@@ -142,14 +163,22 @@ def _circular_reason(store, t: StreamTarget) -> str | None:
 
 def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
     """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
-    by construction: flag it, never rank it."""
+    by construction: flag it, never rank it. Only where it is true: the ground truth covers
+    every image of the set (a partial audit is not the set) and the value is 0 (another
+    ground truth or mode gives another value, which is then a measurement)."""
     for t in resolved:
         why = _circular_reason(store, t)
         if why is None:
             continue
+        cov = cmp.results[t.name].meta.get("coverage") or {}
+        full = (cov.get("covered", {}).get("chair_gt") == cov.get("n_images")
+                and "chair_gt" not in cov.get("dropped", ()))
         for m in cmp.metrics:
-            if m.startswith("chair") and cmp.value(t.name, m) is not None:
+            r = cmp.result(t.name, m)
+            if (m.startswith("chair") and full and r is not None and not r.skipped
+                    and r.value == 0):
                 cmp.flags[(t.name, m)] = why
+                r.mark("by-construction", "by construction")
 
 
 def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
@@ -202,7 +231,7 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
         res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
     metrics = ordered(m for res in results.values() for m in res.results)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
-                     basis=basis)
+                     basis=basis, min_n=int(cfg.get("min_n") or 30))
     flag_circular(store, resolved, cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
