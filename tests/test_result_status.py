@@ -86,14 +86,14 @@ def test_six_labelled_images_are_shown_with_n_and_never_ranked(shared, db, tmp_p
             "and 30 shared images)") in md
 
 
-def _partial_human(shared, path):
-    """Human COCO captions (COCO JSON) of 30 val2014 images, plus 70 images of ids no COCO
-    annotation has: the CHAIR ground truth covers 30 of the 100 images."""
+def _partial_human(shared, path, extra: int = 70):
+    """Human COCO captions (COCO JSON) of 30 val2014 images, plus ``extra`` images of ids no
+    COCO annotation has: the CHAIR ground truth covers 30 of the 100 images."""
     coco = json.loads(shared("data", "coco2014", "captions_val2014_subset.json").read_text())
     images = coco["images"][:30]
     keep = {im["id"] for im in images}
     anns = [a for a in coco["annotations"] if a["image_id"] in keep]
-    fake = [{"id": 900_000 + i, "file_name": f"extra_{i}.jpg"} for i in range(70)]
+    fake = [{"id": 900_000 + i, "file_name": f"extra_{i}.jpg"} for i in range(extra)]
     anns += [{"image_id": im["id"], "id": 10_000_000 + i, "caption": "A dog on a sofa."}
              for i, im in enumerate(fake)]
     path.write_text(json.dumps({"images": images + fake, "annotations": anns}))
@@ -124,3 +124,17 @@ def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, t
     assert "(partial: 30 of 100 images)" in md
     # length reads no annotation: a full-set value
     assert m["sets"]["human_part"]["length"]["status"] == "ok"
+
+
+def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):
+    """Fully covered human COCO captions: CHAIR is 0 by construction, and ``audit run`` (the
+    JSON, the table, the notes) says so as compare does; it is no longer compare's alone."""
+    human = _partial_human(shared, tmp_path / "human.json", extra=0)
+    js = tmp_path / "run.json"
+    capsys.readouterr()
+    assert main(["audit", "run", str(human), "--metrics", "chair_s,length", "--n-boot", "20",
+                 "--json", str(js), "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    cs = json.loads(js.read_text())["sets"]["human"]["chair_s"]
+    assert cs["value"] == 0.0 and cs["status"] == "by-construction"
+    assert "CHAIR ground truth includes the objects parsed from these human captions" in out

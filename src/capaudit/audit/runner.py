@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from capaudit.audit import annotation_coverage as coverage
 from capaudit.audit.config import AuditConfig
-from capaudit.audit.result_status import assign_status
+from capaudit.audit.result_status import assign_status, mark_by_construction
 from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
 
@@ -152,6 +152,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         res.results.update(lic.get(t.name, {}))
         coverage.mark_skipped(res.results, cov)
         assign_status(res.results, cov, cfg)
+        mark_by_construction(store, t, res.results, cov)
         res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
         results[t.name] = res
 

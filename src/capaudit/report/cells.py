@@ -64,7 +64,7 @@ def notes(cmp) -> list[str]:
         lines.append(f"{n} {label(m)}: {why}; not ranked")
     for n in cmp.names:  # every caveat of a value, in full, once
         for m, r in cmp.results[n].results.items():
-            if not r.skipped and r.status not in ("ok", "by-construction") and r.notes:
+            if not r.skipped and r.status != "ok" and r.notes and (n, m) not in cmp.flags:
                 lines.append(f"{n} {label(m)}: {status_text(r)}")
     for n in cmp.names:
         for m, r in cmp.results[n].results.items():

@@ -42,12 +42,11 @@ from capaudit.report.basis import (
     Basis,
     equal_size,
     plan_basis,
-    set_format,
-    set_info,
     size_dependent,
 )
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction, ordered
+from capaudit.audit import result_status
 from capaudit.audit.runner import StreamTarget, resolve_target, run_audit
 from capaudit.errors import InputError
 
@@ -61,13 +60,9 @@ __all__ = [
     "rank",
 ]
 
-# caption formats that hold human COCO captions: the CHAIR ground truth is built from them
-HUMAN_COCO_FORMATS = ("coco", "karpathy")
-BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
-                   "these human captions")
-FILTERED_BY_GT = ("by construction: the hallucination filter removed what this CHAIR ground "
-                  "truth calls hallucinated (score it with other evidence: filter --evidence "
-                  "instances or a detector)")
+# why a CHAIR value is 0 by construction: decided where the value is made (audit.result_status)
+HUMAN_COCO_FORMATS, BY_CONSTRUCTION, FILTERED_BY_GT = (
+    result_status.HUMAN_COCO_FORMATS, result_status.BY_CONSTRUCTION, result_status.FILTERED_BY_GT)
 
 
 @dataclass
@@ -150,35 +145,15 @@ def rank(cmp: Comparison) -> None:
             cmp.unmarked[m] = " or ".join(missing)
 
 
-def _circular_reason(store, t: StreamTarget) -> str | None:
-    """Why this set's CHAIR is 0 by construction, if it is."""
-    if set_format(store, t) in HUMAN_COCO_FORMATS:
-        return BY_CONSTRUCTION
-    info = set_info(store, t)
-    opts = (info.options or {}) if info is not None else {}
-    if opts.get("filter") == "hallucination" and opts.get("evidence") == "chair-gt":
-        return FILTERED_BY_GT
-    return None
-
-
-def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
-    """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
-    by construction: flag it, never rank it. Only where it is true: the ground truth covers
-    every image of the set (a partial audit is not the set) and the value is 0 (another
-    ground truth or mode gives another value, which is then a measurement)."""
-    for t in resolved:
-        why = _circular_reason(store, t)
-        if why is None:
-            continue
-        cov = cmp.results[t.name].meta.get("coverage") or {}
-        full = (cov.get("covered", {}).get("chair_gt") == cov.get("n_images")
-                and "chair_gt" not in cov.get("dropped", ()))
+def flag_circular(cmp: Comparison) -> None:
+    """CHAIR values that are 0 by construction (status set by the audit,
+    :func:`capaudit.audit.result_status.mark_by_construction`): flagged, never ranked."""
+    for name in cmp.names:
         for m in cmp.metrics:
-            r = cmp.result(t.name, m)
-            if (m.startswith("chair") and full and r is not None and not r.skipped
-                    and r.value == 0):
-                cmp.flags[(t.name, m)] = why
-                r.mark("by-construction", "by construction")
+            r = cmp.result(name, m)
+            if r is not None and not r.skipped and r.status == "by-construction":
+                cmp.flags[(name, m)] = next((t for t in r.notes if t.startswith("by construction")),
+                                            BY_CONSTRUCTION)
 
 
 def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
@@ -232,7 +207,7 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     metrics = ordered(m for res in results.values() for m in res.results)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
                      basis=basis, min_n=int(cfg.get("min_n") or 30))
-    flag_circular(store, resolved, cmp)
+    flag_circular(cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
     if cfg.get("disparity"):
