@@ -90,19 +90,21 @@ def print_summary(result: dict) -> None:
     console.print(f"{who}: {s['calls']} calls, {s['tokens_in']} in / {s['tokens_out']} out tokens, "
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
-                  f"not judged {s['not_judged']}" + (f" ({s['stopped']})" if s["stopped"] else ""))
+                  f"not judged {s['not_judged']}"
+                  + (f" (capped: {s['stopped']}; the values rest on the judged units only)"
+                     if s["stopped"] else ""))
 
 
 def print_values(result: dict) -> None:
     from rich.table import Table
 
-    tbl = Table("set", "metric", "group", "value", "n", "95% CI")
+    tbl = Table("set", "metric", "group", "value", "n", "95% CI", "status")
     for name, vals in result["values"].items():
         for key, v in vals.items():
             ci = f"[{_fmt(v.get('ci_low'))}, {_fmt(v.get('ci_high'))}]" \
                 if v.get("ci_low") is not None else "-"
             tbl.add_row(name, v.get("metric", key), v.get("grp", "all"),
-                        _fmt(v.get("value")), _fmt(v.get("n")), ci)
+                        _fmt(v.get("value")), _fmt(v.get("n")), ci, v.get("status", "ok"))
     console.print(tbl)
 
 

@@ -94,6 +94,11 @@ class Judge:
                             concurrency=c.concurrency, timeout_s=c.timeout_s,
                             max_retries=c.max_retries)
             self._backend = make_backend(c.backend, opts, c.cache)
+            if c.max_calls is not None and hasattr(self._backend, "budget"):
+                from capaudit.llm.base import RequestBudget
+
+                # a hard cap: every HTTP attempt takes one, retries after a 429/5xx included
+                self._backend.budget = RequestBudget(c.max_calls)
         return self._backend
 
     def params(self) -> dict:
@@ -208,6 +213,7 @@ class Judge:
         first = self._generate([self._request(t) for t in tasks])
         verdicts = [self._parse(t, r) for t, r in zip(tasks, first)]
         again = [i for i, v in enumerate(verdicts) if v.status == "unparsed"]
+        refused = False   # a format retry the request cap did not let out
         if again:
             self.stats.format_retries += len(again)
             reqs = [self._request(tasks[i], "Your previous answer could not be read. "
@@ -215,7 +221,10 @@ class Judge:
                                             "exactly.")) for i in again]
             for i, r in zip(again, self._generate(reqs)):
                 v = self._parse(tasks[i], r)
-                verdicts[i] = v if v.status != "failed" else verdicts[i]
+                refused = refused or v.status == "not-judged"
+                verdicts[i] = v if v.status not in ("failed", "not-judged") else verdicts[i]
+        if refused or any(v.status == "not-judged" for v in verdicts):
+            self.stats.stopped = f"max-calls {self.cfg.max_calls} reached"
         for v in verdicts:
             setattr(self.stats, v.status.replace("-", "_"),
                     getattr(self.stats, v.status.replace("-", "_")) + 1)
@@ -253,6 +262,10 @@ class Judge:
 
     @staticmethod
     def _parse(task: Task, res) -> Verdict:
+        from capaudit.llm.base import CAPPED
+
+        if res.error is not None and CAPPED in res.error:
+            return Verdict("not-judged", error=res.error, cached=res.cached)
         if res.error is not None or res.text is None:
             return Verdict("failed", error=res.error or "empty answer", cached=res.cached)
         try:

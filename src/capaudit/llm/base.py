@@ -29,6 +29,26 @@ class GenRequest:
         return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
 
 
+CAPPED = "not sent: the request cap (--max-calls) is spent"
+
+
+class RequestBudget:
+    """HTTP requests still allowed, retries included (``--max-calls`` as a hard cap); shared
+    by the backend's worker threads, so it is taken under a lock."""
+
+    def __init__(self, n: int):
+        import threading
+
+        self.left, self._lock = int(n), threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+
 @dataclass
 class GenResult:
     text: str | None

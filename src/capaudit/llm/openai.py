@@ -23,9 +23,9 @@ import urllib.request
 import zlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
-from capaudit.llm.base import Backend, GenRequest, GenResult
+from capaudit.llm.base import CAPPED, Backend, GenRequest, GenResult
 from capaudit.errors import InputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -103,6 +103,7 @@ class OpenAIBackend(Backend):
     max_retries: int = 4
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
+    budget: Any = None           # a RequestBudget: every attempt takes one (None: no cap)
 
     name = "openai"
 
@@ -168,6 +169,9 @@ class OpenAIBackend(Backend):
         last = "no attempt"
         attempts = 0
         for attempt in range(self.max_retries + 1):
+            if self.budget is not None and not self.budget.take():
+                last = CAPPED if not attempts else f"{last}; then {CAPPED}"
+                break
             attempts += 1
             try:
                 status, data, retry_after = self._post(body)
@@ -206,7 +210,7 @@ class OpenAIBackend(Backend):
     def _counted(self, res: GenResult) -> GenResult:
         # counted in the calling thread: worker threads never touch the counters
         self.stats.requests += res.attempts
-        self.stats.retries += res.attempts - 1
+        self.stats.retries += max(res.attempts - 1, 0)
         return res
 
     def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
