@@ -204,6 +204,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
 def register(app: typer.Typer) -> None:
     """Attach the audit sub-app; lic, amplification and disparity live in their own modules
     (import-light: torch and the like load only when a command runs)."""
+    from capaudit.cli.audit_card import card_command
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command
@@ -215,4 +216,5 @@ def register(app: typer.Typer) -> None:
     audit_app.command("disparity")(disparity_command)
     audit_app.command("metrics")(metrics_command)
     audit_app.command("leaderboard")(leaderboard_command)
+    audit_app.command("card")(card_command)
     app.add_typer(audit_app, name="audit")
