@@ -151,6 +151,7 @@ def test_dry_run_makes_no_call_and_stores_nothing(coco50, tmp_path, capsys):
              "http://127.0.0.1:9/v1", "--judge-model", "gpt-4o", "--dry-run", "--db", db)
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "dry run" in out and "50 calls" in out, out
+    assert "8 assumed per caption (assumed_units)" in out   # the assumption is stated
     import re
 
     tin, tout, cost = re.search(r"~(\d+) input and ~(\d+) output tokens, estimated cost ([\d.]+)",

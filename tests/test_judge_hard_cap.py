@@ -40,3 +40,19 @@ def test_max_calls_counts_the_format_retry(tmp_path):
     # one fits the cap (unit 1 becomes ok), the rest stay unparsed; units 5-6 are not judged
     assert statuses == ["ok", "unparsed", "unparsed", "unparsed", "not-judged", "not-judged"]
     assert j.stats.stopped == "max-calls 5 reached" and j.stats.not_judged == 2
+
+
+def test_dry_run_leaves_out_what_the_cache_holds(tmp_path):
+    """A dry run after a partial run prices only what is still to be asked."""
+    tasks = [fact_task(f"Sentence number {i}.") for i in range(6)]
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        j = Judge(cfg(srv, tmp_path, max_calls=4))
+        j.run(tasks)
+        j.close()
+    dry = Judge(cfg(None, tmp_path, dry_run=True))
+    v = dry.run(tasks)
+    dry.close()
+    assert [x.cached for x in v] == [True] * 4 + [False] * 2
+    assert dry.stats.est_cached == 4 and dry.stats.est_calls == 2
+    tin = sum(dry._estimate(t)[0] for t in tasks[4:])
+    assert dry.stats.est_tokens_in == tin

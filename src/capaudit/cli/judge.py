@@ -82,9 +82,12 @@ def print_summary(result: dict) -> None:
     if s["dry_run"]:
         cost = "unknown (add the model to judge.prices)" if s["est_cost"] is None \
             else f"{s['est_cost']:.4f}"
-        console.print(f"dry run ({who}): {s['est_calls']} calls, ~{s['est_tokens_in']} input "
-                      f"and ~{s['est_tokens_out']} output tokens, estimated cost {cost}; "
-                      "no call was made, nothing stored")
+        cached = f" ({s['est_cached']} units already in the cache left out)" \
+            if s.get("est_cached") else ""
+        console.print(f"dry run ({who}): {s['est_calls']} calls{cached}, ~{s['est_tokens_in']} "
+                      f"input and ~{s['est_tokens_out']} output tokens, estimated cost {cost}; "
+                      f"where units come from the judge, {result.get('assumed_units', 8)} "
+                      "assumed per caption (assumed_units); no call was made, nothing stored")
         return
     cost = "unknown (no price)" if s["cost"] is None else f"{s['cost']:.4f}"
     console.print(f"{who}: {s['calls']} calls, {s['tokens_in']} in / {s['tokens_out']} out tokens, "

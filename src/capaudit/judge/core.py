@@ -177,13 +177,34 @@ class Judge:
         return out  # type: ignore[return-value]
 
     def _dry(self, task: Task) -> Verdict:
-        tin, tout = self._estimate(task)
         s = self.stats
+        if self._dry_cached(task):  # already paid for: a rerun reads it from the cache
+            s.est_cached += 1
+            return Verdict("dry-run", cached=True)
+        tin, tout = self._estimate(task)
         s.est_calls += 1
         s.est_tokens_in += tin
         s.est_tokens_out += tout
         s.est_cost = self._cost(s.est_tokens_in, s.est_tokens_out)
         return Verdict("dry-run")
+
+    def _dry_cached(self, task: Task) -> bool:
+        """In the response cache (read only, never created: a dry run writes nothing)."""
+        from pathlib import Path
+
+        c = self.cfg
+        if not c.cache or not Path(c.cache).exists():
+            return False
+        if getattr(self, "_dry_cache", None) is None:
+            from capaudit.llm.base import BACKENDS
+            from capaudit.llm.cache import ResponseCache
+
+            self._dry_cache = ResponseCache(c.cache)
+            self._dry_name = BACKENDS.get(c.backend).name
+        from capaudit.llm.base import request_key
+
+        key = request_key(self._dry_name, c.model, self.params(), self._request(task))
+        return self._dry_cache.get(key) is not None
 
     def _is_cached(self, task: Task) -> bool:
         b = self.backend
@@ -283,3 +304,5 @@ class Judge:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+        if getattr(self, "_dry_cache", None) is not None:
+            self._dry_cache.close()

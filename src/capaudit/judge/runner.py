@@ -70,7 +70,8 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
                 v.setdefault("extra", {}).update(status="capped", notes=[note])
     result = {"command": command, "judge": summary.pop("judge"), "summary": summary,
               "sets": {s.name: {"source": s.source, "n_captions": len(s.captions)} for s in sets},
-              "values": out.values, "extra": out.extra}
+              "values": out.values, "extra": out.extra,
+              "assumed_units": int(cfg.get("assumed_units", 8))}
     result["items"] = out.items
     if not jcfg.dry_run:
         result["run_id"] = store_judged(store, command, cfg, result, {

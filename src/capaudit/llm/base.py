@@ -29,6 +29,15 @@ class GenRequest:
         return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
 
 
+def request_key(backend: str, model, params, req: "GenRequest") -> str:
+    """The response cache's key of a request (also read by a dry run, which builds no
+    backend but leaves out what the cache already holds)."""
+    text = json.dumps({"backend": backend, "model": model, "system": req.system,
+                       "prompt": req.prompt, "image": req.image_sha256(),
+                       "params": params}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 CAPPED = "not sent: the request cap (--max-calls) is spent"
 
 
@@ -96,10 +105,7 @@ class Backend:
         self.stats = Stats()
 
     def cache_key(self, req: GenRequest) -> str:
-        text = json.dumps({"backend": self.name, "model": self.model, "system": req.system,
-                           "prompt": req.prompt, "image": req.image_sha256(),
-                           "params": self.params}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return request_key(self.name, self.model, self.params, req)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         out: list[GenResult | None] = [None] * len(requests)
