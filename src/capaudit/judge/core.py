@@ -189,22 +189,10 @@ class Judge:
         return Verdict("dry-run")
 
     def _dry_cached(self, task: Task) -> bool:
-        """In the response cache (read only, never created: a dry run writes nothing)."""
-        from pathlib import Path
+        from capaudit.llm.base import in_cache
 
         c = self.cfg
-        if not c.cache or not Path(c.cache).exists():
-            return False
-        if getattr(self, "_dry_cache", None) is None:
-            from capaudit.llm.base import BACKENDS
-            from capaudit.llm.cache import ResponseCache
-
-            self._dry_cache = ResponseCache(c.cache)
-            self._dry_name = BACKENDS.get(c.backend).name
-        from capaudit.llm.base import request_key
-
-        key = request_key(self._dry_name, c.model, self.params(), self._request(task))
-        return self._dry_cache.get(key) is not None
+        return in_cache(c.cache, c.backend, c.model, self.params(), self._request(task))
 
     def _is_cached(self, task: Task) -> bool:
         b = self.backend
@@ -304,5 +292,3 @@ class Judge:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
-        if getattr(self, "_dry_cache", None) is not None:
-            self._dry_cache.close()

@@ -38,6 +38,20 @@ def request_key(backend: str, model, params, req: "GenRequest") -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def in_cache(path, backend: str, model, params, req: "GenRequest") -> bool:
+    """Whether the response cache at ``path`` holds this request's answer, read without a
+    backend and never created (a dry run writes nothing)."""
+    from pathlib import Path
+
+    if not path or not Path(path).exists():
+        return False
+    cache = ResponseCache(path)
+    try:
+        return cache.get(request_key(BACKENDS.get(backend).name, model, params, req)) is not None
+    finally:
+        cache.close()
+
+
 CAPPED = "not sent: the request cap (--max-calls) is spent"
 
 
