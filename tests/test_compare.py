@@ -75,7 +75,7 @@ def test_demo_compare_on_shared_images_equal_vocab_and_flags(demo, capsys):
     assert flagged == {("coco", "chair_s"), ("coco", "chair_i")}
     assert m["best"]["chair_s"] == "oscar" and m["worst"]["chair_s"] == "nic"
     md = (rep / "report.md").read_text()
-    assert "0.00 [0.00, 0.00] (by construction)" in md and "not computed (use --lic)" in md
+    assert "0.00 [0.00, 0.00] n=1,000 (by construction)" in md and "not computed (use --lic)" in md
     row = next(l for l in md.splitlines() if l.startswith("| coco |"))
     assert "(best)" not in row.split("|")[-3]   # the CHAIR_s cell of coco
     # every mark in the report is outside all other intervals (checked from the numbers)
@@ -190,7 +190,8 @@ def test_four_sets_get_a_fitted_line(demo, tmp_path):
     md = (rep / "report.md").read_text()
     # coco's CHAIR is left out of the fit: 3 sets remain, so no line there; recall disparity fits 4
     assert re.search(r"chair_s vs recall \(no fitted line: 3 sets", md)
-    assert re.search(r"gender_error vs recall \(slope -?[\d.]+, R² = [\d.]+, 4 sets\)", md)
+    assert re.search(r"gender_error vs recall \(slope -?[\d.]+, R² = [\d.]+, 4 sets, "
+                     r"1,000 shared images\)", md)
 
 
 def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):
@@ -207,7 +208,7 @@ def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):
     row = next(r for r in html.split("<tr>") if "evil" in r)
     # one cell per column: set, captions, images, CHAIR_s
     assert row.count("<td>") == 4 and "<td>[bold red]evil|name</td>" in row
-    assert "class='worst'>20.00 [18.00, 22.00] (worst)" in row
+    assert "class='worst'>20.00 [18.00, 22.00] n=100 (worst)" in row
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -151,6 +152,9 @@ def test_compare_with_disparity_reports_and_stores_the_same_gaps(tmp_path, capsy
     assert "## Gaps between groups of images" in md and "| male − female | light − dark |" in md
     gaps = md.split("## Gaps between groups of images")[1].split("\n## ")[0]
     assert gaps.count("| nic | ") == gaps.count("| oscar | ") == 7  # one row per metric
+    # each gap with the images of its smaller group (#21)
+    row = next(line for line in gaps.splitlines() if line.startswith("| nic | gender_error |"))
+    assert all(re.search(r"\] n=[\d,]+$", c.strip()) for c in row.strip("|").split("|")[2:])
     assert main(["audit", "disparity", "nic", "--by", "gender", *common]) == 0
     with Store(db) as st:
         runs = st.sql("SELECT run_id, value FROM metrics WHERE set_name = 'nic' AND "

@@ -151,6 +151,7 @@ def test_dry_run_makes_no_call_and_stores_nothing(coco50, tmp_path, capsys):
              "http://127.0.0.1:9/v1", "--judge-model", "gpt-4o", "--dry-run", "--db", db)
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "dry run" in out and "50 calls" in out, out
+    assert "8 assumed per caption (assumed_units)" in out   # the assumption is stated
     import re
 
     tin, tout, cost = re.search(r"~(\d+) input and ~(\d+) output tokens, estimated cost ([\d.]+)",
@@ -302,11 +303,20 @@ def test_capped_run_stores_what_was_judged_and_the_rerun_continues(coco50, tmp_p
         first = json.loads((tmp_path / "f.json").read_text())["summary"]
         assert first["calls"] == 4 and first["ok"] == 4 and first["not_judged"] >= 2
         assert first["stopped"] == "max-calls 4 reached"
+        # every value of the capped run says so: JSON, the stored row, the summary line
+        vals = json.loads((tmp_path / "f.json").read_text())["values"]["nic"]
+        note = f"capped: {first['not_judged']} units not judged (max-calls 4 reached)"
+        assert vals and all(v["status"] == "capped" and v["note"] == note for v in vals.values())
+        assert "capped: max-calls 4 reached" in " ".join(capsys.readouterr().out.split())
         with Store(db, read_only=True) as st:
             assert st.one("SELECT status FROM runs")[0] == "capped"
+            extra = json.loads(st.one("SELECT extra FROM metrics LIMIT 1")[0])
+            assert extra["status"] == "capped" and extra["notes"] == [note]
             assert st.one("SELECT count(*) FROM judge_items WHERE kind = 'sentence' AND "
                           "status = 'ok'")[0] == 4
         assert run(*args, "--judge-url", srv.base_url) == 0
     second = json.loads((tmp_path / "f.json").read_text())["summary"]
     assert second["cache_hits"] == 4 and second["not_judged"] == 0
+    assert all("status" not in v for v in
+               json.loads((tmp_path / "f.json").read_text())["values"]["nic"].values())
     assert second["calls"] == first["not_judged"] and srv.calls == 4 + second["calls"]

@@ -10,6 +10,7 @@ The "installed package" is a real ``.dist-info`` folder with ``entry_points.txt`
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
@@ -99,12 +100,20 @@ def test_plugin_metric_in_run_compare_metrics(plugin, tmp_path, capsys):
             [(0, False), (1, True), (2, False), (3, False), (4, False)]
 
     rep = tmp_path / "rep"
+    # four images per set: under the default --min-n (30), shown with n, never ranked
     assert main(["audit", "compare", str(a), str(b), "--n-boot", "50", "--report", str(rep),
                  "--db", db]) == 0
     md = (rep / "report.md").read_text()
+    assert "**20.00" not in md and re.search(r"\| 20\.00 \[[\d.]+, [\d.]+\] n=4 \(too-few\) \|", md)
+    assert "Long % not ranked: a rests on 4 images, b rests on 4 images (under --min-n 30)" in md
+    assert main(["audit", "compare", str(a), str(b), "--n-boot", "50", "--report", str(rep),
+                 "--min-n", "4", "--db", db]) == 0
+    md = (rep / "report.md").read_text()
     assert "Long % ↓" in md and "captions longer than 8 tokens" in md
-    # b: every caption gets 6 more tokens -> all five are long; lower is better: a is best
-    assert "**20.00" in md and "_100.00" in md
+    # b: every caption gets 6 more tokens -> all five are long: 100.00 in every resample, an
+    # interval of no width, which "overlaps" nothing and so ranks nothing (#21)
+    assert "**20.00" not in md and "_100.00" not in md
+    assert "Long % not ranked: b has a zero-width interval" in md
 
     capsys.readouterr()
     spec = tmp_path / "m.json"

@@ -35,12 +35,21 @@ CELLS = [
     ("md", "## Disparity: each metric on images of men and of women, and the gap"),
     ("code", "gap = store.disparity('nic', by='gender', metrics=['chair_s', 'recall', 'length'],\n"
              "                      n_boot=200).to_pandas()\ngap[gap.group.str.contains(':')]"),
-    ("md", "## Filter hallucinated sentences, then compare before and after"),
-    ("code", "info, summary = store.filter('nic', 'hallucination', 'nic_clean', "
+    ("md", "## Filter hallucinated sentences, then compare before and after\n\n"
+           "`compare` scores the filtered set on its parent's images (a dropped caption counts "
+           "as empty), so what the filter cost is visible; `n_images` and `status` say what "
+           "each value rests on (a CHAIR of 0 against the ground truth the filter used is "
+           "`by-construction`, not a result)."),
+    ("code", "from capaudit.api import comparison_table\n\n"
+             "info, summary = store.filter('nic', 'hallucination', 'nic_clean', "
              "action='drop-sentence')\n"
-             "after = store.audit(['nic', 'nic_clean'], metrics=['chair_s', 'chair_i', 'recall'],\n"
-             "                    n_boot=200).to_pandas()\n"
-             "after.pivot(index='metric', columns='set', values='value')"),
+             "cmp = store.compare(['nic', 'nic_clean'], metrics=['chair_s', 'chair_i', 'recall'],\n"
+             "                    n_boot=200, report=work / 'report_filter')\n"
+             "for row in cmp.parent_costs:\n"
+             "    print(row)\n"
+             "after = comparison_table(cmp).to_pandas()\n"
+             "after[after.metric != 'lic'].pivot(index='metric', columns='set',\n"
+             "                                   values=['value', 'n_images', 'status'])"),
     ("md", "## Query the store (read-only SQL)"),
     ("code", "store.query(\"SELECT image_id, original, reason FROM filter_log WHERE set_name = 'nic_clean' \"\n"
              "            \"AND action = 'drop' LIMIT 5\").to_pandas()"),

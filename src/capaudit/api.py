@@ -29,7 +29,9 @@ from capaudit.errors import InputError
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
 
-RESULT_COLUMNS = ("set", "metric", "group", "value", "n", "ci_low", "ci_high")
+# n_images: what the value rests on; status: ok, partial, too-few, ... (metrics.present)
+RESULT_COLUMNS = ("set", "metric", "group", "value", "n", "ci_low", "ci_high", "n_images",
+                  "status")
 
 
 def demo_file(name: str) -> Path:
@@ -48,7 +50,8 @@ def demo_file(name: str) -> Path:
 
 
 def _metric_rows(name: str, results: Mapping[str, Any], group: str = "all") -> list[tuple]:
-    return [(name, m, group, r.value, r.n, r.ci_low, r.ci_high) for m, r in results.items()]
+    return [(name, m, group, r.value, r.n, r.ci_low, r.ci_high, r.n_images, r.state)
+            for m, r in results.items()]
 
 
 def _audit_table(results: Mapping[str, Any], run_id: int | None) -> ResultTable:
@@ -62,7 +65,8 @@ def _disparity_rows(name: str, d) -> list[tuple]:
     for metric, per in d.results.items():
         for g, r in per.items():
             grp = f"{d.by}:{g}" if g == d.diff_key else f"{d.by}={g}"
-            rows.append((name, metric, grp, r.value, r.n, r.ci_low, r.ci_high))
+            rows.append((name, metric, grp, r.value, r.n, r.ci_low, r.ci_high, r.n_images,
+                         r.state))
     return rows
 
 

@@ -11,6 +11,8 @@ Demographic labels exist for a subset of images by design (13,057 of 40,504 val2
 images), so their coverage is only held to the threshold when no complete annotation
 (instances, CHAIR ground truth) has already shown the ids to be the dataset's.
 
+Which kinds a metric reads is its spec's ``needs`` (:func:`capaudit.metrics.spec.annotation_kinds`),
+for a plugin metric as for a built-in one: there is no second list to forget a metric in.
 A kind that covers none of the set's images is dropped for that set, so the metrics that
 need it say "skipped: no annotated images" instead of printing 0.00. Rows whose namespace
 is known and differs from the annotations' (a ``flickr30k`` row against ``coco2014``
@@ -28,10 +30,6 @@ from capaudit.io.imageids import annotation_namespace, compatible, infer_namespa
 
 NO_IMAGES = "no annotated images"
 COMPLETE_KINDS = ("instances", "chair_gt")     # every image of their split is annotated
-# which annotation kinds each metric reads (metrics not listed need none)
-METRIC_KINDS = {"recall": ("instances",), "gender_error": ("demographics",),
-                "recall_disparity": ("instances", "demographics"),
-                "chair_s": ("chair_gt",), "chair_i": ("chair_gt",)}
 LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics"}
 
 
@@ -81,10 +79,10 @@ def source_namespace(store, source: str | None) -> str | None:
 
 
 def needed_kinds(metrics: list[str] | None) -> list[str]:
-    from capaudit.metrics import DEFAULT_METRICS
+    """The annotation kinds ``metrics`` (default: the default audit) need, by their spec."""
+    from capaudit.metrics.spec import annotation_kinds, default_metrics
 
-    kinds = {k for m in (metrics or DEFAULT_METRICS) for k in METRIC_KINDS.get(m, ())}
-    return [k for k in ("instances", "chair_gt", "demographics") if k in kinds]
+    return annotation_kinds(metrics or default_metrics())
 
 
 def measure(target: str, images, annotations, store=None,
@@ -162,9 +160,10 @@ def mark_skipped(results: dict, cov: Coverage) -> None:
     """Metrics whose annotation covers nothing: ``skipped: no annotated images``, not 0.00."""
     from capaudit.metrics import MetricResult
 
+    from capaudit.metrics.spec import annotation_kinds
+
     for name in list(results):
-        base = name[:-len("_corrected")] if name.endswith("_corrected") else name
-        if set(METRIC_KINDS.get(base, ())) & set(cov.dropped):
+        if set(annotation_kinds([name])) & set(cov.dropped):
             results[name] = MetricResult(None, 0, extra={}, skipped=NO_IMAGES)
 
 

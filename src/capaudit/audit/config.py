@@ -58,6 +58,7 @@ class AuditConfig(Mapping):
     demographics: str | None = None
     min_coverage: float = 0.5       # stop when fewer of a set's images are annotated (annotation_coverage)
     allow_partial: bool = False     # audit partially annotated sets on their annotated images
+    min_n: int = 30                 # images a value needs to be ranked (fewer: status too-few)
     # LIC
     lic: bool = False               # also train LIC leakage classifiers (slow: ~2.5-3 min per LSTM seed)
     lic_reference: str | None = None  # human caption set for LIC_D (and LIC = LIC_M - LIC_D)

@@ -30,7 +30,7 @@ from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
 from capaudit.metrics import default_metrics
 from capaudit.metrics.category_pairs import category_lists
 from capaudit.metrics.context import MetricContext
-from capaudit.metrics.estimate import Estimate, MetricResult
+from capaudit.metrics.estimate import Estimate, MetricResult, SparseStats
 from capaudit.metrics.spec import CORRECTED_SUFFIX, corrected_metrics
 from capaudit.metrics.stream import StreamStats
 from capaudit.io.annotation_files import Annotations
@@ -130,7 +130,7 @@ def finish_audit(acc: StreamStats, acc2: StreamStats | None, n_boot: int, seed: 
     if acc2 is not None:
         results.update(stream_results(acc2, n_boot, seed, workers, CORRECTED_SUFFIX)[0])
     empty = MetricContext(build_records([], mode=acc.mode, workers=1), np.zeros(0, np.int64),
-                          acc.annotations, acc.min_images, config=acc.config)
+                          acc.annotations, acc.min_images, captions=[], config=acc.config)
     return AuditResult(results, build_details(empty, acc), None,
                        {"mode": acc.mode, "n_boot": n_boot, "seed": seed,
                         "n_captions": acc.n_captions, "n_images": units.n_images,
@@ -204,8 +204,22 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
         est = estimates[name + suffix]
         results[name + suffix] = MetricResult(point_value(est), est.n, *cis[name + suffix],
                                               extra=dict(est.extra, mode=acc.mode,
-                                                         bootstrap=choose_method(method, units.n)))
+                                                         bootstrap=choose_method(method, units.n)),
+                                              n_images=images_used(est))
     return results, units
+
+
+def images_used(est) -> int:
+    """Images (bootstrap units) a value rests on: those with a non-zero statistic (an image
+    without a labelled gender adds nothing to the gender error); every unit for a value
+    that is no sum of per-image statistics (the vocabulary)."""
+    stats = est.stats
+    if isinstance(stats, SparseStats):
+        return int(len(np.unique(stats.units[stats.vals != 0])))
+    stats = np.asarray(stats)
+    if stats.ndim != 2 or stats.shape[1] == 0:
+        return int(len(stats))
+    return int(np.count_nonzero(np.any(stats != 0, axis=1)))
 
 
 def build_details(ctx: MetricContext, acc: StreamStats) -> pa.Table:

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from capaudit.audit import annotation_coverage as coverage
 from capaudit.audit.config import AuditConfig
+from capaudit.audit.result_status import assign_status, mark_by_construction
 from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
 from capaudit.errors import InputError
 
@@ -78,6 +79,9 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         extra = dict(r.extra)
         if r.skipped:
             extra["skipped"] = r.skipped
+        # what travels with the value (metrics.present): in the store as in every view
+        extra.update(n_images=r.n_images, status=r.state, notes=list(r.notes),
+                     coverage=dict(r.coverage))
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
@@ -147,6 +151,8 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
             t.n = res.meta["n_captions"]
         res.results.update(lic.get(t.name, {}))
         coverage.mark_skipped(res.results, cov)
+        assign_status(res.results, cov, cfg)
+        mark_by_construction(store, t, res.results, cov)
         res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
         results[t.name] = res
 

@@ -48,7 +48,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         reference: str = opt.Reference, clip_model: str = opt.ClipModel,
         images: Path = opt.Images, long_text: str = opt.LongText,
         allow_partial: bool = opt.AllowPartial, min_coverage: float = opt.MinCoverage,
-        lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
+        min_n: int = opt.MinN, lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
         lic_seeds: int = opt.LicSeeds, lic_classifier: str = opt.LicClassifier,
         lic_epochs: int = opt.LicEpochs,
         lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
@@ -68,7 +68,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
                        seed=seed, workers=workers, min_images=min_images,
-                       allow_partial=allow_partial, min_coverage=min_coverage, lic=lic,
+                       allow_partial=allow_partial, min_coverage=min_coverage, min_n=min_n,
+                       lic=lic,
                        lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs,
                        **lotus_cli(reference, clip_model, images, long_text),
@@ -99,12 +100,12 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         from capaudit.core.config import provenance_beside
 
         provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.seed)
-    _print_results(results)
+    _print_results(results, int(cfg.get("min_n") or 30))
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
 
 
-def _print_results(results: dict) -> None:
+def _print_results(results: dict, min_n: int = 30) -> None:
     """Each set's annotation coverage, then the compare table of its metrics (ranked when
     there are several sets) and the categories behind recall disparity."""
     from capaudit.cli.compare_view import print_compare
@@ -115,7 +116,7 @@ def _print_results(results: dict) -> None:
         console.print(results[n].meta["coverage"]["line"])
     metrics_seen = ordered(m for n in names for m in results[n].results)
     cmp = Comparison(names, metrics_seen, {n: results[n] for n in names},
-                     annotations=results.get("_annotations"))
+                     annotations=results.get("_annotations"), min_n=min_n)
     if len(names) > 1:
         rank(cmp)
     print_compare(cmp)
@@ -145,8 +146,8 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                 help="Score every set on the images all sets share (default when they "
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
-            allow_partial: bool = opt.AllowPartial, config: Path = opt.Config,
-            db: Path = DbOption):
+            allow_partial: bool = opt.AllowPartial, min_n: int = opt.MinN,
+            config: Path = opt.Config, db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
     Sets are scored on the images they share; best/worst are marked only where
@@ -159,7 +160,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
                        lic=lic, lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
-                       allow_partial=allow_partial,
+                       allow_partial=allow_partial, min_n=min_n,
                        **annotation_cli(instances, chair_gt, demographics))
     with _AuditProgress() as hooks:
         cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
@@ -209,6 +210,7 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
 def register(app: typer.Typer) -> None:
     """Attach the audit sub-app; lic, amplification and disparity live in their own modules
     (import-light: torch and the like load only when a command runs)."""
+    from capaudit.cli.audit_card import card_command
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command
@@ -220,4 +222,5 @@ def register(app: typer.Typer) -> None:
     audit_app.command("disparity")(disparity_command)
     audit_app.command("metrics")(metrics_command)
     audit_app.command("leaderboard")(leaderboard_command)
+    audit_app.command("card")(card_command)
     app.add_typer(audit_app, name="audit")

@@ -46,6 +46,7 @@ def leaderboard_command(
     with console.status("evaluating sets"):
         out = run_leaderboard(store, targets, cfg)
     lb = out["leaderboard"]
+    _print_values(lb)
     _print_profiles(lb)
     _print_intersections(lb)
     for note in lb.notes:
@@ -55,6 +56,41 @@ def leaderboard_command(
     _write_outputs(payload, {**cfg, "run_id": out.get("_run_id")}, json_out, markdown, html)
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
                   " (metrics.grp = 'leaderboard:PROFILE')")
+
+
+def _print_values(lb) -> None:
+    """Every value of the board with its interval and n: one row per column, one column per
+    set (a gap signed, its direction named), as the Markdown and the page show them."""
+    from rich.table import Table
+
+    from capaudit.leaderboard.markdown import _signed, _v
+    from capaudit.metrics.spec import number_format
+
+    table = Table(title="leaderboard values (95% interval; n = images)")
+    table.add_column("metric", overflow="fold")
+    for name in lb.sets:
+        table.add_column(name, justify="right", overflow="fold")
+    for j, c in enumerate(lb.columns):
+        cells = []
+        for i, name in enumerate(lb.sets):
+            if c.by is None:
+                lo, hi = lb.ci[i, j]
+                ci = None if lo != lo else (lo, hi)
+                v = lb.values[i, j]
+                cells.append(_v(None if v != v else v, ci, int(lb.n[i, j]),
+                                number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn="))
+                continue
+            info = lb.groups.get(name, {}).get(c.name) or {}
+            ci = info.get("signed_ci") or [None, None]
+            text = "-" if not info else _signed(info["signed_gap"]) + (
+                f"\n[{_signed(ci[0])}, {_signed(ci[1])}]" if ci[0] is not None else "")
+            cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else ""))
+        head = (f"{c.metric} ({c.gap})" if c.by else
+                c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")
+        table.add_row(head, *cells)
+    console.print(table)
+    if not all(c.averaged for c in lb.columns):
+        console.print("* shown, not averaged (see the notes)")
 
 
 def _print_profiles(lb) -> None:

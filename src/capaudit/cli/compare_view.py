@@ -25,7 +25,7 @@ TITLE = ("capaudit compare (95% bootstrap intervals; best in green, worst in red
 
 def _text(cmp, name: str, metric: str) -> str:
     text, mark = cell(cmp, name, metric)
-    text = text.replace(" [", "\n[").replace(" (by construction)", "\n(by construction)")
+    text = text.replace(" [", "\n[").replace(" n=", "\nn=").replace(" (", "\n(")
     text = text.replace("not computed (use --lic)", "not computed\n(use --lic)")
     # the consoles print data verbatim (markup off): style goes on a Text, never as tags
     return Text(text, style=STYLE[mark]) if mark else text

@@ -156,6 +156,7 @@ def amplification_command(
     from rich.table import Table
 
     from capaudit.audit.amplification import amplification, stored_results, to_markdown
+    from capaudit.metrics.spec import number_format
 
     wanted = [m.strip() for m in metrics.split(",")] if metrics else None
     store = open_store(db)
@@ -187,8 +188,8 @@ def amplification_command(
     for col in ("metric", "upstream", "downstream", "delta", "95% CI", "method"):
         table.add_column(col, justify="left" if col in ("metric", "method") else "right",
                          no_wrap=col == "metric")
-    for r in rows:  # as compare prints them: vocab a count, the rest with 2 decimals
-        fmt = "{:,.0f}" if r.metric == "vocab" else "{:.2f}"
+    for r in rows:  # as compare prints them: in the number format of the metric's spec
+        fmt = number_format(r.metric)
         f = lambda x, fmt=fmt: "-" if x is None else fmt.format(x)  # noqa: E731
         ci = f"[{f(r.ci_low)}, {f(r.ci_high)}]" if r.ci_low is not None else "-"
         table.add_row(r.metric, f(r.upstream), f(r.downstream), f(r.delta), ci, r.method)

@@ -85,15 +85,20 @@ def print_summary(result: dict) -> None:
     if s["dry_run"]:
         cost = "unknown (add the model to judge.prices)" if s["est_cost"] is None \
             else f"{s['est_cost']:.4f}"
-        console.print(f"dry run ({who}): {s['est_calls']} calls, ~{s['est_tokens_in']} input "
-                      f"and ~{s['est_tokens_out']} output tokens, estimated cost {cost}; "
-                      "no call was made, nothing stored")
+        cached = f" ({s['est_cached']} units already in the cache left out)" \
+            if s.get("est_cached") else ""
+        console.print(f"dry run ({who}): {s['est_calls']} calls{cached}, ~{s['est_tokens_in']} "
+                      f"input and ~{s['est_tokens_out']} output tokens, estimated cost {cost}; "
+                      f"where units come from the judge, {result.get('assumed_units', 8)} "
+                      "assumed per caption (assumed_units); no call was made, nothing stored")
         return
     cost = "unknown (no price)" if s["cost"] is None else f"{s['cost']:.4f}"
     console.print(f"{who}: {s['calls']} calls, {s['tokens_in']} in / {s['tokens_out']} out tokens, "
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
-                  f"not judged {s['not_judged']}" + (f" ({s['stopped']})" if s["stopped"] else ""))
+                  f"not judged {s['not_judged']}"
+                  + (f" (capped: {s['stopped']}; the values rest on the judged units only)"
+                     if s["stopped"] else ""))
     if s.get("usage_ignored"):
         console.print(f"warning: the server's token counts of {s['usage_ignored']} replies were "
                       "negative or absurd; counted as 0 (tokens and cost above are too low)")
@@ -102,13 +107,13 @@ def print_summary(result: dict) -> None:
 def print_values(result: dict) -> None:
     from rich.table import Table
 
-    tbl = Table("set", "metric", "group", "value", "n", "95% CI")
+    tbl = Table("set", "metric", "group", "value", "n", "95% CI", "status")
     for name, vals in result["values"].items():
         for key, v in vals.items():
             ci = f"[{_fmt(v.get('ci_low'))}, {_fmt(v.get('ci_high'))}]" \
                 if v.get("ci_low") is not None else "-"
             tbl.add_row(name, v.get("metric", key), v.get("grp", "all"),
-                        _fmt(v.get("value")), _fmt(v.get("n")), ci)
+                        _fmt(v.get("value")), _fmt(v.get("n")), ci, v.get("status", "ok"))
     console.print(tbl)
 
 

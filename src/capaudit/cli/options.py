@@ -17,7 +17,7 @@ import typer
 from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 __all__ = ["Instances", "ChairGT", "Demographics", "Metrics", "LeaderboardMetrics", "Mode",
-           "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage",
+           "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage", "MinN",
            "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText",
            "Lic", "LicReference", "LicSeeds", "LicClassifier", "LicEpochs", "lotus_cli",
            "annotation_cli"]
@@ -33,6 +33,8 @@ AllowPartial = typer.Option(None, "--allow-partial/--no-allow-partial",
                                  "annotated images")
 MinCoverage = typer.Option(None, "--min-coverage", min=0.0, max=1.0, help="Share of a set's images that must be "
                            "annotated (0.5)")
+MinN = typer.Option(None, "--min-n", help="Images a value needs to be ranked best/worst; "
+                    "fewer: shown as too-few (30)")
 
 # what is computed
 Metrics = typer.Option(None, "--metrics", help="Comma-separated metric names (default: "

@@ -88,6 +88,7 @@ class JudgeStats:
     seconds: float = 0.0
     cost: float | None = 0.0
     est_calls: int = 0           # dry run
+    est_cached: int = 0          # dry run: units the response cache already holds (free)
     est_tokens_in: int = 0
     est_tokens_out: int = 0
     est_cost: float | None = 0.0

@@ -94,6 +94,11 @@ class Judge:
                             concurrency=c.concurrency, timeout_s=c.timeout_s,
                             deadline_s=c.deadline_s, max_retries=c.max_retries)
             self._backend = make_backend(c.backend, opts, c.cache)
+            if c.max_calls is not None and hasattr(self._backend, "budget"):
+                from capaudit.llm.base import RequestBudget
+
+                # a hard cap: every HTTP attempt takes one, retries after a 429/5xx included
+                self._backend.budget = RequestBudget(c.max_calls)
         return self._backend
 
     def params(self) -> dict:
@@ -172,13 +177,22 @@ class Judge:
         return out  # type: ignore[return-value]
 
     def _dry(self, task: Task) -> Verdict:
-        tin, tout = self._estimate(task)
         s = self.stats
+        if self._dry_cached(task):  # already paid for: a rerun reads it from the cache
+            s.est_cached += 1
+            return Verdict("dry-run", cached=True)
+        tin, tout = self._estimate(task)
         s.est_calls += 1
         s.est_tokens_in += tin
         s.est_tokens_out += tout
         s.est_cost = self._cost(s.est_tokens_in, s.est_tokens_out)
         return Verdict("dry-run")
+
+    def _dry_cached(self, task: Task) -> bool:
+        from capaudit.llm.base import in_cache
+
+        c = self.cfg
+        return in_cache(c.cache, c.backend, c.model, self.params(), self._request(task))
 
     def _is_cached(self, task: Task) -> bool:
         b = self.backend
@@ -208,6 +222,7 @@ class Judge:
         first = self._generate([self._request(t) for t in tasks])
         verdicts = [self._parse(t, r) for t, r in zip(tasks, first)]
         again = [i for i, v in enumerate(verdicts) if v.status == "unparsed"]
+        refused = False   # a format retry the request cap did not let out
         if again:
             self.stats.format_retries += len(again)
             reqs = [self._request(tasks[i], "Your previous answer could not be read. "
@@ -215,7 +230,10 @@ class Judge:
                                             "exactly.")) for i in again]
             for i, r in zip(again, self._generate(reqs)):
                 v = self._parse(tasks[i], r)
-                verdicts[i] = v if v.status != "failed" else verdicts[i]
+                refused = refused or v.status == "not-judged"
+                verdicts[i] = v if v.status not in ("failed", "not-judged") else verdicts[i]
+        if refused or any(v.status == "not-judged" for v in verdicts):
+            self.stats.stopped = f"max-calls {self.cfg.max_calls} reached"
         for v in verdicts:
             setattr(self.stats, v.status.replace("-", "_"),
                     getattr(self.stats, v.status.replace("-", "_")) + 1)
@@ -256,6 +274,10 @@ class Judge:
 
     @staticmethod
     def _parse(task: Task, res) -> Verdict:
+        from capaudit.llm.base import CAPPED
+
+        if res.error is not None and CAPPED in res.error:
+            return Verdict("not-judged", error=res.error, cached=res.cached)
         if res.error is not None or res.text is None:
             return Verdict("failed", error=res.error or "empty answer", cached=res.cached)
         try:

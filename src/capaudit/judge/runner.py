@@ -69,9 +69,16 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     finally:
         judge.close()
     summary = judge.summary()
+    if summary["stopped"]:  # every value of a capped run says so, wherever it is shown
+        note = f"capped: {summary['not_judged']:,} units not judged ({summary['stopped']})"
+        for vals in out.values.values():
+            for v in vals.values():
+                v["status"], v["note"] = "capped", note
+                v.setdefault("extra", {}).update(status="capped", notes=[note])
     result = {"command": command, "judge": summary.pop("judge"), "summary": summary,
               "sets": {s.name: {"source": s.source, "n_captions": len(s.captions)} for s in sets},
-              "values": out.values, "extra": out.extra}
+              "values": out.values, "extra": out.extra,
+              "assumed_units": int(cfg.get("assumed_units", 8))}
     result["items"] = out.items
     if not jcfg.dry_run:
         result["run_id"] = store_judged(store, command, cfg, result, {

@@ -20,8 +20,11 @@ with a profile's weights. Here every step also runs on bootstrap resamples:
   Rec_light|. ``vocab`` (size-dependent) and ``recall_disparity`` (already a
   gap) have no gap column.
 * **Missing metrics** (not computed for some set: no CLIP model, a judge metric
-  not run) drop out of the average for every set, with a note naming why.
-  Equal values across sets normalise to 0.5.
+  not run), and metrics computed but with no value for some set (computed for no
+  caption of it), drop out of the average for every set, with a note naming why:
+  never a 0.5 standing in for a value. Equal values across sets normalise to 0.5.
+* **n.** ``n`` holds the images each value rests on (a gap: its smaller group), shown
+  beside every value in the terminal, the Markdown and the page.
 
 The parts: :mod:`.units` (each set's estimates, lifted onto the union of the
 sets' images), :mod:`.columns` (which metrics and gaps are averaged),
@@ -37,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
-from capaudit.audit.engine import point_value
+from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns
 from capaudit.leaderboard.profiles import Catalogue
 from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
@@ -55,6 +58,7 @@ class Leaderboard:
     sets: list[str]
     columns: list[Column]
     values: np.ndarray                      # [sets, columns] point values
+    n: np.ndarray                           # [sets, columns] images each value rests on
     ci: np.ndarray                          # [sets, columns, 2]
     groups: dict[str, dict[str, dict[str, Any]]]   # set -> column -> {group: value, n...}
     profiles: dict[str, dict[str, Any]]     # profile -> scores, ranks, intervals, flips
@@ -65,6 +69,7 @@ class Leaderboard:
         cols = [c.__dict__ for c in self.columns]
         return {"sets": self.sets, "columns": cols,
                 "values": _nan_none(self.values), "ci": _nan_none(self.ci),
+                "n": self.n.astype(int).tolist(),
                 "groups": self.groups, "profiles": self.profiles, "notes": self.notes,
                 "meta": self.meta}
 
@@ -102,6 +107,7 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     boots = bootstrap_values(keyed, union.n, n_boot, seed, workers) if n_boot > 0 else {}
     S, C = len(sets), len(columns)
     values = np.full((S, C), np.nan)
+    n_img = np.zeros((S, C), np.int64)
     reps = np.full((max(n_boot, 0), S, C), np.nan)
     groups: dict[str, dict[str, dict[str, Any]]] = {}
     for i, s in enumerate(sets):
@@ -109,12 +115,14 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
             if c.by is None:
                 e = ests[(s.name, c.name, None)]
                 values[i, j] = _point(e)
+                n_img[i, j] = images_used(s.estimates[c.metric])
                 if boots:
                     reps[:, i, j] = boots["\t".join((s.name, c.name, "None"))]
                 continue
             a, b = GROUPINGS[c.by]
             pa_, pb = _point(ests[(s.name, c.name, a)]), _point(ests[(s.name, c.name, b)])
             values[i, j] = abs(pa_ - pb)
+            n_img[i, j] = min(group_ns[(s.name, c.name, a)], group_ns[(s.name, c.name, b)])
             info = {a: pa_, b: pb, f"n_{a}": group_ns[(s.name, c.name, a)],
                     f"n_{b}": group_ns[(s.name, c.name, b)], "signed_gap": pa_ - pb}
             if boots:
@@ -133,7 +141,9 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     if intersections:
         for s in sets:
             groups.setdefault(s.name, {})["intersections"] = _cells(s, columns, union, annotations)
-    prof_out = {p: rank_profile(values, reps if boots else None, columns,
+    keep = _averaged(columns, values, [s.name for s in sets], notes)
+    ranked = [columns[j] for j in keep]
+    prof_out = {p: rank_profile(values[:, keep], reps[..., keep] if boots else None, ranked,
                                  cat.weights(p), [s.name for s in sets])
                 for p in (profiles or cat.profiles)}
     for p, r in prof_out.items():
@@ -141,10 +151,26 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
             if f["share"] > FLIP_WARN:
                 notes.append(f"profile {p}: {f['above']} above {f['below']} flips in "
                              f"{100 * f['share']:.0f}% of resamples (the order is not settled)")
-    return Leaderboard([s.name for s in sets], columns, values, ci, groups, prof_out,
+    return Leaderboard([s.name for s in sets], columns, values, n_img, ci, groups, prof_out,
                        list(dict.fromkeys(notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER)})
+
+
+def _averaged(columns: Sequence[Column], values: np.ndarray, names: list[str],
+              notes: list[str]) -> list[int]:
+    """Indices of the columns the N-avg uses: a column without a value for some set (a
+    metric computed for none of its captions) is shown, left out and named in ``notes``."""
+    keep = []
+    for j, c in enumerate(columns):
+        empty = [names[i] for i in range(len(names)) if np.isnan(values[i, j])]
+        if empty:
+            c.averaged = False
+            notes.append(f"dropped from the average: {c.name} (no value for "
+                         f"{', '.join(empty)}: computed for no caption)")
+        else:
+            keep.append(j)
+    return keep
 
 
 def _cells(s: SetEval, columns: Sequence[Column], union: ImageUnion, annotations) -> dict:

@@ -35,6 +35,8 @@ class Column:
     higher_is_better: bool
     metric: str
     by: str | None = None
+    averaged: bool = True   # False: no value for some set, shown but left out of the N-avg
+    gap: str | None = None  # a gap's direction, named: "male − female"
 
 
 def _board_metrics(sets: Sequence[SetEval], cat: Catalogue) -> list[tuple[str, str]]:
@@ -113,7 +115,8 @@ def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
         if any(s.estimates[base].boot is not None or s.estimates[base].spread is not None
                or isinstance(s.estimates[base].stats, SparseStats) for s in sets):
             continue
-        cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by))
+        a, b = GROUPINGS[by]
+        cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by, gap=f"{a} − {b}"))
     for why, ms in dropped.items():
         notes.append(f"dropped from the average: {', '.join(ms)} ({why})")
     return list({c.name: c for c in cols}.values())

@@ -9,18 +9,28 @@ from typing import Any, Mapping
 __all__ = ["leaderboard_markdown"]
 
 
-def _v(x, ci=None) -> str:
+def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
+    """``0.57 [0.10, 7.59] n=1,204``: a value with its interval and the images it rests on."""
     if x is None:
         return "–"
-    s = f"{x:.2f}"
+    s = fmt.format(x)
     if ci and ci[0] is not None:
-        s += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+        s += f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+    if n is not None:
+        s += f" n={n:,}"
     return s
 
 
+def _signed(x: float) -> str:
+    return f"{x:+.2f}".replace("-", "−")
+
+
 def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
+    from capaudit.metrics.spec import number_format
+
     lb = payload["leaderboard"]
     sets, cols = lb["sets"], lb["columns"]
+    ns = lb.get("n") or [[None] * len(cols) for _ in sets]
     out: list[str] = []
     plain = [j for j, c in enumerate(cols) if not c.get("by")]
     out += ["| metric | criterion | " + " | ".join(sets) + " |",
@@ -28,19 +38,32 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
     for j in plain:
         c = cols[j]
         arrow = "↑" if c["higher_is_better"] else "↓"
-        out.append(f"| {c['name']} {arrow} | {c['criterion']} | " + " | ".join(
-            _v(lb["values"][i][j], lb["ci"][i][j]) for i in range(len(sets))) + " |")
+        left = "" if c.get("averaged", True) else " (not averaged)"
+        out.append(f"| {c['name']} {arrow}{left} | {c['criterion']} | " + " | ".join(
+            _v(lb["values"][i][j], lb["ci"][i][j], ns[i][j], number_format(c["metric"]))
+            for i in range(len(sets))) + " |")
     gaps = [j for j, c in enumerate(cols) if c.get("by")]
     if gaps:
-        out += ["", "Gaps (group a − group b, signed, 95% interval; the N-avg uses |gap|):", "",
+        out += ["", "Gaps (signed, the direction named; 95% interval; n = images of the smaller "
+                "group; the N-avg uses |gap|):", "",
                 "| gap | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
         for j in gaps:
             c = cols[j]
             cells = []
             for s in sets:
                 info = lb["groups"].get(s, {}).get(c["name"])
-                cells.append("–" if not info else _v(info["signed_gap"], info.get("signed_ci")))
-            out.append(f"| {c['metric']} ({c['by']}) | " + " | ".join(cells) + " |")
+                if not info:
+                    cells.append("–")
+                    continue
+                ci = info.get("signed_ci") or [None, None]
+                text = _signed(info["signed_gap"])
+                if ci[0] is not None:
+                    text += f" [{_signed(ci[0])}, {_signed(ci[1])}]"
+                n = min(info.get(f"n_{g}", 0) for g in c["gap"].split(" − ")) if c.get("gap") \
+                    else None
+                cells.append(text + (f" n={n:,}" if n is not None else ""))
+            way = c.get("gap") or c["by"]
+            out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
     out += ["", "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
     for p, r in lb["profiles"].items():
         ri, fs = r.get("rank_interval"), r.get("first_share")

@@ -29,6 +29,49 @@ class GenRequest:
         return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
 
 
+def request_key(backend: str, model, params, req: "GenRequest") -> str:
+    """The response cache's key of a request (also read by a dry run, which builds no
+    backend but leaves out what the cache already holds)."""
+    text = json.dumps({"backend": backend, "model": model, "system": req.system,
+                       "prompt": req.prompt, "image": req.image_sha256(),
+                       "params": params}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def in_cache(path, backend: str, model, params, req: "GenRequest") -> bool:
+    """Whether the response cache at ``path`` holds this request's answer, read without a
+    backend and never created (a dry run writes nothing)."""
+    from pathlib import Path
+
+    if not path or not Path(path).exists():
+        return False
+    cache = ResponseCache(path)
+    try:
+        return cache.get(request_key(BACKENDS.get(backend).name, model, params, req)) is not None
+    finally:
+        cache.close()
+
+
+CAPPED = "not sent: the request cap (--max-calls) is spent"
+
+
+class RequestBudget:
+    """HTTP requests still allowed, retries included (``--max-calls`` as a hard cap); shared
+    by the backend's worker threads, so it is taken under a lock."""
+
+    def __init__(self, n: int):
+        import threading
+
+        self.left, self._lock = int(n), threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.left <= 0:
+                return False
+            self.left -= 1
+            return True
+
+
 @dataclass
 class GenResult:
     text: str | None
@@ -78,10 +121,7 @@ class Backend:
         self.stats = Stats()
 
     def cache_key(self, req: GenRequest) -> str:
-        text = json.dumps({"backend": self.name, "model": self.model, "system": req.system,
-                           "prompt": req.prompt, "image": req.image_sha256(),
-                           "params": self.params}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return request_key(self.name, self.model, self.params, req)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         out: list[GenResult | None] = [None] * len(requests)

@@ -23,11 +23,11 @@ import urllib.request
 import zlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from capaudit.core.ranges import check_number
+from capaudit.llm.base import CAPPED, Backend, GenRequest, GenResult
 from capaudit.errors import InputError
-from capaudit.llm.base import Backend, GenRequest, GenResult
 from capaudit.core.redact import redact
 from capaudit.llm.transport import Connections, DeadlineExceeded, post
 
@@ -120,6 +120,7 @@ class OpenAIBackend(Backend):
     max_retries: int = 4
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
+    budget: Any = None           # a RequestBudget: every attempt takes one (None: no cap)
 
     name = "openai"
 
@@ -203,6 +204,9 @@ class OpenAIBackend(Backend):
         last = "no attempt"
         attempts = 0
         for attempt in range(self.max_retries + 1):
+            if self.budget is not None and not self.budget.take():
+                last = CAPPED if not attempts else f"{last}; then {CAPPED}"
+                break
             attempts += 1
             try:
                 status, data, retry_after = self._post(body)
@@ -252,7 +256,7 @@ class OpenAIBackend(Backend):
     def _counted(self, res: GenResult) -> GenResult:
         # counted in the calling thread: worker threads never touch the counters
         self.stats.requests += res.attempts
-        self.stats.retries += res.attempts - 1
+        self.stats.retries += max(res.attempts - 1, 0)
         return res
 
     def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:

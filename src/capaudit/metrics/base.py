@@ -32,6 +32,7 @@ from capaudit.core.registry import Registry
 from capaudit.metrics.context import MetricContext, UnitRecords
 from capaudit.metrics.estimate import Estimate, MetricResult, SparseStats, ratio
 from capaudit.metrics.needs import NEEDS, MetricSkipped
+from capaudit.metrics.state_types import register_state
 
 __all__ = ["METRICS", "Metric", "register_metric", "CRITERIA", "NEEDS", "MetricResult", "Estimate",
            "SparseStats", "MetricContext", "MetricSkipped", "UnitRecords", "ratio"]
@@ -48,9 +49,16 @@ class Metric:
 
     - ``name`` (registry key, also the column name in results), ``label`` (table header),
       ``description`` (one line for reports and ``audit metrics``);
-    - ``direction``: +1 higher is better, -1 lower is better, 0 descriptive only;
+    - ``direction``: +1 higher is better, -1 lower is better, 0 descriptive only (never
+      marked best/worst, no arrow, left out of the leaderboard's N-avg);
     - ``criterion``: one of :data:`CRITERIA`;
-    - ``needs``: subset of :data:`NEEDS` keys;
+    - ``needs``: subset of :data:`NEEDS` keys; the annotation kinds among them
+      (``instances``, ``chair_gt``, ``demographics``) are held to the coverage check before
+      the audit (:mod:`capaudit.audit.annotation_coverage`), as for the built-in metrics;
+    - ``number_format``: how every view writes a value and its interval (``"{:,.0f}"`` for
+      a count such as the vocabulary);
+    - ``state_types``: dataclasses of its accumulator state, registered for shard state
+      files when the metric is (:mod:`.state_types`);
     - ``corrected``: also computed on corrected-mode object mentions as ``<name>_corrected``;
     - ``size_dependent``: grows with sample size (disparity compares equal-size groups);
     - ``not_by``: ``{grouping: reason}`` for groupings that make no sense (``"gender"``);
@@ -71,6 +79,8 @@ class Metric:
     details: ClassVar[Mapping[str, Any]] = {}
     default: ClassVar[bool] = True
     streams: ClassVar[bool] = True
+    number_format: ClassVar[str] = "{:.2f}"
+    state_types: ClassVar[tuple[type, ...]] = ()
     version: ClassVar[str] = "1"
 
     def update(self, ctx: MetricContext) -> Any:
@@ -97,7 +107,8 @@ class Metric:
                 "needs": sorted(cls.needs), "corrected": cls.corrected,
                 "size_dependent": cls.size_dependent, "not_by": dict(cls.not_by),
                 "details": {k: str(v) for k, v in cls.details.items()}, "default": cls.default,
-                "streams": cls.streams, "version": cls.version}
+                "streams": cls.streams, "number_format": cls.number_format,
+                "version": cls.version}
 
 
 def _check_metric(name: str, cls) -> None:
@@ -113,6 +124,16 @@ def _check_metric(name: str, cls) -> None:
         raise ValueError(f"metric '{cls.name}': detail columns must be lowercase identifiers: {bad}")
     if cls.direction not in (-1, 0, 1):
         raise ValueError(f"metric '{cls.name}': direction must be +1, -1 or 0")
+    try:
+        cls.number_format.format(1.0)
+    except (ValueError, IndexError, KeyError) as exc:
+        raise ValueError(f"metric '{cls.name}': number_format {cls.number_format!r} does not "
+                         f"format a number ({exc})") from exc
+    for state in cls.state_types:
+        try:
+            register_state(state)
+        except TypeError as exc:
+            raise ValueError(f"metric '{cls.name}': state_types: {exc}") from exc
 
 
 METRICS: Registry = Registry("metric", base=Metric, check=_check_metric, group="metrics")

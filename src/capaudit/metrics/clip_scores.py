@@ -23,6 +23,7 @@ from capaudit.metrics.base import Metric, register_metric
 from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.per_caption import PerCaptionMean
+from capaudit.metrics.state_types import register_state
 from capaudit.metrics.features.inputs import lotus_of
 
 __all__ = ["ClipScore", "ClipScoreLong", "ClipRecallAt1", "ClipRecallAt5", "ClipRecallAt10",
@@ -77,6 +78,7 @@ class ClipScoreLong(_ClipMean):
         return lotus_of(ctx).clip.clipscore_long
 
 
+@register_state
 @dataclass
 class RetrievalState:
     keys: np.ndarray                 # unit key per caption

@@ -33,6 +33,7 @@ from capaudit.metrics.hll import HLL_REL_ERROR, HyperLogLog
 from capaudit.metrics.base import Metric, register_metric
 from capaudit.metrics.estimate import Estimate, SparseStats, ratio
 from capaudit.metrics.state import UnitSums
+from capaudit.metrics.state_types import register_state
 from capaudit.text.records import POSTING_CAP
 
 __all__ = ["Vocab", "Length", "Vocabulary", "vocab_estimate"]
@@ -41,6 +42,7 @@ VOCAB_EXACT_MAX = 5_000_000  # distinct tokens kept exactly; beyond, a HyperLogL
 ROWS_ELEMS = 1_000_000  # resamples x rare tokens evaluated at once in the vocabulary bootstrap
 
 
+@register_state
 @dataclass
 class Vocabulary:
     """Set-valued state: count of every token, and for tokens used by at most
@@ -84,6 +86,7 @@ class Vocabulary:
 @register_metric
 class Vocab(Metric):
     name, label = "vocab", "Vocab"
+    number_format = "{:,.0f}"        # a count of distinct words
     description = "distinct lowercased tokens (treebank tokenization)"
     direction, criterion = +1, "complexity"
     size_dependent = True

@@ -21,7 +21,15 @@ __all__ = ["MetricResult", "SparseStats", "Estimate", "ratio"]
 
 @dataclass
 class MetricResult:
-    """One metric on one caption set: value, sample size, 95% bootstrap interval."""
+    """One metric on one caption set: the value with everything that must travel with it.
+
+    Value, 95% bootstrap interval, ``n`` (the metric's own count: captions, mentions) and
+    ``n_images`` (the images -- bootstrap units -- with a statistic: what an interval rests
+    on), the share of the set's images each annotation it read covers, and a ``status``
+    (``ok``, ``partial``, ``capped``, ``by-construction``, ``too-few``; ``skipped: why`` when
+    ``skipped``) with ``notes`` saying why. Every view writes it through
+    :mod:`capaudit.metrics.present`, so a caveat shown in one place is shown in all.
+    """
 
     value: float | None
     n: int
@@ -29,9 +37,29 @@ class MetricResult:
     ci_high: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None   # reason, when the metric could not be computed
+    n_images: int | None = None
+    status: str = "ok"
+    notes: list[str] = field(default_factory=list)
+    coverage: dict[str, float] = field(default_factory=dict)   # annotation kind -> share
+
+    @property
+    def state(self) -> str:
+        """The status as every view writes it (``skipped: why`` for a skipped metric)."""
+        return f"skipped: {self.skipped}" if self.skipped else self.status
+
+    def mark(self, status: str, note: str | None = None) -> None:
+        """Set the status (the last one set is the headline) and keep its note."""
+        self.status = status
+        if note and note not in self.notes:
+            self.notes.append(note)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "n": self.n, "ci": [self.ci_low, self.ci_high]}
+        out: dict[str, Any] = {"value": self.value, "n": self.n, "ci": [self.ci_low, self.ci_high],
+                               "n_images": self.n_images, "status": self.state}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.coverage:
+            out["coverage"] = dict(self.coverage)
         if self.skipped:
             out["skipped"] = self.skipped
         if "distinct" in self.extra:  # vocab: exact count or HyperLogLog sketch

@@ -17,6 +17,8 @@ from typing import Iterable
 
 import numpy as np
 
+from capaudit.metrics.state_types import register_state
+
 __all__ = ["HyperLogLog", "HLL_P", "HLL_REL_ERROR"]
 
 HLL_P = 14
@@ -31,6 +33,7 @@ def token_hashes(tokens: Iterable[str]) -> np.ndarray:
                         for t in tokens), np.uint64)
 
 
+@register_state
 @dataclass
 class HyperLogLog:
     registers: np.ndarray = field(default_factory=lambda: np.zeros(HLL_M, np.uint8))

@@ -24,13 +24,6 @@ class _LicSpec(Metric):
 
 
 @register_metric
-class Lic(_LicSpec):
-    name, label = "lic", "LIC"
-    description = "leakage amplification LIC_M − LIC_D (Hirota et al. 2022)"
-    direction = -1
-
-
-@register_metric
 class LicM(_LicSpec):
     name, label = "lic_m", "LIC_M"
     description = "gender leakage of the model captions (classifier score ×100)"
@@ -43,3 +36,11 @@ class LicD(_LicSpec):
     name, label = "lic_d", "LIC_D"
     description = "gender leakage of the human reference captions (classifier score ×100)"
     direction = 0
+
+
+# registered last: its column comes after the two leakages it is the difference of
+@register_metric
+class Lic(_LicSpec):
+    name, label = "lic", "LIC"
+    description = "leakage amplification LIC_M − LIC_D (Hirota et al. 2022)"
+    direction = -1

@@ -9,7 +9,7 @@ of failing the whole audit. Kept apart from the spec so the per-chunk context
 
 from __future__ import annotations
 
-__all__ = ["NEEDS", "MetricSkipped"]
+__all__ = ["NEEDS", "ANNOTATION_NEEDS", "MetricSkipped"]
 
 # what a metric may need; the engine skips a metric whose annotation is missing, with this reason
 NEEDS = {
@@ -21,6 +21,8 @@ NEEDS = {
     "judge": "no judge backend",
     "images": "no images",
 }
+# the needs that are annotation files joined on image ids (held to the coverage check)
+ANNOTATION_NEEDS = ("instances", "chair_gt", "demographics")
 
 
 class MetricSkipped(Exception):

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from capaudit.metrics.base import METRICS, Metric
+from capaudit.metrics.needs import ANNOTATION_NEEDS
 
 __all__ = ["CORRECTED_SUFFIX", "metric_spec", "default_metrics", "corrected_metrics", "label",
-           "direction", "description", "arrow", "specs"]
+           "direction", "description", "arrow", "specs", "ordered", "number_format",
+           "annotation_kinds"]
 
 CORRECTED_SUFFIX = "_corrected"
 
@@ -71,3 +73,30 @@ def description(name: str) -> str:
         return ""
     return s.description + (" (corrected-mode object mentions)"
                             if name.endswith(CORRECTED_SUFFIX) else "")
+
+
+def number_format(name: str) -> str:
+    """How every view writes a value of ``name`` (``"{:.2f}"`` unless its spec says)."""
+    s = metric_spec(name)
+    return s.number_format if s is not None else "{:.2f}"
+
+
+def annotation_kinds(names: Iterable[str]) -> list[str]:
+    """The annotation kinds the metrics ``names`` need, by their spec (plugins included),
+    in the coverage check's order; a name no metric produces needs none."""
+    kinds = {k for n in names if (s := metric_spec(n)) is not None for k in s.needs}
+    return [k for k in ANNOTATION_NEEDS if k in kinds]
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """``names`` in the one column order of every view: registration order (the import
+    order of :mod:`capaudit.metrics`, then plugins), a corrected twin right after its base
+    metric; names no metric produces after them, as given."""
+    names = list(dict.fromkeys(names))
+    rank = {}
+    for i, cls in enumerate(specs()):
+        rank[cls.name] = (i, 0)
+        if cls.corrected:
+            rank[cls.name + CORRECTED_SUFFIX] = (i, 1)
+    return (sorted((n for n in names if n in rank), key=rank.__getitem__)
+            + [n for n in names if n not in rank])

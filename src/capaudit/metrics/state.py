@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from capaudit.metrics.state_types import register_state
+
 __all__ = ["UnitSums", "UnitCells", "Units", "unit_order"]
 
 
@@ -45,6 +47,7 @@ def _add_totals(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@register_state
 @dataclass
 class UnitSums:
     """Per-unit column sums ``values[i]`` of unit ``keys[i]`` (sorted, unique) + totals."""
@@ -79,6 +82,7 @@ class UnitSums:
         return out
 
 
+@register_state
 @dataclass
 class UnitCells:
     """Sparse counts of (unit key, column) cells, e.g. captions of an image naming a category."""

@@ -131,5 +131,6 @@ class StreamStats:
 def _empty_context(acc: StreamStats) -> MetricContext:
     from capaudit.text.records import build_records
 
+    # no captions, not unknown ones: a metric reading ctx.captions sees an empty list
     return MetricContext(build_records([], mode=acc.mode, workers=1), np.zeros(0, np.int64),
-                         acc.annotations, acc.min_images, config=acc.config)
+                         acc.annotations, acc.min_images, captions=[], config=acc.config)

@@ -1,13 +1,15 @@
 """Text of a comparison's cells, shared by the terminal table and the report.
 
-One place decides how a value reads ("77.21 [76.13, 78.34]", "n/a", "not
-computed (use --lic)", "0.00 (by construction)") and which mark it carries,
-so the terminal and report.md/html never disagree.
+One place decides how a value reads ("77.21 [76.13, 78.34] n=1,000", "n/a", "not
+computed (use --lic)", "0.00 [0.00, 0.00] n=6 (too-few)") and which mark it carries,
+so the terminal and report.md/html never disagree; the value itself is written by
+:mod:`capaudit.metrics.present`, as everywhere else.
 """
 
 from __future__ import annotations
 
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
+from capaudit.metrics.present import short_status, status_text, value_text
 from capaudit.metrics.spec import arrow, label
 
 
@@ -17,25 +19,21 @@ def header(metric: str) -> str:
 
 
 def fmt_value(metric: str, r, ci: bool = True) -> str:
-    """A metric value with its 95% interval; counts (vocab) without decimals."""
+    """A metric value with its 95% interval and n, and its status when not ``ok``."""
     if r is None:
         return "-"
     if r.skipped:
         return LIC_NOT_COMPUTED if r.skipped == LIC_NOT_COMPUTED else "n/a"
-    if r.value is None:
-        return "-"
-    f = "{:,.0f}" if metric == "vocab" else "{:.2f}"
-    text = f.format(r.value)
-    if ci and r.ci_low is not None and r.ci_high is not None:
-        text += f" [{f.format(r.ci_low)}, {f.format(r.ci_high)}]"
-    return text
+    text = value_text(metric, r, ci)
+    status = short_status(r)
+    return f"{text} ({status})" if status and text != "-" else text
 
 
 def cell(cmp, name: str, metric: str, ci: bool = True) -> tuple[str, str | None]:
     """(text, mark) of one cell; mark is "best", "worst", "flag" or None."""
     text = fmt_value(metric, cmp.result(name, metric), ci)
     if (name, metric) in cmp.flags:
-        return text + " (by construction)", "flag"
+        return text, "flag"
     if cmp.best.get(metric) == name:
         return text, "best"
     if cmp.worst.get(metric) == name:
@@ -60,8 +58,14 @@ def notes(cmp) -> list[str]:
     if cmp.unmarked:
         lines.append("not marked, intervals overlap: " + ", ".join(
             f"{label(m)} ({what})" for m, what in cmp.unmarked.items()))
+    for m, why in getattr(cmp, "unranked", {}).items():
+        lines.append(f"{label(m)} not ranked: {why}")
     for (n, m), why in cmp.flags.items():
         lines.append(f"{n} {label(m)}: {why}; not ranked")
+    for n in cmp.names:  # every caveat of a value, in full, once
+        for m, r in cmp.results[n].results.items():
+            if not r.skipped and r.status != "ok" and r.notes and (n, m) not in cmp.flags:
+                lines.append(f"{n} {label(m)}: {status_text(r)}")
     for n in cmp.names:
         for m, r in cmp.results[n].results.items():
             if r.skipped and r.skipped != LIC_NOT_COMPUTED:

@@ -42,13 +42,12 @@ from capaudit.report.basis import (
     Basis,
     equal_size,
     plan_basis,
-    set_format,
-    set_info,
     size_dependent,
 )
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
-from capaudit.metrics.spec import direction
-from capaudit.audit.runner import StreamTarget, resolve_target, run_audit
+from capaudit.metrics.spec import direction, ordered
+from capaudit.audit import result_status
+from capaudit.audit.runner import resolve_target, run_audit
 from capaudit.errors import InputError
 
 __all__ = [
@@ -61,16 +60,9 @@ __all__ = [
     "rank",
 ]
 
-# column order of every view, whatever order the metrics were computed in
-ORDER = ("vocab", "length", "recall", "recall_corrected", "gender_error", "recall_disparity",
-         "chair_s", "chair_s_corrected", "chair_i", "chair_i_corrected", "lic_m", "lic_d", "lic")
-# caption formats that hold human COCO captions: the CHAIR ground truth is built from them
-HUMAN_COCO_FORMATS = ("coco", "karpathy")
-BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
-                   "these human captions")
-FILTERED_BY_GT = ("by construction: the hallucination filter removed what this CHAIR ground "
-                  "truth calls hallucinated (score it with other evidence: filter --evidence "
-                  "instances or a detector)")
+# why a CHAIR value is 0 by construction: decided where the value is made (audit.result_status)
+HUMAN_COCO_FORMATS, BY_CONSTRUCTION, FILTERED_BY_GT = (
+    result_status.HUMAN_COCO_FORMATS, result_status.BY_CONSTRUCTION, result_status.FILTERED_BY_GT)
 
 
 @dataclass
@@ -89,6 +81,8 @@ class Comparison:
     basis: Basis | None = None
     flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
     unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
+    unranked: dict[str, str] = field(default_factory=dict)  # metric -> why the data cannot rank it
+    min_n: int = 30                       # images every compared value needs to be ranked
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -96,12 +90,6 @@ class Comparison:
 
     def result(self, name: str, metric: str):
         return self.results[name].results.get(metric)
-
-
-def ordered(metrics) -> list[str]:
-    """Metrics in the one column order of every view (unknown ones after, as given)."""
-    metrics = list(dict.fromkeys(metrics))
-    return ([m for m in ORDER if m in metrics] + [m for m in metrics if m not in ORDER])
 
 
 def _separated(r, others) -> bool:
@@ -116,6 +104,21 @@ def _separated(r, others) -> bool:
     return True
 
 
+def _unrankable(cand: dict, min_n: int) -> str | None:
+    """Why these values cannot be ranked: one rests on fewer than ``min_n`` images, or its
+    interval has no width (six zeros resample to [0, 0] and "overlap" nothing)."""
+    from capaudit.metrics.present import is_degenerate
+
+    few = [f"{n} rests on {r.n_images:,} images" for n, r in cand.items()
+           if r.n_images is not None and r.n_images < min_n]
+    if few:
+        return ", ".join(few) + f" (under --min-n {min_n})"
+    flat = [n for n, r in cand.items() if is_degenerate(r)]
+    if flat:
+        return ", ".join(flat) + " has a zero-width interval"
+    return None
+
+
 def rank(cmp: Comparison) -> None:
     """Mark best/worst per metric where the intervals say so; flagged values take no part."""
     for m in cmp.metrics:
@@ -126,6 +129,10 @@ def rank(cmp: Comparison) -> None:
             if r is not None and not r.skipped and r.value is not None and (n, m) not in cmp.flags:
                 cand[n] = r
         if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
+            continue
+        why = _unrankable(cand, cmp.min_n)
+        if why:
+            cmp.unranked[m] = why
             continue
         order = sorted(cand, key=lambda n: cand[n].value * d)
         worst, best = order[0], order[-1]
@@ -138,27 +145,15 @@ def rank(cmp: Comparison) -> None:
             cmp.unmarked[m] = " or ".join(missing)
 
 
-def _circular_reason(store, t: StreamTarget) -> str | None:
-    """Why this set's CHAIR is 0 by construction, if it is."""
-    if set_format(store, t) in HUMAN_COCO_FORMATS:
-        return BY_CONSTRUCTION
-    info = set_info(store, t)
-    opts = (info.options or {}) if info is not None else {}
-    if opts.get("filter") == "hallucination" and opts.get("evidence") == "chair-gt":
-        return FILTERED_BY_GT
-    return None
-
-
-def flag_circular(store, resolved: list[StreamTarget], cmp: Comparison) -> None:
-    """CHAIR of human COCO captions, or of a set filtered with the CHAIR ground truth, is 0
-    by construction: flag it, never rank it."""
-    for t in resolved:
-        why = _circular_reason(store, t)
-        if why is None:
-            continue
+def flag_circular(cmp: Comparison) -> None:
+    """CHAIR values that are 0 by construction (status set by the audit,
+    :func:`capaudit.audit.result_status.mark_by_construction`): flagged, never ranked."""
+    for name in cmp.names:
         for m in cmp.metrics:
-            if m.startswith("chair") and cmp.value(t.name, m) is not None:
-                cmp.flags[(t.name, m)] = why
+            r = cmp.result(name, m)
+            if r is not None and not r.skipped and r.status == "by-construction":
+                cmp.flags[(name, m)] = next((t for t in r.notes if t.startswith("by construction")),
+                                            BY_CONSTRUCTION)
 
 
 def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
@@ -211,8 +206,8 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
         res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
     metrics = ordered(m for res in results.values() for m in res.results)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
-                     basis=basis)
-    flag_circular(store, resolved, cmp)
+                     basis=basis, min_n=int(cfg.get("min_n") or 30))
+    flag_circular(cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
     if cfg.get("disparity"):

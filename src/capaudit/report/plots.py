@@ -2,7 +2,9 @@
 
 - each bias/hallucination metric against recall across the compared sets,
   95% intervals as error bars, with its least-squares line and R² only from
-  ``MIN_FIT`` sets on (the GCE paper's trade-off figure); values flagged "by
+  ``MIN_FIT`` sets *and* ``MIN_FIT_IMAGES`` images all of them share on (the GCE
+  paper's trade-off figure; sets that share 2 images differ in their images as much
+  as in their captions, and a line through them says nothing); values flagged "by
   construction" are drawn hollow and left out of the fit;
 - the per-category recall difference (man - woman) for the ten categories
   that co-occur most with people.
@@ -44,6 +46,23 @@ def regression(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 
 MIN_FIT = 4   # a line through 2 or 3 points says nothing (R² of 2 points is always 1)
+MIN_FIT_IMAGES = 30   # images the fitted sets must share
+
+
+def shared_images(cmp) -> int | None:
+    """Images every compared set has (``None``: not known)."""
+    basis = getattr(cmp, "basis", None)
+    return None if basis is None else basis.shared_images
+
+
+def fit_caption(info: dict) -> str:
+    """What a trade-off line rests on, or why there is none: sets and shared images."""
+    shared = info.get("shared_images")
+    imgs = "" if shared is None else f", {shared:,} shared images"
+    if "r2" in info:
+        return f"slope {info['slope']:.3f}, R² = {info['r2']:.2f}, {info['fit_n']} sets{imgs}"
+    return (f"no fitted line: {info['fit_n']} sets{imgs}; a line needs {MIN_FIT} sets and "
+            f"{MIN_FIT_IMAGES} shared images")
 
 
 def colours(names) -> dict[str, str]:
@@ -100,18 +119,18 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
                         color=col[n], mfc="white" if flagged else col[n],
                         label=text_label(n) + (" (by construction)" if flagged else ""))
         fit = [(rx.value, ry.value) for n, rx, ry in pts if (n, m) not in flags]
-        info = {"metric": m, "file": f"{m}_vs_recall.png", "n": len(pts), "fit_n": len(fit)}
+        info = {"metric": m, "file": f"{m}_vs_recall.png", "n": len(pts), "fit_n": len(fit),
+                "shared_images": shared_images(cmp)}
         x = np.array([p[0] for p in fit], float)
         y = np.array([p[1] for p in fit], float)
         title = f"{label(m)} vs Recall"
-        if len(fit) >= MIN_FIT and np.ptp(x) > 0:
+        enough = info["shared_images"] is None or info["shared_images"] >= MIN_FIT_IMAGES
+        if len(fit) >= MIN_FIT and enough and np.ptp(x) > 0:
             slope, icpt, r2 = regression(x, y)
             xs = np.linspace(x.min(), x.max(), 20)
             ax.plot(xs, slope * xs + icpt, "--", color="grey", linewidth=1)
-            title += f" (R² = {r2:.2f}, {len(fit)} sets)"
             info.update(slope=slope, r2=r2)
-        else:
-            title += f" (no line: {len(fit)} sets, a fit needs {MIN_FIT})"
+        title += f"\n({fit_caption(info)})"
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"{label('recall')} (95% interval)", fontsize=8)
         ax.set_ylabel(f"{label(m)} (95% interval)", fontsize=8)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from capaudit.metrics.spec import description
 from capaudit.report.cells import fmt_cost, notes
-from capaudit.report.plots import MIN_FIT, disparity_plot, tradeoff_plots
+from capaudit.report.plots import disparity_plot, fit_caption, tradeoff_plots
 
 
 def _md_table(cmp) -> str:
@@ -69,8 +69,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     if plots:
         md += ["", "## Bias and hallucination against recall", ""]
         for p in plots:
-            r2 = (f" (slope {p['slope']:.3f}, R² = {p['r2']:.2f}, {p['fit_n']} sets)" if "r2" in p
-                  else f" (no fitted line: {p['fit_n']} sets, a line needs {MIN_FIT})")
+            r2 = f" ({fit_caption(p)})"
             md += [f"![{p['metric']} vs recall]({p['file']})", f"{p['metric']} vs recall{r2}", ""]
     if disp:
         md += ["## Recall difference by category (man − woman)", "",

@@ -37,7 +37,7 @@ from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.disparity.groups import (GROUPINGS, GroupStreams, caption_chunks,
                                              equal_images, group_seed, labels_of, not_by,
                                              scan_images)
-from capaudit.audit.engine import point_value
+from capaudit.audit.engine import images_used, point_value
 from capaudit.errors import InputError
 from capaudit.metrics import METRICS, default_metrics
 from capaudit.metrics.estimate import MetricResult
@@ -148,7 +148,8 @@ def _combine(name, groups, per_group, boots, basis, images) -> dict[str, MetricR
         points[g] = point_value(est)
         lo, hi = (interval(boots[g][name], points[g], est.recentre) if boots[g]
                   else (None, None))
-        out[g] = MetricResult(points[g], est.n, lo, hi, extra={"basis": basis, "images": images[g]})
+        out[g] = MetricResult(points[g], est.n, lo, hi, extra={"basis": basis, "images": images[g]},
+                              n_images=images_used(est))
     a, b = groups
     key = f"{a}-{b}"
     if a not in points or b not in points or None in (points[a], points[b]):
@@ -160,5 +161,7 @@ def _combine(name, groups, per_group, boots, basis, images) -> dict[str, MetricR
     if boots[a] and boots[b]:
         rec = per_group[a][0][name].recentre
         lo, hi = interval(boots[a][name] - boots[b][name], diff, rec)
-    out[key] = MetricResult(diff, out[a].n + out[b].n, lo, hi, extra={"basis": basis})
+    # a gap is as weak as its smaller group: that is the n it rests on
+    out[key] = MetricResult(diff, out[a].n + out[b].n, lo, hi, extra={"basis": basis},
+                            n_images=min(out[a].n_images, out[b].n_images))
     return out

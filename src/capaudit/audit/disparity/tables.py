@@ -33,7 +33,9 @@ def disparity_rows(disparities: dict[str, dict[str, Disparity]]
                 r = d.results.get(metric, {}).get(d.diff_key) if d else None
                 cells.append("-" if r is None or r.value is None else
                              f"{r.value:+.2f}" + ("" if r.ci_low is None else
-                                                   f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+                                                   f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]")
+                             # a gap rests on the images of its smaller group
+                             + ("" if r.n_images is None else f" n={r.n_images:,}"))
             rows.append([name, metric, *cells])
     return [h.replace("-", " − ") for h in heads], rows
 

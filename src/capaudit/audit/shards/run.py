@@ -160,6 +160,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     import dataclasses
 
     from capaudit.audit import annotation_coverage as coverage
+    from capaudit.audit.result_status import assign_status
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shards.merge import merge_shards
     from capaudit.audit.shards.outputs import annotation_namespaces, details_path, merged_coverage
@@ -212,6 +213,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
             first += n
         res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
     coverage.mark_skipped(res.results, cov)
+    assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]

@@ -7,10 +7,12 @@ JSON scalars, lists, tagged dicts and tuples, numpy arrays (stored in the
 ``.npz``, read with ``allow_pickle=False``, never object dtype) and instances
 of the dataclasses in :data:`STATE_TYPES` (the accumulator states of the
 built-in metrics: ``UnitSums``, ``UnitCells``, ``Vocabulary``,
-``HyperLogLog``, ``RetrievalState``). The loader looks types up by name in
-that registry and imports nothing else. A plugin metric whose state is
-another dataclass registers it with :func:`register_state`; any other state
-cannot be saved safely and the sharded run says so in one line.
+``HyperLogLog``, ``RetrievalState``), each registered by the metric module
+that defines it (:mod:`capaudit.metrics.state_types`). The loader looks types
+up by name in that registry and imports nothing else. A plugin metric whose
+state is another dataclass registers it with :func:`register_state` (or names
+it in its ``state_types``); any other state cannot be saved safely and the
+sharded run says so in one line.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from capaudit.metrics.state_types import STATE_TYPES, register_state
+
 __all__ = ["STATE_TYPES", "StateError", "dumps_state", "loads_state", "register_state"]
 
-STATE_TYPES: dict[str, type] = {}
 _BUILTINS_LOADED = []
 HEADER = "header"
 FORMAT = "capaudit-shard-state/1"
@@ -35,23 +38,10 @@ class StateError(ValueError):
     """A state that cannot be written safely, or a file that is not a valid state."""
 
 
-def register_state(cls: type) -> type:
-    """Allow the dataclass ``cls`` (fields of encodable values) in shard state files."""
-    if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls.__name__} is not a dataclass")
-    STATE_TYPES[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    return cls
-
-
 def _builtin_types() -> dict[str, type]:
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED.append(True)
-        from capaudit.metrics.clip_scores import RetrievalState
-        from capaudit.metrics.diversity import Vocabulary
-        from capaudit.metrics.hll import HyperLogLog
-        from capaudit.metrics.state import UnitCells, UnitSums
-        for cls in (UnitSums, UnitCells, Vocabulary, HyperLogLog, RetrievalState):
-            register_state(cls)
+        import capaudit.metrics  # noqa: F401  (the built-in metric modules register theirs)
     return STATE_TYPES
 
 

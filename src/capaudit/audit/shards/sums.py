@@ -95,6 +95,7 @@ def _disparity_parts(state, units) -> tuple:
 
 def acc_sums(acc, job: SumsJob) -> dict:
     """One shard's ``StreamStats`` as replicate sums (``{"unsupported": name}`` if it cannot)."""
+    from capaudit.audit.engine import images_used
     from capaudit.metrics.base import MetricSkipped
     from capaudit.metrics.diversity import Vocabulary
     from capaudit.metrics.recall_disparity import RecallDisparity
@@ -117,7 +118,8 @@ def acc_sums(acc, job: SumsJob) -> dict:
         try:
             if isinstance(metric, RecallDisparity):
                 stats, n_img = _disparity_parts(state, units)
-                dense[name] = (stats, {"n": int(state.totals["n"]), "n_img": n_img})
+                dense[name] = (stats, {"n": int(state.totals["n"]), "n_img": n_img,
+                                       "n_images": images_used(_Stats(stats))})
                 continue
             if not isinstance(state, UnitSums):
                 return {"unsupported": name}
@@ -128,11 +130,19 @@ def acc_sums(acc, job: SumsJob) -> dict:
         if est.boot is not None or est.value is not None or not isinstance(est.stats, np.ndarray):
             return {"unsupported": name}
         dense[name] = (np.asarray(est.stats, np.float64), {
-            "n": est.n, "raw": state.values.sum(axis=0), "totals": state.totals})
+            "n": est.n, "raw": state.values.sum(axis=0), "totals": state.totals,
+            "n_images": images_used(est)})   # shards hold disjoint images: counts add
     reps = _replicate_sums([d[0] for d in dense.values()], hk, job.n_boot, job.seed)
     for (name, (stats, rest)), rep in zip(dense.items(), reps):
         out["metrics"][name] = {"point": stats.sum(axis=0), "reps": rep, **rest}
     return out
+
+
+@dataclass
+class _Stats:
+    """An estimate-shaped holder of per-unit statistics (for :func:`images_used`)."""
+
+    stats: object
 
 
 def shard_sums(job: SumsJob) -> dict:
@@ -155,7 +165,7 @@ def _merge_into(total: dict, part: dict) -> None:
         elif "vocab" in m:
             have["vocab"] = have["vocab"].merge(m["vocab"])
         else:
-            for k in ("point", "reps", "raw", "n_img"):
+            for k in ("point", "reps", "raw", "n_img", "n_images"):
                 if k in m:
                     have[k] = have[k] + m[k]
             have["n"] += m["n"]
@@ -201,9 +211,10 @@ def finish_sums(parts: list[dict], acc, plan: dict, n_boot: int, seed: int,
         try:
             if why:
                 raise MetricSkipped(why)
+            n_images = None if m is None else m.get("n_images")
             if m is not None and "vocab" in m:
                 est, vals = _vocab_result(m["vocab"], plan["n_units"], n_boot, seed)
-                value, n = point_value(est), est.n
+                value, n, n_images = point_value(est), est.n, plan["n_units"]
             elif m is not None and "n_img" in m:
                 est, vals = _disparity_result(m, pseudo_units.context.categories, acc.min_images)
                 value, n = point_value(est), m["n"]
@@ -218,7 +229,7 @@ def finish_sums(parts: list[dict], acc, plan: dict, n_boot: int, seed: int,
             continue
         lo, hi = interval(vals, value, est.recentre)
         results[name + suffix] = MetricResult(value, n, lo, hi, extra=dict(
-            est.extra, mode=acc.mode, bootstrap="poisson"))
+            est.extra, mode=acc.mode, bootstrap="poisson"), n_images=n_images)
     return results
 
 

@@ -5,6 +5,9 @@
   const DATA = JSON.parse(document.getElementById("data").textContent);
   const LB = DATA.leaderboard;
   const SETS = LB.sets, COLS = LB.columns;
+  const NS = LB.n || SETS.map(() => COLS.map(() => null));
+  // the main table: the metrics; the gaps have their own table (signed, direction named)
+  const MAIN = COLS.map((c, j) => j).filter(j => !COLS[j].by);
   const CRITERIA = LB.meta.criteria_order;
   const SVGNS = "http://www.w3.org/2000/svg";
   let sortKey = "rank", sortDir = 1;
@@ -21,11 +24,15 @@
     return e;
   }
   function fmt(v) { return v === null || v === undefined ? "–" : (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2)); }
+  function signed(v) { return v === null || v === undefined ? "–" : (v >= 0 ? "+" : "−") + fmt(Math.abs(v)); }
+  function nText(n) { return n === null || n === undefined ? "" : "n=" + n.toLocaleString("en-US"); }
 
-  // same arithmetic as capaudit.lotus.leaderboard.n_avg
+  // same arithmetic as capaudit.leaderboard.ranking.n_avg; a column without a value for
+  // some set (averaged: false) is left out, as in Python, never counted as 0.5
   function nAvg(weights) {
     const z = SETS.map(() => new Array(COLS.length).fill(0.5));
     COLS.forEach((c, j) => {
+      if (c.averaged === false) return;
       const vals = SETS.map((_, i) => LB.values[i][j]);
       const lo = Math.min(...vals), hi = Math.max(...vals);
       SETS.forEach((_, i) => {
@@ -35,7 +42,7 @@
     });
     const crit = {};
     CRITERIA.forEach(name => {
-      const idx = COLS.map((c, j) => c.criterion === name ? j : -1).filter(j => j >= 0);
+      const idx = COLS.map((c, j) => c.criterion === name && c.averaged !== false ? j : -1).filter(j => j >= 0);
       if (idx.length) crit[name] = SETS.map((_, i) => idx.reduce((a, j) => a + z[i][j], 0) / idx.length);
     });
     let total = 0;
@@ -66,9 +73,10 @@
     head.textContent = ""; body.textContent = "";
     const tr = el("tr");
     const keys = [["rank", "rank"], ["set", "set"], ["navg", "N-avg"], ["interval", "rank 95%"], ["first", "first"]]
-      .concat(COLS.map((c, j) => ["c" + j, c.name + (c.higher_is_better ? " ↑" : " ↓")]));
+      .concat(MAIN.map(j => ["c" + j, COLS[j].name + (COLS[j].higher_is_better ? " ↑" : " ↓")
+        + (COLS[j].averaged === false ? " *" : "")]));
     keys.forEach(([k, label]) => {
-      const th = el("th", label, k === "set" ? "name" : "");
+      const th = el("th", label, k === "set" ? "name pin" : (k === "rank" ? "pin0" : ""));
       th.dataset.key = k;
       if (k === sortKey) th.classList.add(sortDir > 0 ? "sorted-asc" : "sorted-desc");
       th.addEventListener("click", () => {
@@ -93,8 +101,8 @@
     rows.forEach(i => {
       const row = el("tr");
       row.dataset.set = SETS[i];
-      row.appendChild(el("td", String(r.rank[i])));
-      const name = el("td", null, "name");
+      row.appendChild(el("td", String(r.rank[i]), "pin0"));
+      const name = el("td", null, "name pin");
       const a = el("a", SETS[i]);
       a.href = DATA.links[SETS[i]];
       a.title = "worst captions";
@@ -105,10 +113,11 @@
       row.appendChild(el("td", ri ? "[" + ri[i][0] + ", " + ri[i][1] + "]" : "–"));
       const fs = r.profile.first_share;
       row.appendChild(el("td", fs ? Math.round(100 * fs[i]) + "%" : "–"));
-      COLS.forEach((c, j) => {
+      MAIN.forEach(j => {
         const td = el("td", fmt(LB.values[i][j]));
         const ci = LB.ci[i][j];
         if (ci && ci[0] !== null) td.appendChild(el("span", "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]", "ci"));
+        td.appendChild(el("span", nText(NS[i][j]), "ci"));
         row.appendChild(td);
       });
       body.appendChild(row);
@@ -161,35 +170,39 @@
     });
   }
 
+  // one row per gap, one cell per set: the signed gap with its interval and n, and a bar on
+  // that gap's own scale (a 0.20 gap of one metric is not drawn on another's scale)
   function renderGaps() {
     const box = document.getElementById("gaps");
     box.textContent = "";
-    const gapCols = COLS.filter(c => c.by);
+    const gapCols = COLS.map((c, j) => j).filter(j => COLS[j].by);
     if (!gapCols.length) { box.appendChild(el("p", "no gaps (no group labels)")); return; }
-    SETS.forEach(s => {
-      const card = el("div", null, "card");
-      card.appendChild(el("h3", s));
-      const info = (LB.groups[s] || {});
-      const H = 16 * gapCols.length + 10;
-      const g = svg("svg", { width: 380, height: H });
-      const max = Math.max(1e-9, ...SETS.flatMap(t => gapCols.map(c => {
-        const x = (LB.groups[t] || {})[c.name]; if (!x) return 0;
-        const ci = x.signed_ci || [x.signed_gap, x.signed_gap];
-        return Math.max(Math.abs(x.signed_gap), Math.abs(ci[0] || 0), Math.abs(ci[1] || 0));
-      })));
-      gapCols.forEach((c, k) => {
-        const x = info[c.name]; if (!x) return;
-        const y = 5 + 16 * k, mid = 290, w = 80 * x.signed_gap / max;
-        const label = svg("text", { x: 0, y: y + 10, "font-size": 9 });
-        label.textContent = c.metric + " (" + c.by + ")";
-        g.appendChild(label);
-        g.appendChild(svg("rect", { x: Math.min(mid, mid + w), y: y, width: Math.abs(w), height: 11, fill: w >= 0 ? "#d9822b" : "#7b57c2" }));
-        if (x.signed_ci && x.signed_ci[0] !== null) g.appendChild(svg("line", { x1: mid + 80 * x.signed_ci[0] / max, x2: mid + 80 * x.signed_ci[1] / max, y1: y + 5.5, y2: y + 5.5, stroke: "#000" }));
-        g.appendChild(svg("line", { x1: mid, x2: mid, y1: 0, y2: H, stroke: "#999" }));
+    const table = el("table"), head = el("tr");
+    ["gap (direction)"].concat(SETS).forEach((h, k) => head.appendChild(el("th", h, k ? "" : "name")));
+    table.appendChild(head);
+    gapCols.forEach(j => {
+      const c = COLS[j], row = el("tr");
+      row.appendChild(el("td", c.metric + " (" + (c.gap || c.by) + ")", "name"));
+      const infos = SETS.map(s => (LB.groups[s] || {})[c.name]);
+      const max = Math.max(1e-9, ...infos.map(x => !x ? 0 : Math.max(Math.abs(x.signed_gap),
+        ...((x.signed_ci || []).filter(v => v !== null).map(Math.abs)))));
+      infos.forEach((x, i) => {
+        const td = el("td", x ? signed(x.signed_gap) : "–");
+        if (x) {
+          const ci = x.signed_ci;
+          if (ci && ci[0] !== null) td.appendChild(el("span", "[" + signed(ci[0]) + ", " + signed(ci[1]) + "]", "ci"));
+          td.appendChild(el("span", nText(NS[i][j]), "ci"));
+          const g = svg("svg", { width: 120, height: 12 }), mid = 60, w = 55 * x.signed_gap / max;
+          g.appendChild(svg("rect", { x: Math.min(mid, mid + w), y: 1, width: Math.abs(w), height: 10, fill: w >= 0 ? "#d9822b" : "#7b57c2" }));
+          if (ci && ci[0] !== null) g.appendChild(svg("line", { x1: mid + 55 * ci[0] / max, x2: mid + 55 * ci[1] / max, y1: 6, y2: 6, stroke: "#000" }));
+          g.appendChild(svg("line", { x1: mid, x2: mid, y1: 0, y2: 12, stroke: "#999" }));
+          td.appendChild(g);
+        }
+        row.appendChild(td);
       });
-      card.appendChild(g);
-      box.appendChild(card);
+      table.appendChild(row);
     });
+    box.appendChild(table);
   }
 
   function renderCells() {

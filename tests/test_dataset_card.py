@@ -1,0 +1,47 @@
+"""``capaudit audit card``: the audit as a dataset-card section, from the same result
+objects as every other view (#21), on the bundled COCO demo sample and a set filtered
+from it with the CHAIR ground truth."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from capaudit.cli.main import main
+
+
+def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
+    from capaudit.demo import build_demo
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db, run_audit=False)
+    import capaudit
+    store = capaudit.open(db)
+    store.filter("nic", "hallucination", "nic_clean", evidence="chair-gt")
+    card = tmp_path / "card" / "README.md"
+    assert main(["audit", "card", "nic", "nic_clean", "--out", str(card), "--n-boot", "50",
+                 "--db", str(db)]) == 0
+    text = card.read_text()
+    head, body = text.split("\n---\n", 1)
+    meta = yaml.safe_load(head.removeprefix("---\n"))["capaudit_audit"]
+    # the same numbers as the JSON of an audit of the same sets (same seed, same basis)
+    js = tmp_path / "run.json"
+    assert main(["audit", "run", "nic", "--n-boot", "50", "--json", str(js),
+                 "--db", str(db)]) == 0
+    run = json.loads(js.read_text())["sets"]["nic"]
+    nic = meta["sets"]["nic"]["metrics"]
+    assert nic["chair_s"]["value"] == run["chair_s"]["value"]
+    assert nic["chair_s"]["n_images"] == run["chair_s"]["n_images"] == 1000
+    assert nic["chair_s"]["coverage"] == {"chair_gt": 1.0} and nic["chair_s"]["status"] == "ok"
+    # filtered with the CHAIR ground truth: 0 by construction, said in both parts
+    clean = meta["sets"]["nic_clean"]["metrics"]["chair_s"]
+    assert clean["value"] == 0.0 and clean["status"] == "by-construction"
+    row = next(line for line in body.splitlines() if line.startswith("| CHAIR_s | 0.00 |"))
+    assert "by construction: the hallucination filter removed" in row
+    # every value with its n; the filter history; gaps by gender with their direction
+    assert f"| CHAIR_s | {run['chair_s']['value']:.2f} | " in body and "| 1,000 | ok |" in body
+    assert "- `nic_clean` from `nic`: hallucination (" in body
+    assert "By gender (male − female; 95% interval; n = images of the smaller group):" in body
+    assert "- CHAIR ground truth: 1,000 of 1,000 images (100.0%)" in body
+    assert "### Provenance" in body and "capaudit audit card nic nic_clean" in body
