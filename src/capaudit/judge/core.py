@@ -32,28 +32,10 @@ from typing import Any
 
 from capaudit.errors import InputError
 from capaudit.judge.config import STATUSES, JudgeConfig, JudgeStats, ParseError, Task, Verdict
+from capaudit.judge.parse import p_yes_from_logprobs  # re-exported
 
 __all__ = ["JudgeConfig", "Task", "Verdict", "Judge", "ParseError", "p_yes_from_logprobs",
            "STATUSES", "JudgeStats"]
-
-_YES = {"yes", "true"}
-_NO = {"no", "false"}
-
-
-def p_yes_from_logprobs(logprobs: list | None) -> float | None:
-    """P(yes) / (P(yes) + P(no)) at the first word token of the answer, if the server sent it."""
-    for tok in logprobs or []:
-        word = str(tok.get("token", "")).strip().strip("*\"'{").lower()
-        if not word.isalpha():
-            continue
-        cands = tok.get("top_logprobs") or [tok]
-        y = sum(math.exp(c["logprob"]) for c in cands
-                if str(c.get("token", "")).strip().strip("*\"'").lower() in _YES)
-        n = sum(math.exp(c["logprob"]) for c in cands
-                if str(c.get("token", "")).strip().strip("*\"'").lower() in _NO)
-        return y / (y + n) if y + n > 0 else None
-    return None
-
 
 class Judge:
     """Renders, sends, parses, retries once, caps; see the module docstring."""

@@ -11,12 +11,14 @@ fence around JSON -- nothing that changes the meaning.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Callable
 
-from capaudit.judge.core import ParseError
+from capaudit.judge.config import ParseError
 
-__all__ = ["yes_no_critique", "json_answer", "unit_list", "label_answer", "score01", "matches"]
+__all__ = ["yes_no_critique", "json_answer", "unit_list", "label_answer", "score01", "matches",
+           "p_yes_from_logprobs"]
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
@@ -137,3 +139,22 @@ def matches(n_a: int, n_b: int) -> Callable[[str], list[tuple[int, int]]]:
             out.append((p[0], p[1]))
         return sorted(set(out))
     return parse
+
+
+_YES = {"yes", "true"}
+_NO = {"no", "false"}
+
+
+def p_yes_from_logprobs(logprobs: list | None) -> float | None:
+    """P(yes) / (P(yes) + P(no)) at the first word token of the answer, if the server sent it."""
+    for tok in logprobs or []:
+        word = str(tok.get("token", "")).strip().strip("*\"'{").lower()
+        if not word.isalpha():
+            continue
+        cands = tok.get("top_logprobs") or [tok]
+        y = sum(math.exp(c["logprob"]) for c in cands
+                if str(c.get("token", "")).strip().strip("*\"'").lower() in _YES)
+        n = sum(math.exp(c["logprob"]) for c in cands
+                if str(c.get("token", "")).strip().strip("*\"'").lower() in _NO)
+        return y / (y + n) if y + n > 0 else None
+    return None
