@@ -45,3 +45,23 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     assert "By gender (male − female; 95% interval; n = images of the smaller group):" in body
     assert "- CHAIR ground truth: 1,000 of 1,000 images (100.0%)" in body
     assert "### Provenance" in body and "capaudit audit card nic nic_clean" in body
+
+
+def test_card_never_overwrites_the_store_or_follows_a_link(tmp_path, capsys):
+    from capaudit.demo import build_demo
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db, run_audit=False)
+    before = db.read_bytes()
+    assert main(["audit", "card", "nic", "--out", str(db), "--n-boot", "10",
+                 "--db", str(db)]) == 2
+    assert db.read_bytes() == before
+    target = tmp_path / "victim.txt"
+    target.write_text("keep")
+    link = tmp_path / "CARD.md"
+    link.symlink_to(target)
+    assert main(["audit", "card", "nic", "--out", str(link), "--n-boot", "10",
+                 "--db", str(db)]) == 2
+    assert target.read_text() == "keep"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 or all(line.startswith("capaudit: error:") for line in err[-1:])

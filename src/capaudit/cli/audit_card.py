@@ -34,9 +34,12 @@ def card_command(
                        allow_partial=allow_partial, min_n=min_n,
                        disparity=None if (disparity or "none") == "none" else disparity,
                        **annotation_cli(instances, chair_gt, demographics))
+    from capaudit.core.names import escape_markdown_html
+    from capaudit.core.safe_write import check_file_target, write_text
+
     store = open_store(db, create=True)
+    check_file_target(out)  # a link, the store or a source is refused before any work
     cmp = compare_sets(store, sets, cfg, same_images=False)
     text = dataset_card(cmp, store, cfg, package_versions(), current_command())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text(out, escape_markdown_html(text), parents=True)
     console.print(f"card: {out} ({len(cmp.names)} set(s), {len(cmp.metrics)} metrics)")
