@@ -128,6 +128,8 @@ def _problem(text: str) -> int:
     body = text.strip()
     if body.endswith("."):
         body = body[:-1]
+    if body.startswith("."):  # a caption opening with periods: Punkt may end a sentence there
+        return lead
     if ((m := _CHUNK_0(body)) is not None or (m := _CHUNK_1(body)) is not None
             or (m := _CHUNK_2(body)) is not None or (m := _CHUNK_3(body)) is not None):
         return lead + m.start()
