@@ -48,6 +48,11 @@ class Coverage:
     def share(self, kind: str) -> float:
         return self.covered[kind] / self.n_images if self.n_images else 0.0
 
+    def share_of_ids(self, kind: str) -> float:
+        """Share of the images with an id (the ones a value can join) that ``kind`` covers:
+        the same in a single-file and a sharded audit, which count id-less captions apart."""
+        return self.covered[kind] / self.n_with_ids if self.n_with_ids else 0.0
+
     def line(self) -> str:
         parts = [f"{LABELS[k]} {self.covered[k]:,} ({100 * self.share(k):.1f}%)"
                  for k in self.covered]

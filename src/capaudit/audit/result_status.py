@@ -51,7 +51,7 @@ def assign_status(results: Mapping[str, Any], cov, cfg: Mapping[str, Any]) -> No
             continue
         kinds = [k for k in annotation_kinds([name])
                  if cov is not None and k in cov.covered and k not in cov.dropped]
-        r.coverage = {k: round(cov.share(k), 6) for k in kinds}
+        r.coverage = {k: round(cov.share_of_ids(k), 6) for k in kinds}
         short = [k for k in kinds if cov.covered[k] < cov.n_images]
         if partial_run and short:
             least = min(cov.covered[k] for k in short)
