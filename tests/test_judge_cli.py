@@ -320,3 +320,36 @@ def test_capped_run_stores_what_was_judged_and_the_rerun_continues(coco50, tmp_p
     assert all("status" not in v for v in
                json.loads((tmp_path / "f.json").read_text())["values"]["nic"].values())
     assert second["calls"] == first["not_judged"] and srv.calls == 4 + second["calls"]
+
+
+def test_max_cost_counts_estimates_where_the_server_reports_no_usage(coco50, tmp_path, capsys):
+    """--max-cost (#21): a server that reports no usage cannot let the run spend past the cap
+    (each reply counts its estimate); the JSON, the stored rows and the summary say capped."""
+    d, *_ = coco50
+    db = tmp_path / "j.duckdb"
+
+    def answer(body):
+        reply = scripted_answer(body)
+        reply = dict(reply) if isinstance(reply, dict) else {"content": reply}
+        return {**reply, "usage": {"total_tokens": None}}
+
+    conf = tmp_path / "judge.yaml"   # one request at a time: the cap is checked every 4 units
+    conf.write_text("judge:\n  concurrency: 1\n  model: judge-vlm\n  prices:\n"
+                    "    judge-vlm: {input: 1.0, output: 4.0}\n")
+    args = ["audit", "factuality", d / "nic.jsonl", "--limit", 6, "--images", d / "img",
+            "--db", db, "--json", tmp_path / "f.json", "--config", conf]
+    with FakeOpenAIServer(answer=answer) as srv:
+        assert run(*args, "--judge-url", srv.base_url, "--dry-run") == 0
+        dry = json.loads((tmp_path / "f.json").read_text())["summary"]
+        cap = round(dry["est_cost"] / dry["est_calls"] * 5.5, 12)  # about 5 units' worth
+        assert run(*args, "--judge-url", srv.base_url, "--max-cost", cap) == 0
+    summary = json.loads((tmp_path / "f.json").read_text())["summary"]
+    assert summary["stopped"] == f"max-cost {cap} reached" and summary["not_judged"] >= 1
+    assert srv.calls == summary["calls"] < dry["est_calls"]
+    assert summary["spent"] <= cap
+    vals = json.loads((tmp_path / "f.json").read_text())["values"]["nic"]
+    note = f"capped: {summary['not_judged']} units not judged (max-cost {cap} reached)"
+    assert vals and all(v["status"] == "capped" and v["note"] == note for v in vals.values())
+    assert f"capped: max-cost {cap} reached" in " ".join(capsys.readouterr().out.split())
+    with Store(db, read_only=True) as st:
+        assert st.one("SELECT status FROM runs ORDER BY run_id DESC LIMIT 1")[0] == "capped"

@@ -17,15 +17,24 @@ CATS = ("chair_objects_trainval2014.jsonl", "instance_categories_val2014.jsonl",
 
 
 def _sets(shared, tmp_path):
-    """400 nic captions of gender-labelled images, and the same captions under ids no
-    annotation has: gender-word recall is computed for none of the second set's captions."""
+    """400 nic captions of gender-labelled images, and 400 oscar captions of val2014 images
+    with no demographic label (their ids are COCO's, so the coverage guard lets them through:
+    instances and CHAIR ground truth cover them): gender-word recall is computed for none of
+    the second set's captions."""
     rows = [json.loads(line) for _, line in
             zip(range(400), shared("data", "captioners", "nic_val2014_gender.jsonl").open())]
     nic = tmp_path / "nic.jsonl"
     nic.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    labelled = {json.loads(line)["image_id"] for line in
+                shared("data", "coco2014", CATS[2]).open()}
+    other = []
+    for line in shared("data", "captioners", "oscar_val2014_all.jsonl").open():
+        if len(other) == 400:
+            break
+        if json.loads(line)["image_id"] not in labelled:
+            other.append(line if line.endswith("\n") else line + "\n")
     none = tmp_path / "unlabelled.jsonl"
-    none.write_text("".join(json.dumps({"image_id": 900_000 + k, "caption": r["caption"]}) + "\n"
-                            for k, r in enumerate(rows)))
+    none.write_text("".join(other))
     return nic, none
 
 

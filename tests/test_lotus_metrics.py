@@ -114,7 +114,8 @@ def test_leaderboard_cli_stores_scores_and_writes_page(tmp_path, capsys):
     code = main(["audit", "leaderboard", str(a), str(b), "--reference", str(ref),
                  "--metrics", "noun_precision,noun_recall,semantic_nodes,nsfw_words",
                  "--profile", "detail-oriented", "--n-boot", "50", "--html", str(tmp_path / "page"),
-                 "--json", str(tmp_path / "lb.json"), "--db", str(db)])
+                 "--json", str(tmp_path / "lb.json"), "--db", str(db),
+                 "--min-n", "1"])  # five images: ranked only when the user allows it
     out = capsys.readouterr().out
     assert code == 0, out
     assert "detail-oriented" in out and "dropped from the average" in out

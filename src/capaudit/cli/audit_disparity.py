@@ -30,7 +30,7 @@ def disparity_command(
         demographics: Optional[Path] = opt.Demographics, metrics: Optional[str] = opt.Metrics,
         mode: Optional[str] = opt.Mode, n_boot: Optional[int] = opt.NBoot,
         seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
-        min_images: Optional[int] = opt.MinImages,
+        min_images: Optional[int] = opt.MinImages, min_n: Optional[int] = opt.MinN,
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
         reference: Optional[str] = opt.Reference, clip_model: Optional[str] = opt.ClipModel,
         images: Optional[Path] = opt.Images, long_text: Optional[str] = opt.LongText,
@@ -43,7 +43,7 @@ def disparity_command(
     from capaudit.core.config import provenance_beside
 
     cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed,
-                       workers=workers, min_images=min_images,
+                       workers=workers, min_images=min_images, min_n=min_n,
                        **lotus_cli(reference, clip_model, images, long_text),
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # caption files given as targets are registered

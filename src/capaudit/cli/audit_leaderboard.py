@@ -31,7 +31,9 @@ def leaderboard_command(
             None, "--intersections/--no-intersections",
             help="Also each metric on gender x skin-tone cells, with the images per cell"),
         instances: Optional[Path] = opt.Instances, chair_gt: Optional[Path] = opt.ChairGT,
-        demographics: Optional[Path] = opt.Demographics, n_boot: Optional[int] = opt.NBoot,
+        demographics: Optional[Path] = opt.Demographics, allow_partial: Optional[bool] =
+        opt.AllowPartial, min_coverage: Optional[float] = opt.MinCoverage,
+        min_n: Optional[int] = opt.MinN, n_boot: Optional[int] = opt.NBoot,
         seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
         config: Optional[Path] = opt.LeaderboardConfig, db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
@@ -40,6 +42,7 @@ def leaderboard_command(
     cfg = audit_config(config, section="leaderboard", profile=profile,
                        profiles_file=str(profiles_file) if profiles_file else None,
                        metrics=metrics, intersections=intersections, n_boot=n_boot, seed=seed,
+                       allow_partial=allow_partial, min_coverage=min_coverage, min_n=min_n,
                        workers=workers, **lotus_cli(reference, clip_model, images, long_text),
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # results and caches are written
@@ -78,19 +81,28 @@ def _print_values(lb) -> None:
                 ci = None if lo != lo else (lo, hi)
                 v = lb.values[i, j]
                 cells.append(_v(None if v != v else v, ci, int(lb.n[i, j]),
-                                number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn="))
+                                number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn=")
+                             + _tag(lb, i, j))
                 continue
             info = lb.groups.get(name, {}).get(c.name) or {}
             ci = info.get("signed_ci") or [None, None]
             text = "-" if not info else _signed(info["signed_gap"]) + (
                 f"\n[{_signed(ci[0])}, {_signed(ci[1])}]" if ci[0] is not None else "")
-            cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else ""))
+            cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else "") + _tag(lb, i, j))
         head = (f"{c.metric} ({c.gap})" if c.by else
                 c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")
         table.add_row(head, *cells)
     console.print(table)
     if not all(c.averaged for c in lb.columns):
         console.print("* shown, not averaged (see the notes)")
+
+
+def _tag(lb, i: int, j: int) -> str:
+    """A cell's caveat on its own line (too-few, partial: 20 of 100 images), as everywhere."""
+    from capaudit.leaderboard.status import cell_tag
+
+    t = cell_tag(lb.status[i][j], lb.status_notes[i][j]) if lb.status else ""
+    return f"\n{t}" if t else ""
 
 
 def _print_profiles(lb) -> None:

@@ -99,6 +99,9 @@ def print_summary(result: dict) -> None:
                   f"not judged {s['not_judged']}"
                   + (f" (capped: {s['stopped']}; the values rest on the judged units only)"
                      if s["stopped"] else ""))
+    if s.get("spent") and s["cost"] is not None and abs(s["spent"] - s["cost"]) > 1e-9:
+        console.print(f"--max-cost counted {s['spent']:.4f}: the reported usage, and each "
+                      "reply's estimate where the server reported none or impossible figures")
     if s.get("usage_ignored"):
         console.print(f"warning: the server's token counts of {s['usage_ignored']} replies were "
                       "negative or absurd; counted as 0 (tokens and cost above are too low)")

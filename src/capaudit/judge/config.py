@@ -94,3 +94,5 @@ class JudgeStats:
     est_cost: float | None = 0.0
     stopped: str | None = None   # why sending stopped early (max-calls / max-cost)
     usage_ignored: int = 0       # replies whose server token counts were impossible
+    spent: float = 0.0           # what --max-cost counts: the server's reported usage, priced;
+    #                              a reply's estimate where it reported none or impossible figures

@@ -13,7 +13,10 @@ correct or wrong, always counted and reported.
 Cost is known before and capped during a run: ``dry_run`` builds no backend
 (no network at all) and only counts calls and estimated tokens, priced from
 the user-editable table in ``configs/judge.yaml``; ``max_calls`` /
-``max_cost`` stop sending once the next chunk would cross the cap. Items not
+``max_cost`` stop sending once the next chunk would cross the cap. The cost so far
+is the server's reported usage, priced, and a reply's estimate where the server reported
+none or figures flagged as ignored (``stats.spent``): a server that reports nothing never
+lets a run spend past the cap. Format retries are held to both caps. Items not
 sent are ``not-judged``; what was judged is cached, so a rerun continues.
 
 Every verdict belongs to one judge identity (:meth:`Judge.identity`: backend,
@@ -33,6 +36,7 @@ from typing import Any
 from capaudit.errors import InputError
 from capaudit.judge.config import STATUSES, JudgeConfig, JudgeStats, ParseError, Task, Verdict
 from capaudit.judge.parse import p_yes_from_logprobs  # re-exported
+from capaudit.judge.parse import verdict_of
 
 __all__ = ["JudgeConfig", "Task", "Verdict", "Judge", "ParseError", "p_yes_from_logprobs",
            "STATUSES", "JudgeStats"]
@@ -185,7 +189,7 @@ class Judge:
         c, s = self.cfg, self.stats
         if c.max_calls is None and c.max_cost is None:
             return idx
-        keep, calls, cost = [], s.calls, s.cost or 0.0
+        keep, calls, cost = [], s.calls, s.spent  # reported usage, estimates where none
         for i in idx:
             if not self._is_cached(tasks[i]):
                 tin, tout = self._estimate(tasks[i])
@@ -201,17 +205,18 @@ class Judge:
         return keep
 
     def _send(self, tasks: list[Task]) -> list[Verdict]:
-        first = self._generate([self._request(t) for t in tasks])
-        verdicts = [self._parse(t, r) for t, r in zip(tasks, first)]
+        first = self._generate([self._request(t) for t in tasks], tasks)
+        verdicts = [verdict_of(t, r) for t, r in zip(tasks, first)]
         again = [i for i, v in enumerate(verdicts) if v.status == "unparsed"]
         refused = False   # a format retry the request cap did not let out
+        again = self._retries_affordable(tasks, again)
         if again:
             self.stats.format_retries += len(again)
             reqs = [self._request(tasks[i], "Your previous answer could not be read. "
                                   + getattr(tasks[i].parse, "reminder", "Follow the answer format "
                                             "exactly.")) for i in again]
-            for i, r in zip(again, self._generate(reqs)):
-                v = self._parse(tasks[i], r)
+            for i, r in zip(again, self._generate(reqs, [tasks[i] for i in again])):
+                v = verdict_of(tasks[i], r)
                 refused = refused or v.status == "not-judged"
                 verdicts[i] = v if v.status not in ("failed", "not-judged") else verdicts[i]
         if refused or any(v.status == "not-judged" for v in verdicts):
@@ -228,11 +233,31 @@ class Judge:
                              fix="start the server or correct --judge-url / --judge-model")
         return verdicts
 
-    def _generate(self, reqs):
+    def _retries_affordable(self, tasks: list[Task], again: list[int]) -> list[int]:
+        """The format retries ``--max-cost`` still lets out (``--max-calls`` is held by the
+        backend's request budget)."""
+        c, s = self.cfg, self.stats
+        if c.max_cost is None:
+            return again
+        keep, cost = [], s.spent
+        for i in again:
+            cost += self._cost(*self._estimate(tasks[i])) or 0.0
+            if cost > c.max_cost:
+                s.stopped = f"max-cost {c.max_cost} reached"
+                break
+            keep.append(i)
+        return keep
+
+    def _generate(self, reqs, tasks: list[Task]):
         b = self.backend
         before = dict(b.stats.__dict__)
         res = self._guarded(reqs)
         s = self.stats
+        for r, t in zip(res, tasks):  # what --max-cost counts: the server's usage where given
+            if not r.cached and r.error is None:
+                given = (r.tokens_in or r.tokens_out) and not r.bad_usage
+                s.spent += self._cost(*((r.tokens_in, r.tokens_out) if given
+                                        else self._estimate(t))) or 0.0
         s.calls += b.stats.requests - before["requests"]
         s.cache_hits += b.stats.cache_hits - before["cache_hits"]
         s.tokens_in += b.stats.tokens_in - before["tokens_in"]
@@ -253,25 +278,6 @@ class Judge:
                 return [r for req in reqs for r in self._guarded([req])]
             return [GenResult(None, error=f"malformed reply ({exc.__class__.__name__}: "
                                           f"{str(exc)[:80]})")]
-
-    @staticmethod
-    def _parse(task: Task, res) -> Verdict:
-        from capaudit.llm.base import CAPPED
-
-        if res.error is not None and CAPPED in res.error:
-            return Verdict("not-judged", error=res.error, cached=res.cached)
-        if res.error is not None or res.text is None:
-            return Verdict("failed", error=res.error or "empty answer", cached=res.cached)
-        try:
-            value = task.parse(res.text)
-        except ParseError as exc:
-            return Verdict("unparsed", text=res.text, error=str(exc), cached=res.cached)
-        except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
-            # each answer in its own guard: one hostile reply (100,000 nested brackets)
-            # is that task's "unparsed", never the end of the run
-            return Verdict("unparsed", text=res.text, error=f"unreadable answer "
-                           f"({exc.__class__.__name__})", cached=res.cached)
-        return Verdict("ok", value, res.text, p_yes_from_logprobs(res.logprobs), res.cached)
 
     def summary(self) -> dict:
         out = asdict(self.stats)

@@ -15,10 +15,10 @@ import math
 import re
 from typing import Any, Callable
 
-from capaudit.judge.config import ParseError
+from capaudit.judge.config import ParseError, Verdict
 
 __all__ = ["yes_no_critique", "json_answer", "unit_list", "label_answer", "score01", "matches",
-           "p_yes_from_logprobs"]
+           "p_yes_from_logprobs", "verdict_of"]
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
@@ -158,3 +158,24 @@ def p_yes_from_logprobs(logprobs: list | None) -> float | None:
                 if str(c.get("token", "")).strip().strip("*\"'").lower() in _NO)
         return y / (y + n) if y + n > 0 else None
     return None
+
+
+def verdict_of(task, res) -> Verdict:
+    """The verdict of one backend result: ``not-judged`` when the request cap refused it,
+    ``failed`` without an answer, ``unparsed`` when the task's parser rejects it."""
+    from capaudit.llm.base import CAPPED
+
+    if res.error is not None and CAPPED in res.error:
+        return Verdict("not-judged", error=res.error, cached=res.cached)
+    if res.error is not None or res.text is None:
+        return Verdict("failed", error=res.error or "empty answer", cached=res.cached)
+    try:
+        value = task.parse(res.text)
+    except ParseError as exc:
+        return Verdict("unparsed", text=res.text, error=str(exc), cached=res.cached)
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:
+        # each answer in its own guard: one hostile reply (100,000 nested brackets)
+        # is that task's "unparsed", never the end of the run
+        return Verdict("unparsed", text=res.text, error=f"unreadable answer "
+                       f"({exc.__class__.__name__})", cached=res.cached)
+    return Verdict("ok", value, res.text, p_yes_from_logprobs(res.logprobs), res.cached)

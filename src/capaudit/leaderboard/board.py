@@ -44,6 +44,7 @@ from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns
 from capaudit.leaderboard.profiles import Catalogue
 from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
+from capaudit.leaderboard.status import cell_status, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 from capaudit.metrics.estimate import Estimate, SparseStats
@@ -64,12 +65,15 @@ class Leaderboard:
     profiles: dict[str, dict[str, Any]]     # profile -> scores, ranks, intervals, flips
     notes: list[str]
     meta: dict[str, Any] = field(default_factory=dict)
+    status: list[list[str]] = field(default_factory=list)        # [sets][columns] (.status)
+    status_notes: list[list[str]] = field(default_factory=list)  # why, "" when ok
 
     def to_dict(self) -> dict[str, Any]:
         cols = [c.__dict__ for c in self.columns]
         return {"sets": self.sets, "columns": cols,
                 "values": _nan_none(self.values), "ci": _nan_none(self.ci),
                 "n": self.n.astype(int).tolist(),
+                "status": self.status, "status_notes": self.status_notes,
                 "groups": self.groups, "profiles": self.profiles, "notes": self.notes,
                 "meta": self.meta}
 
@@ -82,10 +86,11 @@ def _nan_none(a: np.ndarray):
 
 def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                       n_boot: int = 1000, seed: int = 0, workers: int = 1,
-                      profiles: Sequence[str] | None = None,
-                      intersections: bool = False) -> Leaderboard:
+                      profiles: Sequence[str] | None = None, intersections: bool = False,
+                      min_n: int | None = None, partial: dict | None = None) -> Leaderboard:
     """Values, gaps, criterion scores and profile rankings with their bootstrap.
-    ``intersections``: also each metric on every gender x skin-tone cell, with its images."""
+    ``intersections``: also each metric on every gender x skin-tone cell, with its images;
+    ``min_n`` / ``partial``: each value's status (:mod:`.status`), too-few ones unranked."""
     notes: list[str] = []
     columns = board_columns(sets, cat, annotations, notes)
     union = ImageUnion(sets)
@@ -141,7 +146,10 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     if intersections:
         for s in sets:
             groups.setdefault(s.name, {})["intersections"] = _cells(s, columns, union, annotations)
-    keep = _averaged(columns, values, [s.name for s in sets], notes)
+    names = [s.name for s in sets]
+    status, why = cell_status(names, columns, values, n_img, min_n, partial)
+    keep = _averaged(columns, values, names, notes,
+                     too_few_columns(names, columns, status, n_img, min_n))
     ranked = [columns[j] for j in keep]
     prof_out = {p: rank_profile(values[:, keep], reps[..., keep] if boots else None, ranked,
                                  cat.weights(p), [s.name for s in sets])
@@ -154,22 +162,30 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     return Leaderboard([s.name for s in sets], columns, values, n_img, ci, groups, prof_out,
                        list(dict.fromkeys(notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
-                        "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER)})
+                        "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
+                        "min_n": min_n}, status, why)
 
 
 def _averaged(columns: Sequence[Column], values: np.ndarray, names: list[str],
-              notes: list[str]) -> list[int]:
+              notes: list[str], too_few: dict[int, str] | None = None) -> list[int]:
     """Indices of the columns the N-avg uses: a column without a value for some set (a
-    metric computed for none of its captions) is shown, left out and named in ``notes``."""
+    metric computed for none of its captions), or with a value resting on too few images
+    (``too_few``: column -> note), is shown, left out and named in ``notes``."""
     keep = []
     for j, c in enumerate(columns):
         empty = [names[i] for i in range(len(names)) if np.isnan(values[i, j])]
-        if empty:
+        if j in (too_few or {}) and not empty:
+            c.averaged = False
+            notes.append(too_few[j])
+        elif empty:
             c.averaged = False
             notes.append(f"dropped from the average: {c.name} (no value for "
                          f"{', '.join(empty)}: computed for no caption)")
         else:
             keep.append(j)
+    if columns and not keep:
+        notes.append("nothing ranked: no column has a value for every set on enough images "
+                     "(the N-avg is empty, the ranks below are the sets' order)")
     return keep
 
 

@@ -26,11 +26,18 @@ def _signed(x: float) -> str:
 
 
 def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
+    from capaudit.leaderboard.status import cell_tag
     from capaudit.metrics.spec import number_format
 
     lb = payload["leaderboard"]
     sets, cols = lb["sets"], lb["columns"]
     ns = lb.get("n") or [[None] * len(cols) for _ in sets]
+    st = lb.get("status") or [[""] * len(cols) for _ in sets]
+    why = lb.get("status_notes") or [[""] * len(cols) for _ in sets]
+
+    def tag(i: int, j: int) -> str:
+        t = cell_tag(st[i][j], why[i][j])
+        return f" {t}" if t else ""
     out: list[str] = []
     plain = [j for j, c in enumerate(cols) if not c.get("by")]
     out += ["| metric | criterion | " + " | ".join(sets) + " |",
@@ -41,7 +48,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
         left = "" if c.get("averaged", True) else " (not averaged)"
         out.append(f"| {c['name']} {arrow}{left} | {c['criterion']} | " + " | ".join(
             _v(lb["values"][i][j], lb["ci"][i][j], ns[i][j], number_format(c["metric"]))
-            for i in range(len(sets))) + " |")
+            + tag(i, j) for i in range(len(sets))) + " |")
     gaps = [j for j, c in enumerate(cols) if c.get("by")]
     if gaps:
         out += ["", "Gaps (signed, the direction named; 95% interval; n = images of the smaller "
@@ -50,7 +57,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
         for j in gaps:
             c = cols[j]
             cells = []
-            for s in sets:
+            for i, s in enumerate(sets):
                 info = lb["groups"].get(s, {}).get(c["name"])
                 if not info:
                     cells.append("–")
@@ -61,7 +68,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                     text += f" [{_signed(ci[0])}, {_signed(ci[1])}]"
                 n = min(info.get(f"n_{g}", 0) for g in c["gap"].split(" − ")) if c.get("gap") \
                     else None
-                cells.append(text + (f" n={n:,}" if n is not None else ""))
+                cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))
             way = c.get("gap") or c["by"]
             out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
     out += ["", "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]

@@ -32,10 +32,11 @@ def all_metrics() -> list[str]:
     return [n for n in METRICS.registered() if METRICS.get(n).streams]
 
 
-def evaluate_set(store, spec: str, annotations, cfg: AuditConfig | Mapping,
+def evaluate_set(store, spec, annotations, cfg: AuditConfig | Mapping,
                  metrics: Sequence[str]):
-    """One set through the engine's accumulators (:class:`StreamStats`), read and analysed
-    in chunks (memory bounded by the images and the metrics' states, not the captions)."""
+    """One set (a name, a file, or a target the coverage guard already resolved) through the
+    engine's accumulators (:class:`StreamStats`), read and analysed in chunks (memory
+    bounded by the images and the metrics' states, not the captions)."""
     from itertools import islice
 
     from capaudit.audit.engine import image_id_array
@@ -46,7 +47,7 @@ def evaluate_set(store, spec: str, annotations, cfg: AuditConfig | Mapping,
     from capaudit.text.records import build_records
 
     cfg = AuditConfig.of(cfg)
-    t = resolve_target(store, spec)
+    t = resolve_target(store, spec) if isinstance(spec, str) else spec
     acc = StreamStats(list(metrics), cfg["mode"], annotations, cfg["min_images"], cfg)
     worst: list[dict] = []
     step, k = int(cfg.get("chunk_size") or STREAM_CHUNK), int(cfg.get("worst", 20))
@@ -130,9 +131,10 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     prepare(store, cfg)  # reference set read once, CLIP model checked: bad ones fail here
-    evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in targets]
+    resolved, partial = guard_coverage(store, targets, annotations, cfg, metrics)
+    evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in resolved]
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
-                           profiles, bool(cfg.get("intersections")))
+                           profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial)
     out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
     if store is not None:
         with store.transaction():
@@ -144,6 +146,28 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -
             store.finish_run(run_id, "ok")
         out["_run_id"] = run_id
     return out
+
+
+def guard_coverage(store, targets: Sequence[str], annotations, cfg: Mapping,
+                   metrics: Sequence[str]) -> tuple[list, dict]:
+    """The audit's coverage guard (:mod:`capaudit.audit.annotation_coverage`) on every set,
+    before any metric: a set whose ids the annotations barely cover stops with one line
+    (``--allow-partial`` scores its covered images, each such value marked partial); ids
+    that may not join are hidden. Returns the resolved targets and the partial notes."""
+    from capaudit.audit import annotation_coverage as coverage
+    from capaudit.audit.runner import resolve_target
+    from capaudit.leaderboard.status import partial_notes
+
+    resolved, covs = [], {}
+    for spec in targets:
+        t = resolve_target(store, spec)
+        images = coverage.target_images(store, t)
+        cov = coverage.measure(t.name, images, annotations, store, list(metrics))
+        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+        t.rows = coverage.guarded_rows(t.rows, coverage.kept_ids(images, annotations, cov))
+        resolved.append(t)
+        covs[t.name] = cov
+    return resolved, partial_notes(covs, metrics, bool(cfg.get("allow_partial")))
 
 
 def store_leaderboard(store, run_id: int, lb, evals) -> None:
@@ -159,8 +183,12 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
         for name, est in s.estimates.items():
             j = col.get(name)
             lo, hi = lb.ci[i, j] if j is not None else own[name]
+            extra = dict(est.extra)
+            if j is not None:  # what travels with the value, as the audit stores it
+                extra.update(n_images=int(lb.n[i, j]), status=lb.status[i][j],
+                             notes=[t for t in [lb.status_notes[i][j]] if t])
             store.write_metric(run_id, s.name, name, point_value(est), est.n, _f(lo), _f(hi),
-                               "all", est.extra)
+                               "all", extra)
         for name, why in s.skipped.items():
             store.write_metric(run_id, s.name, name, None, 0, None, None, "all", {"skipped": why})
         for c_name, info in lb.groups.get(s.name, {}).items():

@@ -133,7 +133,23 @@ def disparity_stream(rows: Callable[[], Iterable[tuple[int | None, str]]], annot
         for name in part_names:
             results[name] = _combine(name, groups, per_group, boots, basis,
                                      meta["images"][basis])
+    mark_too_few(results, (config or {}).get("min_n"))
     return Disparity(by, groups, {n: results[n] for n in names}, meta)
+
+
+def mark_too_few(results: dict[str, dict[str, MetricResult]], min_n: int | None) -> None:
+    """Status ``too-few`` on every group value under ``min_n`` images, and on every gap whose
+    smaller group is (:mod:`capaudit.audit.result_status`): a gap on 12 images of women is
+    shown with its caveat in the terminal, the report, the JSON and the store, as a value
+    of ``audit run`` is."""
+    from capaudit.audit.result_status import DEFAULT_MIN_N, too_few_note
+
+    min_n = int(min_n or DEFAULT_MIN_N)
+    for per in results.values():
+        for r in per.values():
+            if not r.skipped and r.value is not None and r.n_images is not None \
+                    and r.n_images < min_n:
+                r.mark("too-few", too_few_note(r.n_images, min_n))
 
 
 def _combine(name, groups, per_group, boots, basis, images) -> dict[str, MetricResult]:

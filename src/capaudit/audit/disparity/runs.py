@@ -66,6 +66,8 @@ def store_disparity(store, run_id: int, name: str, d: Disparity) -> None:
         for g, r in per.items():
             grp = f"{d.by}:{g}" if g == d.diff_key else f"{d.by}={g}"
             extra = dict(r.extra, **({"skipped": r.skipped} if r.skipped else {}))
+            # what travels with the value, as the audit's rows carry it (audit.runner)
+            extra.update(n_images=r.n_images, status=r.state, notes=list(r.notes))
             store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, grp, extra)
 
 

@@ -17,7 +17,10 @@ __all__ = ["disparity_rows", "disparity_markdown"]
 
 def disparity_rows(disparities: dict[str, dict[str, Disparity]]
                    ) -> tuple[list[str], list[list[str]]]:
-    """(gap headers, rows of [set, metric, gap per grouping]) with 95% intervals as text."""
+    """(gap headers, rows of [set, metric, gap per grouping]) with 95% intervals as text, the
+    images of the smaller group and the gap's status when not ok ("(too-few)")."""
+    from capaudit.metrics.present import short_status
+
     bys = list(dict.fromkeys(by for per in disparities.values() for by in per))
     if not bys:
         return [], []
@@ -35,7 +38,8 @@ def disparity_rows(disparities: dict[str, dict[str, Disparity]]
                              f"{r.value:+.2f}" + ("" if r.ci_low is None else
                                                    f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]")
                              # a gap rests on the images of its smaller group
-                             + ("" if r.n_images is None else f" n={r.n_images:,}"))
+                             + ("" if r.n_images is None else f" n={r.n_images:,}")
+                             + (f" ({short_status(r)})" if short_status(r) else ""))
             rows.append([name, metric, *cells])
     return [h.replace("-", " − ") for h in heads], rows
 

@@ -26,6 +26,19 @@
   function fmt(v) { return v === null || v === undefined ? "–" : (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2)); }
   function signed(v) { return v === null || v === undefined ? "–" : (v >= 0 ? "+" : "−") + fmt(Math.abs(v)); }
   function nText(n) { return n === null || n === undefined ? "" : "n=" + n.toLocaleString("en-US"); }
+  // a value's caveat, as capaudit.leaderboard.status.cell_tag writes it: too-few, or
+  // "partial: 20 of 100 images"; "" when ok
+  const ST = LB.status || [], WHY = LB.status_notes || [];
+  function tag(i, j) {
+    const s = (ST[i] || [])[j], why = (WHY[i] || [])[j] || "";
+    if (s === "too-few") return "too-few";
+    if (s === "partial") return why.split("; ").find(t => t.startsWith("partial")) || "partial";
+    return "";
+  }
+  function addTag(td, i, j) {
+    const t = tag(i, j);
+    if (t) { const s = el("span", t, "status"); s.title = (WHY[i] || [])[j] || ""; td.appendChild(s); }
+  }
 
   // same arithmetic as capaudit.leaderboard.ranking.n_avg; a column without a value for
   // some set (averaged: false) is left out, as in Python, never counted as 0.5
@@ -118,6 +131,7 @@
         const ci = LB.ci[i][j];
         if (ci && ci[0] !== null) td.appendChild(el("span", "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]", "ci"));
         td.appendChild(el("span", nText(NS[i][j]), "ci"));
+        addTag(td, i, j);
         row.appendChild(td);
       });
       body.appendChild(row);
@@ -192,6 +206,7 @@
           const ci = x.signed_ci;
           if (ci && ci[0] !== null) td.appendChild(el("span", "[" + signed(ci[0]) + ", " + signed(ci[1]) + "]", "ci"));
           td.appendChild(el("span", nText(NS[i][j]), "ci"));
+          addTag(td, i, j);
           const g = svg("svg", { width: 120, height: 12 }), mid = 60, w = 55 * x.signed_gap / max;
           g.appendChild(svg("rect", { x: Math.min(mid, mid + w), y: 1, width: Math.abs(w), height: 10, fill: w >= 0 ? "#d9822b" : "#7b57c2" }));
           if (ci && ci[0] !== null) g.appendChild(svg("line", { x1: mid + 55 * ci[0] / max, x2: mid + 55 * ci[1] / max, y1: 6, y2: 6, stroke: "#000" }));

@@ -1,0 +1,122 @@
+"""Every leaderboard value carries its status (#21), as the audit's do: ``too-few`` under
+``--min-n`` images (shown, its column never ranked), ``partial`` with ``--allow-partial``;
+the coverage guard runs before any metric. On real captioner output for COCO val2014."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capaudit.cli.main import main
+
+CATS = ("chair_objects_trainval2014.jsonl", "instance_categories_val2014.jsonl",
+        "demographics_val2014.jsonl")
+
+
+def _head(shared, tmp_path, model: str, n: int) -> tuple:
+    src = shared("data", "captioners", f"{model}_val2014_gender.jsonl")
+    rows = [json.loads(line) for _, line in zip(range(n), src.open())]
+    path = tmp_path / f"{model}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+def _board(shared, tmp_path, sets, name, capsys, *extra, demographics=True):
+    coco = shared("data", "coco2014")
+    out = tmp_path / f"{name}.json"
+    capsys.readouterr()
+    code = main(["audit", "leaderboard", *map(str, sets), "--metrics", "recall,chair_s",
+                 "--chair-gt", str(coco / CATS[0]), "--instances", str(coco / CATS[1]),
+                 *(["--demographics", str(coco / CATS[2])] if demographics else []),
+                 "--profile", "overall", "--n-boot", "20", "--json", str(out),
+                 "--markdown", str(tmp_path / f"{name}.md"),
+                 "--db", str(tmp_path / f"{name}.duckdb"), *extra])
+    text = capsys.readouterr()
+    return code, (json.loads(out.read_text())["leaderboard"] if code == 0 else None), text
+
+
+def _women(shared, rows) -> int:
+    ids = {r["image_id"] for r in rows}
+    return sum(1 for line in shared("data", "coco2014", CATS[2]).open()
+               if (d := json.loads(line))["image_id"] in ids and d["gender"] == "female")
+
+
+def test_gaps_on_too_few_images_are_shown_too_few_and_never_ranked(shared, tmp_path, capsys):
+    (nic, nic_rows), (oscar, _) = (_head(shared, tmp_path, m, 400) for m in ("nic", "oscar"))
+    women = _women(shared, nic_rows)          # 115 of the 400 images: the smaller group
+    assert women < 200 < 400
+    code, lb, text = _board(shared, tmp_path, [nic, oscar], "few", capsys, "--min-n", "200",
+                            "--html", str(tmp_path / "page"))
+    assert code == 0, text.out
+    j = next(j for j, c in enumerate(lb["columns"]) if c["name"] == "gap:recall:gender")
+    k = next(j for j, c in enumerate(lb["columns"]) if c["name"] == "recall")
+    assert lb["n"][0][j] == women and lb["status"][0][j] == "too-few"
+    assert lb["status_notes"][0][j] == f"too few: {women:,} images (under --min-n 200)"
+    assert lb["status"][0][k] == "ok" and lb["n"][0][k] == 400
+    assert lb["columns"][j]["averaged"] is False and lb["columns"][k]["averaged"] is True
+    assert any(n.startswith("dropped from the average: gap:recall:gender (too few images, "
+                           f"under --min-n 200: nic: {women:,}") for n in lb["notes"])
+    md = (tmp_path / "few.md").read_text()
+    row = next(r for r in md.splitlines() if r.startswith("| recall (male − female) |"))
+    assert row.split(" | ")[1].endswith(f"n={women:,} too-few")
+    plain = next(r for r in md.splitlines() if r.startswith("| recall ↑ |"))
+    assert "too-few" not in plain
+    flat = " ".join(text.out.split())
+    assert "too-few" in flat and "dropped from the average: gap:recall:gender" in flat
+    # nothing ranked on the gaps: the N-avg is the board's with no gap at all
+    code, base, _ = _board(shared, tmp_path, [nic, oscar], "nogaps", capsys, "--min-n", "200",
+                           demographics=False)
+    assert code == 0
+    assert lb["profiles"]["overall"]["score"] == pytest.approx(
+        base["profiles"]["overall"]["score"])
+
+
+def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
+    _, rows = _head(shared, tmp_path, "nic", 100)
+    mixed = tmp_path / "mixed.jsonl"       # 100 COCO images, 300 ids no annotation has
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in rows) + "".join(
+        json.dumps({"image_id": 900_000 + k, "caption": r["caption"]}) + "\n"
+        for k, r in enumerate(rows * 3)))
+    oscar, _ = _head(shared, tmp_path, "oscar", 400)
+    code, _, text = _board(shared, tmp_path, [mixed, oscar], "stop", capsys, demographics=False)
+    assert code == 2
+    err = [line for line in text.err.splitlines() if line.strip()]
+    assert len(err) == 1 and "only 100 of the 400 images of 'mixed'" in err[0], text.err
+    code, lb, text = _board(shared, tmp_path, [mixed, oscar], "partial", capsys,
+                            "--allow-partial", demographics=False)
+    assert code == 0, text.out
+    k = next(j for j, c in enumerate(lb["columns"]) if c["name"] == "recall")
+    assert lb["status"][0][k] == "partial" and lb["status"][1][k] == "ok"
+    assert lb["status_notes"][0][k] == "partial: 100 of 400 images"
+    assert lb["n"][0][k] == 100
+    md = (tmp_path / "partial.md").read_text()
+    row = next(r for r in md.splitlines() if r.startswith("| recall ↑ |"))
+    assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images")
+    assert "partial: 100 of 400 images" in " ".join(text.out.split())
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_page_shows_each_status(shared, tmp_path, capsys):
+    """The page writes too-few beside the gap resting on 115 women, as the Markdown does."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    sets = [_head(shared, tmp_path, m, 400)[0] for m in ("nic", "oscar")]
+    code, _, text = _board(shared, tmp_path, sets, "page", capsys, "--min-n", "200",
+                           "--html", str(tmp_path / "page"))
+    assert code == 0, text.out
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto((tmp_path / "page" / "index.html").as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        gap_tags = page.eval_on_selector_all("#gaps .status", "ts => ts.map(t => t.textContent)")
+        board_tags = page.eval_on_selector_all("#board .status", "ts => ts.length")
+        browser.close()
+    assert gap_tags and set(gap_tags) == {"too-few"}
+    assert board_tags == 0          # recall and CHAIR rest on 400 images each
