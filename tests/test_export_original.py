@@ -108,3 +108,81 @@ def test_training_layouts(store, shared, tmp_path):
     add_caption_set(store, "cf", shared("data", "real", "capsfusion_example_data.json"))
     with pytest.raises(InputError, match="has no integer image id"):
         export_set(store, "cf", "coco", tmp_path / "cf.json")
+
+
+def _llava_conversations(shared, path):
+    """LLaVA's instruction layout (``llava_instruct_150k.json``) from the real GPT-4 answers:
+    one record per image, its three questions as three turns, the ``<image>`` token on the
+    first question (in front, ``<image>\\nQ``, or after it, ``Q\\n<image>``: LLaVA writes
+    both); last, a record with two answers to one question."""
+    src = shared("data", "real", "llava_coco2014_val_gpt4_qa_30x3.jsonl")
+    by_image: dict = {}
+    for line in src.read_text().splitlines():
+        row = json.loads(line)
+        by_image.setdefault(row["id"], []).append(row)
+    recs = []
+    for n, rows in enumerate(by_image.values()):
+        conv = []
+        for k, row in enumerate(rows):
+            q = row["instruction"]
+            if k == 0:
+                q = f"<image>\n{q}" if n % 2 == 0 else f"{q}\n<image>"
+            conv += [{"from": "human", "value": q}, {"from": "gpt", "value": row["output"]}]
+        recs.append({"id": rows[0]["id"], "image": rows[0]["image"], "conversations": conv})
+    recs.append({"id": "x", "image": recs[0]["image"], "conversations": [
+        {"from": "human", "value": "<image>\nDescribe the image."},
+        {"from": "gpt", "value": "A skateboard."}, {"from": "gpt", "value": "It is upside down."}]})
+    path.write_text(json.dumps(recs, indent=2))
+    return recs
+
+
+def _drop_turns(store, name, parent, drop):
+    """A derived set as a filter writes it (meta copied), without the turns in ``drop``."""
+    import pyarrow as pa
+
+    rows = [r for r in store.captions(parent, "image_key, image_id, caption, meta").to_pylist()
+            if (json.loads(r["meta"])["src"], json.loads(r["meta"])["turn"]) not in drop]
+    store.add_set_from_table(name, pa.Table.from_pylist(rows), source="filter:test",
+                             format="filter", parent=parent)
+
+
+def test_dropped_first_turn_keeps_the_image_token(store, shared, tmp_path):
+    recs = _llava_conversations(shared, tmp_path / "llava.json")
+    add_caption_set(store, "lv", tmp_path / "llava.json", turns="all")
+    last = len(recs) - 1
+    _drop_turns(store, "lv_f", "lv", {(0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (3, 1), (last, 0)})
+    out = export_set(store, "lv_f", "original", tmp_path / "out.json")
+    got = json.loads(out.read_text())
+    assert len(got) == len(recs) - 2            # record 2: no answer left; the last: no question
+    c0, c1 = recs[0]["conversations"], recs[1]["conversations"]
+    assert got[0]["conversations"] == [{"from": "human", "value": "<image>\n" + c0[2]["value"]},
+                                       c0[3], c0[4], c0[5]]
+    assert got[1]["conversations"] == [{"from": "human", "value": c1[2]["value"] + "\n<image>"},
+                                       c1[3], c1[4], c1[5]]
+    assert got[2]["conversations"] == recs[3]["conversations"][:2] + recs[3]["conversations"][4:]
+    assert got[3:] == recs[4:last]
+    for rec in got:                              # what LLaVA's trainer checks: one per image
+        assert sum(t["value"].count("<image>") for t in rec["conversations"]) == 1
+    log = [json.loads(x) for x in open(tmp_path / "out.json.changes.jsonl")]
+    assert [(e["record"], e["after"]) for e in log if e["action"] == "token moved"] == \
+        [(0, "<image>\n" + c0[2]["value"]), (1, c1[2]["value"] + "\n<image>")]
+    assert [e["record"] for e in log if e.get("why") == "no question left to carry its "
+            "<image> token"] == [last]
+
+
+def test_cli_names_records_dropped_for_their_token(shared, tmp_path, capsys):
+    from capaudit.cli.main import main
+    from capaudit.store.db import Store
+
+    recs = _llava_conversations(shared, tmp_path / "llava.json")
+    db = str(tmp_path / "s.duckdb")
+    assert main(["sets", "add", "lv", str(tmp_path / "llava.json"), "--turns", "all",
+                 "--db", db]) == 0
+    with Store(db) as store:
+        _drop_turns(store, "lv_f", "lv", {(len(recs) - 1, 0)})
+    capsys.readouterr()
+    assert main(["sets", "export", "lv_f", "--to", "original", "--out",
+                 str(tmp_path / "o.json"), "--db", db]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"1 records dropped: no question left to carry its <image> token (source records " \
+           f"{len(recs)}; listed in the changes file)" in printed

@@ -132,8 +132,17 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
     console.print(f"wrote {path}")
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")
-        n = sum(1 for _ in open(changes, encoding="utf-8"))
-        console.print(f"{n:,} changes listed in {changes}")
+        import json
+
+        from capaudit.io.export_original import TOKEN_DROP_WHY
+
+        log = [json.loads(line) for line in open(changes, encoding="utf-8")]
+        console.print(f"{len(log):,} changes listed in {changes}")
+        lost = [e["record"] for e in log if e.get("why") == TOKEN_DROP_WHY]
+        if lost:
+            console.print(f"{len(lost):,} records dropped: {TOKEN_DROP_WHY} (source records "
+                          f"{', '.join(str(i + 1) for i in lost[:10])}"
+                          f"{', ...' if len(lost) > 10 else ''}; listed in the changes file)")
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ source back (JSON-identical; byte-identical for JSONL and for JSON written the w
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from capaudit.errors import InputError
@@ -197,18 +198,70 @@ def _apply(rec: dict, root, cap_col, changes: list, log: list, idx: int) -> bool
 
         cands = get_reader(root.format).caption_candidates
         cap_col = next((c for c in cands if c in rec), None)
+    conv = _assistant(rec, root.format)
+    before_turns = list(conv[0]) if conv is not None else None
     alive = True
     # last turn first: dropping a turn leaves the positions of the earlier ones as they are
     for turn, text in sorted(changes, key=lambda c: -1 if c[0] is None else c[0], reverse=True):
         alive = _revise(rec, root.format, cap_col, turn, text, log, idx) and alive
-    conv = _assistant(rec, root.format)
     if conv is not None:
-        turns, who, _ = conv
-        turns[:] = [t for t in turns if t is not None]
-        if not any(t.get(who) in ("gpt", "assistant") for t in turns if isinstance(t, dict)):
+        turns, who, key = conv
+        if not any(t.get(who) in ANSWER_ROLES for t in turns if isinstance(t, dict)):
             log.append({"record": idx, "action": "dropped", "why": "no answer left"})
             return False
+        if not _keep_media_tokens(before_turns, turns, who, key, log, idx):
+            return False
+        turns[:] = [t for t in turns if t is not None]
     return alive
+
+
+ANSWER_ROLES = ("gpt", "assistant")
+QUESTION_ROLES = ("human", "user")
+MEDIA_TOKEN = re.compile(r"<image>|<video>|<audio>")
+_LEADING = re.compile(r"^(?:(?:<image>|<video>|<audio>)\s*)+")
+_TRAILING = re.compile(r"(?:\s*(?:<image>|<video>|<audio>))+$")
+TOKEN_DROP_WHY = "no question left to carry its <image> token"
+
+
+def _keep_media_tokens(before: list, turns: list, who: str, key: str, log: list,
+                       idx: int) -> bool:
+    """Move the ``<image>`` tokens of dropped questions to the next kept question.
+
+    Trainers match each image of a record to one ``<image>`` token in its text: a record
+    that lost its token is refused (LLaVA counts them) or trained as text only. The
+    tokens go to the next kept question (the nearest earlier one when none follows);
+    False when no question is left, and the record is dropped and listed.
+    """
+    for p, (was, now) in enumerate(zip(before, turns)):
+        if now is not None or not isinstance(was, dict) or was.get(who) not in QUESTION_ROLES:
+            continue
+        text = was.get(key)
+        if not isinstance(text, str) or not MEDIA_TOKEN.search(text):
+            continue
+        kept = [q for q, t in enumerate(turns) if isinstance(t, dict)
+                and t.get(who) in QUESTION_ROLES and isinstance(t.get(key), str)]
+        target = next((q for q in kept if q > p), kept[-1] if kept else None)
+        if target is None:
+            log.append({"record": idx, "action": "dropped", "why": TOKEN_DROP_WHY,
+                        "tokens": "".join(MEDIA_TOKEN.findall(text))})
+            return False
+        old = turns[target][key]
+        turns[target][key] = _with_tokens_of(text, old)
+        log.append({"record": idx, "action": "token moved",
+                    "tokens": "".join(MEDIA_TOKEN.findall(text)), "before": old,
+                    "after": turns[target][key]})
+    return True
+
+
+def _with_tokens_of(source: str, question: str) -> str:
+    """``question`` carrying the media tokens of ``source``, placed where they stood there
+    (LLaVA writes ``<image>\\nQ`` and ``Q\\n<image>``; tokens mid-text go in front)."""
+    lead = _LEADING.match(source)
+    trail = _TRAILING.search(source)
+    head = lead.group(0) if lead else ""
+    tail = trail.group(0) if trail and (not lead or trail.start() >= lead.end()) else ""
+    middle = MEDIA_TOKEN.findall(source[len(head):len(source) - len(tail)])
+    return head + ("".join(middle) + "\n" if middle else "") + question + tail
 
 
 def _write_json(fh, data, style: dict) -> None:
