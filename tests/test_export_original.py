@@ -186,3 +186,41 @@ def test_cli_names_records_dropped_for_their_token(shared, tmp_path, capsys):
     printed = " ".join(capsys.readouterr().out.split())
     assert f"1 records dropped: no question left to carry its <image> token (source records " \
            f"{len(recs)}; listed in the changes file)" in printed
+
+
+def test_filtered_answers_keep_the_source_paragraphs(store, shared, tmp_path):
+    """LLaVA's detailed descriptions filtered with instance evidence: the export keeps the
+    source's paragraph breaks and spacing between the kept sentences."""
+    from capaudit.filters.runner import run_filter
+    from capaudit.text.mentions import sentence_spans
+
+    src = shared("data", "real", "llava_coco2014_val_gpt4_qa_30x3.jsonl")
+    add_caption_set(store, "detail", src, where="type = 'detail'")
+    run_filter(store, "detail", "hallucination", {
+        "evidence": "instances",
+        "instances": str(shared("data", "coco2014", "instance_categories_val2014.jsonl"))},
+        out="f")
+    out = export_set(store, "f", "original", tmp_path / "out.jsonl")
+    before = [json.loads(x)["output"] for x in src.read_text().splitlines()]
+    after = [json.loads(x)["output"] for x in out.read_text().splitlines()]
+    # record 5, by hand: "The car is parked in front of a building ..." and "A gray car ...
+    # and a truck ..." went; the break (" \n\n", as written) between the kept ones stays
+    assert after[4] == (
+        "The scene features a black car parked on the side of the road next to a parking "
+        "meter. There is another parking meter slightly further ahead of the car. \n\n"
+        "Additionally, there are other vehicles in the image. Moreover, there is another "
+        "vehicle barely visible on the left side of the scene.")
+    breaks_in_source = breaks_kept = 0
+    for old, new in zip(before, after):
+        if old == new:
+            continue
+        sents = [old[a:b] for a, b in sentence_spans(old)]
+        gaps = [old[b:c] for (_, b), (c, _) in zip(sentence_spans(old), sentence_spans(old)[1:])]
+        kept = [k for k, s in enumerate(sents) if s in new]
+        # a break survives when it lies between two kept sentences
+        expected = sum(any("\n\n" in g for g in gaps[a:b]) for a, b in zip(kept, kept[1:]))
+        assert new.count("\n\n") == expected, (old, new)
+        breaks_in_source += old.count("\n\n")
+        breaks_kept += new.count("\n\n")
+    # 13 breaks in the 14 revised answers; the 2 that go end answers whose last paragraph went
+    assert (breaks_in_source, breaks_kept) == (13, 11)

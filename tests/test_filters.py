@@ -63,6 +63,21 @@ def test_sentence_split_and_verbatim_join():
     assert {(c, s) for c, _w, s, _t in ments} == {("dog", 0), ("couch", 0), ("cat", 1), ("bed", 1)}
 
 
+def test_join_keeps_the_source_separators():
+    cap = "A dog runs.  A cat sits.\n\nA car waits. A bus stops.\n"
+    spans = sentence_spans(cap)
+    sents = [cap[a:b] for a, b in spans]
+    assert sents == ["A dog runs.", "A cat sits.", "A car waits.", "A bus stops."]
+    # neighbours keep the text between them; a paragraph's last sentence dropped keeps
+    # the break; the trailing newline stays with the last sentence
+    assert join_sentences(cap, spans, [sents[0], None, sents[2], sents[3]]) == \
+        "A dog runs.\n\nA car waits. A bus stops.\n"
+    assert join_sentences(cap, spans, [sents[0], sents[1], None, sents[3]]) == \
+        "A dog runs.  A cat sits.\n\nA bus stops.\n"
+    assert join_sentences(cap, spans, [sents[0], "A cat naps.", sents[2], None]) == \
+        "A dog runs.  A cat naps.\n\nA car waits."
+
+
 # -- negation -------------------------------------------------------------------------
 @pytest.mark.parametrize("sentence, word, negated", [
     ("a kitchen with no people in it", "people", True),

@@ -61,11 +61,28 @@ def join_sentences(caption: str, spans: list[tuple[int, int]], texts: list[str |
     """Rebuild a caption from its sentences; ``None`` drops one, a string replaces it.
 
     When nothing changed the caption is returned verbatim (leading spaces and
-    all), so a filter that keeps a caption never alters its bytes.
+    all), so a filter that keeps a caption never alters its bytes. Otherwise kept
+    sentences are joined by the source's own separators, so a revised answer keeps its
+    paragraphs for training: two neighbours keep the text between them; where sentences
+    between them went, the strongest of the skipped separators stays (the first with the
+    most line breaks), so dropping a paragraph's last sentence keeps the break after it.
+    The caption's leading (trailing) text stays with its first (last) sentence.
     """
     if all(t is not None and t == caption[a:b] for t, (a, b) in zip(texts, spans)):
         return caption
-    return " ".join(t.strip() for t in texts if t is not None and t.strip())
+    kept = [(i, t.strip()) for i, t in enumerate(texts) if t is not None and t.strip()]
+    if not kept:
+        return ""
+    parts = [caption[:spans[0][0]] if kept[0][0] == 0 else ""]
+    for n, (i, text) in enumerate(kept):
+        if n:
+            prev = kept[n - 1][0]
+            gaps = [caption[spans[k][1]:spans[k + 1][0]] for k in range(prev, i)]
+            parts.append(max(gaps, key=lambda gap: gap.count("\n")))
+        parts.append(text)
+    if kept[-1][0] == len(spans) - 1:
+        parts.append(caption[spans[-1][1]:])
+    return "".join(parts)
 
 
 # -- records --------------------------------------------------------------------
