@@ -224,3 +224,18 @@ def test_filtered_answers_keep_the_source_paragraphs(store, shared, tmp_path):
         breaks_kept += new.count("\n\n")
     # 13 breaks in the 14 revised answers; the 2 that go end answers whose last paragraph went
     assert (breaks_in_source, breaks_kept) == (13, 11)
+
+
+def test_sharegpt_messages_keep_the_image_token(store, shared, tmp_path):
+    """LLaMA-Factory's ``messages`` layout, as its mllm_demo.json now writes it: the real
+    demo with ``<image>`` in front of each record's first question."""
+    recs = json.loads(shared("data", "real", "llamafactory_mllm_demo.json").read_text())
+    for rec in recs:
+        rec["messages"][0]["content"] = "<image>" + rec["messages"][0]["content"]
+    (tmp_path / "sg.json").write_text(json.dumps(recs, indent=2, ensure_ascii=False))
+    add_caption_set(store, "sg", tmp_path / "sg.json", turns="all")
+    _drop_turns(store, "sg_f", "sg", {(0, 0), (1, 1)})
+    got = json.loads(export_set(store, "sg_f", "original", tmp_path / "o.json").read_text())
+    assert got[0]["messages"] == [{"content": "<image>What are they doing?", "role": "user"},
+                                  recs[0]["messages"][3]]
+    assert got[1]["messages"] == recs[1]["messages"][:2] and got[2:] == recs[2:]
