@@ -88,3 +88,56 @@ def test_nocaps_file_audited_directly_never_joins_val2014(store, shared, tmp_pat
     only = next(iter(res.values()))
     assert only.results["recall"].skipped == "no annotated images"
     assert only.results["length"].value == pytest.approx(3.0)
+
+
+def test_flickr_token_lines_in_coco_naming_are_coco2014(store, tmp_path):
+    path = tmp_path / "coco_captions.token"
+    path.write_text("COCO_val2014_000000011340.jpg#0\tA dog on a couch.\n"
+                    "COCO_val2014_000000011340.jpg#1\tA brown dog lying down.\n"
+                    "COCO_val2014_000000000042.jpg#0\tA bowl of food.\n")
+    info = add_caption_set(store, "tok", path).info
+    assert (info.format, info.namespace) == ("flickr-token", "coco2014")
+    assert store.sql("SELECT image_id, namespace FROM captions ORDER BY row_idx") == [
+        (11340, "coco2014"), (11340, "coco2014"), (42, "coco2014")]
+    flickr = tmp_path / "results_20130124.token"
+    flickr.write_text("1000092795.jpg#0\tTwo young guys with shaggy hair.\n")
+    assert add_caption_set(store, "f30k", flickr).info.namespace == "flickr30k"
+
+
+def _tar(path, members):
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize("declared", [None, "coco2014"])
+def test_webdataset_keys_in_coco_naming_are_parsed(store, tmp_path, declared):
+    _tar(tmp_path / "00000.tar", [("COCO_val2014_000000011340.jpg", b"\xff\xd8"),
+                                  ("COCO_val2014_000000011340.txt", b"a dog on a couch")])
+    info = add_caption_set(store, "w", tmp_path, namespace=declared).info
+    assert info.namespace == "coco2014"
+    assert store.sql("SELECT image_key, image_id FROM captions") == [("11340", 11340)]
+
+
+def test_img2dataset_row_keys_are_row_keys_not_image_ids(store, tmp_path):
+    # img2dataset names samples by the row of its URL list: 000000012 is the 13th URL
+    rows = []
+    for n in (0, 12):
+        key = f"{n:09d}"
+        meta = {"url": f"https://example.org/{n}.jpg", "key": key, "status": "success",
+                "error_message": None, "width": 256, "height": 256, "caption": f"photo {n}"}
+        rows += [(f"{key}.jpg", b"\xff\xd8"), (f"{key}.txt", f"photo {n}".encode()),
+                 (f"{key}.json", json.dumps(meta).encode())]
+    _tar(tmp_path / "00000.tar", rows)
+    info = add_caption_set(store, "i2d", tmp_path).info
+    assert info.namespace is None
+    assert store.sql("SELECT image_key, image_id FROM captions ORDER BY row_idx") == [
+        ("000000000", None), ("000000012", None)]
+    from capaudit.cli.sets import set_summary
+
+    assert set_summary(store, "i2d", 0)["with_coco_id"] == 0

@@ -34,6 +34,7 @@ ID_LIMIT = 10**18  # ids have at most 18 digits: every one fits a signed 64-bit 
 # basename is all digits, or COCO_<split><year>_<digits>; "sa_1.jpg" is a custom id
 _COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
                         re.IGNORECASE)
+_COCO_KEY = re.compile(r"^COCO_[a-z]+\d{4}_(\d{1,12})$", re.IGNORECASE)
 _INT = re.compile(r"^\s*\d{1,18}\s*$")
 _COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
 _COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
@@ -59,6 +60,21 @@ def parse_image_id(value) -> int | None:
     if match:
         return int(match.group(1))
     return None
+
+
+def key_image_id(key) -> int | None:
+    """:func:`parse_image_id` of a sample key, which may also be a COCO file name without its
+    extension (webdataset keys drop it: ``COCO_val2014_000000011340``)."""
+    m = _COCO_KEY.match(key.strip()) if isinstance(key, str) else None
+    return int(m.group(1)) if m else parse_image_id(key)
+
+
+def is_row_key(key, meta: dict) -> bool:
+    """Whether a webdataset sample's all-digit key is img2dataset's row number (``000000012``
+    is the 13th URL of its list, not image 12): its JSON carries the ``url`` it was fetched
+    from and no id of the image."""
+    return (isinstance(key, str) and key.isdigit() and isinstance(meta, dict)
+            and "url" in meta and "image_id" not in meta)
 
 
 def exact_image_id(value) -> int | None:
