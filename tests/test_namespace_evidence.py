@@ -141,3 +141,20 @@ def test_img2dataset_row_keys_are_row_keys_not_image_ids(store, tmp_path):
     from capaudit.cli.sets import set_summary
 
     assert set_summary(store, "i2d", 0)["with_coco_id"] == 0
+
+
+def test_malformed_json_names_line_and_column_not_the_formats(tmp_path):
+    from capaudit.errors import InputError
+    from capaudit.io.readers import detect_format
+
+    lines = json.dumps([{"image_id": i, "caption": "A dog."} for i in range(8)],
+                       indent=2).split("\n")
+    assert lines[22] == '    "image_id": 5,'           # line 23: record 6 (4 lines each)
+    lines[22] = '    "image_id": 5'                   # its comma lost: the parser stops at
+    path = tmp_path / "captions.json"                 # line 24's "caption", column 5
+    path.write_text("\n".join(lines))
+    with pytest.raises(InputError) as err:
+        detect_format(path)
+    text = str(err.value)
+    assert "malformed JSON at line 24, column 5" in text and "captions.json" in text
+    assert "tried" not in text
