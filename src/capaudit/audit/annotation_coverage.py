@@ -184,13 +184,18 @@ def target_images(store, target) -> list[tuple]:
         batches = lambda: get_reader(detect_format(path)).read(path)
     seen: dict = {}
     for batch in batches():
-        for key, iid in zip(batch.column("image_key").to_pylist(),
-                            batch.column("image_id").to_pylist()):
+        names = batch.schema.names
+        spaces = (batch.column("namespace").to_pylist() if "namespace" in names
+                  else [None] * batch.num_rows)
+        for key, iid, ns in zip(batch.column("image_key").to_pylist(),
+                                batch.column("image_id").to_pylist(), spaces):
             if key not in seen:
-                seen[key] = iid
-    # a bare number (most keys) is evidence of no namespace: skip the pattern search
-    return [(key, iid, None if type(key) is str and key.isdigit() else infer_namespace(key))
-            for key, iid in seen.items()]
+                seen[key] = (iid, ns)
+    # as `sets add` does: the reader's namespace (its file's evidence), else the key's own;
+    # a bare number (most keys) is evidence of none: skip the pattern search
+    return [(key, iid, ns if ns is not None or iid is None
+             else None if type(key) is str and key.isdigit() else infer_namespace(key))
+            for key, (iid, ns) in seen.items()]
 
 
 def kept_ids(images, annotations, cov: Coverage) -> set | None:

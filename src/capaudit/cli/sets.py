@@ -93,7 +93,9 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     info = s["info"]
     console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
                   f"{esc(str(info.source_path))}", markup=True)
-    ids = info.namespace or "unassigned (bare numbers: joined only if an audit finds them annotated)"
+    ids = info.namespace or ("unassigned (bare numbers: joined only if an audit finds them "
+                             "annotated)" if s["with_coco_id"] else
+                             "none (text or row keys: never joined with annotations)")
     console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {ids}")
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "

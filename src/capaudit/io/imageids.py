@@ -16,8 +16,10 @@ only from evidence that cannot mean anything else:
   (``None``, "unassigned"). Whether such ids are COCO ids is decided at audit time by the
   coverage check (:mod:`capaudit.audit.annotation_coverage`), not here.
 
-Readers that know their layout (COCO captions JSON, Karpathy ``cocoid``) set the
-namespace themselves. ``coco2014`` and ``coco2017`` share image ids (2017 is a re-split of
+Readers that know their dataset (Karpathy ``cocoid``, Flickr tokens) set the namespace
+themselves; a COCO-layout JSON file is named by its own evidence (:func:`document_namespace`:
+info block, URLs, file names, ``open_images_id``), never by the layout alone: nocaps ships
+its Open Images captions in COCO's layout. ``coco2014`` and ``coco2017`` share image ids (2017 is a re-split of
 the same images), so they join with each other (:func:`compatible`).
 """
 
@@ -32,6 +34,7 @@ ID_LIMIT = 10**18  # ids have at most 18 digits: every one fits a signed 64-bit 
 # basename is all digits, or COCO_<split><year>_<digits>; "sa_1.jpg" is a custom id
 _COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
                         re.IGNORECASE)
+_COCO_KEY = re.compile(r"^COCO_[a-z]+\d{4}_(\d{1,12})$", re.IGNORECASE)
 _INT = re.compile(r"^\s*\d{1,18}\s*$")
 _COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
 _COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
@@ -57,6 +60,21 @@ def parse_image_id(value) -> int | None:
     if match:
         return int(match.group(1))
     return None
+
+
+def key_image_id(key) -> int | None:
+    """:func:`parse_image_id` of a sample key, which may also be a COCO file name without its
+    extension (webdataset keys drop it: ``COCO_val2014_000000011340``)."""
+    m = _COCO_KEY.match(key.strip()) if isinstance(key, str) else None
+    return int(m.group(1)) if m else parse_image_id(key)
+
+
+def is_row_key(key, meta: dict) -> bool:
+    """Whether a webdataset sample's all-digit key is img2dataset's row number (``000000012``
+    is the 13th URL of its list, not image 12): its JSON carries the ``url`` it was fetched
+    from and no id of the image."""
+    return (isinstance(key, str) and key.isdigit() and isinstance(meta, dict)
+            and "url" in meta and "image_id" not in meta)
 
 
 def exact_image_id(value) -> int | None:
@@ -105,6 +123,52 @@ def infer_namespace(value) -> str | None:
     if "/" in text.strip("/") and parse_image_id(text) is not None:
         return "path:" + text.strip("/").split("/", 1)[0].lower()
     return None
+
+
+# what a COCO-layout file's info block, URLs and extra id fields say about its dataset, most
+# specific first: nocaps borrows COCO's layout (and even its ``coco_url`` key) for Open Images
+# pictures, so a nocaps or Open Images mark outweighs the COCO-looking field names
+_DOC_MARKS = (("nocaps", re.compile(r"nocaps", re.IGNORECASE)),
+              ("openimages", re.compile(r"open[ _-]?images", re.IGNORECASE)),
+              ("flickr30k", re.compile(r"flickr30k", re.IGNORECASE)),
+              ("coco", re.compile(r"cocodataset\.org|mscoco|\bcoco\b", re.IGNORECASE)))
+_URL_KEYS = ("coco_url", "flickr_url", "url", "file_path", "filepath")
+
+
+def document_namespace(info, images) -> str | None:
+    """The namespace a COCO-layout document is evidence for, from every piece of it: the
+    ``info`` block (description, url), the images' URLs and file names and extra id fields
+    (``open_images_id``). The layout alone is no evidence: a file with none gives ``None``
+    (unassigned; the audit's coverage check decides), never ``coco2014`` by default."""
+    texts = [json_text(info)] if info else []
+    names, extra_ids = [], False
+    for img in images if isinstance(images, list) else []:
+        if not isinstance(img, dict):
+            continue
+        texts += [str(img[k]) for k in _URL_KEYS if isinstance(img.get(k), str)]
+        if isinstance(img.get("file_name"), str):
+            names.append(img["file_name"])
+        extra_ids = extra_ids or "open_images_id" in img
+    blob = "\n".join(texts)
+    for name, mark in _DOC_MARKS[:3]:
+        if mark.search(blob) or name == "openimages" and extra_ids:
+            return name
+    from_names = {infer_namespace(n) for n in names} - {None}
+    from_names |= {infer_namespace(t) for t in texts if "/" in t} - {None}
+    coco_years = {ns for ns in from_names if ns in ("coco2014", "coco2017")}
+    if len(coco_years) == 1:
+        return coco_years.pop()
+    if coco_years or _DOC_MARKS[3][1].search(blob):
+        # COCO named, year from the info block (2014 and 2017 share ids: they join alike)
+        return "coco2017" if "2017" in blob and "2014" not in blob else "coco2014"
+    return None
+
+
+def json_text(value) -> str:
+    """A JSON value's text (an info block of any shape) for the marks above."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def compatible(a: str | None, b: str | None) -> bool:

@@ -162,6 +162,8 @@ def detect_format(path: Path) -> str:
     for name in SNIFF_ORDER:
         if READERS.get(name).sniff(path, head):
             return name
+    if head.lstrip()[:1] in (b"{", b"[") or path.suffix.lower() == ".json":
+        load_json_document(path)   # a damaged JSON file: its line and column, not the list
     tried = "; ".join(f"{n} (wants {READERS.get(n).expects or EXPECTS.get(n, n)})"
                       for n in SNIFF_ORDER)
     raise InputError(f"cannot tell the caption format; tried {tried}", path=path,

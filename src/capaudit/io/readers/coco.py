@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import infer_namespace, require_image_id
+from capaudit.io.imageids import document_namespace, require_image_id
 from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
 
 
@@ -42,10 +41,9 @@ class CocoReader(CaptionReader):
             if "id" in img:
                 iid = require_image_id(img["id"], what=f"images entry {i + 1} id", path=path)
                 names[iid] = img.get("file_name") or str(iid)
-        # the COCO captions format is evidence of COCO ids; the year from the names or info
-        first = next(iter(names.values()), "")
-        ns = infer_namespace(first) if str(first).upper().startswith("COCO_") else None
-        ns = ns or ("coco2017" if "2017" in json.dumps(data.get("info", "")) else "coco2014")
+        # the layout is no evidence of COCO ids (nocaps borrows it): the info block, URLs,
+        # file names and extra id fields are; none of them -> unassigned
+        ns = document_namespace(data.get("info"), images)
         keys, ids, caps, metas = [], [], [], []
         for i, ann in enumerate(data["annotations"]):
             row = i + 1

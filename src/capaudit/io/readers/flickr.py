@@ -2,7 +2,9 @@
 
 One caption per line, ``IMAGE.jpg#N<TAB>caption``. The format is Flickr's own release,
 so the namespace is Flickr's: all-digit names (``1000092795.jpg``) are Flickr30k ids,
-Flickr8k names (``1000268201_693b08cb0e.jpg``) are kept as text keys. ``meta.src`` is
+Flickr8k names (``1000268201_693b08cb0e.jpg``) are kept as text keys. A name that is
+evidence of another dataset (``COCO_val2014_000000011340.jpg#0``: COCO captions in Flickr's
+layout) keeps that dataset's namespace. ``meta.src`` is
 the line number (0-based) for writing the set back.
 """
 
@@ -16,7 +18,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import parse_image_id
+from capaudit.io.imageids import infer_namespace, parse_image_id
 from capaudit.io.readers.base import CaptionReader, first_line, make_batch
 
 _LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
@@ -54,7 +56,9 @@ class FlickrTokenReader(CaptionReader):
                 ids.append(iid)
                 caps.append(m.group(3))
                 metas.append(json.dumps({"src": row - 1, "n": int(m.group(2)), "file": name}))
-                spaces.append("flickr30k" if iid is not None else "flickr8k")
+                # Flickr's own release, unless a name says otherwise (COCO_val2014_... lines)
+                spaces.append(infer_namespace(name)
+                              or ("flickr30k" if iid is not None else "flickr8k"))
                 if len(keys) >= self.batch_size:
                     yield make_batch(keys, ids, caps, metas, spaces)
                     keys, ids, caps, metas, spaces = [], [], [], [], []

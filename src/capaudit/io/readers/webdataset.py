@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.core.ranges import env_number
-from capaudit.io.imageids import parse_image_id
+from capaudit.io.imageids import infer_namespace, is_row_key, key_image_id, parse_image_id
 from capaudit.io.readers.base import CaptionReader, make_batch
 
 if TYPE_CHECKING:
@@ -223,19 +223,36 @@ class WebDatasetReader(CaptionReader):
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         cap_key = self.caption_col or "caption"
-        keys, ids, caps, metas = [], [], [], []
+        keys, ids, caps, metas, spaces = [], [], [], [], []
         for shard in shard_paths(path):
             for row, (key, files) in enumerate(iter_samples(shard), start=1):
                 meta, texts = parse_sample(key, files, shard, row, cap_key)
-                iid = meta.get(self.id_col or "image_id")
-                iid = parse_image_id(iid) if iid is not None else parse_image_id(key)
+                iid, ns = sample_id(key, meta, self.id_col or "image_id")
                 for text in texts:
                     keys.append(str(meta.get("key", key)) if iid is None else str(iid))
                     ids.append(iid)
                     caps.append(text if isinstance(text, str) else None)
                     metas.append(json.dumps({"shard": shard.name, "key": key}))
+                    spaces.append(ns)
                 if len(keys) >= self.batch_size:
-                    yield make_batch(keys, ids, caps, metas)
-                    keys, ids, caps, metas = [], [], [], []
+                    yield make_batch(keys, ids, caps, metas, _spaces(spaces))
+                    keys, ids, caps, metas, spaces = [], [], [], [], []
         if keys:
-            yield make_batch(keys, ids, caps, metas)
+            yield make_batch(keys, ids, caps, metas, _spaces(spaces))
+
+
+def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | None]:
+    """A sample's image id and the namespace its key is evidence for: the JSON's id field,
+    else the key (``COCO_val2014_000000011340`` -> 11340, coco2014); an img2dataset row
+    number is no image id (:func:`~capaudit.io.imageids.is_row_key`): the key stays text."""
+    if meta.get(id_field) is not None:
+        return parse_image_id(meta[id_field]), None
+    if is_row_key(key, meta):
+        return None, None
+    iid = key_image_id(key)
+    return iid, (None if iid is None or key.isdigit() else infer_namespace(key))
+
+
+def _spaces(spaces: list) -> list | None:
+    """The batch's namespace column, or none when no key gave evidence."""
+    return spaces if any(ns is not None for ns in spaces) else None
