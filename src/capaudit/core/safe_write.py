@@ -20,7 +20,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, NoReturn
 
 from capaudit.errors import InputError
 
@@ -151,14 +151,9 @@ def _replacing(path: str | Path, parents: bool) -> Iterator[tuple[Path, int]]:
         raise write_error(exc, path) from None
     try:
         yield tmp, fd
-        check_file_target(path)
-        os.replace(tmp, path)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in _WHY:
-            raise write_error(exc, path) from None
-        raise
+        _discard(tmp, path, exc)
+    replace_with(tmp, path)
 
 
 def is_stream(path: str | Path) -> bool:
@@ -216,11 +211,17 @@ def replace_with(tmp: Path, path: str | Path) -> None:
         check_file_target(path)
         os.replace(tmp, path)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in _WHY:
-            raise write_error(exc, path) from None
-        raise
+        _discard(tmp, path, exc)
+
+
+def _discard(tmp: Path, path: str | Path, exc: BaseException) -> NoReturn:
+    """Remove our temporary file after ``exc``, then raise it (a file-system fault as one
+    line naming ``path``)."""
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    if isinstance(exc, OSError) and exc.errno in _WHY:
+        raise write_error(exc, path) from None
+    raise exc
 
 
 def write_text(path: str | Path, text: str, *, encoding: str = "utf-8",
