@@ -222,3 +222,14 @@ def guarded_rows(rows, keep: set | None):
     if keep is None:
         return rows
     return lambda: ((iid if iid in keep else None, cap) for iid, cap in rows())
+
+
+def guard_target(store, target, annotations, metrics, cfg) -> Coverage:
+    """The guard every command runs on a target before any metric (``audit run``, the
+    leaderboard): measure its coverage, stop with one line when the join is not believable
+    (``min_coverage``, ``allow_partial`` of ``cfg``), and hide the ids that may not join."""
+    images = target_images(store, target)
+    cov = measure(target.name, images, annotations, store, metrics)
+    check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
+    target.rows = guarded_rows(target.rows, kept_ids(images, annotations, cov))
+    return cov

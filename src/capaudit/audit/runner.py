@@ -89,14 +89,8 @@ def check_coverage(store, resolved: list[StreamTarget], annotations,
                    cfg: Mapping[str, Any]) -> dict:
     """Coverage of each target (:mod:`capaudit.audit.annotation_coverage`), before any metric; stops
     with one line when a join is not believable; hides the ids that may not join."""
-    out = {}
-    for t in resolved:
-        images = coverage.target_images(store, t)
-        cov = coverage.measure(t.name, images, annotations, store, metric_names(cfg))
-        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
-        t.rows = coverage.guarded_rows(t.rows, coverage.kept_ids(images, annotations, cov))
-        out[t.name] = cov
-    return out
+    metrics = metric_names(cfg)
+    return {t.name: coverage.guard_target(store, t, annotations, metrics, cfg) for t in resolved}
 
 
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,

@@ -161,12 +161,8 @@ def guard_coverage(store, targets: Sequence[str], annotations, cfg: Mapping,
     resolved, covs = [], {}
     for spec in targets:
         t = resolve_target(store, spec)
-        images = coverage.target_images(store, t)
-        cov = coverage.measure(t.name, images, annotations, store, list(metrics))
-        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
-        t.rows = coverage.guarded_rows(t.rows, coverage.kept_ids(images, annotations, cov))
+        covs[t.name] = coverage.guard_target(store, t, annotations, list(metrics), cfg)
         resolved.append(t)
-        covs[t.name] = cov
     return resolved, partial_notes(covs, metrics, bool(cfg.get("allow_partial")))
 
 
