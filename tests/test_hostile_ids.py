@@ -10,20 +10,8 @@ import json
 
 import pytest
 
-from capaudit.cli.main import main
 from capaudit.io.imageids import ID_LIMIT, exact_image_id
-
-
-def cli(args, capsys):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("capaudit: error: "), err
-    return lines[0]
+from test_hostile import cli, one_line_error as one_line
 
 
 BAD_IDS = [1.7, 2.5, True, 1e20, 1.0, 10**20, -3, "abc", None, [1], "1.5"]

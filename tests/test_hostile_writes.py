@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -23,23 +22,11 @@ import duckdb
 import pytest
 
 import capaudit
-from capaudit.cli.main import main
 from capaudit.demo import DEMO_DIR, build_demo
+from test_hostile import cli, one_line_error
 
 NIC = DEMO_DIR / "nic.jsonl"
 VICTIM_TEXT = "precious, not capaudit's\n"
-
-
-def cli(args, capsys):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("capaudit: error: "), err
-    return lines[0]
 
 
 def sha(path: Path) -> str:

@@ -13,24 +13,12 @@ import tarfile
 import time
 
 import pytest
-from test_hostile import _env
+from test_hostile import _env, cli
+from test_hostile import one_line_error as one_line
 
 from capaudit.audit.config import AuditConfig
-from capaudit.cli.main import main
 from capaudit.enrich.testing import FakeOpenAIServer
 from capaudit.errors import InputError
-
-
-def cli(args, capsys):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("capaudit: error: "), err
-    return lines[0]
 
 
 @pytest.fixture
