@@ -4,12 +4,11 @@ typed from the filter's declared default, over the flag and the YAML ``filter:``
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 
 import pytest
 
 from capaudit.cli.main import main
+from plugin_site import installed_plugin
 
 PLUGIN = '''
 """Toy plugin filter: drops a sentence whose share of ``words`` exceeds ``threshold``."""
@@ -46,30 +45,11 @@ CAPTIONS = [(1, "a dog. a red cat."), (2, "dog dog cat."), (3, "a cat on a mat."
 def plugin(tmp_path, monkeypatch):
     """Install the toy filter as another package would: a module plus a dist-info whose
     entry point is in ``capaudit.filters``; the registry is restored afterwards."""
-    from capaudit.core.registry import rescan_plugins
     from capaudit.filters.base import FILTERS
 
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "capaudit_toy_filter.py").write_text(PLUGIN)
-    info = site / "capaudit_toy_filter-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: capaudit-toy-filter\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
-        [capaudit.filters]
-        word-share = capaudit_toy_filter:ShareFilter
-        """))
-    monkeypatch.syspath_prepend(str(site))
-    saved = dict(FILTERS._entries)
-    FILTERS._plugins_loaded = False
-    rescan_plugins()
-    yield
-    FILTERS._entries.clear()
-    FILTERS._entries.update(saved)
-    FILTERS._plugins_loaded = False
-    rescan_plugins()
-    sys.modules.pop("capaudit_toy_filter", None)
+    with installed_plugin(tmp_path / "site", monkeypatch, FILTERS, "capaudit_toy_filter", PLUGIN,
+                          "filters", {"word-share": "capaudit_toy_filter:ShareFilter"}):
+        yield
 
 
 @pytest.fixture

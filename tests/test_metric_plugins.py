@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 
 import pytest
 
 from capaudit.cli.main import main
+from plugin_site import installed_plugin
 
 PLUGIN = '''
 """Toy plugin: share of captions longer than 8 tokens."""
@@ -55,27 +55,10 @@ CAPTIONS = [(1, "A man riding a horse."), (1, "A woman on a horse next to a dog.
 def plugin(tmp_path, monkeypatch):
     """Install the toy plugin (module + dist-info with entry points) for this test only."""
     from capaudit.metrics import METRICS
-    from capaudit.core.registry import rescan_plugins
 
-    site = tmp_path / "site"
-    (site / "capaudit_toy_plugin").mkdir(parents=True)
-    (site / "capaudit_toy_plugin" / "__init__.py").write_text(PLUGIN)
-    info = site / "capaudit_toy_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: capaudit-toy-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
-        [capaudit.metrics]
-        long_share = capaudit_toy_plugin:LongShare
-        """))
-    monkeypatch.syspath_prepend(str(site))
-    saved = dict(METRICS._entries)
-    METRICS._plugins_loaded = False
-    rescan_plugins()
-    yield site
-    METRICS._entries.clear()
-    METRICS._entries.update(saved)
-    METRICS._plugins_loaded = False
-    rescan_plugins()
+    with installed_plugin(tmp_path / "site", monkeypatch, METRICS, "capaudit_toy_plugin", PLUGIN,
+                          "metrics", {"long_share": "capaudit_toy_plugin:LongShare"}) as site:
+        yield site
 
 
 def _write(path, rows):

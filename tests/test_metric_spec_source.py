@@ -10,11 +10,11 @@ The plugin is installed as a real ``.dist-info`` with an entry point (as in
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
 from capaudit.cli.main import main
+from plugin_site import installed_plugin
 
 PLUGIN = '''
 """Plugin: CHAIR_s computed again by a third party, plus a per-caption column of text."""
@@ -63,30 +63,13 @@ class CaptionChars(Metric):
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
     """Install the plugin (module + dist-info with entry points) for this test only."""
-    from capaudit.core.registry import rescan_plugins
     from capaudit.metrics import METRICS
 
-    site = tmp_path / "site"
-    (site / "capaudit_chair_plugin").mkdir(parents=True)
-    (site / "capaudit_chair_plugin" / "__init__.py").write_text(PLUGIN)
-    info = site / "capaudit_chair_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: capaudit-chair-plugin\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
-        [capaudit.metrics]
-        chair_again = capaudit_chair_plugin:ChairAgain
-        caption_chars = capaudit_chair_plugin:CaptionChars
-        """))
-    monkeypatch.syspath_prepend(str(site))
-    saved = dict(METRICS._entries)
-    METRICS._plugins_loaded = False
-    rescan_plugins()
-    yield site
-    METRICS._entries.clear()
-    METRICS._entries.update(saved)
-    METRICS._plugins_loaded = False
-    rescan_plugins()
+    with installed_plugin(tmp_path / "site", monkeypatch, METRICS, "capaudit_chair_plugin",
+                          PLUGIN, "metrics",
+                          {"chair_again": "capaudit_chair_plugin:ChairAgain",
+                           "caption_chars": "capaudit_chair_plugin:CaptionChars"}) as site:
+        yield site
 
 
 def _thirty_percent(shared, path):
