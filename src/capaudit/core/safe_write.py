@@ -138,6 +138,15 @@ def _new_tmp(directory: Path, name: str) -> tuple[Path, int]:
             continue
 
 
+def _temp_beside(path: Path) -> tuple[Path, int]:
+    """A new temporary file of ours in ``path``'s folder (name and open descriptor); a
+    file-system fault is one line naming ``path``."""
+    try:
+        return _new_tmp(path.parent, path.name)
+    except OSError as exc:
+        raise write_error(exc, path) from None
+
+
 @contextlib.contextmanager
 def _replacing(path: str | Path, parents: bool) -> Iterator[tuple[Path, int]]:
     """Our own temporary file beside ``path`` (its name and open descriptor), renamed onto
@@ -145,10 +154,7 @@ def _replacing(path: str | Path, parents: bool) -> Iterator[tuple[Path, int]]:
     path = check_file_target(path)
     if parents:
         make_dirs(path.parent)
-    try:
-        tmp, fd = _new_tmp(path.parent, path.name)
-    except OSError as exc:
-        raise write_error(exc, path) from None
+    tmp, fd = _temp_beside(path)
     try:
         yield tmp, fd
     except BaseException as exc:
@@ -196,11 +202,7 @@ def atomic_path(path: str | Path, *, parents: bool = False) -> Iterator[Path]:
 def new_temp_file(path: str | Path) -> Path:
     """An empty temporary file of our own beside ``path`` for a writer that streams over
     several calls (a parquet writer); :func:`replace_with` renames it into place."""
-    path = check_file_target(path)
-    try:
-        tmp, fd = _new_tmp(path.parent, path.name)
-    except OSError as exc:
-        raise write_error(exc, path) from None
+    tmp, fd = _temp_beside(check_file_target(path))
     os.close(fd)
     return tmp
 
