@@ -41,6 +41,19 @@ def too_few_note(n_images: int, min_n: int) -> str:
     return f"too few: {n_images:,} images (under --min-n {min_n})"
 
 
+def used_kinds(cov, metric: str) -> list[str]:
+    """The annotation kinds ``metric`` reads that the target's coverage ``cov`` kept."""
+    return [k for k in annotation_kinds([metric])
+            if cov is not None and k in cov.covered and k not in cov.dropped]
+
+
+def partial_note(cov, metric: str) -> str | None:
+    """"partial: 20 of 100 images" (the least-covered annotation ``metric`` reads), or
+    None when every one it reads covers all the target's images."""
+    short = [cov.covered[k] for k in used_kinds(cov, metric) if cov.covered[k] < cov.n_images]
+    return f"partial: {min(short):,} of {cov.n_images:,} images" if short else None
+
+
 def assign_status(results: Mapping[str, Any], cov, cfg: Mapping[str, Any]) -> None:
     """Set coverage, status and notes of every result of one target (``cov``: its
     :class:`~capaudit.audit.annotation_coverage.Coverage`, or ``None``)."""
@@ -49,13 +62,10 @@ def assign_status(results: Mapping[str, Any], cov, cfg: Mapping[str, Any]) -> No
     for name, r in results.items():
         if r.skipped:
             continue
-        kinds = [k for k in annotation_kinds([name])
-                 if cov is not None and k in cov.covered and k not in cov.dropped]
+        kinds = used_kinds(cov, name)
         r.coverage = {k: round(cov.share_of_ids(k), 6) for k in kinds}
-        short = [k for k in kinds if cov.covered[k] < cov.n_images]
-        if partial_run and short:
-            least = min(cov.covered[k] for k in short)
-            r.mark("partial", f"partial: {least:,} of {cov.n_images:,} images")
+        if partial_run and (note := partial_note(cov, name)):
+            r.mark("partial", note)
         if r.value is not None and r.n_images is not None and r.n_images < min_n:
             r.mark("too-few", too_few_note(r.n_images, min_n))
 

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from capaudit.audit.result_status import too_few_note
+from capaudit.audit.result_status import partial_note, too_few_note
 
 __all__ = ["partial_notes", "cell_status", "cell_tag", "too_few_columns"]
 
@@ -30,19 +30,13 @@ def partial_notes(covs: Mapping[str, object], metrics: Sequence[str],
                   allow_partial: bool) -> dict[str, dict[str, str]]:
     """``{set: {metric: "partial: 20 of 100 images"}}`` under ``--allow-partial`` (the
     least-covered annotation the metric reads), from each set's coverage."""
-    from capaudit.metrics.spec import annotation_kinds
-
     out: dict[str, dict[str, str]] = {}
     if not allow_partial:
         return out
     for name, cov in covs.items():
         for m in metrics:
-            short = [cov.covered[k] for k in annotation_kinds([m])
-                     if k in cov.covered and k not in cov.dropped
-                     and cov.covered[k] < cov.n_images]
-            if short:
-                out.setdefault(name, {})[m] = (f"partial: {min(short):,} of "
-                                               f"{cov.n_images:,} images")
+            if note := partial_note(cov, m):
+                out.setdefault(name, {})[m] = note
     return out
 
 
