@@ -19,7 +19,8 @@ import pyarrow as pa
 from capaudit.core.names import check_set_name
 from capaudit.errors import InputError
 from capaudit.io.imageids import compatible, infer_namespace
-from capaudit.io.readers.base import detect_format, get_reader, read_head, refuse_pickle
+from capaudit.io.readers.base import (check_options, detect_format, get_reader, read_head,
+                                      refuse_pickle)
 from capaudit.store import captions
 from capaudit.store.db import Store
 from capaudit.store.sets import SetInfo
@@ -117,7 +118,8 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     if not hub:
         refuse_pickle(path, read_head(path, 8))
     fmt = detect_format(path) if fmt == "auto" else fmt
-    reader_options = {k: v for k, v in reader_options.items() if v is not None}
+    check_options(fmt, {**reader_options, "id_col": id_col, "caption_col": caption_col}, path)
+    reader_options = {k: v for k, v in reader_options.items() if v is not None and v is not False}
     reader = get_reader(fmt, id_col=id_col, caption_col=caption_col, **reader_options)
     options = {"id_col": id_col, "caption_col": caption_col, **reader_options}
     if namespace:

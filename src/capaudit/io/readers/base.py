@@ -42,6 +42,9 @@ class CaptionReader:
     name = "base"
     version = "1"
     expects = ""   # what sniffing looks for, named in the hint when no format matches
+    # the reader options (:data:`READER_OPTIONS`) this format reads; ingest refuses any
+    # other one given with it, so an option is never accepted and silently ignored
+    accepts: frozenset[str] = frozenset()
 
     def __init__(self, id_col: str | None = None, caption_col: str | None = None,
                  batch_size: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES, **options):
@@ -182,6 +185,41 @@ SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "karpathy", "coco", 
 
 def get_reader(fmt: str, **options) -> CaptionReader:
     return READERS.get(fmt)(**options)
+
+
+# every reader option (``sets add`` flag / ``add_set`` keyword); each reader's ``accepts``
+# names those it reads
+READER_OPTIONS = ("id_col", "caption_col", "split", "turns", "where", "skip_no_image")
+
+
+def flag(option: str) -> str:
+    """The ``sets add`` flag of ``option`` (the API turns it back into a keyword)."""
+    return "--" + option.replace("_", "-")
+
+
+def check_options(fmt: str, given, path: Path | None = None) -> None:
+    """Refuse, in one line, an option no reader knows (with a did-you-mean) and the options
+    given that format ``fmt`` does not read, naming the formats they apply to (None and
+    False are "not given": the CLI's unset flags)."""
+    unknown = [k for k in given if k not in READER_OPTIONS]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], [*READER_OPTIONS, "namespace"], n=1)
+        hint = f"did you mean {flag(close[0])}? " if close else ""
+        raise InputError(f"unknown option {flag(unknown[0])}",
+                         fix=f"{hint}the options: {', '.join(map(flag, READER_OPTIONS))}, "
+                             "--namespace")
+    refused = [k for k in READER_OPTIONS if given.get(k) not in (None, False)
+               and k not in READERS.get(fmt).accepts]
+    if not refused:
+        return
+    where = "; ".join(f"{flag(k)} applies to " + (", ".join(
+        n for n in READERS.names() if k in getattr(READERS.get(n), "accepts", ())) or "none")
+        for k in refused)
+    one = len(refused) == 1
+    raise InputError(f"{', '.join(map(flag, refused))} {'does' if one else 'do'} not apply to "
+                     f"{fmt} files", path=path, fix=f"drop {'it' if one else 'them'}; {where}")
 
 
 for _name, _target in {

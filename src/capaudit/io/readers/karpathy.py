@@ -26,6 +26,7 @@ SPLITS = ("train", "val", "test", "restval")
 class KarpathyReader(RecordReader):
     name = "karpathy"
     expects = "a JSON object with 'images' whose entries hold 'sentences' and 'split'"
+    accepts = frozenset({"split", "where", "skip_no_image"})
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:

@@ -41,6 +41,7 @@ class ShareGPT4VReader(RecordReader):
     name = "sharegpt4v"
     expects = "a JSON list of records with 'conversations'"
     speaker, text, assistant, turns_key = "from", "value", "gpt", "conversations"
+    accepts = frozenset({"turns", "where", "skip_no_image"})
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -103,6 +104,7 @@ class ShareGPTReader(ShareGPT4VReader):
 class FuseCapReader(RecordReader):
     name = "fusecap"
     expects = "a JSON object mapping image file names to captions"
+    accepts = frozenset({"id_col", "caption_col"})   # a list of records' columns
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:

@@ -45,6 +45,7 @@ def _qi(name: str) -> str:
 
 
 class _DuckReader(CaptionReader):
+    accepts = frozenset({"id_col", "caption_col"})
     id_candidates = ID_CANDIDATES
     caption_candidates = CAPTION_CANDIDATES
 

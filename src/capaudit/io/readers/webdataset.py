@@ -214,6 +214,7 @@ def parse_sample(key: str, files: dict[str, bytes], shard: Path, row: int,
 
 class WebDatasetReader(CaptionReader):
     name = "webdataset"
+    accepts = frozenset({"id_col", "caption_col"})   # the JSON's id field, its caption key
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
