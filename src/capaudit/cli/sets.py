@@ -97,6 +97,10 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
                              "annotated)" if s["with_coco_id"] else
                              "none (text or row keys: never joined with annotations)")
     console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {ids}")
+    given = {k: v for k, v in (info.options or {}).items() if v is not None}
+    if given:   # how the file was read (--split test, --turns all, ...): part of what the set is
+        console.print("options " + esc("  ".join(f"{k}={v}" for k, v in given.items())),
+                      markup=True)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

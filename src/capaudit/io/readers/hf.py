@@ -18,6 +18,7 @@ from capaudit.io.readers.base import CaptionReader
 
 class HFDiskReader(CaptionReader):
     name = "hf"
+    accepts = frozenset({"id_col", "caption_col", "split"})
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -49,7 +50,13 @@ class HFDiskReader(CaptionReader):
             if split and split not in ds:
                 raise InputError(f"no split '{split}' (splits: {', '.join(ds)})", path=path,
                                  fix="pass --split with one of them")
+            if not split and len(ds) > 1:   # never one picked silently (train, of train+test)
+                raise InputError(f"the dataset holds {len(ds)} splits ({', '.join(ds)})",
+                                 path=path, fix="pass --split with one of them")
             ds = ds[split or next(iter(ds))]
+        elif split:
+            raise InputError(f"--split '{split}' given, but the dataset has no splits",
+                             path=path, fix="drop --split")
         return ds
 
     def fingerprint(self, path: Path) -> str:
@@ -71,5 +78,12 @@ class HFDiskReader(CaptionReader):
             chunk = ds[start:start + self.batch_size]
             caps = chunk[cap]
             raw_ids = chunk[idc] if idc else [str(i) for i in range(start, start + len(caps))]
-            yield make_batch([str(k) for k in raw_ids], [parse_image_id(k) for k in raw_ids],
-                             [c if isinstance(c, str) else None for c in caps])
+            keys, ids, texts = [], [], []
+            for raw, value in zip(raw_ids, caps):
+                # a list of captions per image (Flickr30k's Hub layout: ``caption`` holds 5):
+                # one row each, same image; an empty list stays one missing caption
+                for text in (value or [None]) if isinstance(value, list) else [value]:
+                    keys.append(str(raw))
+                    ids.append(parse_image_id(raw))
+                    texts.append(text if isinstance(text, str) else None)
+            yield make_batch(keys, ids, texts)

@@ -24,7 +24,7 @@ from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 from capaudit.io.readers.rescan import (csv_delimiter, csv_record_row, jsonl_record_row,
                                           scan_csv, scan_jsonl)
 
-ID_CANDIDATES = ("image_id", "image", "file_name", "id", "key", "image_url", "url")
+ID_CANDIDATES = ("image_id", "image", "file_name", "filename", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
