@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from capaudit.audit.config import AuditConfig
 from capaudit.core.table import ResultTable
-from capaudit.errors import InputError
+from capaudit.errors import InputError, worded_for_api
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
 
@@ -80,6 +80,7 @@ def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
     return AuditConfig.resolve(config, given)
 
 
+@worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
 class AuditStore:
     """A capaudit DuckDB store; get one with :func:`capaudit.open`."""
 
@@ -98,7 +99,9 @@ class AuditStore:
     def add_set(self, name: str, path: str | Path, format: str | None = None, *,
                 replace: bool = False, **reader_options: Any):
         """Register a caption file or folder as set ``name`` (``format``: a reader name,
-        ``None`` sniffs it; ``reader_options``: ``id_col``, ``caption_col``). Returns its
+        ``None`` sniffs it; ``reader_options``: ``namespace``, and those of the format:
+        ``id_col``, ``caption_col``, ``split``, ``turns``, ``where``, ``skip_no_image``, as
+        ``sets add``; one the format does not read is refused). Returns its
         :class:`capaudit.store.db.SetInfo`; the same file again is a no-op.
 
         >>> import capaudit, tempfile, pathlib
@@ -113,9 +116,11 @@ class AuditStore:
             return add_caption_set(store, name, path, format or "auto", replace=replace,
                                    **reader_options).info
 
-    def add_annotations(self, kind: str, path: str | Path, name: str | None = None) -> None:
+    def add_annotations(self, kind: str, path: str | Path, name: str | None = None, *,
+                        replace: bool = False, namespace: str | None = None) -> None:
         """Store annotations (``instances``, ``chair-gt`` or ``demographics``) that audits
-        use by default.
+        use by default; ``namespace``: the dataset of their image ids (default: what the
+        file name says, ``instances_val2014.json`` -> ``coco2014``).
 
         >>> import capaudit, tempfile, pathlib
         >>> store = capaudit.open(pathlib.Path(tempfile.mkdtemp()) / "a.duckdb")
@@ -126,7 +131,7 @@ class AuditStore:
         from capaudit.io.annotation_store import add_annotations
 
         with self._open(create=True) as store:
-            add_annotations(store, kind, path, name)
+            add_annotations(store, kind, path, name, replace, namespace=namespace)
 
     def sets(self) -> list:
         """The registered sets (:class:`capaudit.store.db.SetInfo`), oldest first.

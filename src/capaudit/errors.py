@@ -52,3 +52,53 @@ def require(module: str, extra: str, what: str = ""):
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on environment
         raise MissingExtraError(module.split(".")[0], extra, what) from exc
+
+
+# The CLI's on/off flags (tests/test_api.py checks the list against the CLI's): the Python
+# API takes each as ``name=True`` (``--no-NAME``: ``name=False``); every other flag is a
+# keyword with a value (``--split`` -> ``split=``).
+SWITCHES = frozenset({
+    "align-vocab", "all", "all-images", "allow-partial", "colors", "corrected", "csv",
+    "dry-run", "intersections", "json", "lic", "negation", "no-cache", "overwrite", "replace",
+    "revise", "same-images", "skip-bad-shards", "skip-no-image", "strict", "version", "write"})
+
+
+def api_wording(text: str) -> str:
+    """An error's text with each CLI flag written as the Python API's keyword: errors are
+    raised once, in CLI words (``pass --skip-no-image``); an API call shows them as
+    ``pass skip_no_image=True``, ``--split`` as ``split=``, ``--db`` as ``capaudit.open(PATH)``."""
+    import re
+
+    def keyword(m) -> str:
+        flag = m.group(1)
+        if flag == "db":
+            return "capaudit.open(PATH)"
+        if flag in SWITCHES:
+            return flag.replace("-", "_") + "=True"
+        if flag.startswith("no-") and flag[3:] in SWITCHES:
+            return flag[3:].replace("-", "_") + "=False"
+        return flag.removeprefix("filter.").replace("-", "_") + "="
+    return re.sub(r"(?<![\w/.\-])--([a-z][a-z0-9.\-]*[a-z0-9])", keyword, text)
+
+
+def worded_for_api(cls):
+    """Class decorator of the Python API: its public methods raise their
+    :class:`CapauditError` in API words (:func:`api_wording`)."""
+    import functools
+
+    def wrap(method):
+        @functools.wraps(method)
+        def call(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except CapauditError as exc:
+                exc.args = (api_wording(str(exc)),) + exc.args[1:]
+                if getattr(exc, "fix", None):
+                    exc.fix = api_wording(exc.fix)
+                raise
+        return call
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, wrap(value))
+    return cls
