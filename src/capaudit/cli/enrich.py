@@ -30,7 +30,7 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
     from capaudit.io.image_shards import build_shards
 
     with open_store(db, read_only=True) as store:
-        table = store.captions(captions)
+        table = store.captions(captions, "row_idx, image_key, image_id, caption, namespace")
     with progress() as bar:
         task = bar.add_task("shards", total=None)
         summary = build_shards(images, table, out, shard_size=shard_size, set_name=captions,

@@ -107,16 +107,22 @@ def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
     return counts
 
 
-def _group_captions(captions: pa.Table) -> tuple[dict[int, list[str]], dict[str, list[str]]]:
+def _group_captions(captions: pa.Table) -> tuple[dict, dict, dict]:
+    """Captions by image id and by key, and each image's namespace (by id and by key)."""
     by_id: dict[int, list[str]] = {}
     by_key: dict[str, list[str]] = {}
-    for key, iid, cap in zip(captions.column("image_key").to_pylist(),
-                             captions.column("image_id").to_pylist(),
-                             captions.column("caption").to_pylist()):
+    spaces: dict = {}
+    names = captions.column("namespace").to_pylist() if "namespace" in \
+        captions.column_names else [None] * captions.num_rows
+    for key, iid, cap, ns in zip(captions.column("image_key").to_pylist(),
+                                 captions.column("image_id").to_pylist(),
+                                 captions.column("caption").to_pylist(), names):
         if iid is not None:
             by_id.setdefault(int(iid), []).append(cap)
+            spaces.setdefault(int(iid), ns)
         by_key.setdefault(str(key), []).append(cap)
-    return by_id, by_key
+        spaces.setdefault(str(key), ns)
+    return by_id, by_key, spaces
 
 
 def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path, *,
@@ -134,7 +140,7 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
         raise InputError("--shard-size must be at least 1")
     out_dir.mkdir(parents=True, exist_ok=True)
     clean_tmp(out_dir)
-    by_id, by_key = _group_captions(captions)
+    by_id, by_key, spaces = _group_captions(captions)
     files = sorted(p for p in images_dir.iterdir()
                    if p.is_file() and p.suffix.lower().lstrip(".") in IMAGE_EXTS)
     if not files:
@@ -143,13 +149,14 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
     for p in files:
         iid = parse_image_id(p.name)
         caps = by_id.get(iid) if iid is not None else None
-        caps = caps or by_key.get(p.name) or by_key.get(p.stem)
-        (paired if caps else unmatched).append((p, iid, caps))
+        caps, ns = ((caps, spaces.get(iid)) if caps else next(
+            ((by_key[k], spaces.get(k)) for k in (p.name, p.stem) if k in by_key), (None, None)))
+        (paired if caps else unmatched).append((p, iid, caps, ns))
     if not paired:
         raise InputError(f"no image in this folder matches a caption of set '{set_name}'",
                          path=images_dir, fix="name images by COCO file name or caption key")
     cfg = config_hash({"set": set_name, "shard_size": shard_size,
-                       "files": [p.name for p, _, _ in paired]})
+                       "files": [p.name for p, *_ in paired]})
     summary = {"shards": 0, "written": 0, "skipped_done": 0, "samples": len(paired),
                "unmatched_images": len(unmatched), "config_hash": cfg}
     for start in range(0, len(paired), shard_size):
@@ -159,10 +166,12 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
             summary["skipped_done"] += 1
         else:
             chunk = paired[start:start + shard_size]
+            # the set's namespace goes with each image: read back, the ids keep their dataset
             samples = (Sample(key=f"{iid:012d}" if iid is not None else p.stem, image_id=iid,
                               image=p.read_bytes(), image_ext=p.suffix.lower().lstrip("."),
-                              captions=list(caps), meta={"file_name": p.name})
-                       for p, iid, caps in chunk)
+                              captions=list(caps), meta={"file_name": p.name, **(
+                                  {"namespace": ns} if ns else {})})
+                       for p, iid, caps, ns in chunk)
             write_shard(out_dir, name, samples, cfg)
             summary["written"] += 1
         if on_shard:

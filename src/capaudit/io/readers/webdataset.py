@@ -245,9 +245,12 @@ class WebDatasetReader(CaptionReader):
 def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | None]:
     """A sample's image id and the namespace its key is evidence for: the JSON's id field,
     else the key (``COCO_val2014_000000011340`` -> 11340, coco2014); an img2dataset row
-    number is no image id (:func:`~capaudit.io.imageids.is_row_key`): the key stays text."""
+    number is no image id (:func:`~capaudit.io.imageids.is_row_key`): the key stays text. A
+    ``namespace`` in the JSON (``shards build`` writes its set's) is the sample's own."""
     if meta.get(id_field) is not None:
-        return parse_image_id(meta[id_field]), None
+        iid = parse_image_id(meta[id_field])
+        ns = meta.get("namespace")
+        return iid, (ns if isinstance(ns, str) and ns and iid is not None else None)
     if is_row_key(key, meta):
         return None, None
     iid = key_image_id(key)
