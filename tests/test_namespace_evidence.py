@@ -79,14 +79,16 @@ def test_real_coco_captions_file_is_still_coco2014(store, shared):
 
 def test_nocaps_file_audited_directly_never_joins_val2014(store, shared, tmp_path):
     # 3 of its 10 ids are val2014 ids: taken as bare numbers the audit stopped ("its ids are
-    # bare numbers"); as nocaps ids nothing joins COCO and recall is skipped, never computed
+    # bare numbers"); as nocaps ids nothing joins COCO and recall is skipped, never computed,
+    # saying why: the annotations are another dataset's
     add_annotations(store, "instances", shared("data", "coco2014",
                                                "instance_categories_val2014.jsonl"))
     path = _file(tmp_path, "nocaps_val_4500_captions.json", nocaps_document())
     cfg = {**DEFAULTS, "n_boot": 20, "workers": 1, "metrics": ["recall", "length"]}
     res = run_audit(store, [str(path)], cfg)
     only = next(iter(res.values()))
-    assert only.results["recall"].skipped == "no annotated images"
+    assert only.results["recall"].skipped == ("the instances annotations are for coco2014, "
+                                              "another dataset than this set's nocaps")
     assert only.results["length"].value == pytest.approx(3.0)
 
 

@@ -43,6 +43,7 @@ class Coverage:
     covered: dict[str, int] = field(default_factory=dict)        # kind -> images
     namespaces: dict[str, str | None] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)               # kinds covering nothing
+    reasons: dict[str, str] = field(default_factory=dict)          # kind -> why dropped
     n_with_ids: int = 0            # images with an integer id (none: nothing can join)
 
     def share(self, kind: str) -> float:
@@ -131,10 +132,16 @@ def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False)
                        or cov.namespace not in (None, "mixed")
                        and not compatible(cov.namespace, cov.namespaces.get(kind))):
             cov.dropped.append(kind)
+            if n == 0 and cov.namespace not in (None, "mixed") and not compatible(
+                    cov.namespace, cov.namespaces.get(kind)):
+                cov.reasons[kind] = (f"the {LABELS[kind]} annotations are for "
+                                     f"{cov.namespaces[kind]}, another dataset than this "
+                                     f"set's {cov.namespace}")
             continue
         if allow_partial or cov.share(kind) >= min_coverage or (
                 kind == "demographics" and complete_ok):
             continue
+        _refuse_other_dataset(cov, kind, min_coverage)
         ns = cov.namespaces.get(kind)
         raise InputError(
             f"only {n:,} of the {cov.n_images:,} images of '{cov.target}' "
@@ -144,6 +151,21 @@ def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False)
             fix="give annotations of the set's own dataset, or register it with sets add "
                 "--namespace NAME (nocaps, flickr30k, ...); --allow-partial audits the "
                 "covered images only")
+
+
+def _refuse_other_dataset(cov: Coverage, kind: str, min_coverage: float) -> None:
+    """A set of a known dataset (nocaps) that annotations of no named dataset cover too
+    little: they are another dataset's, and ``--allow-partial`` would score the captions
+    against other images' labels; so no such fix is offered."""
+    if cov.namespace in (None, "mixed") or cov.namespaces.get(kind) is not None:
+        return
+    raise InputError(
+        f"the {LABELS[kind]} annotations (their dataset not named) cover only "
+        f"{cov.covered[kind]:,} of the {cov.n_images:,} images of the {cov.namespace} set "
+        f"'{cov.target}' ({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%): "
+        f"they are annotations of another dataset",
+        fix=f"give {LABELS[kind]} annotations of {cov.namespace} images (if these are, store "
+            f"them with annotations add --namespace {cov.namespace})")
 
 
 def restrict(annotations, cov: Coverage):
@@ -168,8 +190,10 @@ def mark_skipped(results: dict, cov: Coverage) -> None:
     from capaudit.metrics.spec import annotation_kinds
 
     for name in list(results):
-        if set(annotation_kinds([name])) & set(cov.dropped):
-            results[name] = MetricResult(None, 0, extra={}, skipped=NO_IMAGES)
+        dropped = [k for k in annotation_kinds([name]) if k in cov.dropped]
+        if dropped:
+            why = next((cov.reasons[k] for k in dropped if k in cov.reasons), NO_IMAGES)
+            results[name] = MetricResult(None, 0, extra={}, skipped=why)
 
 
 def target_images(store, target) -> list[tuple]:
