@@ -109,9 +109,10 @@ def test_every_cli_switch_is_worded_as_a_true_keyword():
                 found.update(o[2:] for o in p.opts if o.startswith("--"))
     walk(typer.main.get_command(app))
     assert "skip-no-image" in found and found <= SWITCHES
-    assert api_wording("pass --allow-partial or --no-cache; --filter.evidence X; "
-                       "my--file.json") == ("pass allow_partial=True or no_cache=True; "
-                                            "evidence= X; my--file.json")
+    assert api_wording("pass --allow-partial or --no-cache; --filter.evidence KIND; "
+                       "--split with one of them; my--file.json") == (
+        "pass allow_partial=True or no_cache=True; evidence=KIND; split= with one of them; "
+        "my--file.json")
 
 
 def test_hf_caption_column_holding_a_list_gives_one_caption_each(store, tmp_path):

@@ -66,19 +66,21 @@ SWITCHES = frozenset({
 def api_wording(text: str) -> str:
     """An error's text with each CLI flag written as the Python API's keyword: errors are
     raised once, in CLI words (``pass --skip-no-image``); an API call shows them as
-    ``pass skip_no_image=True``, ``--split`` as ``split=``, ``--db`` as ``capaudit.open(PATH)``."""
+    ``pass skip_no_image=True``, ``--split`` as ``split=``, ``--namespace NAME`` as
+    ``namespace=NAME`` (a placeholder in capitals), ``--db`` as ``capaudit.open(PATH)``."""
     import re
 
     def keyword(m) -> str:
-        flag = m.group(1)
+        flag, after = m.group(1), f" {m.group(2)}" if m.group(2) else ""
         if flag == "db":
-            return "capaudit.open(PATH)"
+            return f"capaudit.open({m.group(2) or 'PATH'})"
         if flag in SWITCHES:
-            return flag.replace("-", "_") + "=True"
+            return flag.replace("-", "_") + "=True" + after
         if flag.startswith("no-") and flag[3:] in SWITCHES:
-            return flag[3:].replace("-", "_") + "=False"
-        return flag.removeprefix("filter.").replace("-", "_") + "="
-    return re.sub(r"(?<![\w/.\-])--([a-z][a-z0-9.\-]*[a-z0-9])", keyword, text)
+            return flag[3:].replace("-", "_") + "=False" + after
+        return flag.removeprefix("filter.").replace("-", "_") + "=" + after.strip()
+    return re.sub(r"(?<![\w/.\-])--([a-z][a-z0-9.\-]*[a-z0-9])(?: ([A-Z][A-Z_]*)\b)?",
+                  keyword, text)
 
 
 def worded_for_api(cls):
