@@ -90,6 +90,7 @@ class HallucinationFilter(Filter):
         self._counts: Counter = Counter()
         self._images: set = set()
         self._covered: set = set()
+        self._foreign: set = set()   # ids of rows of another namespace: never joined
 
     @property
     def kind(self) -> str:
@@ -126,6 +127,13 @@ class HallucinationFilter(Filter):
                    "detector": self.options["detections"]}.get(kind)
             self.evidence, self.source = resolve_evidence(kind, ref,
                                                           context.store if context else None)
+        if context is not None and context.store is not None and context.set_name:
+            from capaudit.audit.annotation_coverage import guard_evidence
+
+            _, self._foreign = guard_evidence(
+                context.store, context.set_name, self.kind, self.evidence.keys(),
+                (self.source or "").removeprefix("file:"), float(self.options["min_coverage"]),
+                bool(self.options["allow_partial"]))
         if self._modifiers or self._non_visual:
             parser_available()  # fail now, naming the extra, not at the first hallucination
         self._counts, self._images, self._covered = Counter(), set(), set()
@@ -153,7 +161,8 @@ class HallucinationFilter(Filter):
         scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
                                          "non_visual": [], "modifier": []})
                   for i in range(n_spans)]
-        support = self.evidence.get(doc.image_id) if doc.image_id is not None else None
+        support = self.evidence.get(doc.image_id) if doc.image_id is not None \
+            and doc.image_id not in self._foreign else None
         if doc.image_id is not None:
             self._images.add(doc.image_id)
         else:
@@ -234,8 +243,14 @@ class HallucinationFilter(Filter):
 
     def _report(self) -> dict:
         """Set-level facts: which evidence, how much of the set it covers, what the parse spared."""
+        from capaudit.text.category_coverage import category_coverage
+
         n, c = len(self._images), len(self._covered)
+        names = set().union(*(d.keys() for d in (self.evidence or {}).values()))
         return {"evidence": {"kind": self.kind, "source": self.source,
+                             # a category it never names: every mention of it is unsupported
+                             "categories": category_coverage(
+                                 names, self.options["object_mode"]).as_dict(),
                              "images_in_evidence": len(self.evidence or {}),
                              "set_images": n, "covered": c,
                              "captions_without_image_id": self._counts["no_image_id"],
