@@ -86,6 +86,11 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
         console.print("  reasons: " + ", ".join(f"{r} {n:,}"
                                                 for r, n in list(summary["reasons"].items())[:6]))
     _print_evidence(summary, out, parent)
+    review = (summary.get("review") or {}).get("sentences")
+    if review:
+        console.print(Text(f"  review: {review:,} kept sentence(s) open with a referring word "
+                           "(\"These ...\", \"It ...\") right after a dropped one; see filter log "
+                           f"{out}, or capaudit review export {out}", style="yellow"))
     bal = summary.get("balance")
     if bal:
         b, a = bal["images_before"], bal["images_after"]

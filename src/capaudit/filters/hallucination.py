@@ -59,6 +59,7 @@ from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evi
 from capaudit.filters.negation import negated_positions
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import mention_notes, parser_available
+from capaudit.filters.referents import flag_orphans
 from capaudit.text.mentions import caption_mentions
 from capaudit.text.objects import MODES
 
@@ -235,7 +236,9 @@ class HallucinationFilter(Filter):
                 continue
             act = "flag" if action == "flag" else "drop"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
-        return CaptionResult(doc, decisions)
+        result, orphans = flag_orphans(CaptionResult(doc, decisions), doc.sentences)
+        self._counts["review_sentences"] += orphans  # "These ..." after a dropped sentence
+        return result
 
     def apply(self, docs):
         yield from super().apply(docs)
@@ -255,6 +258,9 @@ class HallucinationFilter(Filter):
                              "set_images": n, "covered": c,
                              "captions_without_image_id": self._counts["no_image_id"],
                              "coverage": round(c / n, 4) if n else None},
+                "review": {"sentences": self._counts["review_sentences"],
+                           "why": "kept, but opens with a referring word right after a "
+                                  "dropped sentence"},
                 "parse": {"non_visual": self.options["non_visual"],
                           "modifiers": self._modifiers,
                           **{k: self._counts[k] for k in
