@@ -52,7 +52,8 @@ def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder o
            workers: int = typer.Option(1, "--workers", min=1),
            address: str = typer.Option(None, "--address"),
            work_dir: Path = typer.Option(None, "--work-dir", help="per-shard detections and "
-                                         "markers (NAME.detect-work); a rerun resumes"),
+                                         "markers (default: STORE.work/NAME.detect-work); a "
+                                         "rerun resumes"),
            db: Path = DbOption):
     """Detect objects in every image of the shards and store them as instance evidence."""
     from capaudit.enrich.detect_annotations import run_detect_annotations
