@@ -9,6 +9,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED", REPO.parent / "shared"))
+# the judge's response cache (and a memory store's work folders) go to the user cache dir:
+# one for the whole test session, never the user's own ~/.cache/capaudit
+if "CAPAUDIT_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["CAPAUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="capaudit-test-cache-")
 
 
 def shared_path(*parts: str) -> Path:

@@ -188,7 +188,7 @@ def _sharded_cli(folder: Path, tmp_path: Path, capsys, *extra: str):
     capsys.readouterr()
     code = main(["audit", "run", "--shards", str(folder), "--work-dir", str(tmp_path / "w"),
                  "--db", str(tmp_path / "r.duckdb"), "--metrics", "vocab,length", "--n-boot",
-                 "50", *extra])
+                 "50", "--keep-work", *extra])
     return code, capsys.readouterr().err
 
 

@@ -195,6 +195,9 @@ def test_report_names_evidence_and_its_coverage(tmp_path):
     docs = [CaptionDoc(0, 1, "a dog ."), CaptionDoc(1, 2, "a cat ."), CaptionDoc(2, None, "x .")]
     out = apply_filter(HallucinationFilter(chair_gt=str(gt_file)), docs)
     ev = out.summary.extra["evidence"]
+    cats = ev.pop("categories")   # the file names one category: "dog"
+    assert cats["present"] == 1 and cats["total"] == 80 and "dog" not in cats["missing"]
+    assert cats["line"].startswith("1 of 80 COCO categories; missing: person, bicycle, car")
     assert ev == {"kind": "chair-gt", "source": f"file:{gt_file}", "images_in_evidence": 1,
                   "set_images": 2, "covered": 1, "coverage": 0.5,
                   "captions_without_image_id": 1}

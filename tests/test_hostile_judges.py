@@ -21,8 +21,9 @@ KEY = "sk-test-0123456789abcdefSECRET"
 
 @pytest.fixture(autouse=True)
 def _own_cwd(tmp_path, monkeypatch):
-    """The default response cache lives in ./.capaudit_cache: one per test."""
+    """The default response cache lives in the user cache dir: one per test."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JUDGE_KEY", KEY)
 
 

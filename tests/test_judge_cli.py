@@ -51,8 +51,9 @@ def coco50(tmp_path_factory, ):
 
 @pytest.fixture(autouse=True)
 def _own_cwd(tmp_path, monkeypatch):
-    """The default response cache lives in ./.capaudit_cache: one per test."""
+    """The default response cache lives in the user cache dir: one per test."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def run(*args) -> int:

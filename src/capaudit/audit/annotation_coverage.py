@@ -30,7 +30,8 @@ from capaudit.io.imageids import annotation_namespace, compatible, infer_namespa
 
 NO_IMAGES = "no annotated images"
 COMPLETE_KINDS = ("instances", "chair_gt")     # every image of their split is annotated
-LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics"}
+LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics",
+          "detector": "detector"}   # detector: the hallucination filter's evidence only
 
 
 @dataclass
@@ -101,13 +102,41 @@ def measure(target: str, images, annotations, store=None,
                    set_ns, n_with_ids=len(set().union(*by_ns.values())))
     for kind in needed_kinds(metrics):
         ids = kind_ids(annotations, kind)
-        if ids is None:
-            continue
-        ann_ns = source_namespace(store, annotations.sources.get(kind))
-        cov.namespaces[kind] = ann_ns
-        cov.covered[kind] = len(set().union(*(group & ids for ns, group in by_ns.items()
-                                              if compatible(ns, ann_ns))))
+        if ids is not None:
+            _count(cov, by_ns, kind, ids, source_namespace(store, annotations.sources.get(kind)))
     return cov
+
+
+def _count(cov: Coverage, by_ns: dict, kind: str, ids, ann_ns: str | None) -> None:
+    """Record how many of the target's ids (of a namespace compatible with ``ann_ns``) ``ids``
+    holds."""
+    cov.namespaces[kind] = ann_ns
+    cov.covered[kind] = len(set().union(*(group & ids for ns, group in by_ns.items()
+                                          if compatible(ns, ann_ns))))
+
+
+def guard_evidence(store, set_name: str, kind: str, ids, source: str | None,
+                   min_coverage: float = 0.5, allow_partial: bool = False
+                   ) -> tuple[Coverage, set]:
+    """The audit's guard for a filter's evidence (``kind``: chair-gt, instances, detector) on
+    a stored set: stop with the audit's one line when it covers under ``min_coverage`` of
+    the set's images, unless ``allow_partial`` (the uncovered captions are then kept
+    unjudged). Evidence that covers none of them stops the run too: a filter that judges
+    nothing is no filter, whatever the namespaces say. Returns the coverage and the ids
+    that must not join the evidence (those of rows of another namespace, as for the
+    audit's :func:`kept_ids`)."""
+    images = store.set_images(set_name)
+    by_ns = ids_by_namespace(images)
+    label = kind.replace("-", "_")
+    cov = Coverage(set_name, len({iid if iid is not None else key for key, iid, _ in images}),
+                   next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None),
+                   n_with_ids=len(set().union(*by_ns.values())))
+    ann_ns = source_namespace(store, source)
+    _count(cov, by_ns, label, ids, ann_ns)
+    partial = "--allow-partial keeps the uncovered captions unjudged"
+    if not allow_partial and (cov.covered[label] == 0 or cov.share(label) < min_coverage):
+        raise refusal(cov, label, min_coverage, partial)
+    return cov, set().union(*(g for ns, g in by_ns.items() if not compatible(ns, ann_ns)))
 
 
 def ids_by_namespace(images) -> dict:
@@ -142,15 +171,20 @@ def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False)
                 kind == "demographics" and complete_ok):
             continue
         _refuse_other_dataset(cov, kind, min_coverage)
-        ns = cov.namespaces.get(kind)
-        raise InputError(
-            f"only {n:,} of the {cov.n_images:,} images of '{cov.target}' "
-            f"({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%) have "
-            f"{LABELS[kind]} annotations ({ns or 'namespace unknown'}): its ids are "
-            f"{cov.namespace or 'bare numbers'} and may name other images",
-            fix="give annotations of the set's own dataset, or register it with sets add "
-                "--namespace NAME (nocaps, flickr30k, ...); --allow-partial audits the "
-                "covered images only")
+        raise refusal(cov, kind, min_coverage)
+
+
+def refusal(cov: Coverage, kind: str, min_coverage: float,
+            partial: str = "--allow-partial audits the covered images only") -> InputError:
+    """The one line that stops a run whose ``kind`` covers too few of the target's images."""
+    ns = cov.namespaces.get(kind)
+    return InputError(
+        f"only {cov.covered[kind]:,} of the {cov.n_images:,} images of '{cov.target}' "
+        f"({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%) have "
+        f"{LABELS[kind]} annotations ({ns or 'namespace unknown'}): its ids are "
+        f"{cov.namespace or 'bare numbers'} and may name other images",
+        fix="give annotations of the set's own dataset, or register it with sets add "
+            f"--namespace NAME (nocaps, flickr30k, ...); {partial}")
 
 
 def _refuse_other_dataset(cov: Coverage, kind: str, min_coverage: float) -> None:

@@ -25,8 +25,20 @@ def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographic
     """Load an annotation file into the store (same file again: no-op)."""
     from capaudit.io.annotation_store import add_annotations
 
-    src, n = add_annotations(open_store(db, create=True), kind, path, name, replace, namespace=namespace)
-    console.print(f"{kind} annotations '{src}': {n:,} images")
+    store = open_store(db, create=True)
+    src, n = add_annotations(store, kind, path, name, replace, namespace=namespace)
+    console.print(f"{kind} annotations '{src}': {n:,} images" + _categories(store, kind, src))
+
+
+def _categories(store, kind: str, source: str) -> str:
+    """``"; 79 of 80 COCO categories; missing: tennis racket"`` for object annotations: a
+    category the source never names is unsupported in every caption that mentions it."""
+    if kind not in ("instances", "chair-gt"):
+        return ""
+    from capaudit.store.annotations import source_names
+    from capaudit.text.category_coverage import category_coverage
+
+    return "; " + category_coverage(source_names(store, kind, source)).line()
 
 
 @ann_app.command("detect")
@@ -40,7 +52,8 @@ def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder o
            workers: int = typer.Option(1, "--workers", min=1),
            address: str = typer.Option(None, "--address"),
            work_dir: Path = typer.Option(None, "--work-dir", help="per-shard detections and "
-                                         "markers (NAME.detect-work); a rerun resumes"),
+                                         "markers (default: STORE.work/NAME.detect-work); a "
+                                         "rerun resumes"),
            db: Path = DbOption):
     """Detect objects in every image of the shards and store them as instance evidence."""
     from capaudit.enrich.detect_annotations import run_detect_annotations

@@ -61,7 +61,10 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         skip_bad: bool = typer.Option(False, "--skip-bad-shards",
                                       help="--shards: report and skip unreadable shards"),
         work_dir: Path = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
-                                      "markers (NAME.audit-work); a rerun resumes"),
+                                      "markers (default: STORE.work/NAME.audit-work); a rerun "
+                                      "resumes; removed after success"),
+        keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
+                                       "folder after success"),
         config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.runner import run_audit, write_json
@@ -86,7 +89,13 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         if not shards or targets:
             raise InputError("give either set names / caption files or --shards",
                              fix="capaudit audit run SET ... or capaudit audit run --shards DIR")
-        return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db)
+        return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db,
+                          keep_work)
+    if keep_work or work_dir:
+        from capaudit.errors import InputError
+
+        raise InputError(f"{'--keep-work' if keep_work else '--work-dir'} applies to a sharded "
+                         "audit only", fix="drop it, or audit shards with --shards DIR")
     store = open_store(db, create=True)  # caption files given as targets are registered
     if json_out:   # a link, the store or a source as --json: refused before the audit runs
         from capaudit.core.safe_write import check_file_target

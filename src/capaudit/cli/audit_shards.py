@@ -42,7 +42,10 @@ class _ShardProgress:
 
 def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor: str,
                address: str | None, skip_bad: bool, work_dir: Path | None, json_out: Path | None,
-               db: Path | None):
+               db: Path | None, keep_work: bool = False):
+    """Audit the shards, store and print the result; the work folder (default
+    ``<store>.work/NAME.audit-work``) is removed after success unless ``keep_work``: a
+    killed run leaves it, and a rerun resumes from it."""
     from capaudit.report.compare import Comparison
     from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
@@ -50,6 +53,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     from capaudit.audit.shards.run import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.io.work_dir import default_work_dir, remove_work
 
     cfg = AuditConfig.of(cfg)
     spec = Path(shards.split("*")[0].rstrip("/") or ".")
@@ -57,7 +61,10 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     store = open_store(db, create=True)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
-    work = work_dir or Path(f"{name}.audit-work")
+    work = work_dir or default_work_dir(store.path, name, "audit-work")
+    # what removal may take after success: the default folder and <store>.work if empty;
+    # a --work-dir folder only if this run made it
+    up_to = work.parent if work_dir is None else None if work.exists() else work
     stored = {**cfg, "shards": shards, "executor": executor}  # the run row's config
     t0 = time.perf_counter()
     with _ShardProgress() as bar:
@@ -74,6 +81,9 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
         store_metrics(store, run_id, name, res)
         n_details = attach_details(store, run_id, name, res.meta.pop("details_files"))
         store.finish_run(run_id, "ok")
+    made = res.meta.pop("work_folder")
+    if not keep_work:
+        remove_work(made, up_to=up_to)
     if json_out:
         write_json({name: res}, json_out)
         provenance_beside(json_out, {**stored, "run_id": run_id}, cfg.seed)
@@ -87,4 +97,5 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     for s in by["failed"]:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
     console.print(f"stored as run {run_id} in {store.path} ({n_details:,} caption "
-                  f"details)" + (f"; JSON: {json_out}" if json_out else ""))
+                  f"details)" + (f"; JSON: {json_out}" if json_out else "")
+                  + (f"; work folder kept: {made}" if keep_work else ""))

@@ -23,6 +23,14 @@ TITLE = ("capaudit compare (95% bootstrap intervals; best in green, worst in red
          "marked only where intervals do not overlap)")
 
 
+def title(cmp) -> str | Text:
+    """:data:`TITLE` for two sets or more; a single set's audit (``audit run`` of one set)
+    is titled as the audit of that set, with nothing to compare."""
+    if len(cmp.names) == 1:
+        return Text(f"capaudit audit of {cmp.names[0]} (95% bootstrap intervals)")  # verbatim
+    return TITLE
+
+
 def _text(cmp, name: str, metric: str) -> str:
     text, mark = cell(cmp, name, metric)
     text = text.replace(" [", "\n[").replace(" n=", "\nn=").replace(" (", "\n(")
@@ -33,7 +41,7 @@ def _text(cmp, name: str, metric: str) -> str:
 
 def wide_table(cmp) -> Table:
     """One row per set (the paper's Table 1)."""
-    table = Table(title=TITLE, title_justify="left")
+    table = Table(title=title(cmp), title_justify="left")
     table.add_column("set", overflow="fold")
     for col in ("captions", "images"):
         table.add_column(col, justify="right")
@@ -44,7 +52,7 @@ def wide_table(cmp) -> Table:
     return table
 
 
-def tall_table(cmp, names: list[str], title: str) -> Table:
+def tall_table(cmp, names: list[str], title: str | Text) -> Table:
     """One row per metric, one column per set in ``names``."""
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
@@ -74,10 +82,11 @@ def compare_tables(cmp, width: int | None = None, console=None) -> list[Table]:
     if _width(console, wide) <= width:
         return [wide]
     per = len(cmp.names)
-    while per > 1 and _width(console, tall_table(cmp, cmp.names[:per], TITLE)) > width:
+    head = title(cmp)
+    while per > 1 and _width(console, tall_table(cmp, cmp.names[:per], head)) > width:
         per -= 1
     chunks = [cmp.names[i:i + per] for i in range(0, len(cmp.names), per)]
-    return [tall_table(cmp, c, TITLE if i == 0 else "(continued)") for i, c in enumerate(chunks)]
+    return [tall_table(cmp, c, head if i == 0 else "(continued)") for i, c in enumerate(chunks)]
 
 
 def print_compare(cmp, console=None) -> None:

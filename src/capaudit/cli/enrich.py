@@ -68,7 +68,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            workers: int = typer.Option(1, "--workers", min=1),
            address: Optional[str] = typer.Option(None, "--address", help="Ray address (auto)"),
            work_dir: Optional[Path] = typer.Option(None, "--work-dir",
-                                                   help="shard outputs + markers (default ./capaudit-enrich/OUT)"),
+                                                   help="shard outputs + markers (default STORE.work/OUT.enrich-work)"),
            cache: Optional[Path] = typer.Option(None, "--cache", help="response cache (sqlite)"),
            config: Optional[Path] = typer.Option(None, "--config", help="YAML, e.g. configs/enrich.yaml"),
            limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N shards only"),
@@ -100,7 +100,11 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     check_api_key_env(api_key_env, must_be_set=True)
     for section in ("llm", "captioner"):
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
-    work = work_dir or Path("capaudit-enrich") / out
+    from capaudit.cli.common import db_path
+    from capaudit.io.work_dir import default_work_dir
+
+    # beside the store (<store>.work/OUT.enrich-work), never the working directory
+    work = work_dir or default_work_dir(db_path(db), out, "enrich-work")
     cache_path = str(cache or work / "cache.sqlite")
     _check_out_name(db, out, replace, effective_hash(adapter, cfg))
     keep_on_interrupt(f"finished shards are kept in {work}; rerun the same command to resume")

@@ -47,6 +47,12 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
     n, c = ev.get("set_images") or 0, ev.get("covered") or 0
     cov = f"{c:,} of {n:,} images ({100 * c / n:.1f}%)" if n else "no images with an id"
     console.print(Text(f"  evidence: {ev['kind']} from {ev.get('source')}: covers {cov}"))
+    cats = ev.get("categories")
+    if cats:   # "79 of 80 COCO categories; missing: tennis racket"
+        console.print(Text(f"  evidence categories: {cats['line']}"
+                           + ("; a sentence naming a missing one is judged unsupported"
+                              if cats.get("missing") else ""),
+                           style="yellow" if cats.get("missing") else ""))
     if n and c / n < 0.5:
         console.print(Text(f"  warning: most images have no {ev['kind']} evidence; their "
                            "captions are kept unjudged (reason no-evidence)", style="yellow"))
@@ -80,6 +86,11 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
         console.print("  reasons: " + ", ".join(f"{r} {n:,}"
                                                 for r, n in list(summary["reasons"].items())[:6]))
     _print_evidence(summary, out, parent)
+    review = (summary.get("review") or {}).get("sentences")
+    if review:
+        console.print(Text(f"  review: {review:,} kept sentence(s) open with a referring word "
+                           "(\"These ...\", \"It ...\") right after a dropped one; see filter log "
+                           f"{out}, or capaudit review export {out}", style="yellow"))
     bal = summary.get("balance")
     if bal:
         b, a = bal["images_before"], bal["images_after"]

@@ -122,6 +122,18 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
     return cfg
 
 
+def user_cache_dir() -> Path:
+    """capaudit's cache folder for the user: ``$CAPAUDIT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/capaudit``, else ``~/.cache/capaudit`` (never the working directory,
+    where the judge's response cache used to land as ``.capaudit_cache/``)."""
+    import os
+
+    if os.environ.get("CAPAUDIT_CACHE_DIR"):
+        return Path(os.environ["CAPAUDIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "capaudit"
+
+
 def package_versions(names=PACKAGES) -> dict[str, str]:
     versions = {}
     for name in names:

@@ -99,7 +99,10 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
             "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()
             if weights else None}
     key = config_hash(prov)
-    with work_dir_lock(work_dir or Path(f"{name}.detect-work")) as root:
+    from capaudit.io.work_dir import default_work_dir
+
+    # beside the store (<store>.work/NAME.detect-work), never the working directory
+    with work_dir_lock(work_dir or default_work_dir(store.path, name, "detect-work")) as root:
         work = root / key
         work.mkdir(exist_ok=True)
         tasks = [DetectTask(str(p), str(work), detector, options, min_score, key) for p in paths]

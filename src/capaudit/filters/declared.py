@@ -32,7 +32,7 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "hallucination": {"evidence": None, "chair_gt": None, "instances": None,
                       "detections": None, "min_score": None, "action": "drop-sentence",
                       "object_mode": "reference", "negation": True, "missing": "keep",
-                      "non_visual": "keep"},
+                      "non_visual": "keep", "min_coverage": 0.5, "allow_partial": False},
     "gender-neutral": {"when": "unknown,contradicted", "demographics": None},
     "gender-balance": {"by": "overall", "demographics": None, "instances": None,
                        "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
@@ -61,6 +61,10 @@ OPTIONS: Mapping[str, Option] = {
                               "('to protect people from sunlight'): keep (default: not "
                               "judged), flag (kept, marked for review) or judge (like any "
                               "mention, as CHAIR does)"),
+    "min_coverage": Option(float, "hallucination: share of the set's images the evidence must "
+                                  "cover, else the run stops (as audit run's --min-coverage)"),
+    "allow_partial": Option(bool, "hallucination: filter a set the evidence covers only in "
+                                  "part (uncovered captions kept unjudged)"),
     "when": Option(str, "unknown, contradicted, always (comma list)"),
     "demographics": Option(str, "Image gender labels: a file or a stored source name "
                                 "(gender-neutral: the stored labels when omitted)"),

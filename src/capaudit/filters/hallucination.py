@@ -59,6 +59,7 @@ from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evi
 from capaudit.filters.negation import negated_positions
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import mention_notes, parser_available
+from capaudit.filters.referents import flag_orphans
 from capaudit.text.mentions import caption_mentions
 from capaudit.text.objects import MODES
 
@@ -90,6 +91,7 @@ class HallucinationFilter(Filter):
         self._counts: Counter = Counter()
         self._images: set = set()
         self._covered: set = set()
+        self._foreign: set = set()   # ids of rows of another namespace: never joined
 
     @property
     def kind(self) -> str:
@@ -126,6 +128,13 @@ class HallucinationFilter(Filter):
                    "detector": self.options["detections"]}.get(kind)
             self.evidence, self.source = resolve_evidence(kind, ref,
                                                           context.store if context else None)
+        if context is not None and context.store is not None and context.set_name:
+            from capaudit.audit.annotation_coverage import guard_evidence
+
+            _, self._foreign = guard_evidence(
+                context.store, context.set_name, self.kind, self.evidence.keys(),
+                (self.source or "").removeprefix("file:"), float(self.options["min_coverage"]),
+                bool(self.options["allow_partial"]))
         if self._modifiers or self._non_visual:
             parser_available()  # fail now, naming the extra, not at the first hallucination
         self._counts, self._images, self._covered = Counter(), set(), set()
@@ -153,7 +162,8 @@ class HallucinationFilter(Filter):
         scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
                                          "non_visual": [], "modifier": []})
                   for i in range(n_spans)]
-        support = self.evidence.get(doc.image_id) if doc.image_id is not None else None
+        support = self.evidence.get(doc.image_id) if doc.image_id is not None \
+            and doc.image_id not in self._foreign else None
         if doc.image_id is not None:
             self._images.add(doc.image_id)
         else:
@@ -226,7 +236,9 @@ class HallucinationFilter(Filter):
                 continue
             act = "flag" if action == "flag" else "drop"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
-        return CaptionResult(doc, decisions)
+        result, orphans = flag_orphans(CaptionResult(doc, decisions), doc.sentences)
+        self._counts["review_sentences"] += orphans  # "These ..." after a dropped sentence
+        return result
 
     def apply(self, docs):
         yield from super().apply(docs)
@@ -234,12 +246,21 @@ class HallucinationFilter(Filter):
 
     def _report(self) -> dict:
         """Set-level facts: which evidence, how much of the set it covers, what the parse spared."""
+        from capaudit.text.category_coverage import category_coverage
+
         n, c = len(self._images), len(self._covered)
+        names = set().union(*(d.keys() for d in (self.evidence or {}).values()))
         return {"evidence": {"kind": self.kind, "source": self.source,
+                             # a category it never names: every mention of it is unsupported
+                             "categories": category_coverage(
+                                 names, self.options["object_mode"]).as_dict(),
                              "images_in_evidence": len(self.evidence or {}),
                              "set_images": n, "covered": c,
                              "captions_without_image_id": self._counts["no_image_id"],
                              "coverage": round(c / n, 4) if n else None},
+                "review": {"sentences": self._counts["review_sentences"],
+                           "why": "kept, but opens with a referring word right after a "
+                                  "dropped sentence"},
                 "parse": {"non_visual": self.options["non_visual"],
                           "modifiers": self._modifiers,
                           **{k: self._counts[k] for k in

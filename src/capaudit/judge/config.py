@@ -33,7 +33,7 @@ class JudgeConfig:
     deadline_s: float | None = None  # a whole request (default 3 x timeout_s): a server that
     #                                  drips its answer a byte at a time cannot hold the run
     max_retries: int = 3
-    cache: str | None = ".capaudit_cache/judge.sqlite"
+    cache: str | None = "default"    # the user cache dir's judge.sqlite; a path; None: off
     dry_run: bool = False
     max_calls: int | None = None
     max_cost: float | None = None
@@ -42,6 +42,16 @@ class JudgeConfig:
     image_tokens: int = 765          # dry-run estimate per image (a 512px tile on GPT-4o class)
     evidence: str = "image"          # image | reference-captions
     prompts: dict = field(default_factory=dict)  # template name -> path override
+
+    def cache_path(self) -> str | None:
+        """The response cache file: ``cache`` as given, or for ``"default"`` capaudit's user
+        cache dir (:func:`capaudit.core.config.user_cache_dir`), never the working
+        directory (where ``.capaudit_cache/`` used to appear wherever a judge ran)."""
+        if self.cache != "default":
+            return self.cache
+        from capaudit.core.config import user_cache_dir
+
+        return str(user_cache_dir() / "judge.sqlite")
 
     @classmethod
     def from_mapping(cls, cfg: dict) -> "JudgeConfig":

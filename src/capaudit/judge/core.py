@@ -79,7 +79,7 @@ class Judge:
                 opts.update(base_url=c.url, api_key_env=c.api_key_env,
                             concurrency=c.concurrency, timeout_s=c.timeout_s,
                             deadline_s=c.deadline_s, max_retries=c.max_retries)
-            self._backend = make_backend(c.backend, opts, c.cache)
+            self._backend = make_backend(c.backend, opts, c.cache_path())
             if c.max_calls is not None and hasattr(self._backend, "budget"):
                 from capaudit.llm.base import RequestBudget
 
@@ -178,7 +178,7 @@ class Judge:
         from capaudit.llm.base import in_cache
 
         c = self.cfg
-        return in_cache(c.cache, c.backend, c.model, self.params(), self._request(task))
+        return in_cache(c.cache_path(), c.backend, c.model, self.params(), self._request(task))
 
     def _is_cached(self, task: Task) -> bool:
         b = self.backend

@@ -10,7 +10,7 @@ in columnar form; a changed file has another hash and is parsed again.
 
 from __future__ import annotations
 
-__all__ = ["source_rows", "source_sets", "cache_usable", "cached_sets", "cache_sets", "source_entry",
+__all__ = ["source_rows", "source_sets", "source_names", "cache_usable", "cached_sets", "cache_sets", "source_entry",
            "find_source", "latest_source", "source_namespace", "list_sources", "put_source", "demographic_rows",
            "KIND_TABLES"]
 
@@ -84,6 +84,14 @@ def source_rows(store, table: str, col: str, source: str) -> list[tuple]:
     if _TABLES.get(table) != col:
         raise ValueError(f"not an annotation table/column: {table}.{col}")
     return store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [source])
+
+
+def source_names(store, kind: str, source: str) -> list[str]:
+    """The distinct category (instances) or object (chair-gt) names of a stored source."""
+    table = KIND_TABLES[kind]
+    col = _TABLES[table]
+    return [r[0] for r in store.sql(f"SELECT DISTINCT {col} FROM {table} WHERE source = ? "
+                                    f"AND {col} IS NOT NULL ORDER BY 1", [source])]
 
 
 def cache_usable(store) -> bool:

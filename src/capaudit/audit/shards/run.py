@@ -215,5 +215,6 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
+                    work_folder=str(work),   # this configuration's markers: the CLI removes them
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]
