@@ -59,8 +59,9 @@ def require(module: str, extra: str, what: str = ""):
 # keyword with a value (``--split`` -> ``split=``).
 SWITCHES = frozenset({
     "align-vocab", "all", "all-images", "allow-partial", "colors", "corrected", "csv",
-    "dry-run", "intersections", "json", "keep-work", "lic", "negation", "no-cache", "overwrite", "replace",
-    "revise", "same-images", "skip-bad-shards", "skip-no-image", "strict", "version", "write"})
+    "dry-run", "intersections", "json", "keep-work", "lic", "negation", "no-cache",
+    "overwrite", "replace", "revise", "same-images", "skip-bad-shards", "skip-no-image",
+    "strict", "version", "write"})
 
 
 def api_wording(text: str) -> str:
