@@ -86,11 +86,11 @@ def test_six_labelled_images_are_shown_with_n_and_never_ranked(shared, db, tmp_p
             "and 30 shared images)") in md
 
 
-def _partial_human(shared, path, extra: int = 70):
-    """Human COCO captions (COCO JSON) of 30 val2014 images, plus ``extra`` images of ids no
-    COCO annotation has: the CHAIR ground truth covers 30 of the 100 images."""
+def _partial_human(shared, path, extra: int = 70, real: int = 30):
+    """Human COCO captions (COCO JSON) of ``real`` val2014 images, plus ``extra`` images of
+    ids no COCO annotation has: the CHAIR ground truth covers 30 of the 100 images."""
     coco = json.loads(shared("data", "coco2014", "captions_val2014_subset.json").read_text())
-    images = coco["images"][:30]
+    images = coco["images"][:real]
     keep = {im["id"] for im in images}
     anns = [a for a in coco["annotations"] if a["image_id"] in keep]
     fake = [{"id": 900_000 + i, "file_name": f"extra_{i}.jpg"} for i in range(extra)]
@@ -124,6 +124,38 @@ def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, t
     assert "(partial: 30 of 100 images)" in md
     # length reads no annotation: a full-set value
     assert m["sets"]["human_part"]["length"]["status"] == "ok"
+
+
+def test_partial_and_too_few_both_shown(shared, db, tmp_path, capsys):
+    """20 of 100 images covered: too-few is the headline status (never ranked), and the
+    partial coverage still shows in the cell, the JSON, the notes and the DataFrame."""
+    human = _partial_human(shared, tmp_path / "human_part.json", extra=80, real=20)
+    assert main(["sets", "add", "human_part", str(human), "--db", db]) == 0
+    assert main(["sets", "add", "nic", str(shared("data", "captioners",
+                                                  "nic_val2014_gender.jsonl")), "--db", db]) == 0
+    rep = tmp_path / "rep"
+    capsys.readouterr()
+    assert main(["audit", "compare", "human_part", "nic", "--all-images", "--allow-partial",
+                 "--metrics", "chair_s", "--n-boot", "50", "--report", str(rep),
+                 "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    cs = json.loads((rep / "metrics.json").read_text())["sets"]["human_part"]["chair_s"]
+    assert cs["status"] == "partial; too-few" and cs["n_images"] == 20
+    md = (rep / "report.md").read_text()
+    assert "n=20 (partial: 20 of 100 images; too-few) |" in md
+    assert "(partial: 20 of 100 images; too-few)" in out
+    assert "by construction" not in md + out
+    import capaudit
+    from capaudit.api import comparison_table
+    from capaudit.report.compare import compare_sets
+
+    with capaudit.open(db)._open() as store:
+        cmp = compare_sets(store, ["human_part", "nic"], {"n_boot": 20, "workers": 1,
+                                                          "allow_partial": True},
+                           same_images=False)
+    df = comparison_table(cmp).to_pandas()
+    row = df[(df["set"] == "human_part") & (df["metric"] == "chair_s")].iloc[0]
+    assert row["n_images"] == 20 and row["status"] == "partial; too-few"
 
 
 def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):

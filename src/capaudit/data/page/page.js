@@ -36,9 +36,10 @@
   const ST = LB.status || [], WHY = LB.status_notes || [];
   function tag(i, j) {
     const s = (ST[i] || [])[j], why = (WHY[i] || [])[j] || "";
-    if (s === "too-few") return "too-few";
-    if (s === "partial") return why.split("; ").find(t => t.startsWith("partial")) || "partial";
-    return "";
+    if (s !== "too-few" && s !== "partial") return "";
+    const part = why.split("; ").find(t => t.startsWith("partial"));
+    if (s === "partial") return part || "partial";
+    return part ? part + "; too-few" : "too-few";
   }
   function addTag(td, i, j) {
     const t = tag(i, j);
