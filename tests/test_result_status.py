@@ -65,6 +65,8 @@ def test_six_labelled_images_are_shown_with_n_and_never_ranked(shared, db, tmp_p
     for text in (md, out):
         assert why in text
     assert "| 0.00 [0.00, 0.00] n=6 (too-few) |" in md
+    html = (rep / "report.html").read_text()
+    assert "<td>0.00 [0.00, 0.00] n=6 (too-few)</td>" in html and why in html
     assert "n=6 " in out and "(too-few)" in out      # the table cell, over four lines
     # the stored row carries them too, and so does the DataFrame of the Python API
     import capaudit
