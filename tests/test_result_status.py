@@ -172,3 +172,28 @@ def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):
     cs = json.loads(js.read_text())["sets"]["human"]["chair_s"]
     assert cs["value"] == 0.0 and cs["status"] == "by-construction"
     assert "CHAIR ground truth includes the objects parsed from these human captions" in out
+
+
+def test_a_filtered_set_is_by_construction_only_where_its_value_is_0(shared, db, tmp_path,
+                                                                      capsys):
+    """nic filtered with the CHAIR ground truth: CHAIR_s (reference mode, the filter's own)
+    is 0 by construction; the corrected CHAIR_s is a measurement (> 0), never tagged."""
+    nic = tmp_path / "nic.jsonl"
+    nic.write_text("".join(line for _, line in zip(range(300), shared(
+        "data", "captioners", "nic_val2014_gender.jsonl").open())))
+    assert main(["sets", "add", "nic", str(nic), "--db", db]) == 0
+    assert main(["filter", "run", "nic", "--filter", "hallucination", "--evidence", "chair-gt",
+                 "--out", "nic_gt", "--db", db]) == 0
+    rep = tmp_path / "rep"
+    capsys.readouterr()
+    assert main(["audit", "compare", "nic", "nic_gt", "--metrics", "chair_s", "--corrected",
+                 "--n-boot", "50", "--report", str(rep), "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    m = json.loads((rep / "metrics.json").read_text())["sets"]["nic_gt"]
+    assert m["chair_s"]["value"] == 0 and m["chair_s"]["status"] == "by-construction"
+    corr = m["chair_s_corrected"]
+    assert corr["value"] > 0 and corr["status"] == "ok"
+    md = (rep / "report.md").read_text()
+    for text in (md, out):
+        assert "nic_gt CHAIR_s: by construction" in text
+        assert "nic_gt CHAIR_s corr.: by construction" not in text
