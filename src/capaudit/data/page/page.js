@@ -209,7 +209,9 @@
     gapCols.forEach(j => {
       const c = COLS[j], row = el("tr");
       row.appendChild(el("td", c.metric + " (" + (c.gap || c.by) + ")", "name"));
-      const infos = SETS.map(s => (LB.groups[s] || {})[c.name]);
+      // a gap with no value (no caption of a group has the metric) is "–", never NaN
+      const infos = SETS.map(s => { const x = (LB.groups[s] || {})[c.name];
+        return x && x.signed_gap !== null && x.signed_gap !== undefined ? x : null; });
       const max = Math.max(1e-9, ...infos.map(x => !x ? 0 : Math.max(Math.abs(x.signed_gap),
         ...((x.signed_ci || []).filter(v => v !== null).map(Math.abs)))));
       infos.forEach((x, i) => {
