@@ -94,6 +94,14 @@ def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
     row = next(r for r in md.splitlines() if r.startswith("| recall ↑ |"))
     assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images")
     assert "partial: 100 of 400 images" in " ".join(text.out.split())
+    # the same set with --min-n 150: too-few is the headline, the partial coverage still shown
+    code, lb, text = _board(shared, tmp_path, [mixed, oscar], "partial_few", capsys,
+                            "--allow-partial", "--min-n", "150", demographics=False)
+    assert code == 0, text.out
+    assert lb["status"][0][k] == "too-few"
+    md = (tmp_path / "partial_few.md").read_text()
+    row = next(r for r in md.splitlines() if r.startswith("| recall ↑ (not averaged) |"))
+    assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images; too-few")
 
 
 @pytest.mark.browser
