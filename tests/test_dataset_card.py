@@ -47,6 +47,8 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
             "1,000 images: each of the 360 captions the filter dropped counts as an empty "
             "caption.") in body
     assert "1,000 captions on 1,000 images" not in body.split("### nic_clean")[1]
+    assert ("By gender (male − female; 95% interval; n = images of the smaller group; on its "
+            "own 640 images, not its parent's):") in body
     # the gap of a value that is 0 by construction is so too; gaps signed as on the board
     assert "| CHAIR_s | 0.00 [0.00, 0.00] n=470 | 0.00 [0.00, 0.00] n=170 | +0.00 [+0.00, " \
            "+0.00] n=170 (by construction) |" in body

@@ -73,7 +73,8 @@ def _card_notes(cmp) -> list[str]:
     """The audit's notes that hold for a card (it marks no best or worst: one set per
     section, each on all its own images)."""
     skip = ("best/worst marked", "not marked, intervals overlap", "each set scored on all")
-    return [line for line in compare_notes(cmp) if not line.startswith(skip)]
+    return [line.removesuffix("; not ranked") for line in compare_notes(cmp)
+            if not line.startswith(skip)]
 
 
 def _metric_table(cmp, name: str) -> list[str]:
@@ -114,7 +115,10 @@ def _gaps(cmp, name: str) -> list[str]:
     lines = []
     for by, d in (cmp.disparities or {}).get(name, {}).items():
         a, b = d.diff_key.split("-")
-        lines += [f"By {by} ({a} − {b}; 95% interval; n = images of the smaller group):", "",
+        own = (f"; on its own {_total(cmp, name, 'images'):,} images, not its parent's"
+               if cmp.basis is not None and name in cmp.basis.on_parent else "")
+        lines += [f"By {by} ({a} − {b}; 95% interval; n = images of the smaller group{own}):",
+                  "",
                   f"| metric | {a} | {b} | {a} − {b} |", "|---|---:|---:|---:|"]
         for m, per in d.results.items():
             gap = per.get(d.diff_key)
