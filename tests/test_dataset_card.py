@@ -38,7 +38,25 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     clean = meta["sets"]["nic_clean"]["metrics"]["chair_s"]
     assert clean["value"] == 0.0 and clean["status"] == "by-construction"
     row = next(line for line in body.splitlines() if line.startswith("| CHAIR_s | 0.00 |"))
-    assert "by construction: the hallucination filter removed" in row
+    assert row.endswith("| by construction |")
+    assert "- nic_clean CHAIR_s: by construction: the hallucination filter removed" in body
+    # its own 640 captions, scored on nic's 1,000 images: said, never "1,000 captions"
+    kept = meta["sets"]["nic_clean"]
+    assert (kept["captions"], kept["images"], kept["scored_images"]) == (640, 640, 1000)
+    assert ("640 captions on 640 images. Filtered from `nic` and scored, as `nic`, on its "
+            "1,000 images: each of the 360 captions the filter dropped counts as an empty "
+            "caption.") in body
+    assert "1,000 captions on 1,000 images" not in body.split("### nic_clean")[1]
+    assert ("By gender (male − female; 95% interval; n = images of the smaller group; on its "
+            "own 640 images, not its parent's):") in body
+    # the gap of a value that is 0 by construction is so too; gaps signed as on the board
+    assert "| CHAIR_s | 0.00 [0.00, 0.00] n=470 | 0.00 [0.00, 0.00] n=170 | +0.00 [+0.00, " \
+           "+0.00] n=170 (by construction) |" in body
+    row = next(line for line in body.split("### nic_clean")[0].splitlines()
+               if line.startswith("| Gender err | 7.34 ["))      # nic: 7.34 men, 21.64 women
+    assert "| 21.64 [" in row and "n=305 | −14.30 [−" in row
+    # a card marks no best or worst: the compare notes about marking are left out
+    assert "best/worst marked" not in body and "--all-images" not in body
     # every value with its n; the filter history; gaps by gender with their direction
     assert f"| CHAIR_s | {run['chair_s']['value']:.2f} | " in body and "| 1,000 | ok |" in body
     assert "- `nic_clean` from `nic`: hallucination (" in body

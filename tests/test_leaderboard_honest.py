@@ -62,6 +62,10 @@ def test_a_metric_with_no_value_drops_out_of_the_n_avg(shared, tmp_path, capsys)
     note = ("dropped from the average: gap:gender_word_recall:gender (no value for "
             "unlabelled: computed for no caption)")
     assert note in lb["notes"] and note in " ".join(out.split())
+    # no value is shown as "–" in the terminal and the Markdown, never "+nan"
+    md = (tmp_path / "with.md").read_text()
+    row = next(r for r in md.splitlines() if r.startswith("| gender_word_recall (male − female)"))
+    assert row.endswith(" | – |") and "nan" not in md.lower() and "nan" not in out.lower()
     # the N-avg is the board's without that column (not one with 0.5 for it)
     base, _ = _board(shared, tmp_path, sets, "chair_s,recall", "without", capsys)
     assert lb["profiles"]["overall"]["score"] == pytest.approx(base["profiles"]["overall"]["score"])

@@ -94,6 +94,14 @@ def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
     row = next(r for r in md.splitlines() if r.startswith("| recall ↑ |"))
     assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images")
     assert "partial: 100 of 400 images" in " ".join(text.out.split())
+    # the same set with --min-n 150: too-few is the headline, the partial coverage still shown
+    code, lb, text = _board(shared, tmp_path, [mixed, oscar], "partial_few", capsys,
+                            "--allow-partial", "--min-n", "150", demographics=False)
+    assert code == 0, text.out
+    assert lb["status"][0][k] == "too-few"
+    md = (tmp_path / "partial_few.md").read_text()
+    row = next(r for r in md.splitlines() if r.startswith("| recall ↑ (not averaged) |"))
+    assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images; too-few")
 
 
 @pytest.mark.browser
@@ -120,3 +128,63 @@ def test_page_shows_each_status(shared, tmp_path, capsys):
         browser.close()
     assert gap_tags and set(gap_tags) == {"too-few"}
     assert board_tags == 0          # recall and CHAIR rest on 400 images each
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_page_table_fits_1400px_set_pinned_values_in_their_format(shared, tmp_path, capsys):
+    """Every default metric of three captioners on the page at 1,400 px: the values table
+    fits (no horizontal scroll, the set column pinned should it ever need one), vocab is a
+    whole count as everywhere else (739 [722, 757], not 739.0), and each gap is signed with
+    its direction named."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    coco = shared("data", "coco2014")
+    full = json.loads((coco / "captions_val2014_subset.json").read_text())
+    nic = shared("data", "captioners", "nic_val2014_gender.jsonl")
+    labelled = {json.loads(line)["image_id"] for line in nic.open()}
+    ids = [im["id"] for im in full["images"] if im["id"] in labelled][:150]
+    human = tmp_path / "coco.json"            # the reference (noun/verb columns): COCO JSON
+    human.write_text(json.dumps({"images": [im for im in full["images"] if im["id"] in ids],
+                                 "annotations": [a for a in full["annotations"]
+                                                 if a["image_id"] in ids]}))
+    sets = []
+    for m in ("nic", "sat", "oscar"):
+        src = shared("data", "captioners", f"{m}_val2014_gender.jsonl")
+        sets.append(tmp_path / f"{m}.jsonl")
+        sets[-1].write_text("".join(line for line in src.open()
+                                    if json.loads(line)["image_id"] in ids))
+    db = str(tmp_path / "p.duckdb")
+    assert main(["sets", "add", "coco", str(human), "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["audit", "leaderboard", *map(str, sets), "--reference", "coco",
+                 "--chair-gt", str(coco / CATS[0]),
+                 "--instances", str(coco / CATS[1]), "--demographics", str(coco / CATS[2]),
+                 "--n-boot", "20", "--html", str(tmp_path / "page"), "--db", db]) == 0
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto((tmp_path / "page" / "index.html").as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        widths = page.eval_on_selector(".wrap", "w => [w.scrollWidth, w.clientWidth, "
+                                       "document.documentElement.scrollWidth]")
+        pinned = page.eval_on_selector("#board th.pin", "t => getComputedStyle(t).position")
+        heads = page.eval_on_selector_all("#board thead th", "hs => hs.map(h => h.textContent)")
+        k = heads.index("vocab ↑")
+        vocab = page.eval_on_selector(f"#board tbody tr:first-child td:nth-child({k + 1})",
+                                      "td => td.firstChild.textContent")
+        gaps = page.eval_on_selector_all("#gaps tr td:first-child",
+                                         "ts => ts.map(t => t.textContent)")
+        first = page.eval_on_selector_all("#gaps tr td:nth-child(2)",
+                                          "ts => ts.map(t => t.firstChild.textContent)")
+        browser.close()
+    assert len(heads) == 5 + 13, heads          # every metric column (no CLIP model) is there
+    assert widths[0] <= widths[1] and widths[2] <= 1400, widths
+    assert pinned == "sticky"
+    assert vocab.replace(",", "").isdigit(), vocab
+    assert "recall (male − female)" in gaps and "chair_s (light − dark)" in gaps
+    assert all(v[0] in "+−" for v in first if v != "–"), first

@@ -65,6 +65,8 @@ def test_six_labelled_images_are_shown_with_n_and_never_ranked(shared, db, tmp_p
     for text in (md, out):
         assert why in text
     assert "| 0.00 [0.00, 0.00] n=6 (too-few) |" in md
+    html = (rep / "report.html").read_text()
+    assert "<td>0.00 [0.00, 0.00] n=6 (too-few)</td>" in html and why in html
     assert "n=6 " in out and "(too-few)" in out      # the table cell, over four lines
     # the stored row carries them too, and so does the DataFrame of the Python API
     import capaudit
@@ -86,11 +88,11 @@ def test_six_labelled_images_are_shown_with_n_and_never_ranked(shared, db, tmp_p
             "and 30 shared images)") in md
 
 
-def _partial_human(shared, path, extra: int = 70):
-    """Human COCO captions (COCO JSON) of 30 val2014 images, plus ``extra`` images of ids no
-    COCO annotation has: the CHAIR ground truth covers 30 of the 100 images."""
+def _partial_human(shared, path, extra: int = 70, real: int = 30):
+    """Human COCO captions (COCO JSON) of ``real`` val2014 images, plus ``extra`` images of
+    ids no COCO annotation has: the CHAIR ground truth covers 30 of the 100 images."""
     coco = json.loads(shared("data", "coco2014", "captions_val2014_subset.json").read_text())
-    images = coco["images"][:30]
+    images = coco["images"][:real]
     keep = {im["id"] for im in images}
     anns = [a for a in coco["annotations"] if a["image_id"] in keep]
     fake = [{"id": 900_000 + i, "file_name": f"extra_{i}.jpg"} for i in range(extra)]
@@ -126,6 +128,38 @@ def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, t
     assert m["sets"]["human_part"]["length"]["status"] == "ok"
 
 
+def test_partial_and_too_few_both_shown(shared, db, tmp_path, capsys):
+    """20 of 100 images covered: too-few is the headline status (never ranked), and the
+    partial coverage still shows in the cell, the JSON, the notes and the DataFrame."""
+    human = _partial_human(shared, tmp_path / "human_part.json", extra=80, real=20)
+    assert main(["sets", "add", "human_part", str(human), "--db", db]) == 0
+    assert main(["sets", "add", "nic", str(shared("data", "captioners",
+                                                  "nic_val2014_gender.jsonl")), "--db", db]) == 0
+    rep = tmp_path / "rep"
+    capsys.readouterr()
+    assert main(["audit", "compare", "human_part", "nic", "--all-images", "--allow-partial",
+                 "--metrics", "chair_s", "--n-boot", "50", "--report", str(rep),
+                 "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    cs = json.loads((rep / "metrics.json").read_text())["sets"]["human_part"]["chair_s"]
+    assert cs["status"] == "partial; too-few" and cs["n_images"] == 20
+    md = (rep / "report.md").read_text()
+    assert "n=20 (partial: 20 of 100 images; too-few) |" in md
+    assert "(partial: 20 of 100 images; too-few)" in out
+    assert "by construction" not in md + out
+    import capaudit
+    from capaudit.api import comparison_table
+    from capaudit.report.compare import compare_sets
+
+    with capaudit.open(db)._open() as store:
+        cmp = compare_sets(store, ["human_part", "nic"], {"n_boot": 20, "workers": 1,
+                                                          "allow_partial": True},
+                           same_images=False)
+    df = comparison_table(cmp).to_pandas()
+    row = df[(df["set"] == "human_part") & (df["metric"] == "chair_s")].iloc[0]
+    assert row["n_images"] == 20 and row["status"] == "partial; too-few"
+
+
 def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):
     """Fully covered human COCO captions: CHAIR is 0 by construction, and ``audit run`` (the
     JSON, the table, the notes) says so as compare does; it is no longer compare's alone."""
@@ -138,3 +172,28 @@ def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):
     cs = json.loads(js.read_text())["sets"]["human"]["chair_s"]
     assert cs["value"] == 0.0 and cs["status"] == "by-construction"
     assert "CHAIR ground truth includes the objects parsed from these human captions" in out
+
+
+def test_a_filtered_set_is_by_construction_only_where_its_value_is_0(shared, db, tmp_path,
+                                                                      capsys):
+    """nic filtered with the CHAIR ground truth: CHAIR_s (reference mode, the filter's own)
+    is 0 by construction; the corrected CHAIR_s is a measurement (> 0), never tagged."""
+    nic = tmp_path / "nic.jsonl"
+    nic.write_text("".join(line for _, line in zip(range(300), shared(
+        "data", "captioners", "nic_val2014_gender.jsonl").open())))
+    assert main(["sets", "add", "nic", str(nic), "--db", db]) == 0
+    assert main(["filter", "run", "nic", "--filter", "hallucination", "--evidence", "chair-gt",
+                 "--out", "nic_gt", "--db", db]) == 0
+    rep = tmp_path / "rep"
+    capsys.readouterr()
+    assert main(["audit", "compare", "nic", "nic_gt", "--metrics", "chair_s", "--corrected",
+                 "--n-boot", "50", "--report", str(rep), "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    m = json.loads((rep / "metrics.json").read_text())["sets"]["nic_gt"]
+    assert m["chair_s"]["value"] == 0 and m["chair_s"]["status"] == "by-construction"
+    corr = m["chair_s_corrected"]
+    assert corr["value"] > 0 and corr["status"] == "ok"
+    md = (rep / "report.md").read_text()
+    for text in (md, out):
+        assert "nic_gt CHAIR_s: by construction" in text
+        assert "nic_gt CHAIR_s corr.: by construction" not in text

@@ -66,7 +66,7 @@ def _print_values(lb) -> None:
     set (a gap signed, its direction named), as the Markdown and the page show them."""
     from rich.table import Table
 
-    from capaudit.leaderboard.markdown import _signed, _v
+    from capaudit.leaderboard.markdown import _signed, _v, gap_info
     from capaudit.metrics.spec import number_format
 
     table = Table(title="leaderboard values (95% interval; n = images)")
@@ -84,9 +84,9 @@ def _print_values(lb) -> None:
                                 number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn=")
                              + _tag(lb, i, j))
                 continue
-            info = lb.groups.get(name, {}).get(c.name) or {}
+            info = gap_info(lb.groups.get(name, {}).get(c.name)) or {}
             ci = info.get("signed_ci") or [None, None]
-            text = "-" if not info else _signed(info["signed_gap"]) + (
+            text = "–" if not info else _signed(info["signed_gap"]) + (
                 f"\n[{_signed(ci[0])}, {_signed(ci[1])}]" if ci[0] is not None else "")
             cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else "") + _tag(lb, i, j))
         head = (f"{c.metric} ({c.gap})" if c.by else

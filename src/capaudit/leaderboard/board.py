@@ -34,6 +34,8 @@ evaluates every column on every set and its resamples and assembles the board.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -69,7 +71,8 @@ class Leaderboard:
     status_notes: list[list[str]] = field(default_factory=list)  # why, "" when ok
 
     def to_dict(self) -> dict[str, Any]:
-        cols = [c.__dict__ for c in self.columns]
+        # the page writes each value in its metric's number format (vocab: a whole count)
+        cols = [{**c.__dict__, "decimals": _decimals(c.metric)} for c in self.columns]
         return {"sets": self.sets, "columns": cols,
                 "values": _nan_none(self.values), "ci": _nan_none(self.ci),
                 "n": self.n.astype(int).tolist(),
@@ -164,6 +167,14 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
                         "min_n": min_n}, status, why)
+
+
+def _decimals(metric: str) -> int:
+    """Decimal places of the metric's number format (``"{:,.0f}"`` -> 0; 2 by default)."""
+    from capaudit.metrics.spec import number_format
+
+    m = re.search(r"\.(\d+)f", number_format(metric))
+    return int(m.group(1)) if m else 2
 
 
 def _averaged(columns: Sequence[Column], values: np.ndarray, names: list[str],

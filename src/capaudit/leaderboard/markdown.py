@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["leaderboard_markdown"]
+__all__ = ["leaderboard_markdown", "gap_info"]
 
 
 def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
@@ -21,8 +21,18 @@ def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
     return s
 
 
-def _signed(x: float) -> str:
+def _signed(x: float | None) -> str:
+    """``−0.57``: a gap with its sign; ``–`` when it has no value (never ``+nan``)."""
+    if x is None or x != x:
+        return "–"
     return f"{x:+.2f}".replace("-", "−")
+
+
+def gap_info(info: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A set's gap record, or None when the gap has no value (a group with no caption for
+    which the metric is computed): shown as ``–`` with no interval or n, never ``+nan``."""
+    g = (info or {}).get("signed_gap")
+    return info if g is not None and g == g else None
 
 
 def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
@@ -58,7 +68,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
             c = cols[j]
             cells = []
             for i, s in enumerate(sets):
-                info = lb["groups"].get(s, {}).get(c["name"])
+                info = gap_info(lb["groups"].get(s, {}).get(c["name"]))
                 if not info:
                     cells.append("–")
                     continue

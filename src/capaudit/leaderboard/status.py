@@ -81,9 +81,11 @@ def too_few_columns(sets: Sequence[str], columns, status, n_img: np.ndarray,
 
 def cell_tag(status: str | None, note: str | None) -> str:
     """The caveat written after a value in a cell: ``too-few``, ``partial: 20 of 100
-    images``, or "" (``ok``, no value)."""
-    if status == "too-few":
-        return "too-few"
+    images``, both (``partial: 20 of 100 images; too-few``: too-few is the headline
+    status, the partial coverage must still show), or "" (``ok``, no value)."""
+    if status not in ("too-few", "partial"):
+        return ""
+    part = next((t for t in (note or "").split("; ") if t.startswith("partial")), None)
     if status == "partial":
-        return next((t for t in (note or "").split("; ") if t.startswith("partial")), "partial")
-    return ""
+        return part or "partial"
+    return f"{part}; too-few" if part else "too-few"

@@ -44,8 +44,13 @@ class MetricResult:
 
     @property
     def state(self) -> str:
-        """The status as every view writes it (``skipped: why`` for a skipped metric)."""
-        return f"skipped: {self.skipped}" if self.skipped else self.status
+        """The status as every view writes it (``skipped: why`` for a skipped metric;
+        ``partial; too-few`` for a partial value that has another status too, so the JSON,
+        the store and ``to_pandas()`` never drop the partial coverage)."""
+        if self.skipped:
+            return f"skipped: {self.skipped}"
+        partial = self.status != "partial" and any(t.startswith("partial") for t in self.notes)
+        return f"partial; {self.status}" if partial else self.status
 
     def mark(self, status: str, note: str | None = None) -> None:
         """Set the status (the last one set is the headline) and keep its note."""

@@ -60,9 +60,13 @@ def is_degenerate(r: MetricResult) -> bool:
 
 def short_status(r: MetricResult | None) -> str:
     """The caveat in a table cell: the status word, or the partial note ("partial: 20 of 100
-    images"), "" when ``ok``; the full notes go under the table (:func:`status_text`)."""
+    images"), both when a partial value also has another status ("partial: 20 of 100
+    images; too-few"), "" when ``ok``; the full notes go under the table
+    (:func:`status_text`)."""
     if r is None or r.skipped or r.status == "ok":
         return ""
+    part = next((t for t in r.notes if t.startswith("partial")), None)
     if r.status == "partial":
-        return next((t for t in r.notes if t.startswith("partial")), "partial")
-    return r.status.replace("-", " ") if r.status == "by-construction" else r.status
+        return part or "partial"
+    word = r.status.replace("-", " ") if r.status == "by-construction" else r.status
+    return f"{part}; {word}" if part else word

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capaudit.metrics.present import interval_text, status_text, value_text
+from capaudit.metrics.present import interval_text, short_status, value_text
 from capaudit.metrics.spec import description, label, number_format
 from capaudit.report.cells import notes as compare_notes
 
@@ -37,12 +37,44 @@ def card_metadata(cmp, cfg, versions: dict) -> dict[str, Any]:
     sets = {}
     for n in cmp.names:
         res = cmp.results[n]
-        sets[n] = {"captions": res.meta.get("n_captions"), "images": res.meta.get("n_images"),
-                   "metrics": {m: _record(r) for m, r in res.results.items()}}
+        sets[n] = {"captions": _total(cmp, n, "captions"), "images": _total(cmp, n, "images")}
+        b = cmp.basis
+        if b is not None and n in b.on_parent:
+            sets[n].update(scored_on_parent=b.on_parent[n], scored_images=b.images.get(n))
+        sets[n]["metrics"] = {m: _record(r) for m, r in res.results.items()}
     return {"capaudit_audit": {"version": versions.get("capaudit"), "run_id": cmp.run_id,
                                "n_boot": cfg.get("n_boot"), "seed": cfg.get("seed"),
                                "min_n": cfg.get("min_n"), "mode": cfg.get("mode"),
                                "sets": sets}}
+
+
+def _total(cmp, name: str, what: str) -> int:
+    """The set's own captions / images (a filtered set scored on its parent's images was
+    padded with empty captions: those are not the set's)."""
+    b = cmp.basis
+    own = getattr(b, f"total_{what}", {}) if b is not None else {}
+    return own.get(name, cmp.results[name].meta.get(f"n_{what}") or 0)
+
+
+def _basis_line(cmp, name: str) -> str:
+    """What the set holds and what its values were computed on, in one sentence."""
+    line = (f"{_total(cmp, name, 'captions'):,} captions on "
+            f"{_total(cmp, name, 'images'):,} images.")
+    b = cmp.basis
+    if b is not None and name in b.on_parent:
+        parent = b.on_parent[name]
+        line += (f" Filtered from `{parent}` and scored, as `{parent}`, on its "
+                 f"{b.images.get(name, 0):,} images: each of the {b.dropped.get(name, 0):,} "
+                 "captions the filter dropped counts as an empty caption.")
+    return line
+
+
+def _card_notes(cmp) -> list[str]:
+    """The audit's notes that hold for a card (it marks no best or worst: one set per
+    section, each on all its own images)."""
+    skip = ("best/worst marked", "not marked, intervals overlap", "each set scored on all")
+    return [line.removesuffix("; not ranked") for line in compare_notes(cmp)
+            if not line.startswith(skip)]
 
 
 def _metric_table(cmp, name: str) -> list[str]:
@@ -58,7 +90,7 @@ def _metric_table(cmp, name: str) -> list[str]:
         value = value_text(m, r, ci=False, n=False)
         n = "–" if r.n_images is None else f"{r.n_images:,}"
         rows.append(f"| {label(m)} | {value} | {interval_text(m, r) or '–'} | {n} | "
-                    f"{status_text(r) or 'ok'} |")
+                    f"{short_status(r) or 'ok'} |")   # why: under Notes (status_text)
     return rows
 
 
@@ -74,20 +106,35 @@ def _coverage(cmp, name: str) -> list[str]:
     return lines or ["- none needed by these metrics"]
 
 
+def _signed(fmt: str, v: float) -> str:
+    """A gap with its sign, as the leaderboard writes it (+0.20, −1.67)."""
+    return ("+" if v >= 0 else "−") + fmt.format(abs(v))
+
+
 def _gaps(cmp, name: str) -> list[str]:
     lines = []
     for by, d in (cmp.disparities or {}).get(name, {}).items():
         a, b = d.diff_key.split("-")
-        lines += [f"By {by} ({a} − {b}; 95% interval; n = images of the smaller group):", "",
+        own = (f"; on its own {_total(cmp, name, 'images'):,} images, not its parent's"
+               if cmp.basis is not None and name in cmp.basis.on_parent else "")
+        lines += [f"By {by} ({a} − {b}; 95% interval; n = images of the smaller group{own}):",
+                  "",
                   f"| metric | {a} | {b} | {a} − {b} |", "|---|---:|---:|---:|"]
         for m, per in d.results.items():
             gap = per.get(d.diff_key)
             if gap is None or gap.value is None:
                 continue
             f = number_format(m)
+            whole = cmp.result(name, m)     # 0 by construction on the set: so in each group
+            tag = "; ".join(t for t in (short_status(gap), short_status(whole)
+                                        if whole is not None and whole.status ==
+                                        "by-construction" else "") if t)
+            iv = (f"[{_signed(f, gap.ci_low)}, {_signed(f, gap.ci_high)}] "
+                  if gap.ci_low is not None and gap.ci_high is not None else "")
             lines.append(f"| {label(m)} | {value_text(m, per.get(a))} | "
-                         f"{value_text(m, per.get(b))} | {f.format(gap.value)} "
-                         f"{interval_text(m, gap)} n={gap.n_images or gap.n:,} |")
+                         f"{value_text(m, per.get(b))} | {_signed(f, gap.value)} "
+                         f"{iv}n={gap.n_images or gap.n:,}"
+                         + (f" ({tag})" if tag else "") + " |")
         lines.append("")
     return lines
 
@@ -119,12 +166,11 @@ def dataset_card(cmp, store, cfg, versions: dict, command: str) -> str:
           "other than ok says what to read with it.", ""]
     for n in cmp.names:
         res = cmp.results[n]
-        md += [f"### {n}", "", f"{res.meta.get('n_captions') or 0:,} captions on "
-               f"{res.meta.get('n_images') or 0:,} images.", ""]
+        md += [f"### {n}", "", _basis_line(cmp, n), ""]
         md += _metric_table(cmp, n) + ["", "Annotations and their coverage:", ""]
         md += _coverage(cmp, n) + [""] + _gaps(cmp, n)
         md += ["Filter history:", ""] + _history(store, n) + [""]
-    md += ["### Notes", ""] + [f"- {line}" for line in compare_notes(cmp)] + [""]
+    md += ["### Notes", ""] + [f"- {line}" for line in _card_notes(cmp)] + [""]
     md += ["### Definitions", ""] + [f"- *{label(m)}*: {description(m)}" for m in cmp.metrics
                                      if description(m)] + [""]
     md += ["### Provenance", "", f"- command: `{command}`",

@@ -23,17 +23,23 @@
     for (const k in attrs) e.setAttribute(k, attrs[k]);
     return e;
   }
-  function fmt(v) { return v === null || v === undefined ? "–" : (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2)); }
-  function signed(v) { return v === null || v === undefined ? "–" : (v >= 0 ? "+" : "−") + fmt(Math.abs(v)); }
+  // d: the metric's decimals (its number format, as every other view writes it); 2 for scores
+  function fmt(v, d) {
+    if (v === null || v === undefined) return "–";
+    const p = d === undefined ? 2 : d;
+    return v.toLocaleString("en-US", { minimumFractionDigits: p, maximumFractionDigits: p });
+  }
+  function signed(v, d) { return v === null || v === undefined ? "–" : (v >= 0 ? "+" : "−") + fmt(Math.abs(v), d); }
   function nText(n) { return n === null || n === undefined ? "" : "n=" + n.toLocaleString("en-US"); }
   // a value's caveat, as capaudit.leaderboard.status.cell_tag writes it: too-few, or
   // "partial: 20 of 100 images"; "" when ok
   const ST = LB.status || [], WHY = LB.status_notes || [];
   function tag(i, j) {
     const s = (ST[i] || [])[j], why = (WHY[i] || [])[j] || "";
-    if (s === "too-few") return "too-few";
-    if (s === "partial") return why.split("; ").find(t => t.startsWith("partial")) || "partial";
-    return "";
+    if (s !== "too-few" && s !== "partial") return "";
+    const part = why.split("; ").find(t => t.startsWith("partial"));
+    if (s === "partial") return part || "partial";
+    return part ? part + "; too-few" : "too-few";
   }
   function addTag(td, i, j) {
     const t = tag(i, j);
@@ -89,7 +95,12 @@
       .concat(MAIN.map(j => ["c" + j, COLS[j].name + (COLS[j].higher_is_better ? " ↑" : " ↓")
         + (COLS[j].averaged === false ? " *" : "")]));
     keys.forEach(([k, label]) => {
-      const th = el("th", label, k === "set" ? "name pin" : (k === "rank" ? "pin0" : ""));
+      const th = el("th", null, k === "set" ? "name pin" : (k === "rank" ? "pin0" : ""));
+      // a line may break after each "_" (noun_precision), so the table fits 1,400 px
+      label.split("_").forEach((part, n) => {
+        if (n) { th.appendChild(document.createTextNode("_")); th.appendChild(el("wbr")); }
+        th.appendChild(document.createTextNode(part));
+      });
       th.dataset.key = k;
       if (k === sortKey) th.classList.add(sortDir > 0 ? "sorted-asc" : "sorted-desc");
       th.addEventListener("click", () => {
@@ -127,9 +138,10 @@
       const fs = r.profile.first_share;
       row.appendChild(el("td", fs ? Math.round(100 * fs[i]) + "%" : "–"));
       MAIN.forEach(j => {
-        const td = el("td", fmt(LB.values[i][j]));
+        const d = COLS[j].decimals;
+        const td = el("td", fmt(LB.values[i][j], d));
         const ci = LB.ci[i][j];
-        if (ci && ci[0] !== null) td.appendChild(el("span", "[" + fmt(ci[0]) + ", " + fmt(ci[1]) + "]", "ci"));
+        if (ci && ci[0] !== null) td.appendChild(el("span", "[" + fmt(ci[0], d) + ", " + fmt(ci[1], d) + "]", "ci"));
         td.appendChild(el("span", nText(NS[i][j]), "ci"));
         addTag(td, i, j);
         row.appendChild(td);
@@ -197,14 +209,17 @@
     gapCols.forEach(j => {
       const c = COLS[j], row = el("tr");
       row.appendChild(el("td", c.metric + " (" + (c.gap || c.by) + ")", "name"));
-      const infos = SETS.map(s => (LB.groups[s] || {})[c.name]);
+      // a gap with no value (no caption of a group has the metric) is "–", never NaN
+      const infos = SETS.map(s => { const x = (LB.groups[s] || {})[c.name];
+        return x && x.signed_gap !== null && x.signed_gap !== undefined ? x : null; });
       const max = Math.max(1e-9, ...infos.map(x => !x ? 0 : Math.max(Math.abs(x.signed_gap),
         ...((x.signed_ci || []).filter(v => v !== null).map(Math.abs)))));
       infos.forEach((x, i) => {
-        const td = el("td", x ? signed(x.signed_gap) : "–");
+        const d = c.decimals;
+        const td = el("td", x ? signed(x.signed_gap, d) : "–");
         if (x) {
           const ci = x.signed_ci;
-          if (ci && ci[0] !== null) td.appendChild(el("span", "[" + signed(ci[0]) + ", " + signed(ci[1]) + "]", "ci"));
+          if (ci && ci[0] !== null) td.appendChild(el("span", "[" + signed(ci[0], d) + ", " + signed(ci[1], d) + "]", "ci"));
           td.appendChild(el("span", nText(NS[i][j]), "ci"));
           addTag(td, i, j);
           const g = svg("svg", { width: 120, height: 12 }), mid = 60, w = 55 * x.signed_gap / max;
