@@ -435,7 +435,7 @@ def test_audit_run_with_its_store_on_a_full_disk_is_one_line_and_stores_nothing(
     assert r.returncode == 2 and "disk is full" in line and "nothing was stored" in line
 
 
-
+def test_reliability_doc_lists_every_hostile_write_test():
     """docs/reliability.md promises what this file checks: every test here has its row."""
     import re
 
