@@ -132,6 +132,21 @@ def test_an_output_device_that_is_full_is_one_line(tmp_path, capsys, cmd):
     assert code == 2 and "/dev/full: cannot write here: the disk is full" in one_line_error(err)
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a pipe by /proc/self/fd")
+def test_a_pipe_whose_reader_left_is_one_line(tmp_path, capsys):
+    # `--out >(head -c 10)`: the reader stops, the next write is EPIPE (a traceback)
+    db = tmp_path / "a.duckdb"
+    assert cli(["sets", "add", "nic", NIC, "--db", db], capsys)[0] == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        code, _, err = cli(["sets", "export", "nic", "--out", f"/proc/self/fd/{write_end}",
+                            "--db", db], capsys)
+    finally:
+        os.close(write_end)
+    assert code == 2 and "the program reading the pipe stopped" in one_line_error(err)
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_standard_output_on_a_full_device_is_one_line(tmp_path):
     db = tmp_path / "a.duckdb"
