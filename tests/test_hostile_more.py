@@ -175,6 +175,14 @@ def test_file_names_that_are_not_utf8_are_one_line(tmp_path, capsys):
         assert code == 2 and "not valid UTF-8" in line and "ok\\xffname" in line, line
 
 
+def test_a_file_name_with_a_newline_stays_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad\nname.jsonl"
+    bad.write_text('{"image_id": 1, "caption": "a dog"}\n{"image_id": 2 "caption": "x"}\n')
+    code, _, err = cli(["sets", "add", "x", bad, "--db", tmp_path / "a.duckdb"], capsys)
+    line = one_line_error(err)
+    assert code == 2 and "bad\\nname.jsonl, row 2: malformed JSON" in line, line
+
+
 @pytest.mark.parametrize("args", [["annotations", "add", "chair-gt", "{d}"],
                                   ["annotations", "add", "instances", "{d}"],
                                   ["audit", "run", "nic", "--config", "{d}"]])
