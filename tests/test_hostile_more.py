@@ -294,6 +294,18 @@ def test_sigint_inside_a_long_query_is_honoured_within_a_second(tmp_path, capsys
     assert took < 1.5, took
 
 
+def test_sigint_while_the_command_is_still_importing_is_one_line():
+    """The first half second of `capaudit ...` is imports: Ctrl-C there printed a 30-line
+    KeyboardInterrupt traceback. Sent here right after capaudit.cli is imported, where the
+    command line would go on to import the commands."""
+    code = ("import sys; sys.argv = ['capaudit', 'sets', 'list']; import capaudit.cli, os, "
+            "signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(10); "
+            "import capaudit.cli.main")
+    r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 130 and r.stderr == "capaudit: interrupted, nothing stored\n", r.stderr
+
+
 def test_reliability_doc_lists_every_test_here():
     import re
 

@@ -132,6 +132,16 @@ def _watch_signals() -> None:
 _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EPIPE, errno.EIO)
 
 
+def _end_start_up() -> None:
+    """From here Ctrl-C takes main()'s path (what is done is kept and said)."""
+    import signal
+
+    from capaudit.cli import interrupted_while_starting
+
+    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI: user errors print one line on stderr and exit 2, usage errors the usual
     usage message and exit 2, Ctrl-C one line and exit 130; never a traceback for those."""
@@ -145,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     set_command(argv if argv is not None else sys.argv[1:])
     keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
+        _end_start_up()
         for arg in (argv if argv is not None else sys.argv[1:]):
             check_path_text(arg)  # the store keeps the command line and paths as text
         code = app(args=argv, standalone_mode=False, prog_name="capaudit")
