@@ -67,6 +67,32 @@ def test_401_echoing_the_authorization_header_is_redacted(tmp_path, capsys, name
     assert KEY not in err and "sk-test" not in err and "[redacted]" in err, err
 
 
+@pytest.mark.parametrize("name", ["capability", "validate"])
+def test_401_echo_is_redacted_in_capability_and_judge_validate(tmp_path, capsys, name):
+    """The other two of the six judge commands, with their own inputs."""
+    caps, _ = _files(tmp_path)
+    if name == "capability":
+        ann = tmp_path / "elements.jsonl"
+        ann.write_text("".join(json.dumps({"image_id": i, "dimension": "object_color",
+                                           "element": "the horse is brown"}) + "\n"
+                               for i in (1, 2)))
+        args = ["audit", "capability", caps, "--annotations", ann]
+    else:
+        labels = tmp_path / "labels.jsonl"
+        labels.write_text("".join(json.dumps({"image_id": i, "caption": "A horse eats grass.",
+                                              "sentence_idx": 0, "label": "yes"}) + "\n"
+                                  for i in (1, 2)))
+        args = ["judge", "validate", "--labels", labels]
+    with FakeOpenAIServer(answer=lambda b: {"echo_headers": True, "status": 401}) as srv:
+        code = main([str(a) for a in [*args, "--images", tmp_path / "img", "--judge-url",
+                                      srv.base_url, "--api-key-env", "JUDGE_KEY", "--n-boot",
+                                      10, "--db", tmp_path / "j.duckdb"]])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "HTTP 401" in lines[0], err
+    assert KEY not in err and "sk-test" not in err and "[redacted]" in err, err
+
+
 def test_enrich_failures_and_markers_never_hold_the_key(tmp_path):
     from test_enrich_fixtures import base_config, make_dataset
 

@@ -321,32 +321,43 @@ def test_read_only_folder(db, capsys):
 HOSTILE_HTML = "<img src=x onerror=alert(1)>"
 
 
-def test_report_markdown_takes_set_names_as_text(db, capsys):
-    assert cli(["sets", "add", HOSTILE_HTML, NIC, "--db", db], capsys)[0] == 0
+@pytest.mark.parametrize("name, md_shown, html_shown", [
+    (HOSTILE_HTML, "&lt;img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"),
+    ("<script>alert(1)", "&lt;script>alert(1)", "&lt;script&gt;alert(1)")])
+def test_report_markdown_takes_set_names_as_text(db, capsys, name, md_shown, html_shown):
+    assert cli(["sets", "add", name, NIC, "--db", db], capsys)[0] == 0
     rep = db.parent / "rep"
-    code, _, err = cli(["audit", "compare", HOSTILE_HTML, "oscar", "--n-boot", "5",
+    code, _, err = cli(["audit", "compare", name, "oscar", "--n-boot", "5",
                         "--report", rep, "--db", db], capsys)
     assert code == 0, err
     md = (rep / "report.md").read_text()
-    assert HOSTILE_HTML not in md and "&lt;img src=x onerror=alert(1)>" in md
+    assert name not in md and md_shown in md
     html = (rep / "report.html").read_text()
-    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert html_shown in html and "<script" not in html
     assert "<img" not in html.replace("<img src=\"data:", "")
 
 
-def test_report_plots_take_set_names_as_text(db, capsys):
-    # a name matplotlib would read as mathtext ("$x^$" is a syntax error there)
-    assert cli(["sets", "add", "$x^$", NIC, "--db", db], capsys)[0] == 0
+@pytest.mark.parametrize("name", ["$x^$", "$\\foo$"])
+def test_report_plots_take_set_names_as_text(db, capsys, name):
+    # names matplotlib would read as mathtext ("$x^$" is a syntax error there, "$\foo$" an
+    # unknown command: the issue's case; `sets add` now refuses its backslash, a store
+    # written before that check may hold it)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE caption_sets SET name = ? WHERE name = 'nic'", [name])
+    con.close()
     rep = db.parent / "rep"
-    code, _, err = cli(["audit", "compare", "$x^$", "oscar", "--n-boot", "5", "--report", rep,
+    code, _, err = cli(["audit", "compare", name, "oscar", "--n-boot", "5", "--report", rep,
                         "--db", db], capsys)
     assert code == 0, err
     pngs = sorted(p.name for p in rep.glob("*.png"))
-    assert "chair_s_vs_recall.png" in pngs and "$x^$" in (rep / "report.md").read_text()
+    assert "chair_s_vs_recall.png" in pngs and name in (rep / "report.md").read_text()
     assert all((rep / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
-def test_leaderboard_markdown_escapes_html():
+@pytest.mark.parametrize("name, shown", [
+    (HOSTILE_HTML, "&lt;img src=x onerror=alert(1)>"),
+    ("<script>alert(1)</script>", "&lt;script>alert(1)&lt;/script>")])
+def test_leaderboard_markdown_escapes_html(name, shown):
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -357,16 +368,17 @@ def test_leaderboard_markdown_escapes_html():
     from capaudit.leaderboard.profiles import load_catalogue
 
     sets, ann = board_sets()
-    sets[0].name = HOSTILE_HTML
+    sets[0].name = name
     lb = build_leaderboard(sets, load_catalogue(), ann, n_boot=20, seed=0)
     text = leaderboard_markdown({"leaderboard": lb.to_dict()})
-    assert HOSTILE_HTML not in text and "&lt;img src=x onerror=alert(1)>" in text
+    assert name not in text and shown in text and "<script" not in text
 
 
 # -- a real full disk and a real read-only mount (a tmpfs in a user namespace) ----------------
-def _in_small_mount(mnt: Path, size: str, command: list, ro: bool = False):
+def _in_small_mount(mnt: Path, size: str, command: list, ro: bool = False, copy=None):
     """``command`` in a private mount namespace where ``mnt`` is a tmpfs of ``size``
-    (read-only with ``ro``); skipped where user namespaces are not allowed."""
+    (read-only with ``ro``; ``copy`` = (file, name) put on it first); skipped where user
+    namespaces are not allowed."""
     import shlex
     import subprocess
     import sys
@@ -375,7 +387,9 @@ def _in_small_mount(mnt: Path, size: str, command: list, ro: bool = False):
         pytest.skip("no unshare(1): a small tmpfs cannot be mounted without root")
     mnt.mkdir(exist_ok=True)
     opts = f"size={size}" + (",ro" if ro else "")
-    script = (f"mount -t tmpfs -o {opts} tmpfs {shlex.quote(str(mnt))} || exit 99; "
+    put = (f"cp {shlex.quote(str(copy[0]))} {shlex.quote(str(mnt / copy[1]))} || exit 98; "
+           if copy else "")
+    script = (f"mount -t tmpfs -o {opts} tmpfs {shlex.quote(str(mnt))} || exit 99; {put}"
               f"{shlex.join([sys.executable, '-m', 'capaudit.cli.main', *map(str, command)])};"
               f" code=$?; ls -A {shlex.quote(str(mnt))}; exit $code")
     src = Path(capaudit.__file__).resolve().parents[1]
@@ -407,6 +421,16 @@ def test_export_to_a_read_only_mount(db, tmp_path):
 def test_sets_add_on_a_full_disk_is_one_line_and_stores_nothing(tmp_path):
     mnt = tmp_path / "full"
     r = _in_small_mount(mnt, "40k", ["sets", "add", "nic", NIC, "--db", mnt / "a.duckdb"])
+    line = one_line_error(r.stderr)
+    assert r.returncode == 2 and "disk is full" in line and "nothing was stored" in line
+
+
+def test_audit_run_with_its_store_on_a_full_disk_is_one_line_and_stores_nothing(db, tmp_path):
+    # the store fits, with 64 KiB to spare: the audit's results do not
+    mnt = tmp_path / "full"
+    size = db.stat().st_size + 64 * 1024
+    r = _in_small_mount(mnt, str(size), ["audit", "run", "nic", "--n-boot", "2", "--db",
+                                         mnt / "a.duckdb"], copy=(db, "a.duckdb"))
     line = one_line_error(r.stderr)
     assert r.returncode == 2 and "disk is full" in line and "nothing was stored" in line
 

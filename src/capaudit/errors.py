@@ -8,7 +8,22 @@ row where known, and the fix.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+# what a terminal acts on instead of showing: C0 and C1 control characters (ESC starts the
+# sequences that set the title, clear the screen or rewrite the line), DEL, the Unicode
+# line and paragraph separators and the bidirectional overrides that reorder a line
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str, *, one_line: bool = False) -> str:
+    """``text`` as a terminal should print it: every control character written out as an
+    escape (``\\x1b``), so data (a caption, a server's error body, a file name) can neither
+    drive the terminal nor, with ``one_line``, break an error line in two."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                        else f"\\u{ord(m[0]):04x}", text)
+    return text.replace("\n", "\\n").replace("\t", " ") if one_line else text
 
 
 class CapauditError(Exception):

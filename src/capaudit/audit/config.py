@@ -86,6 +86,8 @@ class AuditConfig(Mapping):
         for key, (lo, hi, integer, optional) in RANGES.items():
             check_number(key, getattr(self, key), lo, hi, integer=integer, optional=optional,
                          flag="--" + key.replace("_", "-"))
+        for f in fields(self):
+            _check_type(f.name, f.type, getattr(self, f.name))
 
     # -- the read-only mapping of the settings (plus "_lotus" once prepared) --
 
@@ -136,6 +138,32 @@ class AuditConfig(Mapping):
 
         check_keys(cli or {})
         return cls.of(resolve(_DEFAULTS, yaml_path, cli, section=section))
+
+
+def _check_type(key: str, kind: str, value: Any) -> None:
+    """One line when a YAML or API value has the wrong type (``metrics: 5``,
+    ``mode: [[1]]``, ``lic: [[1]]``): they reached the code as tracebacks, or were taken
+    as true."""
+    import os
+    import reprlib
+
+    text = (str, os.PathLike)
+    if kind == "bool":
+        ok, want = isinstance(value, bool), "true or false"
+    elif kind in ("str", "str | None"):
+        ok, want = isinstance(value, text) or (value is None and "None" in kind), "a text"
+    elif kind == "list[str] | str | None":
+        ok = value is None or isinstance(value, str) or (
+            isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+        want = "a list of names or a comma-separated text"
+    else:
+        return  # numbers: RANGES
+    if not ok:
+        flag = "--" + key.replace("_", "-")
+        shown = reprlib.repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InputError(f"{key} ({flag}) must be {want}, not {shown}",
+                         fix=f"give {key} {want}")
 
 
 def check_keys(values: Mapping[str, Any]) -> None:

@@ -22,8 +22,18 @@ from capaudit.audit.config import AuditConfig
 # Markup and emoji codes are off: captions, set names and query results are data, and
 # "[/bold]" or ":dog:" in a caption must print as itself, not crash or turn into a picture. A line that wants style passes markup=True and
 # escapes every piece of data in it with esc().
-console = Console(markup=False, emoji=False)
-err_console = Console(stderr=True, markup=False, emoji=False)
+class _DataConsole(Console):
+    """A console whose text (captions, set names, file names: data) cannot drive the
+    terminal: control characters are printed as escapes (rich itself keeps ESC)."""
+
+    def render_str(self, text: str, **kwargs):
+        from capaudit.errors import shown
+
+        return super().render_str(shown(text), **kwargs)
+
+
+console = _DataConsole(markup=False, emoji=False)
+err_console = _DataConsole(stderr=True, markup=False, emoji=False)
 esc = escape
 
 DB_ENV = "CAPAUDIT_DB"

@@ -7,6 +7,7 @@ imported inside the commands that need them).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -101,6 +102,44 @@ def _handle_termination() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate_as_interrupt)
+    _watch_signals()
+
+
+def _watch_signals() -> None:
+    """Python runs a signal handler only between bytecodes of the main thread: while that
+    thread is inside one long DuckDB statement (the INSERT of ``sets add``) Ctrl-C waited
+    for seconds. The interpreter also writes each signal to a wake-up pipe at once; a
+    thread reading it asks the open stores' DuckDB to stop its query."""
+    import os
+    import signal
+    import threading
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    stops = {int(signal.SIGINT), int(signal.SIGTERM), int(signal.SIGHUP)}
+
+    def watch() -> None:
+        while True:
+            got = os.read(read_fd, 64)
+            db = sys.modules.get("capaudit.store.db")  # never imported from here
+            if db is not None and stops.intersection(got):
+                db.interrupt_open_stores()
+
+    threading.Thread(target=watch, name="capaudit-signals", daemon=True).start()
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EPIPE, errno.EIO)
+
+
+def _end_start_up() -> None:
+    """From here Ctrl-C takes main()'s path (what is done is kept and said)."""
+    import signal
+
+    from capaudit.cli import interrupted_while_starting
+
+    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,14 +149,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from capaudit.cli.common import keep_on_interrupt
     from capaudit.core.config import set_command
-    from capaudit.errors import CapauditError
+    from capaudit.core.names import check_path_text
+    from capaudit.errors import CapauditError, shown
 
     set_command(argv if argv is not None else sys.argv[1:])
     keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
+        _end_start_up()
+        for arg in (argv if argv is not None else sys.argv[1:]):
+            check_path_text(arg)  # the store keeps the command line and paths as text
         code = app(args=argv, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:
-        sys.stderr.write(f"capaudit: error: {exc}\n")
+        sys.stderr.write(f"capaudit: error: {shown(str(exc), one_line=True)}\n")
         return exc.exit_code
     except (KeyboardInterrupt, duckdb.InterruptException):
         return _interrupted()
@@ -130,10 +173,16 @@ def main(argv: list[str] | None = None) -> int:
         return getattr(exc, "exit_code", 1)
     except (duckdb.IOException, duckdb.SerializationException) as exc:
         # a store cut short opens but fails when a page past the end is read
-        first = str(exc).strip().splitlines()[0][:300]
+        first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
         sys.stderr.write(f"capaudit: error: {first} (fix: the store or a file it reads is "
                          "truncated or damaged; restore it from a copy or rebuild it, and "
                          "check free disk space)\n")
+        return 2
+    except OSError as exc:  # the terminal's own output failed (stdout on /dev/full, a pipe)
+        if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
+            raise
+        sys.stderr.write(f"capaudit: error: cannot write the output: {exc.strerror} (fix: "
+                         "send the output to a disk with free space or a running reader)\n")
         return 2
     except RecursionError:  # a safety net: the readers name the file where they can
         sys.stderr.write("capaudit: error: input nested too deeply to read (a JSON or YAML "

@@ -77,6 +77,9 @@ def load_yaml(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise InputError("config file not found", path=path, fix="pass an existing YAML file")
+    if path.is_dir():
+        raise InputError("it is a folder, not a YAML file", path=path,
+                         fix="pass the YAML file inside it")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:

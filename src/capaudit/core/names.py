@@ -14,7 +14,8 @@ import unicodedata
 
 from capaudit.errors import InputError
 
-__all__ = ["MAX_NAME", "check_set_name", "safe_file_name", "escape_markdown_html"]
+__all__ = ["MAX_NAME", "check_set_name", "check_path_text", "safe_file_name",
+           "escape_markdown_html"]
 
 MAX_NAME = 200
 
@@ -37,12 +38,26 @@ def check_set_name(name: str) -> str:
     return name
 
 
+def check_path_text(path) -> None:
+    """Refuse a path whose name is not valid UTF-8 (Python holds its bytes as surrogates):
+    the store keeps every source path as text and cannot hold it."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise InputError("the file name is not valid UTF-8", path=shown,
+                         fix="rename the file (or a folder above it) to a UTF-8 name") from None
+
+
 def safe_file_name(name: str, default: str = "set") -> str:
     """A file name made from ``name`` that stays in its folder: letters, digits, ``-``,
     ``_`` and inner dots kept, everything else ``_``; never empty, never hidden."""
     keep = "".join(c if (c.isalnum() or c in "-_.") and c.isprintable() else "_"
                    for c in str(name))[:MAX_NAME]
     keep = keep.strip(".").replace("..", "_")
+    while len(keep.encode("utf-8")) > MAX_NAME:  # 200 letters of 'é' are 400 bytes: over
+        keep = keep[:-1]                         # a file system's 255 with ".jsonl" added
     return keep or default
 
 

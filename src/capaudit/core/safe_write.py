@@ -43,6 +43,8 @@ _WHY = {
                    "another output path"),
     errno.ELOOP: ("it is a symbolic link", "remove the link, or choose another output path"),
     errno.ENAMETOOLONG: ("the file name is too long", "choose a shorter output name"),
+    errno.EPIPE: ("the program reading the pipe stopped reading", "keep the reader running "
+                  "until capaudit ends, or write to a file"),
     errno.ENOTEMPTY: ("a folder of that name has files in it", "choose another output path"),
 }
 
@@ -89,9 +91,12 @@ def check_file_target(path: str | Path) -> Path:
     if _is_link(path):
         raise InputError("the output is a symbolic link; capaudit does not write through "
                          "links", path=path, fix="remove the link, or choose another path")
-    if path.is_dir():
-        raise write_error(OSError(errno.EISDIR, "is a directory"), path)
-    _refuse_protected_path(path)
+    try:
+        if path.is_dir():
+            raise OSError(errno.EISDIR, "is a directory")
+        _refuse_protected_path(path)
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise write_error(exc, path) from None
     return path
 
 
@@ -180,8 +185,13 @@ def atomic_open(path: str | Path, mode: str = "w", *, encoding: str = "utf-8",
     opened = (lambda fd: os.fdopen(fd, "wb") if "b" in mode else
               os.fdopen(fd, "w", encoding=encoding, newline=newline))
     if is_stream(path):   # /dev/null, /dev/stdout on a pipe or terminal, a FIFO
-        with opened(os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))) as fh:
-            yield fh
+        try:
+            with opened(os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))) as fh:
+                yield fh
+        except OSError as exc:  # /dev/full, a pipe whose reader left: one line
+            if exc.errno in _WHY:
+                raise write_error(exc, path) from None
+            raise
         return
     with _replacing(path, parents) as (_, fd):
         with opened(fd) as fh:

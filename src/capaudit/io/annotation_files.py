@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from capaudit.core.names import check_path_text
 from capaudit.errors import InputError
 from capaudit.io.annotation_columns import read_name_sets
 from capaudit.io.imageids import parse_image_id, require_image_id
@@ -44,8 +45,12 @@ class Annotations:
 
 
 def _check_exists(path: Path) -> None:
+    check_path_text(path)
     if not path.exists():
         raise InputError("file not found", path=path, fix="check the path")
+    if path.is_dir():
+        raise InputError("it is a folder, not a file", path=path,
+                         fix="give the annotation file inside it")
     if path.suffix.lower() in {".pkl", ".pickle", ".p"}:
         raise InputError("pickle files are refused: they can run arbitrary code when loaded",
                          path=path, fix="convert it to JSON or JSONL first")

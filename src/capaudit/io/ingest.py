@@ -16,7 +16,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from capaudit.core.names import check_set_name
+from capaudit.core.names import check_path_text, check_set_name
 from capaudit.errors import InputError
 from capaudit.io.imageids import compatible, infer_namespace
 from capaudit.io.readers.base import (check_options, detect_format, get_reader, read_head,
@@ -111,6 +111,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     """Register ``path`` as set ``name`` (``fmt="hf"`` also takes a cached Hub dataset id)."""
     path = Path(path)
     check_set_name(name)
+    check_path_text(path)
     hub = fmt == "hf" and not path.exists()   # a Hub dataset id, read from the local cache
     if not path.exists() and not hub:
         raise InputError("no such file or folder", path=path, fix="check the path (a "

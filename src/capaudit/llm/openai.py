@@ -76,6 +76,9 @@ def _tokens(value) -> int | None:
     return value if ok else None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def parse_reply(raw: bytes) -> tuple[str, int | None, int | None, list | None] | str:
     """(text, tokens in, tokens out, logprobs) of a chat-completions body, or why it is
     malformed; a token count is ``None`` where the server's figure cannot be true.
@@ -101,6 +104,8 @@ def parse_reply(raw: bytes) -> tuple[str, int | None, int | None, list | None] |
         return f"message content is not a string: {body[:200]}"
     if text is not None and len(text) > MAX_ANSWER_CHARS:
         return f"answer of {len(text):,} characters is over the {MAX_ANSWER_CHARS:,} limit"
+    if text:  # a lone "\ud800" escape is valid JSON but no text: the store and Arrow refuse it
+        text = _LONE_SURROGATE.sub("\ufffd", text)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     # the first answer tokens' log-probabilities, where the server sends them (P(yes) of a judge)
     lp = data["choices"][0].get("logprobs") if isinstance(data["choices"][0], dict) else None
@@ -195,6 +200,9 @@ class OpenAIBackend(Backend):
                 text = exc.read(4096).decode("utf-8", errors="replace")[:300]
             except (OSError, http.client.HTTPException):
                 text = ""
+            if 300 <= exc.code < 400 and exc.headers and exc.headers.get("Location"):
+                text = (f"redirected to {exc.headers['Location'][:200]}, not followed (the "
+                        "key is sent to the URL you give only; give the final URL)")
             return exc.code, text, retry_after
 
     def _one(self, req: GenRequest) -> GenResult:

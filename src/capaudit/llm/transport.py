@@ -111,6 +111,15 @@ class _Handler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
                             context=self._context)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is answered as what it is, never followed: urllib would resend the request
+    (as a GET) with its ``Authorization`` header to whatever host ``Location`` names, and
+    take that host's reply as the judge's."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 def post(request: urllib.request.Request, *, proxies: dict | None, connections: Connections,
          connect_s: float, read_s: float, total_s: float, max_bytes: int):
     """``(status, body bytes or None when over max_bytes, headers)``; HTTP errors raise
@@ -119,7 +128,7 @@ def post(request: urllib.request.Request, *, proxies: dict | None, connections: 
     if connections.aborted.is_set():
         raise InterruptedError("interrupted")
     sink = _Sink(connections)
-    handlers = [_Handler(sink=sink, connect_s=connect_s, read_s=read_s)]
+    handlers = [_Handler(sink=sink, connect_s=connect_s, read_s=read_s), _NoRedirect()]
     if proxies is not None:
         handlers.append(urllib.request.ProxyHandler(proxies))
     opener = urllib.request.build_opener(*handlers)

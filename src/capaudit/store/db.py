@@ -12,6 +12,7 @@ from :class:`~capaudit.store.sets.SetQueries`, the runs' and metric rows' from
 from __future__ import annotations
 
 import json
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -27,6 +28,27 @@ from capaudit.store.sets import SetInfo, SetQueries
 __all__ = ["DEFAULT_DB", "SANDBOX", "SetInfo", "Store"]
 
 DEFAULT_DB = "capaudit.duckdb"
+
+
+_OPEN: "weakref.WeakSet[Store]" = weakref.WeakSet()
+
+
+def interrupt_open_stores() -> None:
+    """Stop the query each open store is running (from any thread): a long INSERT or
+    SELECT runs in DuckDB's C++ code, where Python's Ctrl-C handler cannot run for
+    seconds; DuckDB's own interrupt ends it at once, and the transaction rolls back."""
+    for store in list(_OPEN):
+        try:
+            store.con.interrupt()
+        except Exception:  # closed meanwhile  # noqa: BLE001
+            pass
+
+
+def _on_disk(con) -> bool:
+    """DuckDB opens an existing JSON/CSV/parquet file given as the database as an in-memory
+    database: everything "stored" there was lost at exit, with exit code 0."""
+    return con.execute("SELECT file FROM pragma_database_list "
+                       "WHERE name = current_database()").fetchone()[0] is not None
 
 
 # A store opened for user SQL (``capaudit query``) or for reading only needs no file but
@@ -59,6 +81,12 @@ class Store(SetQueries, RunLog):
                                       config=dict(SANDBOX) if sandbox else {})
         except duckdb.Error as exc:
             raise _open_error(self.path, exc) from None
+        if str(path) != ":memory:" and not _on_disk(self.con):
+            self.con.close()
+            raise InputError("it is not a DuckDB store (DuckDB would keep nothing of what "
+                             "is stored)", path=self.path,
+                             fix="pass the .duckdb store with --db, or a new file name")
+        _OPEN.add(self)
         if not read_only:
             try:
                 migrate(self.con)

@@ -106,7 +106,8 @@ def read_head(path: Path, n: int = 65536) -> bytes:
     if path.is_dir():
         return b""
     with open(path, "rb") as fh:
-        return fh.read(n)
+        head = fh.read(n)
+    return head[3:] if head.startswith(b"\xef\xbb\xbf") else head  # a UTF-8 BOM: not content
 
 
 def first_line(head: bytes) -> bytes:
@@ -123,7 +124,7 @@ def refuse_pickle(path: Path, head: bytes) -> None:
 def load_json_document(path: Path):
     """Load a whole JSON document with one-line errors (line number from the parser)."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Notepad's) as in JSONL
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
                          fix="re-encode the file as UTF-8") from None

@@ -29,6 +29,7 @@ from capaudit.io.readers.base import (
     load_json_document,
     load_json_lines,
     make_batch,
+    read_head,
 )
 
 TURNS = ("first", "all", "join")
@@ -38,7 +39,7 @@ _COND = re.compile(r"""^\s*([A-Za-z_][\w.]*)\s*(!=|=)\s*(?:'([^']*)'|"([^"]*)"|(
 
 def load_records(path: Path) -> Iterator[tuple[int, object]]:
     """``(1-based row, record)`` from a JSON list or a JSONL file."""
-    head = path.open("rb").read(1 << 12).lstrip()
+    head = read_head(path, 1 << 12).lstrip()
     if head.startswith(b"["):
         data = load_json_document(path)
         yield from enumerate(data, start=1)
