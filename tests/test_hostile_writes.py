@@ -105,6 +105,27 @@ def test_export_from_a_subfolder_with_relative_names_deletes_nothing(db, capsys,
     assert (sub / "mine.txt").read_text() == VICTIM_TEXT and db.exists()
 
 
+@pytest.mark.parametrize("to, name", [("jsonl", "nic.jsonl"), ("coco", "nic.json")])
+def test_a_default_name_never_replaces_the_users_file(db, capsys, to, name):
+    # no --out: the name is capaudit's choice, so a user's file of that name stays; an export
+    # capaudit wrote there before (its provenance beside it) is replaced as before
+    mine = db.parent / name
+    mine.write_text(VICTIM_TEXT)
+    code, _, err = cli(["sets", "export", "nic", "--to", to, "--db", db], capsys)
+    assert code == 2 and "--overwrite" in one_line_error(err)
+    assert mine.read_text() == VICTIM_TEXT and leftovers(db.parent) == []
+    mine.unlink()
+    assert cli(["sets", "export", "nic", "--to", to, "--db", db], capsys)[0] == 0
+    first = sha(mine)
+    mine.write_text("changed\n")
+    assert cli(["sets", "export", "nic", "--to", to, "--db", db], capsys)[0] == 0
+    assert sha(mine) == first
+    mine.write_text(VICTIM_TEXT)
+    (db.parent / (name + ".provenance.json")).unlink()
+    assert cli(["sets", "export", "nic", "--to", to, "--overwrite", "--db", db], capsys)[0] == 0
+    assert sha(mine) == first
+
+
 # -- set names never become paths -------------------------------------------------------------
 @pytest.mark.parametrize("name, rule", [
     ("../escape", "path separator"), ("/tmp/x/abs", "path separator"),

@@ -127,7 +127,9 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
            out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
            overwrite: bool = typer.Option(False, "--overwrite", help="webdataset/hf: write "
                                           "into an existing folder with files in it, "
-                                          "replacing only capaudit's own files there"),
+                                          "replacing only capaudit's own files there; "
+                                          "without --out: replace a file of the default "
+                                          "name that capaudit did not write"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
     store, a registered source file and a link are never written over)."""

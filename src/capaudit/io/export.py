@@ -53,10 +53,11 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
         from capaudit.io.export_original import export_original, root_set
 
         src = Path(root_set(store, name).source_path or name)
-        out = _checked(store, Path(out) if out else default_out(name, "".join(src.suffixes[-1:])),
-                       to)
+        out = _checked(store, Path(out) if out else _unclaimed(default_out(
+            name, "".join(src.suffixes[-1:])), overwrite), to)
         return export_original(store, name, out)[0]
-    out = _checked(store, Path(out) if out else default_out(name, SUFFIX[to]), to)
+    out = _checked(store, Path(out) if out else _unclaimed(default_out(name, SUFFIX[to]),
+                                                           overwrite), to)
     if to in ("webdataset", "hf"):
         with folder_output(out, overwrite=overwrite) as tmp:
             if to == "hf":
@@ -77,6 +78,18 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
                                         ensure_ascii=False) + "\n")
         else:
             _export_layout(store, info, to, fh)
+    return out
+
+
+def _unclaimed(out: Path, overwrite: bool) -> Path:
+    """The default output ``out`` (no ``--out`` given), unless a file of that name is there
+    that capaudit did not write (no provenance of ours beside it): a name the user did not
+    choose never replaces their file (``--overwrite`` or ``--out`` says they mean it)."""
+    ours = out.with_name(out.name + ".provenance.json")
+    if out.is_file() and not ours.is_file() and not overwrite:
+        raise InputError("a file of the default output name is already there, and capaudit "
+                         "did not write it", path=out,
+                         fix="name the output with --out, or pass --overwrite to replace it")
     return out
 
 
