@@ -193,6 +193,16 @@ def test_a_folder_given_as_a_file_is_one_line(tmp_path, capsys, args):
     assert code == 2 and "it is a folder" in one_line_error(err)
 
 
+def test_a_device_or_a_pipe_as_the_caption_file_is_one_line(tmp_path, capsys):
+    # /dev/zero is one endless line: it was read into memory until the process was killed
+    db, fifo = tmp_path / "a.duckdb", tmp_path / "captions.jsonl"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", fifo):
+        code, _, err = cli(["sets", "add", "z", path, "--format", "jsonl", "--db", db], capsys)
+        assert code == 2 and "not a file" in one_line_error(err)
+    assert not db.exists()   # refused before the store is opened: nothing stored
+
+
 def test_a_long_set_name_of_two_byte_letters_exports(tmp_path, capsys, monkeypatch):
     # 200 letters is a legal name; as 'é' it is 400 bytes, and NAME.jsonl was over the
     # file system's 255: OSError traceback

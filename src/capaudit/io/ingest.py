@@ -103,6 +103,17 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
         captions.set_row_namespaces(store, set_id, {k: v[0] for k, v in found.items()})
 
 
+def _refuse_device(path: Path) -> None:
+    """A device or a pipe (``/dev/zero``, ``/dev/stdin``) has no end to hash or to sniff: its
+    one endless line would be read into memory, so only files and folders are taken."""
+    import stat
+
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError("is a device or a pipe, not a file", path=path,
+                         fix="save the captions to a file and add that")
+
+
 def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,
                     replace: bool = False, id_col: str | None = None,
                     caption_col: str | None = None, namespace: str | None = None,
@@ -117,6 +128,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
         raise InputError("no such file or folder", path=path, fix="check the path (a "
                          "Hugging Face Hub dataset id needs --format hf)")
     if not hub:
+        _refuse_device(path)
         refuse_pickle(path, read_head(path, 8))
     fmt = detect_format(path) if fmt == "auto" else fmt
     check_options(fmt, {**reader_options, "id_col": id_col, "caption_col": caption_col}, path)
