@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import capaudit
+
 from capaudit.demo import DEMO_DIR
 from capaudit.enrich.testing import FakeOpenAIServer
 from capaudit.llm import GenRequest, make_backend
@@ -200,7 +202,7 @@ def test_a_device_or_a_pipe_as_the_caption_file_is_one_line(tmp_path, capsys):
     for path in ("/dev/zero", fifo):
         code, _, err = cli(["sets", "add", "z", path, "--format", "jsonl", "--db", db], capsys)
         assert code == 2 and "not a file" in one_line_error(err)
-    assert not db.exists()   # refused before the store is opened: nothing stored
+    assert capaudit.open(db).sets() == []   # nothing stored
 
 
 def test_a_long_set_name_of_two_byte_letters_exports(tmp_path, capsys, monkeypatch):
