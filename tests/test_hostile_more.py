@@ -255,8 +255,10 @@ LAUGHS = "".join(f"{x}: &{x} [{', '.join(['*' + p] * 9)}]\n"
     ("  mode: [[1]]\n", "mode (--mode) must be a text"),
     ("  lic: [[1]]\n", "lic (--lic) must be true or false"),
     ("  details: 'no'\n", "details (--details) must be true or false"),
-    ("  metrics: *h\n", "metrics (--metrics) must be a list of names")],
-    ids=["nested-list", "number", "mode-list", "lic-list", "quoted-no", "billion-laughs"])
+    ("  metrics: *h\n", "metrics (--metrics) must be a list of names"),
+    ("  n_boot: 2000\n", "the key 'n_boot' is given twice (line 11)")],
+    ids=["nested-list", "number", "mode-list", "lic-list", "quoted-no", "billion-laughs",
+         "key-twice"])
 def test_yaml_values_of_the_wrong_type_are_one_line(tmp_path, capsys, yaml, says):
     cfg = tmp_path / "audit.yaml"
     cfg.write_text("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + LAUGHS

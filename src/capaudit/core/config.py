@@ -71,6 +71,28 @@ def _is_circular(data) -> bool:
         return True
 
 
+class _DuplicateKey(Exception):
+    """A mapping key written twice in a config (PyYAML keeps the last without a word)."""
+
+
+def _unique_keys_loader():
+    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()   # the keys written here; merged ones (<<: *anchor) may be overridden
+            for key_node, _ in getattr(node, "value", ()):
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+    return UniqueKeys
+
+
 def load_yaml(path: str | Path) -> dict:
     import yaml
 
@@ -81,7 +103,11 @@ def load_yaml(path: str | Path) -> dict:
         raise InputError("it is a folder, not a YAML file", path=path,
                          fix="pass the YAML file inside it")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_keys_loader()) or {}
+    except _DuplicateKey as exc:
+        raise InputError(f"the key '{exc.args[0]}' is given twice (line {exc.args[1]})",
+                         path=path, fix="keep one of them: YAML would take the last silently") \
+            from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML ({exc.__class__.__name__})", path=path,
                          fix="correct the YAML syntax") from None
