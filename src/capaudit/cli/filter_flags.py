@@ -18,7 +18,7 @@ from typing import Any, Callable
 import typer
 from typer.core import TyperCommand
 
-from capaudit.filters.declared import OPTIONS, Option, builtin_keys
+from capaudit.filters.declared import DEFAULTS, OPTIONS, Option, builtin_keys
 from capaudit.filters.options import PREFIX, split_overrides
 
 __all__ = ["OverridesCommand", "with_filter_options", "current_overrides", "given_options",
@@ -62,7 +62,10 @@ def _option(key: str) -> Option:
 def _parameter(key: str) -> inspect.Parameter:
     opt = _option(key)
     flag = "--" + key.replace("_", "-")
-    decl = f"{flag}/--no-{flag[2:]}" if opt.type is bool else flag
+    # a switch that is on by default in some filter needs its --no- form; one that is off
+    # everywhere does not (and a long --no-... would squeeze the help's other flags)
+    on_somewhere = any(d.get(key) is True for d in DEFAULTS.values())
+    decl = f"{flag}/--no-{flag[2:]}" if opt.type is bool and on_somewhere else flag
     return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=opt.type,
                              default=typer.Option(None, decl, help=opt.help))
 
