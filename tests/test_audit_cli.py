@@ -169,11 +169,20 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     assert [r[0] for r in rows] == list(range(len(caps)))
     assert [r[1] for r in rows] == ids
 
+    # the details are written under a 32 MB buffer pool (#24: DuckDB kept the blocks it had
+    # written, ~150 bytes per caption), the database's default back afterwards
+    from capaudit.store import details
+    real = details.write_details
+    limit = "SELECT current_setting('memory_limit')"
+    default, seen_limits = store.con.execute(limit).fetchone()[0], set()
+    monkeypatch.setattr(details, "write_details", lambda st, *a: seen_limits.add(
+        st.con.execute(limit).fetchone()[0]) or real(st, *a))
+    runner.run_audit(store, ["toy"], cfg)
+    assert seen_limits == {"30.5 MiB"} and store.con.execute(limit).fetchone()[0] == default
+
     # interrupted after the first streamed chunk: the transaction rolls back
     n_runs = store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
     n_details = store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0]
-    from capaudit.store import details
-    real = details.write_details
 
     def boom(*a):
         real(*a)
@@ -181,5 +190,6 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     monkeypatch.setattr(details, "write_details", boom)
     with pytest.raises(KeyboardInterrupt):
         runner.run_audit(store, ["toy"], cfg)
+    assert store.con.execute(limit).fetchone()[0] == default
     assert store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == n_runs
     assert store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0] == n_details
