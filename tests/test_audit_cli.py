@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -169,16 +170,23 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     assert [r[0] for r in rows] == list(range(len(caps)))
     assert [r[1] for r in rows] == ids
 
-    # the details are written under a 32 MB buffer pool (#24: DuckDB kept the blocks it had
-    # written, ~150 bytes per caption), the database's default back afterwards
+    # a file's details are written under a 32 MB buffer pool (#24: DuckDB kept the blocks it
+    # had written, ~150 bytes per caption), the database's default back afterwards; a
+    # registered set's ordered scan needs more (Out of Memory at 810k captions): not bounded
     from capaudit.store import details
     real = details.write_details
     limit = "SELECT current_setting('memory_limit')"
-    default, seen_limits = store.con.execute(limit).fetchone()[0], set()
-    monkeypatch.setattr(details, "write_details", lambda st, *a: seen_limits.add(
+    default, seen_limits = store.con.execute(limit).fetchone()[0], []
+    monkeypatch.setattr(details, "write_details", lambda st, *a: seen_limits.append(
         st.con.execute(limit).fetchone()[0]) or real(st, *a))
+    path = Path(str(store.path)).with_name("toy.jsonl")
+    path.write_text("".join(json.dumps({"image_id": i, "caption": c}) + "\n"
+                            for i, c in zip(ids, caps)))
+    runner.run_audit(store, [str(path)], cfg)
+    assert seen_limits == ["30.5 MiB"] * 9 and store.con.execute(limit).fetchone()[0] == default
+    seen_limits.clear()
     runner.run_audit(store, ["toy"], cfg)
-    assert seen_limits == {"30.5 MiB"} and store.con.execute(limit).fetchone()[0] == default
+    assert seen_limits == [default] * 9
 
     # interrupted after the first streamed chunk: the transaction rolls back
     n_runs = store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -151,7 +152,10 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         results[t.name] = res
 
     if store is not None:
-        with store.transaction(), store.bounded_cache():
+        # a registered set is read from the store while its details go in, and its ordered
+        # scan needs more than the bounded pool (Out of Memory at 810k captions): files only
+        files = all(t.batches is not None for t in resolved)
+        with store.transaction(), (store.bounded_cache() if files else nullcontext()):
             run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
