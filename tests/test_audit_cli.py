@@ -187,6 +187,12 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     seen_limits.clear()
     runner.run_audit(store, ["toy"], cfg)
     assert seen_limits == [default] * 9
+    # nor a feature metric: its cache writes keep a primary-key index in memory
+    from types import SimpleNamespace
+    a_file, a_set = SimpleNamespace(batches=list), SimpleNamespace(batches=None)
+    assert runner._bounded([a_file], {"metrics": "chair_s,chair_i"})
+    assert not runner._bounded([a_file, a_set], {"metrics": None})
+    assert not runner._bounded([a_file], {"metrics": ["chair_s", "syntactic_depth"]})
 
     # interrupted after the first streamed chunk: the transaction rolls back
     n_runs = store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]

@@ -94,6 +94,18 @@ def check_coverage(store, resolved: list[StreamTarget], annotations,
     return {t.name: coverage.guard_target(store, t, annotations, metrics, cfg) for t in resolved}
 
 
+def _bounded(resolved: list[StreamTarget], cfg) -> bool:
+    """Whether the audit's transaction may run in :meth:`~capaudit.store.db.Store.bounded_cache`:
+    caption files only (a registered set is read from the store meanwhile: its ordered scan
+    ran Out of Memory at 810k captions) and the default metrics only (a feature metric's
+    cache writes keep a primary-key index in memory that a 32 MB pool cannot hold)."""
+    from capaudit.metrics import default_metrics
+
+    core = set(default_metrics())
+    return (all(t.batches is not None for t in resolved)
+            and set(metric_names(cfg) or core) <= core)
+
+
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
               on_target=None, on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
@@ -152,10 +164,8 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         results[t.name] = res
 
     if store is not None:
-        # a registered set is read from the store while its details go in, and its ordered
-        # scan needs more than the bounded pool (Out of Memory at 810k captions): files only
-        files = all(t.batches is not None for t in resolved)
-        with store.transaction(), (store.bounded_cache() if files else nullcontext()):
+        with store.transaction(), (store.bounded_cache() if _bounded(resolved, cfg)
+                                   else nullcontext()):
             run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
