@@ -3,7 +3,8 @@
     PYTHONPATH=src python benchmarks/bench_memory.py [--shared ../shared] \
         [--captions 100000,200000,400000,800000] [--images 40504] \
         [--image-counts 5000,10000,20000,40504] [--fixed-captions 200000] \
-        [--runs stream,stream+details,cli] [--workers 2] [--n-boot 1000] [--keep DIR]
+        [--runs stream,stream+details,cli] [--workers 2] [--n-boot 1000] [--keep DIR] \
+        [--long 100000]
 
 What "flat" means here: with the images fixed, peak RSS must not grow with the
 number of captions (more captions per image). Per-image state legitimately grows
@@ -25,6 +26,9 @@ a transaction's uncommitted rows in memory until the commit: the part that still
 per caption); ``cli-nodetails`` is the same with ``details: false`` (metrics only).
 Peak RSS is the process's own (``ru_maxrss``); the record workers are forked per
 chunk and reported apart (``workers``), they hold one chunk of captions each.
+
+3. ``--long N``: N long captions (ShareGPT4V length, about 178 tokens, all distinct:
+   :func:`capaudit.audit.synthetic.long_captions`), one run each.
 
 Captions are distinct: caption ``i`` joins two COCO human captions ``(i mod m,
 (i mod m + 1 + i div m) mod m)`` (about 22 tokens), so identical-caption
@@ -74,6 +78,17 @@ def write_captions(shared: Path, path: Path, n: int, n_images: int) -> Path:
     return path
 
 
+def write_long_captions(shared: Path, path: Path, n: int) -> Path:
+    """``n`` distinct long captions (:func:`capaudit.audit.synthetic.long_captions`) as JSONL."""
+    from capaudit.audit.synthetic import long_captions
+
+    with open(path, "w", encoding="utf-8") as out:
+        for iid, cap in long_captions(shared / "data" / "coco2014" / "captions_val2014_subset.json",
+                                      n):
+            out.write(json.dumps({"image_id": iid, "caption": cap}) + "\n")
+    return path
+
+
 def rss() -> dict:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -119,14 +134,17 @@ def measure(args: argparse.Namespace, what: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def series(args, label: str, points: list[tuple[int, int]], tmp: Path) -> None:
+def series(args, label: str, points: list[tuple[int, int]], tmp: Path, long: bool = False) -> None:
     runs = args.runs.split(",")
     print(f"\n{label}")
     print(f"{'captions':>10} {'images':>8} " + " ".join(f"{r + ' MB':>18}" for r in runs)
           + "   (workers' peak MB; CPU s)")
     first = last = None
     for n, k in points:
-        path = write_captions(args.shared, tmp / f"caps_{n}_{k}.jsonl", n, k)
+        path = tmp / (f"long_{n}.jsonl" if long else f"caps_{n}_{k}.jsonl")
+        if not (args.keep and path.exists()):   # --keep: reuse the files of an earlier run
+            path = (write_long_captions(args.shared, path, n) if long
+                    else write_captions(args.shared, path, n, k))
         got = [measure(args, r, path) for r in runs]
         print(f"{n:>10,} {k:>8,} " + " ".join(f"{g['peak_rss_mb']:>18.1f}" for g in got)
               + "   (" + "; ".join(f"{g['workers_peak_rss_mb']:.0f}, {g['cpu_s']}" for g in got)
@@ -154,7 +172,9 @@ def main() -> None:
                     help="series 2: images ('' to skip)")
     ap.add_argument("--fixed-captions", type=int, default=200_000, help="series 2: captions")
     ap.add_argument("--runs", default="stream,stream+details,cli")
-    ap.add_argument("--keep", type=Path, help="keep the generated JSONL files in this folder")
+    ap.add_argument("--long", type=int, default=0, help="series 3: this many long captions")
+    ap.add_argument("--keep", type=Path, help="keep the generated JSONL files in this folder "
+                    "(and reuse those already there)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--file", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -174,6 +194,9 @@ def main() -> None:
         if args.image_counts:
             series(args, f"2. images grow, {args.fixed_captions:,} captions",
                    [(args.fixed_captions, int(k)) for k in args.image_counts.split(",")], tmp)
+        if args.long:
+            series(args, f"3. {args.long:,} long captions (~178 tokens)", [(args.long, 0)], tmp,
+                   long=True)
 
 
 if __name__ == "__main__":

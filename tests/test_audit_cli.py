@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -169,11 +170,33 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     assert [r[0] for r in rows] == list(range(len(caps)))
     assert [r[1] for r in rows] == ids
 
+    # a file's details are written under a 32 MB buffer pool (#24: DuckDB kept the blocks it
+    # had written, ~150 bytes per caption), the database's default back afterwards; a
+    # registered set's ordered scan needs more (Out of Memory at 810k captions): not bounded
+    from capaudit.store import details
+    real = details.write_details
+    limit = "SELECT current_setting('memory_limit')"
+    default, seen_limits = store.con.execute(limit).fetchone()[0], []
+    monkeypatch.setattr(details, "write_details", lambda st, *a: seen_limits.append(
+        st.con.execute(limit).fetchone()[0]) or real(st, *a))
+    path = Path(str(store.path)).with_name("toy.jsonl")
+    path.write_text("".join(json.dumps({"image_id": i, "caption": c}) + "\n"
+                            for i, c in zip(ids, caps)))
+    runner.run_audit(store, [str(path)], cfg)
+    assert seen_limits == ["30.5 MiB"] * 9 and store.con.execute(limit).fetchone()[0] == default
+    seen_limits.clear()
+    runner.run_audit(store, ["toy"], cfg)
+    assert seen_limits == [default] * 9
+    # nor a feature metric: its cache writes keep a primary-key index in memory
+    from types import SimpleNamespace
+    a_file, a_set = SimpleNamespace(batches=list), SimpleNamespace(batches=None)
+    assert runner._bounded([a_file], {"metrics": "chair_s,chair_i"})
+    assert not runner._bounded([a_file, a_set], {"metrics": None})
+    assert not runner._bounded([a_file], {"metrics": ["chair_s", "syntactic_depth"]})
+
     # interrupted after the first streamed chunk: the transaction rolls back
     n_runs = store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
     n_details = store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0]
-    from capaudit.store import details
-    real = details.write_details
 
     def boom(*a):
         real(*a)
@@ -181,5 +204,6 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
     monkeypatch.setattr(details, "write_details", boom)
     with pytest.raises(KeyboardInterrupt):
         runner.run_audit(store, ["toy"], cfg)
+    assert store.con.execute(limit).fetchone()[0] == default
     assert store.con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == n_runs
     assert store.con.execute("SELECT count(*) FROM caption_details").fetchall()[0][0] == n_details

@@ -64,7 +64,9 @@ def _json(res) -> str:
 
 
 @pytest.mark.slow
-def test_one_shard_seven_shards_and_a_pool_give_the_same_json(shared, tmp_path, ann):
+def test_one_shard_seven_shards_and_a_pool_give_the_same_json(shared, tmp_path, ann,
+                                                             monkeypatch):
+    monkeypatch.setenv("CAPAUDIT_WORKER_MB", "0")  # a pool, however small the shards
     ids, caps = _rows(shared, 2000)
     one = _write_parquet(tmp_path / "one", ids, caps, 1)
     seven = _write_parquet(tmp_path / "seven", ids, caps, 7)
@@ -72,6 +74,7 @@ def test_one_shard_seven_shards_and_a_pool_give_the_same_json(shared, tmp_path, 
     r7, s7 = run_sharded(str(seven / "*.parquet"), _cfg(), ann, tmp_path / "w7")
     rp, _ = run_sharded(str(seven), _cfg(), ann, tmp_path / "wp", workers=2)
     assert len(s1) == 1 and len(s7) == 7 and {s["status"] for s in s7} == {"done"}
+    assert rp.meta["workers"] == 2
     assert _json(r1) == _json(r7) == _json(rp)
     assert r7.meta["n_captions"] == len(caps)
     # and equal to the in-memory audit of the same captions (ids parsed the same way)

@@ -85,6 +85,26 @@ def test_stream_equals_in_memory_on_long_captions(shared):
     assert streamed.records is None
 
 
+def test_a_chunk_ends_at_chunk_text_characters(shared, monkeypatch):
+    """#24: 50,000 captions of ShareGPT4V length held ~200 MB more than 50,000 COCO ones; a
+    chunk also ends once it holds CHUNK_TEXT characters. Same values, same details."""
+    from capaudit.audit import engine
+
+    ann = _annotations(shared)
+    ids, caps = _long_captions(shared, 600)
+    whole, sizes, parts = audit_captions(ids, caps, ann, n_boot=100, seed=3, workers=1), [], []
+    monkeypatch.setattr(engine, "CHUNK_TEXT", 100_000)
+    streamed = audit_stream(zip(ids, caps), ann, n_boot=100, seed=3, workers=1,
+                            details_sink=parts.append, on_progress=sizes.append)
+    longest = max(len(c) for c in caps)
+    assert len(sizes) > 4 and sum(sizes) == len(caps)
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    for s, n in zip(starts, sizes):   # each chunk stops at the caption crossing the limit
+        assert 100_000 <= sum(map(len, caps[s:s + n])) < 100_000 + longest or s + n == len(caps)
+    _assert_identical(whole, streamed)
+    _details_equal(whole, parts)
+
+
 def test_recall_disparity_categories_are_chosen_on_the_full_data(shared):
     """With chunks far smaller than min_images allows, the category set is still that of
     the whole input (a per-chunk choice would find none and skip the metric)."""

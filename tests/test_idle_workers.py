@@ -4,6 +4,7 @@ whichever way they are built."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -35,3 +36,46 @@ def test_records_use_no_more_processes_than_idle_cores(monkeypatch):
     assert _same(busy, idle)
     assert _same(busy, records.build_records(caps, workers=1))
     assert busy.m_cat.size > 2 * records.CHUNK  # the captions did mention objects
+
+
+def test_sharded_audit_starts_workers_only_for_idle_cores_and_enough_input(monkeypatch, tmp_path,
+                                                                          shared):
+    """#24: 810k captions in 8 parquet shards (33 MB) on 2 workers cost 1.67x the CPU of one;
+    a worker is started per idle core and per CAPAUDIT_WORKER_MB (64) of shards at most."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from capaudit.audit.runner import DEFAULTS
+    from capaudit.audit.shards import run as shards_run
+
+    cores = len(os.sched_getaffinity(0))
+    path = shared("data", "captioners", "oscar_val2014_gender.jsonl")
+    caps = [json.loads(line)["caption"] for line in path.read_text().splitlines()[:300]]
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for s in range(3):
+        pq.write_table(pa.table({"key": [str(s * 100 + i) for i in range(100)],
+                                 "caption": caps[s * 100:(s + 1) * 100]}),
+                       folder / f"{s:05d}.parquet")
+    shards = sorted(folder.iterdir())
+    size = sum(p.stat().st_size for p in shards)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))   # idle machine
+    assert shards_run._local_workers("local", 2, shards) == 1           # a few KB of shards
+    monkeypatch.setenv("CAPAUDIT_WORKER_MB", str(size / 2 ** 20 / 2.5))  # 2.5 workers' worth
+    assert shards_run._local_workers("local", 8, shards) == min(2, cores)
+    assert shards_run._local_workers("ray", 8, shards) == 8              # a cluster's own cores
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(cores), 0.0, 0.0))  # every core busy
+    assert shards_run._local_workers("local", 8, shards) == 1
+    monkeypatch.setenv("CAPAUDIT_WORKER_MB", "0")                        # the pool's tests
+    assert shards_run._local_workers("local", 8, shards) == 8
+    monkeypatch.setenv("CAPAUDIT_WORKER_MB", "64")
+    cfg = {**DEFAULTS, "metrics": ["length", "vocab"], "n_boot": 20, "workers": 2}
+    res, _ = shards_run.run_sharded(str(folder), cfg, _no_annotations(), tmp_path / "work",
+                                    workers=2)
+    assert res.meta["workers"] == 1 and res.meta["n_captions"] == 300
+
+
+def _no_annotations():
+    from capaudit.io.annotation_files import Annotations
+
+    return Annotations()

@@ -9,12 +9,12 @@ config, seed, versions), so an interrupted audit stores nothing partial.
 a registered set is read in batches from the store, a file in the reader's
 batches, and each chunk's per-caption details are inserted into
 ``caption_details`` inside the command's transaction as they come, so no
-details table is held in Python. DuckDB itself keeps a transaction's
-uncommitted rows in memory until the commit (about 150-300 bytes per caption
-measured, not capped by its ``memory_limit``): that is the main part of an
-``audit run``'s peak memory that still grows with the number of captions
-(``benchmarks/bench_memory.py``; an audit without a store is flat; ``details:
-false`` in the config leaves the details out). The returned results therefore
+details table is held in Python. DuckDB writes them to the file in row
+groups as they come but kept the written blocks in its buffer pool (about 150
+bytes per caption, #24): the transaction runs under
+:meth:`~capaudit.store.db.Store.bounded_cache`, so they are evicted and the
+peak memory stays flat in the number of captions (``benchmarks/bench_memory.py``;
+``details: false`` in the config leaves the details out). The returned results therefore
 carry no details table of their own (query ``caption_details`` by run id);
 without a store no details are built at all.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -93,6 +94,18 @@ def check_coverage(store, resolved: list[StreamTarget], annotations,
     return {t.name: coverage.guard_target(store, t, annotations, metrics, cfg) for t in resolved}
 
 
+def _bounded(resolved: list[StreamTarget], cfg) -> bool:
+    """Whether the audit's transaction may run in :meth:`~capaudit.store.db.Store.bounded_cache`:
+    caption files only (a registered set is read from the store meanwhile: its ordered scan
+    ran Out of Memory at 810k captions) and the default metrics only (a feature metric's
+    cache writes keep a primary-key index in memory that a 32 MB pool cannot hold)."""
+    from capaudit.metrics import default_metrics
+
+    core = set(default_metrics())
+    return (all(t.batches is not None for t in resolved)
+            and set(metric_names(cfg) or core) <= core)
+
+
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
               on_target=None, on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
@@ -151,7 +164,8 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         results[t.name] = res
 
     if store is not None:
-        with store.transaction():
+        with store.transaction(), (store.bounded_cache() if _bounded(resolved, cfg)
+                                   else nullcontext()):
             run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())

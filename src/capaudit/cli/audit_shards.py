@@ -74,7 +74,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
                                      name=name, store=store)
     wall = time.perf_counter() - t0
     res.meta["wall_s"] = round(wall, 3)
-    with store.transaction():
+    with store.transaction(), store.bounded_cache():   # details by the million
         run_id = store.start_run(current_command(), {**stored, "annotation_sources":
                                                      annotations.sources},
                                  cfg.seed, package_versions())
@@ -93,7 +93,9 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     n = res.meta["n_captions"]
     console.print(f"{len(summaries)} shards: {len(by['done'])} audited, {len(by['resumed'])} "
                   f"resumed, {len(by['failed'])} failed; {n:,} captions in {wall:.1f} s "
-                  f"({n / max(wall, 1e-9):,.0f} captions/s); driver merge: {res.meta['merge']}")
+                  f"({n / max(wall, 1e-9):,.0f} captions/s, {res.meta['workers']} of "
+                  f"{cfg.workers or 1} workers: idle cores and input size); driver merge: "
+                  f"{res.meta['merge']}")
     for s in by["failed"]:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
     console.print(f"stored as run {run_id} in {store.path} ({n_details:,} caption "

@@ -36,6 +36,9 @@ from capaudit.audit.config import AuditConfig
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
 SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
+# shard megabytes that make one more local worker worth starting; 0: every worker asked
+# for, whatever the load and the size (the tests of the process pool)
+WORKER_MB_ENV, DEFAULT_WORKER_MB = "CAPAUDIT_WORKER_MB", 64
 KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
 
 
@@ -140,6 +143,20 @@ def _key(cfg: dict, annotations) -> dict:
     return key
 
 
+def _local_workers(executor: str, workers: int, shards: list[Path]) -> int:
+    """Local workers worth starting for these shards (:func:`capaudit.core.config.worker_count`:
+    idle cores, one per ``CAPAUDIT_WORKER_MB`` of shards); a Ray cluster's cores are its own."""
+    from capaudit.core.ranges import env_number
+
+    per_mb = env_number(WORKER_MB_ENV, DEFAULT_WORKER_MB, 0, 1e6)
+    if executor != "local" or per_mb == 0:
+        return workers
+    from capaudit.core.config import worker_count
+
+    size = sum(p.stat().st_size for p in shards)
+    return min(len(shards) or 1, worker_count(workers, size, int(per_mb * 2 ** 20)))
+
+
 def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str | Path, *,
                 executor: str = "local", workers: int = 1, address: str | None = None,
                 skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
@@ -175,6 +192,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
                          "that shards can merge", fix="drop --lic here and run capaudit audit lic "
                          "on a sample of the set (a caption file of its gender-labelled images)")
     shards = find_shards(spec)
+    workers = _local_workers(executor, workers, shards)
     names = metric_names(cfg)  # typos fail before any work
     ann_ns = annotation_namespaces(store, annotations, names)
     details = bool(cfg.get("details", True))
@@ -214,7 +232,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
         res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
-    res.meta.update(n_shards=len(tasks), executor=executor, details_files=files,
+    res.meta.update(n_shards=len(tasks), executor=executor, workers=workers, details_files=files,
                     work_folder=str(work),   # this configuration's markers: the CLI removes them
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]
