@@ -133,3 +133,19 @@ def test_two_web_images_with_one_number_are_two_images(store, tmp_path):
     spaces = store.con.execute("SELECT namespace FROM captions WHERE set_id = ? ORDER BY "
                                "row_idx", [info.set_id]).fetchall()
     assert spaces == [("path:www.dogbreedslist.info",), ("coco2014",)]
+
+
+def test_sets_add_says_text_ids_join_nothing_as_show_does(tmp_path, capsys):
+    # before: "added ...(jsonl; ids: unassigned)" while `sets show` said "ids none (text or
+    # row keys: never joined with annotations)" for the same TextCaps records
+    from capaudit.cli.main import main
+
+    path = tmp_path / "textcaps_records.jsonl"
+    write_textcaps(tmp_path / "TextCaps_0.1_val.json")
+    records = json.loads((tmp_path / "TextCaps_0.1_val.json").read_text())["data"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    db = str(tmp_path / "s.duckdb")
+    assert main(["sets", "add", "tc", str(path), "--caption-col", "caption_str",
+                 "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "1 captions of 1 images (jsonl; ids: none: nothing joins)" in " ".join(out.split())
