@@ -235,11 +235,13 @@ def target_images(store, target) -> list[tuple]:
     if target.source.startswith("set:"):
         return store.set_images(target.spec)
     batches = getattr(target, "batches", None)
+    reader = getattr(batches, "reader", None)  # a file's ReplayBatches keeps its reader
     if batches is None:
         from capaudit.io.readers import detect_format, get_reader
 
         path = Path(target.source)
-        batches = lambda: get_reader(detect_format(path)).read(path)
+        reader = get_reader(detect_format(path))
+        batches = lambda: reader.read(path)
     seen: dict = {}
     for batch in batches():
         names = batch.schema.names
@@ -251,9 +253,14 @@ def target_images(store, target) -> list[tuple]:
                 seen[key] = (iid, ns)
     # as `sets add` does: the reader's namespace (its file's evidence), else the key's own;
     # a bare number (most keys) is evidence of none: skip the pattern search
-    return [(key, iid, ns if ns is not None or iid is None
+    rows = [(key, iid, ns if ns is not None or iid is None
              else None if type(key) is str and key.isdigit() else infer_namespace(key))
             for key, (iid, ns) in seen.items()]
+    # and, as there, what the file itself names (a dataset column) when no key disagrees
+    evidence = getattr(reader, "evidence_namespace", None)
+    if evidence and all(compatible(ns, evidence) for _, _, ns in rows):
+        rows = [(key, iid, evidence) for key, iid, _ in rows]
+    return rows
 
 
 def kept_ids(images, annotations, cov: Coverage) -> set | None:

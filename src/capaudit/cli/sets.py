@@ -48,9 +48,15 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                  skip_no_image=skip_no_image or None)
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
+    from capaudit.store.captions import set_stats
+
+    # as `sets show` and the audit say it: text keys (TextCaps' 011e7e629fb9ae7b, a URL) are
+    # not "unassigned" numbers waiting for an audit; nothing ever joins them
+    ids = info.namespace or ("unassigned" if set_stats(store, info.set_id)[2]
+                             else "none: nothing joins")
     console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
-                  f"{info.n_images:,} images ({esc(info.format)}; ids: "
-                  f"{esc(info.namespace or 'unassigned')})", markup=True)
+                  f"{info.n_images:,} images ({esc(info.format)}; ids: {esc(ids)})",
+                  markup=True)
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")

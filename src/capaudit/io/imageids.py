@@ -40,6 +40,8 @@ _COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
 _COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
 _FLICKR_DIR = re.compile(r"(?:^|/)[^/]*(flickr30k|flickr8k)[^/]*/", re.IGNORECASE)
 
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+
 _SAME_IDS = {"coco2014": "coco", "coco2017": "coco", "coco": "coco"}
 
 
@@ -121,7 +123,8 @@ def infer_namespace(value) -> str | None:
     if m:
         return m.group(1).lower()
     if "/" in text.strip("/") and parse_image_id(text) is not None:
-        return "path:" + text.strip("/").split("/", 1)[0].lower()
+        # a web URL's first segment is its host, not its scheme ("http:"): one namespace each
+        return "path:" + _SCHEME.sub("", text).strip("/").split("/", 1)[0].lower()
     return None
 
 

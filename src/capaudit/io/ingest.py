@@ -85,13 +85,19 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     return captions.count_rows(store, set_id)
 
 
-def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | None) -> None:
+def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | None,
+                      evidence: str | None = None) -> None:
     """Give each row the namespace its image key is evidence for (:mod:`.imageids`); with
     ``namespace`` (``sets add --namespace``) every row gets it, unless a row's evidence names
-    another dataset (a ``COCO_val2014_`` name in a set declared ``nocaps``): refused by row."""
+    another dataset (a ``COCO_val2014_`` name in a set declared ``nocaps``): refused by row.
+    ``evidence`` (what the file itself names, e.g. a ``dataset_id`` column) is given to every
+    row when no row's key says otherwise."""
     rows = captions.namespace_candidates(store, set_id)
     found = {key: (infer_namespace(key), row) for key, row in rows}
     found = {k: v for k, v in found.items() if v[0] is not None}
+    if not namespace and evidence and all(compatible(ns, evidence) for ns, _ in found.values()):
+        captions.set_namespace(store, set_id, evidence)
+        return
     if namespace:
         for key, (ns, row) in found.items():
             if not ns.startswith("path:") and not compatible(ns, namespace):
@@ -165,6 +171,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
             raise InputError("the file holds no captions", path=path)
         if getattr(reader, "skipped_no_image", 0):
             store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
-        assign_namespaces(store, set_id, path, namespace)
+        assign_namespaces(store, set_id, path, namespace,
+                          getattr(reader, "evidence_namespace", None))
         store.finalize_set(set_id)
     return AddResult(store.get_set(name), added=True)

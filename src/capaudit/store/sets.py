@@ -106,7 +106,8 @@ class SetQueries:
         self.set_namespaces(set_id)
         self.con.execute(
             "UPDATE caption_sets SET n_captions = s.n, n_images = s.m FROM ("
-            "SELECT count(*) AS n, count(DISTINCT coalesce(CAST(image_id AS VARCHAR), image_key))"
+            "SELECT count(*) AS n, count(DISTINCT (CASE WHEN namespace LIKE 'path:%' THEN "
+            "namespace END, coalesce(CAST(image_id AS VARCHAR), image_key)))"
             " AS m FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
     def update_set_meta(self, set_id: int, extra: Mapping) -> None:

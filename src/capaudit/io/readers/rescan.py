@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -82,6 +83,20 @@ def csv_delimiter(path: Path) -> str:
     return "\t" if path.suffix.lower() == ".tsv" else ","
 
 
+_DATA_CELL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|gif|webp))$", re.IGNORECASE)
+
+
+def csv_has_header(path: Path) -> bool:
+    """Whether the first record names the columns: a URL or an image file name is a value,
+    never a column name (Conceptual Captions' ``Validation_GCC-1.1.0-Validation.tsv`` is
+    ``caption<TAB>url`` with no header, and its first caption was taken for a column name)."""
+    try:
+        first = next((f for _, f in csv_records(path) if f), None)
+    except (csv.Error, UnicodeDecodeError):
+        return True  # the scan names the bad line
+    return not any(_DATA_CELL.match(cell.strip()) for cell in first or [])
+
+
 def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(first line of the record, fields) for each record, header included."""
     with open(path, newline="", encoding="utf-8") as fh:
@@ -93,11 +108,12 @@ def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 
 def csv_record_row(path: Path, index: int) -> int:
-    """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
+    """File line of data record ``index`` (the header, if any, is line 1, as in a spreadsheet)."""
+    skip = 1 if csv_has_header(path) else 0
     for i, (line, fields) in enumerate(r for r in csv_records(path) if r[1]):
-        if i == index + 1:
+        if i == index + skip:
             return line
-    return index + 2
+    return index + 1 + skip
 
 
 def scan_csv(path: Path) -> InputError | None:
@@ -121,3 +137,22 @@ def scan_csv(path: Path) -> InputError | None:
     except csv.Error as e:
         return InputError(f"malformed CSV ({e})", path=path, fix="check the quoting")
     return no_records(path) if width is None else None
+
+
+def nested_records(path: Path, columns: list[tuple]) -> InputError | None:
+    """One line for a JSON document that wraps its records in a list under one key
+    (TextCaps' ``{"dataset_name": "textcaps", ..., "data": [{...}, ...]}``): name the key, the
+    records' fields and how to read them, rather than "no caption column" among the wrapper's
+    keys. ``columns`` are DuckDB's DESCRIBE rows (name, type, ...)."""
+    for name, typ, *_ in columns:
+        if typ.startswith("STRUCT(") and typ.endswith(")[]"):
+            typed = re.findall(r"(?:\(|, )\"?(\w+)\"? ([\w\[\]]+)", typ[6:-2])
+            fields = [f for f, _ in typed]
+            cap = next((f for f, t in typed if "caption" in f.lower() and t == "VARCHAR"),
+                       "FIELD")
+            shown = ", ".join(fields[:12]) + (", ..." if len(fields) > 12 else "")
+            return InputError(f"the records are in the list under '{name}' (fields: {shown}), "
+                              "not one per line", path=path,
+                              fix=f"write them one per line (jq -c '.{name}[]' FILE > "
+                                  f"records.jsonl) and add that with --caption-col {cap}")
+    return None

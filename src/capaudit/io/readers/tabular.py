@@ -19,13 +19,15 @@ import duckdb
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import SQL_PARSE_IMAGE_ID
+from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
-from capaudit.io.readers.rescan import (csv_delimiter, csv_record_row, jsonl_record_row,
-                                          scan_csv, scan_jsonl)
+from capaudit.io.readers.rescan import (csv_delimiter, csv_has_header, csv_record_row,
+                                          jsonl_record_row, nested_records, scan_csv,
+                                          scan_jsonl)
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "filename", "id", "key", "image_url", "url")
 CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
+DATASET_COLUMNS = ("dataset_id", "dataset", "dataset_name")  # a column naming the dataset
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
@@ -50,6 +52,7 @@ class _DuckReader(CaptionReader):
     caption_candidates = CAPTION_CANDIDATES
 
     _chosen: tuple[str | None, str | None] = (None, None)  # (id column, caption column)
+    evidence_namespace: str | None = None  # what a dataset column names (see ingest)
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:  # pragma: no cover
         """The DuckDB table function for ``path``; ``columns`` (name -> type) is a hint that
@@ -79,7 +82,10 @@ class _DuckReader(CaptionReader):
             if cand in cols:
                 return cand
         if required:
-            raise InputError(f"no {what} column found (columns: {', '.join(cols)})", path=path,
+            numbered = all(c == f"column{i}" for i, c in enumerate(cols))  # DuckDB's names
+            raise InputError(f"no {what} column found (columns: {', '.join(cols)}"
+                             + ("; the file has no header row, so they are numbered from 0"
+                                if numbered else "") + ")", path=path,
                              fix=f"pass {flag} naming the {what} column")
         return None
 
@@ -98,10 +104,11 @@ class _DuckReader(CaptionReader):
             cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
                              "--caption-col", True)
         except InputError as exc:  # a broken first line or an empty file hides the columns
-            raise self.scan(path) or exc from None
+            raise self.scan(path) or nested_records(path, desc) or exc from None
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
                          False)
         self._chosen = (idc, cap)
+        self.evidence_namespace = self._dataset_namespace(con, path, cols)
         src = self.source(path, columns={**({idc: "VARCHAR"} if idc else {}), cap: "JSON"})
         try:
             types = dict(con.execute(f"SELECT column_name, column_type FROM "
@@ -112,6 +119,21 @@ class _DuckReader(CaptionReader):
         cap_sql, extra = self._caption_sql(path, con, src, cap, types[cap])
         return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, {cap_sql} AS caption, "
                 f"NULL::VARCHAR AS meta FROM (SELECT *{extra} FROM {src})")
+
+    def _dataset_namespace(self, con, path: Path, cols: list[str]) -> str | None:
+        """The namespace a dataset column names when every record names the same dataset
+        (Localized Narratives' ``"dataset_id": "mscoco_val2017"``): evidence, like a COCO
+        file name, for ids that are otherwise bare numbers."""
+        col = next((c for c in DATASET_COLUMNS if c in cols), None)
+        if col is None:
+            return None
+        try:
+            names = con.execute(f"SELECT DISTINCT CAST({_qi(col)} AS VARCHAR) FROM "
+                                f"{self.source(path, columns={col: 'VARCHAR'})} LIMIT 2"
+                                ).fetchall()
+        except duckdb.Error:
+            return None  # the read itself names the bad row
+        return document_namespace({col: names[0][0]}, None) if len(names) == 1 else None
 
     @staticmethod
     def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
@@ -216,8 +238,8 @@ class CsvReader(_DuckReader):
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        delim = csv_delimiter(path)
-        return f"read_csv({_q(path)}, header=true, all_varchar=true, delim='{delim}')"
+        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}')"
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
