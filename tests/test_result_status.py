@@ -102,18 +102,23 @@ def _partial_human(shared, path, extra: int = 70, real: int = 30):
     return path
 
 
-def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, tmp_path,
-                                                                    capsys):
-    human = _partial_human(shared, tmp_path / "human_part.json")
+def _compare_partial(shared, db, tmp_path, capsys, metrics: str, **sizes):
+    """``audit compare human_part nic --allow-partial`` with a report: (terminal text, folder)."""
+    human = _partial_human(shared, tmp_path / "human_part.json", **sizes)
     assert main(["sets", "add", "human_part", str(human), "--db", db]) == 0
     assert main(["sets", "add", "nic", str(shared("data", "captioners",
                                                   "nic_val2014_gender.jsonl")), "--db", db]) == 0
     rep = tmp_path / "rep"
     capsys.readouterr()
     assert main(["audit", "compare", "human_part", "nic", "--all-images", "--allow-partial",
-                 "--metrics", "chair_s,length", "--n-boot", "50", "--report", str(rep),
+                 "--metrics", metrics, "--n-boot", "50", "--report", str(rep),
                  "--db", db]) == 0
-    out = " ".join(capsys.readouterr().out.split())
+    return " ".join(capsys.readouterr().out.split()), rep
+
+
+def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, tmp_path,
+                                                                    capsys):
+    out, rep = _compare_partial(shared, db, tmp_path, capsys, "chair_s,length")
     m = json.loads((rep / "metrics.json").read_text())
     cs = m["sets"]["human_part"]["chair_s"]
     assert cs["status"] == "partial" and "partial: 30 of 100 images" in cs["notes"]
@@ -131,16 +136,7 @@ def test_partial_chair_is_partial_everywhere_never_by_construction(shared, db, t
 def test_partial_and_too_few_both_shown(shared, db, tmp_path, capsys):
     """20 of 100 images covered: too-few is the headline status (never ranked), and the
     partial coverage still shows in the cell, the JSON, the notes and the DataFrame."""
-    human = _partial_human(shared, tmp_path / "human_part.json", extra=80, real=20)
-    assert main(["sets", "add", "human_part", str(human), "--db", db]) == 0
-    assert main(["sets", "add", "nic", str(shared("data", "captioners",
-                                                  "nic_val2014_gender.jsonl")), "--db", db]) == 0
-    rep = tmp_path / "rep"
-    capsys.readouterr()
-    assert main(["audit", "compare", "human_part", "nic", "--all-images", "--allow-partial",
-                 "--metrics", "chair_s", "--n-boot", "50", "--report", str(rep),
-                 "--db", db]) == 0
-    out = " ".join(capsys.readouterr().out.split())
+    out, rep = _compare_partial(shared, db, tmp_path, capsys, "chair_s", extra=80, real=20)
     cs = json.loads((rep / "metrics.json").read_text())["sets"]["human_part"]["chair_s"]
     assert cs["status"] == "partial; too-few" and cs["n_images"] == 20
     md = (rep / "report.md").read_text()
