@@ -84,8 +84,6 @@ def api_wording(text: str) -> str:
     raised once, in CLI words (``pass --skip-no-image``); an API call shows them as
     ``pass skip_no_image=True``, ``--split`` as ``split=``, ``--namespace NAME`` as
     ``namespace=NAME`` (a placeholder in capitals), ``--db`` as ``capaudit.open(PATH)``."""
-    import re
-
     def keyword(m) -> str:
         flag, after = m.group(1), f" {m.group(2)}" if m.group(2) else ""
         if flag == "db":

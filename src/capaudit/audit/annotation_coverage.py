@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import annotation_namespace, compatible, infer_namespace
+from capaudit.io.imageids import (annotation_namespace, compatible, file_evidence,
+                                  infer_namespace)
 
 NO_IMAGES = "no annotated images"
 COMPLETE_KINDS = ("instances", "chair_gt")     # every image of their split is annotated
@@ -95,16 +96,21 @@ def needed_kinds(metrics: list[str] | None) -> list[str]:
 def measure(target: str, images, annotations, store=None,
             metrics: list[str] | None = None) -> Coverage:
     """``images``: distinct ``(image_key, image_id, namespace)`` of the target."""
-    images = list(images)
-    by_ns = ids_by_namespace(images)
-    set_ns = next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None)
-    cov = Coverage(target, len({iid if iid is not None else key for key, iid, _ in images}),
-                   set_ns, n_with_ids=len(set().union(*by_ns.values())))
+    cov, by_ns = _uncounted(target, list(images))
     for kind in needed_kinds(metrics):
         ids = kind_ids(annotations, kind)
         if ids is not None:
             _count(cov, by_ns, kind, ids, source_namespace(store, annotations.sources.get(kind)))
     return cov
+
+
+def _uncounted(target: str, images: list) -> tuple[Coverage, dict]:
+    """The target's coverage before any annotation is counted (its images, its namespace:
+    the one its ids share, ``mixed`` or None), and its ids by namespace."""
+    by_ns = ids_by_namespace(images)
+    set_ns = next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None)
+    return Coverage(target, len({iid if iid is not None else key for key, iid, _ in images}),
+                    set_ns, n_with_ids=len(set().union(*by_ns.values()))), by_ns
 
 
 def _count(cov: Coverage, by_ns: dict, kind: str, ids, ann_ns: str | None) -> None:
@@ -119,18 +125,12 @@ def guard_evidence(store, set_name: str, kind: str, ids, source: str | None,
                    min_coverage: float = 0.5, allow_partial: bool = False
                    ) -> tuple[Coverage, set]:
     """The audit's guard for a filter's evidence (``kind``: chair-gt, instances, detector) on
-    a stored set: stop with the audit's one line when it covers under ``min_coverage`` of
-    the set's images, unless ``allow_partial`` (the uncovered captions are then kept
-    unjudged). Evidence that covers none of them stops the run too: a filter that judges
-    nothing is no filter, whatever the namespaces say. Returns the coverage and the ids
-    that must not join the evidence (those of rows of another namespace, as for the
-    audit's :func:`kept_ids`)."""
-    images = store.set_images(set_name)
-    by_ns = ids_by_namespace(images)
+    a stored set: the audit's one line when it covers under ``min_coverage`` of the set's
+    images (none at all: a filter that judges nothing is no filter), unless
+    ``allow_partial`` (uncovered captions kept unjudged). Returns the coverage and the ids
+    that must not join the evidence (rows of another namespace, as :func:`kept_ids`)."""
+    cov, by_ns = _uncounted(set_name, store.set_images(set_name))
     label = kind.replace("-", "_")
-    cov = Coverage(set_name, len({iid if iid is not None else key for key, iid, _ in images}),
-                   next(iter(by_ns)) if len(by_ns) == 1 else ("mixed" if by_ns else None),
-                   n_with_ids=len(set().union(*by_ns.values())))
     ann_ns = source_namespace(store, source)
     _count(cov, by_ns, label, ids, ann_ns)
     partial = "--allow-partial keeps the uncovered captions unjudged"
@@ -188,9 +188,8 @@ def refusal(cov: Coverage, kind: str, min_coverage: float,
 
 
 def _refuse_other_dataset(cov: Coverage, kind: str, min_coverage: float) -> None:
-    """A set of a known dataset (nocaps) that annotations of no named dataset cover too
-    little: they are another dataset's, and ``--allow-partial`` would score the captions
-    against other images' labels; so no such fix is offered."""
+    """A set of a known dataset (nocaps) that annotations of no named dataset cover too little:
+    they are another dataset's; ``--allow-partial`` (other images' labels) is not offered."""
     if cov.namespace in (None, "mixed") or cov.namespaces.get(kind) is not None:
         return
     raise InputError(
@@ -257,8 +256,9 @@ def target_images(store, target) -> list[tuple]:
              else None if type(key) is str and key.isdigit() else infer_namespace(key))
             for key, (iid, ns) in seen.items()]
     # and, as there, what the file itself names (a dataset column) when no key disagrees
-    evidence = getattr(reader, "evidence_namespace", None)
-    if evidence and all(compatible(ns, evidence) for _, _, ns in rows):
+    evidence = file_evidence(getattr(reader, "evidence_namespace", None),
+                             (ns for _, _, ns in rows))
+    if evidence:
         rows = [(key, iid, evidence) for key, iid, _ in rows]
     return rows
 

@@ -181,6 +181,15 @@ def compatible(a: str | None, b: str | None) -> bool:
     return a == b or (a in _SAME_IDS and _SAME_IDS.get(a) == _SAME_IDS.get(b))
 
 
+def file_evidence(evidence: str | None, key_namespaces) -> str | None:
+    """What the file itself names (a ``dataset_id`` column) as every row's namespace, when
+    no row's key names another dataset; else None. ``sets add`` and a file given to
+    ``audit run`` both ask this, so the two paths agree."""
+    if evidence and all(compatible(ns, evidence) for ns in key_namespaces):
+        return evidence
+    return None
+
+
 def set_namespace(row_namespaces) -> str | None:
     """One name for a set from its rows' namespaces: the common one, ``None`` if none has
     evidence, ``mixed`` when rows disagree or only some have evidence."""

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from capaudit.core.names import check_path_text, check_set_name
 from capaudit.errors import InputError
-from capaudit.io.imageids import compatible, infer_namespace
+from capaudit.io.imageids import compatible, file_evidence, infer_namespace
 from capaudit.io.readers.base import (check_options, detect_format, get_reader, read_head,
                                       refuse_pickle)
 from capaudit.store import captions
@@ -95,7 +95,7 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
     rows = captions.namespace_candidates(store, set_id)
     found = {key: (infer_namespace(key), row) for key, row in rows}
     found = {k: v for k, v in found.items() if v[0] is not None}
-    if not namespace and evidence and all(compatible(ns, evidence) for ns, _ in found.values()):
+    if not namespace and file_evidence(evidence, (ns for ns, _ in found.values())):
         captions.set_namespace(store, set_id, evidence)
         return
     if namespace:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-__all__ = ["CategoryCoverage", "category_coverage", "names_of"]
+__all__ = ["CategoryCoverage", "category_coverage"]
 
 _SHOWN = 6   # missing categories named in the line; more are counted
 
@@ -42,15 +42,6 @@ class CategoryCoverage:
     def as_dict(self) -> dict:
         return {"present": self.present, "total": self.total, "missing": self.missing,
                 "unknown": self.unknown, "line": self.line()}
-
-
-def names_of(sets) -> set[str]:
-    """Every name a ``{image_id: names}`` mapping (or its columnar form) holds."""
-    if hasattr(sets, "names") and hasattr(sets, "codes"):   # ColumnarSets
-        import numpy as np
-
-        return {sets.names[i] for i in np.unique(sets.codes)}
-    return set().union(*sets.values()) if sets else set()
 
 
 def category_coverage(names: Iterable[str], mode: str = "reference") -> CategoryCoverage:
