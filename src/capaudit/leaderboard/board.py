@@ -46,7 +46,7 @@ from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns
 from capaudit.leaderboard.profiles import Catalogue
 from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
-from capaudit.leaderboard.status import cell_status, too_few_columns
+from capaudit.leaderboard.status import cell_status, cell_tag, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 from capaudit.metrics.estimate import Estimate, SparseStats
@@ -77,6 +77,8 @@ class Leaderboard:
                 "values": _nan_none(self.values), "ci": _nan_none(self.ci),
                 "n": self.n.astype(int).tolist(),
                 "status": self.status, "status_notes": self.status_notes,
+                "tags": [[cell_tag(st, why) for st, why in zip(*row)]   # the page's caveats
+                         for row in zip(self.status, self.status_notes)],
                 "groups": self.groups, "profiles": self.profiles, "notes": self.notes,
                 "meta": self.meta}
 

@@ -83,9 +83,8 @@ def cell_tag(status: str | None, note: str | None) -> str:
     """The caveat written after a value in a cell: ``too-few``, ``partial: 20 of 100
     images``, both (``partial: 20 of 100 images; too-few``: too-few is the headline
     status, the partial coverage must still show), or "" (``ok``, no value)."""
+    from capaudit.metrics.present import status_tag
+
     if status not in ("too-few", "partial"):
         return ""
-    part = next((t for t in (note or "").split("; ") if t.startswith("partial")), None)
-    if status == "partial":
-        return part or "partial"
-    return f"{part}; too-few" if part else "too-few"
+    return status_tag(status, (note or "").split("; "))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from capaudit.metrics.estimate import MetricResult
 from capaudit.metrics.spec import number_format
 
-__all__ = ["value_text", "interval_text", "n_text", "status_text", "short_status", "is_degenerate"]
+__all__ = ["value_text", "interval_text", "n_text", "status_text", "short_status", "status_tag",
+           "is_degenerate"]
 
 
 def interval_text(metric: str, r: MetricResult) -> str:
@@ -65,8 +66,15 @@ def short_status(r: MetricResult | None) -> str:
     (:func:`status_text`)."""
     if r is None or r.skipped or r.status == "ok":
         return ""
-    part = next((t for t in r.notes if t.startswith("partial")), None)
-    if r.status == "partial":
+    return status_tag(r.status, r.notes)
+
+
+def status_tag(status: str, notes) -> str:
+    """The caveat of a status and its notes, for a value's cell in every view (this one,
+    the leaderboard's :func:`~capaudit.leaderboard.status.cell_tag`, the page through it):
+    the status word, the partial note ("partial: 20 of 100 images"), or both."""
+    part = next((t for t in notes if t.startswith("partial")), None)
+    if status == "partial":
         return part or "partial"
-    word = r.status.replace("-", " ") if r.status == "by-construction" else r.status
+    word = status.replace("-", " ") if status == "by-construction" else status
     return f"{part}; {word}" if part else word

@@ -31,16 +31,10 @@
   }
   function signed(v, d) { return v === null || v === undefined ? "–" : (v >= 0 ? "+" : "−") + fmt(Math.abs(v), d); }
   function nText(n) { return n === null || n === undefined ? "" : "n=" + n.toLocaleString("en-US"); }
-  // a value's caveat, as capaudit.leaderboard.status.cell_tag writes it: too-few, or
-  // "partial: 20 of 100 images"; "" when ok
-  const ST = LB.status || [], WHY = LB.status_notes || [];
-  function tag(i, j) {
-    const s = (ST[i] || [])[j], why = (WHY[i] || [])[j] || "";
-    if (s !== "too-few" && s !== "partial") return "";
-    const part = why.split("; ").find(t => t.startsWith("partial"));
-    if (s === "partial") return part || "partial";
-    return part ? part + "; too-few" : "too-few";
-  }
+  // a value's caveat (too-few, "partial: 20 of 100 images", or both), as written by
+  // capaudit.leaderboard.status.cell_tag for every view; "" when ok
+  const TAGS = LB.tags || [], WHY = LB.status_notes || [];
+  function tag(i, j) { return (TAGS[i] || [])[j] || ""; }
   function addTag(td, i, j) {
     const t = tag(i, j);
     if (t) { const s = el("span", t, "status"); s.title = (WHY[i] || [])[j] || ""; td.appendChild(s); }
