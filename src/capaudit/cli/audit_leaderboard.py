@@ -66,7 +66,8 @@ def _print_values(lb) -> None:
     set (a gap signed, its direction named), as the Markdown and the page show them."""
     from rich.table import Table
 
-    from capaudit.leaderboard.markdown import _signed, _v, gap_info
+    from capaudit.leaderboard.markdown import _v, gap_info
+    from capaudit.metrics.present import signed
     from capaudit.metrics.spec import number_format
 
     table = Table(title="leaderboard values (95% interval; n = images)")
@@ -86,8 +87,8 @@ def _print_values(lb) -> None:
                 continue
             info = gap_info(lb.groups.get(name, {}).get(c.name)) or {}
             ci = info.get("signed_ci") or [None, None]
-            text = "–" if not info else _signed(info["signed_gap"]) + (
-                f"\n[{_signed(ci[0])}, {_signed(ci[1])}]" if ci[0] is not None else "")
+            text = "–" if not info else signed(info["signed_gap"]) + (
+                f"\n[{signed(ci[0])}, {signed(ci[1])}]" if ci[0] is not None else "")
             cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else "") + _tag(lb, i, j))
         head = (f"{c.metric} ({c.gap})" if c.by else
                 c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")

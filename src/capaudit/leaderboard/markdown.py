@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from capaudit.metrics.present import signed
+
 __all__ = ["leaderboard_markdown", "gap_info"]
 
 
@@ -19,13 +21,6 @@ def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
     if n is not None:
         s += f" n={n:,}"
     return s
-
-
-def _signed(x: float | None) -> str:
-    """``−0.57``: a gap with its sign; ``–`` when it has no value (never ``+nan``)."""
-    if x is None or x != x:
-        return "–"
-    return f"{x:+.2f}".replace("-", "−")
 
 
 def gap_info(info: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -73,9 +68,9 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                     cells.append("–")
                     continue
                 ci = info.get("signed_ci") or [None, None]
-                text = _signed(info["signed_gap"])
+                text = signed(info["signed_gap"])
                 if ci[0] is not None:
-                    text += f" [{_signed(ci[0])}, {_signed(ci[1])}]"
+                    text += f" [{signed(ci[0])}, {signed(ci[1])}]"
                 n = min(info.get(f"n_{g}", 0) for g in c["gap"].split(" − ")) if c.get("gap") \
                     else None
                 cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))

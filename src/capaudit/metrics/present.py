@@ -10,11 +10,13 @@ interval and ``n=`` images, in the metric's number format) and its caveat throug
 
 from __future__ import annotations
 
+import math
+
 from capaudit.metrics.estimate import MetricResult
 from capaudit.metrics.spec import number_format
 
 __all__ = ["value_text", "interval_text", "n_text", "status_text", "short_status", "status_tag",
-           "is_degenerate"]
+           "signed", "is_degenerate"]
 
 
 def interval_text(metric: str, r: MetricResult) -> str:
@@ -67,6 +69,15 @@ def short_status(r: MetricResult | None) -> str:
     if r is None or r.skipped or r.status == "ok":
         return ""
     return status_tag(r.status, r.notes)
+
+
+def signed(x: float | None, fmt: str = "{:.2f}") -> str:
+    """A gap with its sign, ``−0.57`` / ``+1,379`` in ``fmt``; ``–`` when it has no value
+    (never ``+nan``): the leaderboard, its terminal table and the card write gaps so."""
+    if x is None or x != x:
+        return "–"
+    negative = x < 0 or (x == 0 and math.copysign(1.0, x) < 0)
+    return ("−" if negative else "+") + fmt.format(abs(x))
 
 
 def status_tag(status: str, notes) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capaudit.metrics.present import interval_text, short_status, value_text
+from capaudit.metrics.present import interval_text, short_status, signed, value_text
 from capaudit.metrics.spec import description, label, number_format
 from capaudit.report.cells import notes as compare_notes
 
@@ -106,11 +106,6 @@ def _coverage(cmp, name: str) -> list[str]:
     return lines or ["- none needed by these metrics"]
 
 
-def _signed(fmt: str, v: float) -> str:
-    """A gap with its sign, as the leaderboard writes it (+0.20, −1.67)."""
-    return ("+" if v >= 0 else "−") + fmt.format(abs(v))
-
-
 def _gaps(cmp, name: str) -> list[str]:
     lines = []
     for by, d in (cmp.disparities or {}).get(name, {}).items():
@@ -129,10 +124,10 @@ def _gaps(cmp, name: str) -> list[str]:
             tag = "; ".join(t for t in (short_status(gap), short_status(whole)
                                         if whole is not None and whole.status ==
                                         "by-construction" else "") if t)
-            iv = (f"[{_signed(f, gap.ci_low)}, {_signed(f, gap.ci_high)}] "
+            iv = (f"[{signed(gap.ci_low, f)}, {signed(gap.ci_high, f)}] "
                   if gap.ci_low is not None and gap.ci_high is not None else "")
             lines.append(f"| {label(m)} | {value_text(m, per.get(a))} | "
-                         f"{value_text(m, per.get(b))} | {_signed(f, gap.value)} "
+                         f"{value_text(m, per.get(b))} | {signed(gap.value, f)} "
                          f"{iv}n={gap.n_images or gap.n:,}"
                          + (f" ({tag})" if tag else "") + " |")
         lines.append("")
