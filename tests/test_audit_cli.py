@@ -155,7 +155,7 @@ def test_run_audit_streams_registered_sets_into_one_transaction(store, monkeypat
                                  3: frozenset({"dog"})},
                       chair_gt={1: frozenset({"person", "horse"}), 2: frozenset({"cat"}),
                                 3: frozenset({"dog"})}, gender={1: "male", 2: "female"})
-    monkeypatch.setattr("capaudit.io.annotation_store.resolve_annotations", lambda *a: ann)
+    monkeypatch.setattr("capaudit.io.annotation_store.resolve_annotations", lambda *a, **k: ann)
     cfg = {**runner.DEFAULTS, "n_boot": 50, "workers": 1, "min_images": 1, "chunk_size": 4}
     seen = []
     res = runner.run_audit(store, ["toy"], cfg, on_target=lambda t: seen.append((t.name, t.n)),

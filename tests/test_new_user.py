@@ -100,7 +100,7 @@ def test_gender_balance_table_fits_80_columns(narrow, capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv, says", [
     (["sets", "show"], "Missing"),                          # missing argument
-    (["audit", "run", "nic", "--n-boot", "abc"], "integer"),  # bad value
+    (["audit", "run", "nic", "--n-boot", "abc"], "'abc'"),    # bad value, named (not click's wording)
     (["filter", "run", "nic", "--dry-run"], "--dry-run"),   # unknown option
     (["nosuch"], "nosuch"),                                  # unknown command
 ])

@@ -223,12 +223,37 @@ def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: in
 
 def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
                         seed: int = 0, level: float = 0.95, workers: int = 1,
-                        keys: np.ndarray | None = None, method: str | None = "exact"
+                        keys: np.ndarray | None = None, method: str | None = "exact",
+                        used: dict[str, str] | None = None
                         ) -> dict[str, tuple[float | None, float | None]]:
-    """``{name: (low, high)}`` 95% intervals for every estimate (see the module docstring)."""
+    """``{name: (low, high)}`` 95% intervals for every estimate (see the module docstring).
+
+    ``method`` ``auto`` (the audit's default) draws a metric whose per-unit statistics
+    take few distinct rows by groups (:mod:`capaudit.audit.bootstrap_grouped`: the same
+    distribution, far fewer draws); ``exact`` never groups. ``used``, when given, is
+    filled with the bootstrap each interval came from (``exact``, ``grouped``, ``poisson``).
+    """
+    base = choose_method(method, n_units)
+    groups = {}
+    if method in (None, "auto") and base == "exact" and n_boot > 0:
+        from capaudit.audit.bootstrap_grouped import row_groups
+
+        for k, est in estimates.items():
+            g = (row_groups(est.stats) if est.boot is None and est.spread is None
+                 and not isinstance(est.stats, SparseStats) else None)
+            if g is not None:
+                groups[k] = g
+    if used is not None:
+        used.update({k: "grouped" if k in groups else base for k in estimates})
     if n_boot <= 0 or n_units == 0 or not estimates:
         return {k: (None, None) for k in estimates}
-    vals = bootstrap_values(estimates, n_units, n_boot, seed, workers, keys, method)
+    rest = {k: est for k, est in estimates.items() if k not in groups}
+    vals = bootstrap_values(rest, n_units, n_boot, seed, workers, keys, method) if rest else {}
+    if groups:
+        from capaudit.audit.bootstrap_grouped import grouped_values, metric_seed
+
+        for k, g in groups.items():
+            vals[k] = grouped_values(g, estimates[k].finalize, n_boot, metric_seed(seed, k))
     out: dict[str, tuple[float | None, float | None]] = {}
     for k, est in estimates.items():
         point = est.value

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from capaudit.audit.bootstrap import bootstrap_intervals, choose_method
+from capaudit.audit.bootstrap import bootstrap_intervals
 from capaudit.metrics import default_metrics
 from capaudit.metrics.category_pairs import category_lists
 from capaudit.metrics.context import MetricContext
@@ -164,11 +164,13 @@ def accumulate(rows: Iterable[tuple[int | None, str]], annotations: Annotations 
     batch_ids: list[int | None] = []
     batch: list[str] = []
     done, text = offset, 0
+    vocabulary = any(m.vocabulary for m in [*acc.metrics.values(), *(acc2.metrics.values()
+                                                                     if acc2 else [])])
 
     def flush():
         nonlocal done, text
         ids = image_id_array(batch_ids)
-        records = build_records(batch, mode=mode, workers=workers)
+        records = build_records(batch, mode=mode, workers=workers, vocabulary=vocabulary)
         ctx = MetricContext(records, ids, annotations, min_images, offset=done, captions=batch,
                             config=config)
         acc.add(ctx)
@@ -176,7 +178,7 @@ def accumulate(rows: Iterable[tuple[int | None, str]], annotations: Annotations 
             details_sink(build_details(ctx, acc))
         del ctx, records
         if acc2 is not None:
-            rec2 = build_records(batch, mode="corrected", workers=workers)
+            rec2 = build_records(batch, mode="corrected", workers=workers, vocabulary=vocabulary)
             acc2.add(MetricContext(rec2, ids, annotations, min_images, offset=done,
                                    captions=batch, config=config))
         done += len(batch)
@@ -202,9 +204,9 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
     together over the units, in the order the metrics were asked for."""
     ests, skipped, units = acc.estimates()
     estimates = {name + suffix: est for name, est in ests.items()}
-    method = acc.config.get("bootstrap", "exact")
+    method, used = acc.config.get("bootstrap", "exact"), {}
     cis = bootstrap_intervals(estimates, units.n, n_boot, seed, workers=workers, keys=units.keys,
-                              method=method)
+                              method=method, used=used)
     results: dict[str, MetricResult] = {}
     for name in acc.metrics:
         if name in skipped:
@@ -213,7 +215,7 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
         est = estimates[name + suffix]
         results[name + suffix] = MetricResult(point_value(est), est.n, *cis[name + suffix],
                                               extra=dict(est.extra, mode=acc.mode,
-                                                         bootstrap=choose_method(method, units.n)),
+                                                         bootstrap=used[name + suffix]),
                                               n_images=images_used(est))
     return results, units
 

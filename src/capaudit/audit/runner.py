@@ -106,6 +106,17 @@ def _bounded(resolved: list[StreamTarget], cfg) -> bool:
             and set(metric_names(cfg) or core) <= core)
 
 
+def _kinds_read(cfg) -> list[str] | None:
+    """The annotation kinds the asked metrics need (``None``: every kind, for the default
+    metrics and for LIC, which reads them outside the metric registry)."""
+    asked = metric_names(cfg)
+    if not asked or cfg.get("lic"):
+        return None
+    from capaudit.metrics.spec import annotation_kinds
+
+    return annotation_kinds(asked)
+
+
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
               on_target=None, on_progress=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
@@ -129,7 +140,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
 
     cfg = AuditConfig.of(cfg)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
-                                      cfg.get("demographics"))
+                                      cfg.get("demographics"), kinds=_kinds_read(cfg))
     from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)

@@ -4,6 +4,11 @@ Ctrl-C while the command-line process is still importing (the first half second)
 a 30-line ``KeyboardInterrupt`` traceback: nothing has been done then, so until
 :func:`capaudit.cli.main.main` takes over it is one line and exit 130. Only for the
 ``capaudit`` command and ``python -m capaudit.cli.main``, never for an importing program.
+
+The same process starts OpenBLAS with one thread unless ``OPENBLAS_NUM_THREADS`` is set:
+its threads, started when numpy is imported, cost ~0.08 s of CPU per command (start-up and
+exit, a third of a 40k-caption CHAIR audit's start, #24) and capaudit's only numpy matrix
+products (the bootstrap's) are skinny and run single-threaded anyway.
 """
 
 import os
@@ -18,3 +23,5 @@ def interrupted_while_starting(signum, frame) -> None:
 
 if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") == "capaudit":
     signal.signal(signal.SIGINT, interrupted_while_starting)
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

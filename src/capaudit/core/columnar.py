@@ -37,15 +37,18 @@ class ColumnarSets(Mapping):
         ids, codes = np.asarray(ids, np.int64), np.asarray(codes, np.int64)
         width = len(names) + 1
         if not len(ids) or (ids.min() >= 0 and ids.max() < (1 << 62) // width):
-            key = np.sort(ids * width + codes + 1)  # one sort of one key (lexsort: 2 passes)
-            ids, codes = np.divmod(key, width)
-            codes -= 1
+            key = ids * width + codes + 1
+            if not (key[1:] >= key[:-1]).all():  # stored sources come sorted (put_source)
+                key.sort()  # one sort of one key (lexsort: 2 passes)
+                ids, codes = np.divmod(key, width)
+                codes -= 1
         else:
             order = np.lexsort((codes, ids))
             ids, codes = ids[order], codes[order]
         new = np.ones(len(ids), bool)
         new[1:] = (ids[1:] != ids[:-1]) | (codes[1:] != codes[:-1])
-        ids, codes = ids[new], codes[new]
+        if not new.all():
+            ids, codes = ids[new], codes[new]
         first = np.ones(len(ids), bool)
         first[1:] = ids[1:] != ids[:-1]
         row = np.cumsum(first) - 1

@@ -63,6 +63,8 @@ class Metric:
     - ``size_dependent``: grows with sample size (disparity compares equal-size groups);
     - ``not_by``: ``{grouping: reason}`` for groupings that make no sense (``"gender"``);
     - ``details``: ``{column: pyarrow type}`` per-caption columns from :meth:`caption_details`;
+    - ``vocabulary``: reads the records' token table (``token_counts``, ``postings``), which
+      the audit builds only when an asked metric says so;
     - ``default``: computed by ``audit run`` when no ``--metrics`` is given;
     - ``streams``: ``False`` for metrics computed outside the engine (LIC trains models).
     """
@@ -77,6 +79,7 @@ class Metric:
     size_dependent: ClassVar[bool] = False
     not_by: ClassVar[Mapping[str, str]] = {}
     details: ClassVar[Mapping[str, Any]] = {}
+    vocabulary: ClassVar[bool] = False
     default: ClassVar[bool] = True
     streams: ClassVar[bool] = True
     number_format: ClassVar[str] = "{:.2f}"

@@ -87,6 +87,7 @@ class Vocabulary:
 class Vocab(Metric):
     name, label = "vocab", "Vocab"
     number_format = "{:,.0f}"        # a count of distinct words
+    vocabulary = True                # reads the records' token table
     description = "distinct lowercased tokens (treebank tokenization)"
     direction, criterion = +1, "complexity"
     size_dependent = True

@@ -56,7 +56,11 @@ def list_sources(store) -> list[tuple]:
 def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
                n_images: int, namespace: str | None = None) -> None:
     """Store the rows (a pyarrow table in the column order of the kind's table) of source
-    ``name`` in one transaction, replacing an earlier source of that name."""
+    ``name`` in one transaction, replacing an earlier source of that name.
+
+    Rows go in sorted by image id and name (an image without names first), the order an
+    audit reads them in (:func:`source_sets`): the audit's
+    :meth:`~capaudit.core.columnar.ColumnarSets.from_pairs` then has nothing to sort."""
     with store.transaction() as con:
         old = source_entry(store, name)
         if old:
@@ -64,7 +68,9 @@ def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
             con.execute("DELETE FROM annotation_sources WHERE name = ?", [name])
         con.register("_ann", rows)
         try:
-            con.execute(f"INSERT INTO {KIND_TABLES[kind]} SELECT * FROM _ann")
+            table = KIND_TABLES[kind]
+            order = ", ".join(["image_id"] + [f"{c} NULLS FIRST" for c in [_TABLES.get(table)] if c])
+            con.execute(f"INSERT INTO {table} SELECT * FROM _ann ORDER BY {order}")
         finally:
             con.unregister("_ann")
         con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "

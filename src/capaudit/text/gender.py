@@ -28,9 +28,15 @@ NEUTRAL, MALE, FEMALE = 0, 1, 2
 GENDER_NAMES = ("neutral", "male", "female")
 
 
+GENDERED = MAN_WORDS | WOMAN_WORDS
+
+
 def gender_code(tokens: Iterable[str]) -> int:
-    """0 neutral, 1 male, 2 female for a caption's tokens."""
-    toks = tokens if isinstance(tokens, (set, frozenset)) else set(tokens)
+    """0 neutral, 1 male, 2 female for a caption's tokens (a set, or a list of them: most
+    captions have no gendered word, which one pass over the list settles)."""
+    toks = tokens if isinstance(tokens, (set, frozenset, list, tuple)) else list(tokens)
+    if GENDERED.isdisjoint(toks):
+        return NEUTRAL
     man = not MAN_WORDS.isdisjoint(toks)
     woman = not WOMAN_WORDS.isdisjoint(toks)
     if man and not woman:

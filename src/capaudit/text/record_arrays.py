@@ -15,7 +15,7 @@ import numpy as np
 
 from capaudit.text.objects import get_lexicon
 
-__all__ = ["CaptionRecords", "Mention", "POSTING_CAP"]
+__all__ = ["NotKept", "NOT_KEPT", "CaptionRecords", "Mention", "POSTING_CAP"]
 
 POSTING_CAP = 64            # rare-token posting lists are kept up to this many captions
 
@@ -26,6 +26,27 @@ class Mention:
     category: str
     token: int
     sentence: int
+
+
+class NotKept:
+    """The token table of records built without it (``build_records(..., vocabulary=False)``,
+    when no asked metric reads it): reading it stops with a line saying how to ask for it,
+    never an empty vocabulary a metric would count as zero words."""
+
+    def _refuse(self, *args, **kwargs):
+        raise RuntimeError("these caption records were built without their token table: a "
+                           "metric that reads token_counts or postings sets vocabulary = True "
+                           "in its spec (build_records(..., vocabulary=True))")
+
+    __iter__ = __len__ = __getitem__ = __contains__ = __bool__ = _refuse
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # pickle and copy look for optional hooks
+            raise AttributeError(name)
+        self._refuse()
+
+
+NOT_KEPT = NotKept()
 
 
 @dataclass
@@ -72,9 +93,12 @@ class CaptionRecords:
         offs, base, start = [np.zeros(1, np.int64)], 0, 0
         counts: dict[str, int] = {}
         posts: dict[str, list[int]] = {}
+        kept = not any(isinstance(p.token_counts, NotKept) for p in parts)
         for p in parts:
             offs.append(p.m_offsets[1:] + base)
             base += int(p.m_offsets[-1])
+            if not kept:
+                continue
             for t, c in p.token_counts.items():
                 counts[t] = counts.get(t, 0) + c
             for t, lst in p.postings.items():
@@ -83,6 +107,8 @@ class CaptionRecords:
                     cur.extend(x + start for x in lst[:POSTING_CAP - len(cur)])
             start += len(p)
         posts = {t: lst for t, lst in posts.items() if counts[t] <= POSTING_CAP}
+        if not kept:
+            counts = posts = NOT_KEPT
         cat = np.concatenate
         return cls(mode, cat([p.n_tokens for p in parts]), cat([p.n_sentences for p in parts]),
                    cat([p.gender for p in parts]), cat(offs), cat([p.m_word for p in parts]),

@@ -37,7 +37,7 @@ import numpy as np
 
 from capaudit.text.gender import gender_code
 from capaudit.text.objects import get_lexicon
-from capaudit.text.record_arrays import POSTING_CAP, CaptionRecords, Mention
+from capaudit.text.record_arrays import NOT_KEPT, POSTING_CAP, CaptionRecords, Mention, NotKept
 from capaudit.text.singularize import SINGULAR_CACHE, singularize, singularize_corrected
 from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 
@@ -58,16 +58,17 @@ class CaptionAnalysis(NamedTuple):
     n_sentences: int
     gender: int
     mentions: tuple      # (word id, category id, caption token index, sentence index)
-    distinct: frozenset
+    distinct: frozenset | None  # None when analysed without the vocabulary
 
 
-def analyse_caption(caption: str, mode: str = "reference") -> CaptionAnalysis:
+def analyse_caption(caption: str, mode: str = "reference", distinct: bool = True) -> CaptionAnalysis:
     """``(n_tokens, n_sentences, gender, mentions, distinct tokens)`` of one caption.
 
     Token counts, distinct tokens and gender words use the line tokens, mentions
     the sentence tokens (see :mod:`capaudit.text.tokenize`).
 
-    ``mentions`` is a tuple of ``(word id, category, token index, sentence index)``.
+    ``mentions`` is a tuple of ``(word id, category, token index, sentence index)``;
+    ``distinct=False`` (no vocabulary asked for) leaves the distinct tokens ``None``.
     """
     sents, line = tokenize_caption(caption)
     if len(sents) == 1:
@@ -88,13 +89,16 @@ def analyse_caption(caption: str, mode: str = "reference") -> CaptionAnalysis:
         ments = tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
     else:
         ments = tuple((w, c, t, 0) for w, c, t in found)
-    distinct = frozenset(line)
-    return CaptionAnalysis(len(line), len(sents), gender_code(distinct), ments, distinct)
+    if not distinct:
+        return CaptionAnalysis(len(line), len(sents), gender_code(line), ments, None)
+    toks = frozenset(line)
+    return CaptionAnalysis(len(line), len(sents), gender_code(toks), ments, toks)
 
 
-def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecords:
-    """Analyse distinct captions; token statistics weighted by each caption's multiplicity."""
-    captions, mult, mode = args
+def _process_chunk(args: tuple[Sequence[str], np.ndarray, str, bool]) -> CaptionRecords:
+    """Analyse distinct captions; token statistics weighted by each caption's multiplicity
+    (only with ``vocabulary``: counting them was a fifth of a CHAIR audit's analysis)."""
+    captions, mult, mode, vocabulary = args
     was_enabled = gc.isenabled()
     gc.disable()  # millions of small tuples: the cyclic GC would cost ~30% for nothing
     try:
@@ -108,13 +112,15 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
         for i, cap in enumerate(captions):
             if not isinstance(cap, str):
                 cap = "" if cap is None else str(cap)
-            r = analyse_caption(cap, mode)
+            r = analyse_caption(cap, mode, vocabulary)
             n_tok.append(r[0])
             n_sent.append(r[1])
             gen.append(r[2])
             counts.append(len(r[3]))
             if r[3]:
                 flat.extend(r[3])
+            if not vocabulary:
+                continue
             dists.append(r[4])
             k = int(mult[i])
             if k == 1:
@@ -122,6 +128,9 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
             else:
                 for t in r[4]:
                     tally[t] += k
+        if not vocabulary:
+            tok_counts, posts = NOT_KEPT, NOT_KEPT
+            return _chunk_records(mode, n, n_tok, n_sent, gen, counts, flat, tok_counts, posts)
         tok_counts = dict(tally)
         # a rare token's posting list: every caption using it, in order
         rare = {t for t, c in tok_counts.items() if c <= POSTING_CAP}
@@ -133,6 +142,11 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str]) -> CaptionRecord
     finally:
         if was_enabled:
             gc.enable()
+    return _chunk_records(mode, n, n_tok, n_sent, gen, counts, flat, tok_counts, posts)
+
+
+def _chunk_records(mode, n, n_tok, n_sent, gen, counts, flat, tok_counts, posts) -> CaptionRecords:
+    """The chunk's lists as record arrays."""
     offs = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offs[1:])
     m = np.array(flat, dtype=np.int32).reshape(-1, 4)
@@ -151,7 +165,9 @@ def _expand(d: CaptionRecords, inv: np.ndarray, mult: np.ndarray) -> CaptionReco
     total = int(offs[-1])
     src = np.repeat(d.m_offsets[:-1][inv] - offs[:-1], cnt) + np.arange(total, dtype=np.int64)
     posts: dict[str, list[int]] = {}
-    if d.postings:
+    if isinstance(d.postings, NotKept):
+        posts = NOT_KEPT
+    elif d.postings:
         order = np.argsort(inv, kind="stable")
         starts = np.zeros(len(mult) + 1, np.int64)
         np.cumsum(mult, out=starts[1:])
@@ -163,9 +179,13 @@ def _expand(d: CaptionRecords, inv: np.ndarray, mult: np.ndarray) -> CaptionReco
 
 
 def build_records(captions: Sequence[str], mode: str = "reference", workers: int = 2,
-                  chunk: int = CHUNK) -> CaptionRecords:
+                  chunk: int = CHUNK, vocabulary: bool = True) -> CaptionRecords:
     """Analyse ``captions`` on up to ``workers`` processes (1 = in this process; no more than
     the cores the load leaves idle, :func:`~capaudit.core.config.idle_cores`).
+
+    ``vocabulary=False`` leaves the token table out (``token_counts`` and ``postings`` are
+    :class:`~capaudit.text.record_arrays.NotKept`): the audit asks for it only when a
+    metric reads it.
 
     Identical captions are analysed once: the distinct captions are split in
     chunks, analysed, and the result expanded back to every caption.
@@ -176,7 +196,8 @@ def build_records(captions: Sequence[str], mode: str = "reference", workers: int
     distinct = list(index)
     del index
     mult = np.bincount(inv, minlength=len(distinct))
-    jobs = [(distinct[s:s + chunk], mult[s:s + chunk], mode) for s in range(0, len(distinct), chunk)]
+    jobs = [(distinct[s:s + chunk], mult[s:s + chunk], mode, vocabulary)
+            for s in range(0, len(distinct), chunk)]
     if workers > 1 and len(jobs) > 1:  # at most as many processes as idle cores
         from capaudit.core.config import idle_cores
 
