@@ -47,7 +47,7 @@ class AuditConfig(Mapping):
     corrected: bool = False         # also corrected-mode CHAIR and recall, beside reference
     # bootstrap and execution
     n_boot: int = 1000              # bootstrap resamples over images
-    bootstrap: str = "auto"         # exact below POISSON_MIN_UNITS units, hashed Poisson from there up
+    bootstrap: str = "auto"         # exact (grouped where cheaper) below POISSON_MIN_UNITS, Poisson above
     seed: int = 0
     workers: int = 2                # processes for building per-caption records
     chunk_size: int | None = None   # captions analysed at a time (None = the runner's STREAM_CHUNK)
