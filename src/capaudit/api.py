@@ -165,7 +165,7 @@ class AuditStore:
         targets = [targets] if isinstance(targets, (str, Path)) else list(targets)
         cfg = _audit_cfg(metrics, options, config)
         with self._open() as store:
-            results = run_audit(store, [str(t) for t in targets], cfg)
+            results = run_audit(store, [str(t) for t in targets], cfg, only_needed=True)
         return _audit_table(results, results.get("_run_id"))
 
     def compare(self, sets: Sequence[str], metrics: str | Sequence[str] | None = None, *,

@@ -118,7 +118,7 @@ def _kinds_read(cfg) -> list[str] | None:
 
 
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
-              on_target=None, on_progress=None) -> dict[str, Any]:
+              on_target=None, on_progress=None, only_needed: bool = False) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
 
     A target is a set name, a caption file, or an already resolved
@@ -132,7 +132,9 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
     Targets are streamed (see the module docstring): per-caption details go
     straight into ``caption_details`` inside the transaction, chunk by chunk.
     LIC (``cfg["lic"]``) needs the captions of each image and loads them first.
-    ``cfg``: an :class:`AuditConfig` or a mapping of its settings.
+    ``cfg``: an :class:`AuditConfig` or a mapping of its settings. ``only_needed``: read only
+    the annotation kinds the asked metrics need (``audit run``; ``audit compare`` reads all:
+    its gaps and report use the returned annotations too).
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
@@ -140,7 +142,8 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
 
     cfg = AuditConfig.of(cfg)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
-                                      cfg.get("demographics"), kinds=_kinds_read(cfg))
+                                      cfg.get("demographics"),
+                                      kinds=_kinds_read(cfg) if only_needed else None)
     from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)

@@ -102,7 +102,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
 
         check_file_target(json_out)
     with _AuditProgress() as hooks:
-        results = run_audit(store, targets, cfg, **hooks)
+        results = run_audit(store, targets, cfg, **hooks, only_needed=True)
     run_id = results.get("_run_id")
     if json_out:
         write_json(results, json_out)
