@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.errors import InputError
+from capaudit.io.imageids import file_evidence, infer_namespace
 
-__all__ = ["Target", "StreamTarget", "resolve_target", "load_target"]
+__all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
 
 
 @dataclass
@@ -139,3 +140,36 @@ def load_target(store, target: str) -> Target:
     return Target(_file_name(path), ids, caps, str(path))
 
 
+def target_images(store, target) -> list[tuple]:
+    """Distinct ``(image_key, image_id, namespace)`` of a registered set or a caption file:
+    what the audit's coverage guard (:mod:`capaudit.audit.annotation_coverage`) counts."""
+    if target.source.startswith("set:"):
+        return store.set_images(target.spec)
+    batches = getattr(target, "batches", None)
+    reader = getattr(batches, "reader", None)  # a file's ReplayBatches keeps its reader
+    if batches is None:
+        from capaudit.io.readers import detect_format, get_reader
+
+        path = Path(target.source)
+        reader = get_reader(detect_format(path))
+        batches = lambda: reader.read(path)
+    seen: dict = {}
+    for batch in batches():
+        names = batch.schema.names
+        spaces = (batch.column("namespace").to_pylist() if "namespace" in names
+                  else [None] * batch.num_rows)
+        for key, iid, ns in zip(batch.column("image_key").to_pylist(),
+                                batch.column("image_id").to_pylist(), spaces):
+            if key not in seen:
+                seen[key] = (iid, ns)
+    # as `sets add` does: the reader's namespace (its file's evidence), else the key's own;
+    # a bare number (most keys) is evidence of none: skip the pattern search
+    rows = [(key, iid, ns if ns is not None or iid is None
+             else None if type(key) is str and key.isdigit() else infer_namespace(key))
+            for key, (iid, ns) in seen.items()]
+    # and, as there, what the file itself names (a dataset column) when no key disagrees
+    evidence = file_evidence(getattr(reader, "evidence_namespace", None),
+                             (ns for _, _, ns in rows))
+    if evidence:
+        rows = [(key, iid, evidence) for key, iid, _ in rows]
+    return rows
