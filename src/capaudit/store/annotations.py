@@ -10,6 +10,8 @@ in columnar form; a changed file has another hash and is parsed again.
 
 from __future__ import annotations
 
+from capaudit.store.arrow_scan import ARROW, execute_on
+
 __all__ = ["source_rows", "source_sets", "source_names", "cache_usable", "cached_sets", "cache_sets", "source_entry",
            "find_source", "latest_source", "source_namespace", "list_sources", "put_source", "demographic_rows",
            "KIND_TABLES"]
@@ -66,13 +68,9 @@ def put_source(store, name: str, kind: str, rows, *, path: str, sha256: str,
         if old:
             con.execute(f"DELETE FROM {KIND_TABLES[old[0]]} WHERE source = ?", [name])
             con.execute("DELETE FROM annotation_sources WHERE name = ?", [name])
-        con.register("_ann", rows)
-        try:
-            table = KIND_TABLES[kind]
-            order = ", ".join(["image_id"] + [f"{c} NULLS FIRST" for c in [_TABLES.get(table)] if c])
-            con.execute(f"INSERT INTO {table} SELECT * FROM _ann ORDER BY {order}")
-        finally:
-            con.unregister("_ann")
+        table = KIND_TABLES[kind]
+        order = ", ".join(["image_id"] + [f"{c} NULLS FIRST" for c in [_TABLES.get(table)] if c])
+        execute_on(con, f"INSERT INTO {table} SELECT * FROM {ARROW} ORDER BY {order}", rows)
         con.execute("INSERT INTO annotation_sources (name, kind, path, sha256, n_images, "
                     "namespace) VALUES (?, ?, ?, ?, ?, ?)",
                     [name, kind, path, sha256, n_images, namespace])
@@ -182,12 +180,8 @@ def cache_sets(store, sha256: str, kind: str, sets) -> None:
     with store.transaction():
         store.con.execute("DELETE FROM annotation_cache WHERE sha256 = ? AND kind = ?",
                           [sha256, kind])
-        store.con.register("_ann_cache", tbl)
-        try:
-            store.con.execute("INSERT INTO annotation_cache SELECT ?, ?, image_id, items "
-                              "FROM _ann_cache", [sha256, kind])
-        finally:
-            store.con.unregister("_ann_cache")
+        execute_on(store.con, "INSERT INTO annotation_cache SELECT ?, ?, image_id, items "
+                   f"FROM {ARROW}", tbl, [sha256, kind])
 
 
 def _items_table(sets):

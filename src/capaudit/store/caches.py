@@ -20,15 +20,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from capaudit.store.arrow_scan import ARROW, execute_on
+
 __all__ = ["get_parses", "put_parses", "get_embeddings", "put_embeddings"]
 
 
 def _lookup(store, query: str, keys: pa.Table, params: list | None = None) -> list[tuple]:
-    store.con.register("_cache_keys", keys)
-    try:
-        return store.con.execute(query, params or []).fetchall()
-    finally:
-        store.con.unregister("_cache_keys")
+    return execute_on(store.con, query.replace("_cache_keys", ARROW), keys, params).fetchall()
 
 
 def get_parses(store, keys: Sequence[str]) -> dict[str, dict]:
@@ -44,11 +42,8 @@ def put_parses(store, features: Mapping[str, Mapping]) -> None:
     if store is None or not features:
         return
     tbl = pa.table({"key": list(features), "features": [json.dumps(v) for v in features.values()]})
-    store.con.register("_cache_new", tbl)
-    try:
-        store.con.execute("INSERT OR IGNORE INTO parse_cache SELECT key, features FROM _cache_new")
-    finally:
-        store.con.unregister("_cache_new")
+    execute_on(store.con, f"INSERT OR IGNORE INTO parse_cache SELECT key, features FROM {ARROW}",
+               tbl)
 
 
 def get_embeddings(store, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
@@ -66,9 +61,5 @@ def put_embeddings(store, model: str, embeddings: Mapping[str, np.ndarray]) -> N
         return
     tbl = pa.table({"model": [model] * len(embeddings), "image_sha256": list(embeddings),
                     "embedding": [np.asarray(v, np.float32).tolist() for v in embeddings.values()]})
-    store.con.register("_cache_new", tbl)
-    try:
-        store.con.execute("INSERT OR IGNORE INTO image_embeddings "
-                          "SELECT model, image_sha256, embedding FROM _cache_new")
-    finally:
-        store.con.unregister("_cache_new")
+    execute_on(store.con, "INSERT OR IGNORE INTO image_embeddings "
+                          f"SELECT model, image_sha256, embedding FROM {ARROW}", tbl)

@@ -7,6 +7,8 @@ functions return and :mod:`capaudit.io.ingest` decides what to do with them.
 
 from __future__ import annotations
 
+from capaudit.store.arrow_scan import ARROW, execute_on
+
 __all__ = ["set_stats", "sample_captions", "insert_selected", "first_blank_row", "count_rows",
            "namespace_candidates", "set_namespace", "set_row_namespaces", "rows_with_meta"]
 
@@ -74,13 +76,9 @@ def set_row_namespaces(store, set_id: int, by_key: dict[str, str]) -> None:
     import pyarrow as pa
 
     tbl = pa.table({"k": list(by_key), "ns": list(by_key.values())})
-    store.con.register("_capaudit_ns", tbl)
-    try:
-        store.con.execute("UPDATE captions SET namespace = m.ns FROM _capaudit_ns m "
+    execute_on(store.con, f"UPDATE captions SET namespace = m.ns FROM {ARROW} m "
                           "WHERE set_id = ? AND namespace IS NULL AND image_key = m.k",
-                          [set_id])
-    finally:
-        store.con.unregister("_capaudit_ns")
+               tbl, [set_id])
 
 
 def rows_with_meta(store, set_id: int) -> list[tuple]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from capaudit.store.schema import DETAIL_RENAMES, add_columns
+from capaudit.store.arrow_scan import ARROW, execute_on
 
 __all__ = ["write_details", "write_details_file"]
 
@@ -30,12 +31,8 @@ def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
     add_columns(store.con, "caption_details", stored_schema(details.schema))
     names = ", ".join(f'"{n}"' for n in tbl.column_names)
     values = ", ".join(f'CAST("{n}" AS VARCHAR)' if n in text else f'"{n}"' for n in tbl.column_names)
-    store.con.register("_details", tbl)
-    try:
-        store.con.execute(f"INSERT INTO caption_details (run_id, set_name, {names}) "
-                          f"SELECT ?, ?, {values} FROM _details", [run_id, set_name])
-    finally:
-        store.con.unregister("_details")
+    execute_on(store.con, f"INSERT INTO caption_details (run_id, set_name, {names}) "
+                          f"SELECT ?, ?, {values} FROM {ARROW}", tbl, [run_id, set_name])
 
 
 def write_details_file(store, run_id: int, set_name: str, path, shift: int = 0) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from capaudit.store.schema import FILTER_DDL
+from capaudit.store.arrow_scan import ARROW, execute_on
 
 __all__ = ["ensure_tables", "has_tables", "replace_log", "run_row", "log_rows",
            "action_counts", "caption_counts"]
@@ -33,11 +34,7 @@ def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
     ``[parent, filter, version, run_id, config_json, summary_json]``."""
     con.execute("DELETE FROM filter_log WHERE set_name = ?", [set_name])
     con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
-    con.register("_capaudit_filter_log", log)
-    try:
-        con.execute("INSERT INTO filter_log SELECT * FROM _capaudit_filter_log")
-    finally:
-        con.unregister("_capaudit_filter_log")
+    execute_on(con, f"INSERT INTO filter_log SELECT * FROM {ARROW}", log)
     con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
                 "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Mapping, Sequence
 
+from capaudit.store.arrow_scan import ARROW, execute_on
+
 __all__ = ["write_judged", "read_items", "JUDGED_METRIC_NOTE"]
 
 JUDGED_METRIC_NOTE = "judged; see judge_items for the verdicts"
@@ -54,16 +56,12 @@ def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
                         "critique": pa.array(cols["critique"], pa.string()),
                         "prompt_hash": pa.array(prompt, pa.string()),
                         "detail": pa.array(detail, pa.string())})
-        con.register("_judge_items", tbl)
-        try:
-            con.execute(
-                "INSERT INTO judge_items SELECT ?, ?, ?, ?, prompt_hash, ?, ?, ?, caption_idx, "
-                "image_id, kind, unit_idx, text, status, label, score, p_yes, critique, "
-                "detail FROM _judge_items",
-                [run_id, ident["judge_id"], ident["model"], ident["backend"],
-                 ident["evidence"], metric, set_name])
-        finally:
-            con.unregister("_judge_items")
+        execute_on(
+            con, "INSERT INTO judge_items SELECT ?, ?, ?, ?, prompt_hash, ?, ?, ?, caption_idx, "
+            "image_id, kind, unit_idx, text, status, label, score, p_yes, critique, "
+            f"detail FROM {ARROW}", tbl,
+            [run_id, ident["judge_id"], ident["model"], ident["backend"],
+             ident["evidence"], metric, set_name])
     base = {"judge_id": ident["judge_id"], "judge_model": ident["model"],
             "judge_backend": ident["backend"], "evidence": ident["evidence"],
             "prompts": ident["prompts"], "params": ident["params"], "note": JUDGED_METRIC_NOTE,

@@ -15,6 +15,7 @@ from typing import Iterator, Mapping
 import pyarrow as pa
 
 from capaudit.errors import InputError
+from capaudit.store.arrow_scan import ARROW, execute_on
 
 __all__ = ["SetInfo", "SetQueries"]
 
@@ -90,16 +91,12 @@ class SetQueries:
         if n == 0:
             return 0
         tbl = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        self.con.register("_capaudit_batch", tbl)
-        try:
-            meta = "meta" if "meta" in tbl.column_names else "NULL"
-            ns = "namespace" if "namespace" in tbl.column_names else "NULL"
-            self.con.execute(
-                f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta, "
-                f"namespace) SELECT ?, ? + row_number() OVER () - 1, image_key, "
-                f"image_id, caption, {meta}, {ns} FROM _capaudit_batch", [set_id, start_row])
-        finally:
-            self.con.unregister("_capaudit_batch")
+        meta = "meta" if "meta" in tbl.column_names else "NULL"
+        ns = "namespace" if "namespace" in tbl.column_names else "NULL"
+        execute_on(self.con,
+                   f"INSERT INTO captions (set_id, row_idx, image_key, image_id, caption, meta, "
+                   f"namespace) SELECT ?, ? + row_number() OVER () - 1, image_key, "
+                   f"image_id, caption, {meta}, {ns} FROM {ARROW}", tbl, [set_id, start_row])
         return n
 
     def finalize_set(self, set_id: int) -> None:
