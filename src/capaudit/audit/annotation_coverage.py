@@ -73,6 +73,11 @@ def kind_ids(annotations, kind: str) -> set | None:
     return None if value is None else set(value)
 
 
+def _ids(annotations, kind: str, ids_of: dict | None) -> set | None:
+    """:func:`kind_ids`, or the ones the caller already read (``ids_of``)."""
+    return ids_of[kind] if ids_of and kind in ids_of else kind_ids(annotations, kind)
+
+
 def source_namespace(store, source: str | None) -> str | None:
     """Namespace of an annotation source: the stored one's column, a file's name evidence."""
     if not source:
@@ -100,7 +105,7 @@ def measure(target: str, images, annotations, store=None,
     :func:`ids_by_namespace`) and ``ids_of`` (``{kind: kind_ids}``) when already at hand."""
     cov, by_ns = _uncounted(target, list(images), by_ns)
     for kind in needed_kinds(metrics):
-        ids = ids_of[kind] if ids_of is not None and kind in ids_of else kind_ids(annotations, kind)
+        ids = _ids(annotations, kind, ids_of)
         if ids is not None:
             _count(cov, by_ns, kind, ids, source_namespace(store, annotations.sources.get(kind)))
     return cov
@@ -239,8 +244,7 @@ def kept_ids(images, annotations, cov: Coverage, by_ns: dict | None = None,
     kinds = [k for k in cov.covered if k not in cov.dropped]
     if not kinds:
         return None
-    ids_of = ids_of or {}
-    ids = set().union(*(ids_of[k] if k in ids_of else kind_ids(annotations, k) for k in kinds))
+    ids = set().union(*(_ids(annotations, k, ids_of) for k in kinds))
     known = [cov.namespaces[k] for k in kinds if cov.namespaces[k]]
     keep, blocked, all_ids = set(), set(), set()
     for ns, group in (ids_by_namespace(images) if by_ns is None else by_ns).items():

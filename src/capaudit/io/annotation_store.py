@@ -23,7 +23,6 @@ from capaudit.io.ingest import fingerprint
 from capaudit.store import annotations as stored
 
 KINDS = ("instances", "chair-gt", "demographics")
-ANNOTATION_KINDS = ("instances", "chair_gt", "demographics")   # as metrics name their needs
 
 
 def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
@@ -130,14 +129,14 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
     read: an audit of CHAIR alone reads no instances or labels (#24: they cost a warm
     40k-caption CHAIR audit ~0.04 s). A kind left out is empty and out of ``sources``; one
     given by name must still exist (a typo is said, not ignored)."""
-    wanted = set(ANNOTATION_KINDS if kinds is None else kinds)
+    wanted = None if kinds is None else set(kinds)
     result = ann.Annotations()
     grouped = {"instances": ("instance_categories", "category", instances),
                "chair_gt": ("chair_gt", "object", chair_gt)}
     for attr, (table, col, given) in grouped.items():
         kind = attr.replace("_", "-")
         missing = f"no {kind} file or stored source named '{given}'"
-        if attr not in wanted:
+        if wanted is not None and attr not in wanted:
             if given and store is not None and not Path(given).exists():
                 _stored_source(store, kind, str(given), missing=missing)
             continue
@@ -154,11 +153,9 @@ def resolve_annotations(store=None, instances: str | Path | None = None,
             continue
         setattr(result, attr, value)
         result.sources[attr] = source
-    if "demographics" not in wanted:
+    if wanted is not None and "demographics" not in wanted:
         if demographics and store is not None and not Path(demographics).exists():
-            _stored_source(store, "demographics", str(demographics), missing=f"'{demographics}' "
-                           "is neither a demographics file nor a stored source",
-                           fix="pass an existing JSONL/CSV, or see capaudit annotations list")
+            _demographics_source(store, demographics)
         return result
     gender, skin_tone, source = demographic_labels(store, demographics)
     if source is not None:
@@ -181,11 +178,17 @@ def demographic_labels(store=None, ref: str | Path | None = None
         return gender, skin, str(ref)
     if store is None:
         return {}, {}, None
-    src = _stored_source(store, "demographics", None if ref is None else str(ref),
-                         missing=f"'{ref}' is neither a demographics file nor a stored source",
-                         fix="pass an existing JSONL/CSV, or see capaudit annotations list")
+    src = _demographics_source(store, ref)
     if src is None:
         return {}, {}, None
     rows = stored.demographic_rows(store, src)
     return ({r[0]: r[1] for r in rows if r[1]}, {r[0]: r[2] for r in rows if r[2]},
             f"store:{src}")
+
+
+def _demographics_source(store, ref: str | Path | None) -> str | None:
+    """The stored demographics source ``ref`` names (the most recent without ``ref``); a name
+    that is neither a file nor a stored source is an input error naming both."""
+    return _stored_source(store, "demographics", None if ref is None else str(ref),
+                          missing=f"'{ref}' is neither a demographics file nor a stored source",
+                          fix="pass an existing JSONL/CSV, or see capaudit annotations list")

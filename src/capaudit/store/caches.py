@@ -26,14 +26,14 @@ __all__ = ["get_parses", "put_parses", "get_embeddings", "put_embeddings"]
 
 
 def _lookup(store, query: str, keys: pa.Table, params: list | None = None) -> list[tuple]:
-    return execute_on(store.con, query.replace("_cache_keys", ARROW), keys, params).fetchall()
+    return execute_on(store.con, query, keys, params).fetchall()
 
 
 def get_parses(store, keys: Sequence[str]) -> dict[str, dict]:
     """``{key: features}`` of the keys present."""
     if store is None or not keys:
         return {}
-    rows = _lookup(store, "SELECT p.key, p.features FROM _cache_keys k JOIN parse_cache p "
+    rows = _lookup(store, f"SELECT p.key, p.features FROM {ARROW} k JOIN parse_cache p "
                           "ON p.key = k.key", pa.table({"key": pa.array(list(keys), pa.string())}))
     return {k: json.loads(v) for k, v in rows}
 
@@ -50,7 +50,7 @@ def get_embeddings(store, model: str, hashes: Sequence[str]) -> dict[str, np.nda
     """``{image sha256: float32 embedding}`` of the images already embedded by ``model``."""
     if store is None or not hashes:
         return {}
-    rows = _lookup(store, "SELECT e.image_sha256, e.embedding FROM _cache_keys k JOIN "
+    rows = _lookup(store, f"SELECT e.image_sha256, e.embedding FROM {ARROW} k JOIN "
                           "image_embeddings e ON e.image_sha256 = k.key WHERE e.model = ?",
                    pa.table({"key": pa.array(list(hashes), pa.string())}), [model])
     return {h: np.asarray(v, np.float32) for h, v in rows}

@@ -129,8 +129,7 @@ def _process_chunk(args: tuple[Sequence[str], np.ndarray, str, bool]) -> Caption
                 for t in r[4]:
                     tally[t] += k
         if not vocabulary:
-            tok_counts, posts = NOT_KEPT, NOT_KEPT
-            return _chunk_records(mode, n, n_tok, n_sent, gen, counts, flat, tok_counts, posts)
+            return _chunk_records(mode, n, n_tok, n_sent, gen, counts, flat, NOT_KEPT, NOT_KEPT)
         tok_counts = dict(tally)
         # a rare token's posting list: every caption using it, in order
         rare = {t for t, c in tok_counts.items() if c <= POSTING_CAP}
