@@ -198,3 +198,26 @@ def test_a_parent_ended_by_another_signal_takes_its_workers_along(shard_folder, 
         number = getattr(signal, sig).value
         assert proc.returncode == 128 + number, err[-2000:]
         assert err.strip().splitlines() == [f"capaudit: terminated by {sig}, nothing stored"]
+
+
+def _signal_handlers(_job):
+    return tuple(signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+
+
+def test_record_workers_leave_the_commands_signal_handling_to_it():
+    """The caption-analysis workers are forked from the command, whose SIGTERM handler raises
+    KeyboardInterrupt: inherited, the pool's own terminate() at the end of an audit printed a
+    worker's traceback, and a terminal's Ctrl-C one per worker. A worker ignores Ctrl-C (the
+    command ends the pool) and dies of SIGTERM/SIGHUP without a word."""
+    from capaudit.cli.main import _terminate_as_interrupt
+    from capaudit.text.records import _run_pool
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, _terminate_as_interrupt)
+        got = _run_pool(_signal_handlers, [0, 1, 2], 2)
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert got == [(signal.SIG_IGN, signal.SIG_DFL, signal.SIG_DFL)] * 3

@@ -246,8 +246,25 @@ def _run_pool(fn, jobs: list, workers: int) -> list:
     if len(jobs) == 1:
         return [fn(jobs[0])]
     ctx = mp.get_context("fork")
-    with ctx.Pool(min(workers, len(jobs))) as pool:
+    with ctx.Pool(min(workers, len(jobs)), initializer=_quiet_worker) as pool:
         return list(pool.imap(fn, jobs))
+
+
+def _quiet_worker() -> None:
+    """In each forked worker: the parent's signal handling is not the worker's. Forked, a
+    worker inherited the command's SIGTERM handler (raise KeyboardInterrupt), so the
+    pool's own ``terminate()`` at the end of every multi-worker audit could print a
+    worker's traceback; Ctrl-C, sent to the whole process group, printed one per worker.
+    The parent handles Ctrl-C and ends the pool; a worker just ends."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is read by no thread here
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
 
 
 def _deferring_chunk(job: tuple) -> tuple | None:
