@@ -24,8 +24,11 @@ details and hands them to a sink that drops them; ``cli`` is ``capaudit audit ru
 with the annotation files and a fresh store (details inserted into DuckDB, which holds
 a transaction's uncommitted rows in memory until the commit: the part that still grows
 per caption); ``cli-nodetails`` is the same with ``details: false`` (metrics only).
-Peak RSS is the process's own (``ru_maxrss``); the record workers are forked per
-chunk and reported apart (``workers``), they hold one chunk of captions each.
+Peak RSS is the process's own (``ru_maxrss``); for the in-process runs the record
+workers are forked per chunk and reported apart (``workers``), they hold one chunk of
+captions each. The ``cli`` runs start the command itself (``python -m capaudit.cli.main``,
+with the start-up settings of ``capaudit``: pyarrow's system allocator, one OpenBLAS
+thread) and report the largest process of it, which is the command, not a worker.
 
 3. ``--long N``: N long captions (ShareGPT4V length, about 178 tokens, all distinct:
    :func:`capaudit.audit.synthetic.long_captions`), one run each.
@@ -100,7 +103,6 @@ def child(args: argparse.Namespace) -> dict:
     path, what = Path(args.file), args.child
     t0, c0 = time.perf_counter(), cpu_seconds()
     if what.startswith("cli"):
-        from capaudit.cli.main import main
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["audit", "run", str(path), *annotation_args(args.shared), "--n-boot",
                     str(args.n_boot), "--workers", str(args.workers),
@@ -108,10 +110,18 @@ def child(args: argparse.Namespace) -> dict:
             if what == "cli-nodetails":  # metrics only: no caption_details rows
                 (Path(tmp) / "c.yaml").write_text("audit:\n  details: false\n")
                 argv += ["--config", str(Path(tmp) / "c.yaml")]
-            code = main(argv)
-            if code:
-                raise SystemExit(f"capaudit {' '.join(argv)} exited {code}")
-            out = {"n_captions": None}
+            # the command as a user runs it, in its own process: its start-up settings
+            # (pyarrow's allocator, OpenBLAS threads) are those of ``capaudit``, not this script's
+            done = subprocess.run([sys.executable, "-m", "capaudit.cli.main", *argv],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if done.returncode:
+                raise SystemExit(f"capaudit {' '.join(argv)} exited {done.returncode}:\n"
+                                 f"{done.stderr[-2000:]}")
+        # the command and its record workers are this process's only children: the
+        # largest of them is the command itself (the workers hold one chunk each)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        return {"n_captions": None, "peak_rss_mb": round(peak, 1), "workers_peak_rss_mb": None,
+                "seconds": round(time.perf_counter() - t0, 1), "cpu_s": round(cpu_seconds() - c0, 1)}
     else:
         from capaudit.audit.engine import audit_stream
         from capaudit.io.targets import resolve_target
@@ -134,6 +144,11 @@ def measure(args: argparse.Namespace, what: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _workers(got: dict) -> str:
+    """The workers' peak where it is measured apart (in-process runs), else nothing."""
+    return "" if got["workers_peak_rss_mb"] is None else f"{got['workers_peak_rss_mb']:.0f}, "
+
+
 def series(args, label: str, points: list[tuple[int, int]], tmp: Path, long: bool = False) -> None:
     runs = args.runs.split(",")
     print(f"\n{label}")
@@ -147,7 +162,7 @@ def series(args, label: str, points: list[tuple[int, int]], tmp: Path, long: boo
                     else write_captions(args.shared, path, n, k))
         got = [measure(args, r, path) for r in runs]
         print(f"{n:>10,} {k:>8,} " + " ".join(f"{g['peak_rss_mb']:>18.1f}" for g in got)
-              + "   (" + "; ".join(f"{g['workers_peak_rss_mb']:.0f}, {g['cpu_s']}" for g in got)
+              + "   (" + "; ".join(_workers(g) + f"{g['cpu_s']}" for g in got)
               + f") load {os.getloadavg()[0]:.2f}", flush=True)
         if not args.keep:
             path.unlink()
@@ -184,7 +199,7 @@ def main() -> None:
         print(json.dumps(child(args)))
         return
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; workers={args.workers}, "
-          f"n_boot={args.n_boot}; peak RSS of each run's own process (fresh)")
+          f"n_boot={args.n_boot}; peak RSS of each run's own process (fresh; cli: the command's)")
     with tempfile.TemporaryDirectory() as t:
         tmp = args.keep or Path(t)
         tmp.mkdir(parents=True, exist_ok=True)
