@@ -11,6 +11,8 @@ load targets without importing the runner (and the runner can import them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -161,23 +163,41 @@ def target_images(store, target) -> list[tuple]:
         path = Path(target.source)
         reader = get_reader(detect_format(path))
         batches = lambda: reader.read(path)
-    seen: dict = {}
+    seen: dict = {}    # image key -> (image id, namespace) of its first row
     for batch in batches():
-        names = batch.schema.names
-        spaces = (batch.column("namespace").to_pylist() if "namespace" in names
-                  else [None] * batch.num_rows)
-        for key, iid, ns in zip(batch.column("image_key").to_pylist(),
-                                batch.column("image_id").to_pylist(), spaces):
+        keys, ids = batch.column("image_key").to_pylist(), batch.column("image_id").to_pylist()
+        named = "namespace" in batch.schema.names
+        if not seen and not named:
+            # the common file (no namespace column), in C: keys in order of first row, each
+            # with its first row's id (the reversed dict's last write) (#24: a Python loop
+            # over every row was a twentieth of a warm 40k-caption CHAIR audit)
+            first = dict(zip(reversed(keys), reversed(ids)))
+            order = dict.fromkeys(keys)
+            seen = dict(zip(order, zip(map(first.__getitem__, order), repeat(None))))
+            continue
+        pairs = zip(ids, batch.column("namespace").to_pylist() if named else repeat(None))
+        for key, pair in zip(keys, pairs):
             if key not in seen:
-                seen[key] = (iid, ns)
+                seen[key] = pair
     # as `sets add` does: the reader's namespace (its file's evidence), else the key's own;
     # a bare number (most keys) is evidence of none: skip the pattern search
-    rows = [(key, iid, ns if ns is not None or iid is None
-             else None if type(key) is str and key.isdigit() else infer_namespace(key))
-            for key, (iid, ns) in seen.items()]
+    if _bare_numbers(seen):
+        rows = list(zip(seen, map(itemgetter(0), seen.values()), repeat(None)))
+    else:
+        rows = [(key, iid, ns if ns is not None or iid is None
+                 else None if type(key) is str and key.isdigit() else infer_namespace(key))
+                for key, (iid, ns) in seen.items()]
     # and, as there, what the file itself names (a dataset column) when no key disagrees
     evidence = file_evidence(getattr(reader, "evidence_namespace", None),
                              (ns for _, _, ns in rows))
     if evidence:
         rows = [(key, iid, evidence) for key, iid, _ in rows]
     return rows
+
+
+def _bare_numbers(seen: dict) -> bool:
+    """Every key a bare number and no row naming a namespace: no key is evidence of one."""
+    try:
+        return all(map(str.isdigit, seen)) and not any(ns for _, ns in seen.values())
+    except TypeError:   # a key that is not text (None)
+        return False
