@@ -178,8 +178,10 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         results[t.name] = res
 
     if store is not None:
-        with store.transaction(), (store.bounded_cache() if _bounded(resolved, cfg)
-                                   else nullcontext()):
+        # the limit outlives the commit: the COMMIT of 800k details rows, run unbounded,
+        # was the audit's peak (+20 MB, #24)
+        with (store.bounded_cache() if _bounded(resolved, cfg) else nullcontext()), \
+                store.transaction():
             run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())
