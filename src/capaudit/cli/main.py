@@ -88,7 +88,7 @@ def _asked_app(argv: list[str]) -> typer.Typer:
 
 def _name(command) -> str:
     """A registered command's name as typer derives it."""
-    return command.name or command.callback.__name__.lower().replace("_", "-")
+    return command.name or typer.main.get_command_name(command.callback.__name__)
 
 
 def _usage_error_types() -> tuple[type, ...]:
@@ -186,13 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     from capaudit.core.names import check_path_text
     from capaudit.errors import CapauditError, shown
 
-    set_command(argv if argv is not None else sys.argv[1:])
+    args = list(argv if argv is not None else sys.argv[1:])
+    set_command(args)
     keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
         _end_start_up()
-        for arg in (argv if argv is not None else sys.argv[1:]):
+        for arg in args:
             check_path_text(arg)  # the store keeps the command line and paths as text
-        args = list(argv if argv is not None else sys.argv[1:])
         code = _asked_app(args)(args=args, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:
         sys.stderr.write(f"capaudit: error: {shown(str(exc), one_line=True)}\n")
