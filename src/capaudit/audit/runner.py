@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -178,10 +177,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         results[t.name] = res
 
     if store is not None:
-        # the limit outlives the commit: the COMMIT of 800k details rows, run unbounded,
-        # was the audit's peak (+20 MB, #24)
-        with (store.bounded_cache() if _bounded(resolved, cfg) else nullcontext()), \
-                store.transaction():
+        with store.bulk_transaction(bounded=_bounded(resolved, cfg)):
             run_id = store.start_run(current_command(),
                                      {**cfg, "annotation_sources": annotations.sources},
                                      cfg["seed"], package_versions())

@@ -74,9 +74,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
                                      name=name, store=store)
     wall = time.perf_counter() - t0
     res.meta["wall_s"] = round(wall, 3)
-    # details by the million: the limit outlives the commit (unbounded, the commit of an
-    # 800k-caption audit was its peak, #24)
-    with store.bounded_cache(), store.transaction():
+    with store.bulk_transaction():   # details by the million
         run_id = store.start_run(current_command(), {**stored, "annotation_sources":
                                                      annotations.sources},
                                  cfg.seed, package_versions())
