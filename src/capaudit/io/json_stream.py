@@ -1,0 +1,159 @@
+"""A JSON array read record by record, with the exact text of each record and of the gaps.
+
+Why: ShareGPT4V, LLaVA and COCO results files are published as one JSON array, and a
+pretraining set's array (1.2M records, ~1.3 GB) must neither be held whole by a reader
+nor by the writer that puts a cleaned set back in that layout. The array is read in
+chunks; each record is parsed by the C decoder (``json.JSONDecoder.raw_decode``), which
+also gives the record's end, so the stream carries the record's *exact text* beside its
+value. Concatenating every piece in order gives back the file byte for byte: a writer
+copies untouched records verbatim and re-writes only the records it changed, whatever
+indentation or escaping the file was written with.
+
+Pieces are ``("gap", index, text, None)`` (everything outside records: the opening
+bracket, commas, whitespace, a BOM, the closing bracket; ``index`` is the record that
+follows, ``-1`` after the last) and ``("record", index, text, value)``. Errors are one
+line naming the file and the record (1-based): a document that is not an array, a
+malformed or truncated record, one nested too deeply, one larger than
+:data:`MAX_RECORD_CHARS`, bytes that are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from capaudit.errors import InputError
+
+__all__ = ["iter_array_pieces", "iter_array_records", "is_json_array", "CHUNK_CHARS",
+           "MAX_RECORD_CHARS"]
+
+CHUNK_CHARS = 1 << 20            # characters decoded per read
+MAX_RECORD_CHARS = 256 << 20     # one record larger than this is refused, not buffered
+_WS = " \t\r\n"
+_DECODER = json.JSONDecoder()
+
+
+class _Chunks:
+    """The text of a binary stream, decoded incrementally (no newline translation)."""
+
+    def __init__(self, fh: IO[bytes], path, chunk_chars: int):
+        self.fh, self.path, self.size = fh, path, chunk_chars
+        self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self.eof = False
+        self.offset = 0          # bytes read so far (for the UTF-8 error)
+
+    def read(self) -> str:
+        if self.eof:
+            return ""
+        raw = self.fh.read(self.size)
+        self.eof = not raw
+        try:
+            text = self.decoder.decode(raw, final=self.eof)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not valid UTF-8 (byte {self.offset + exc.start})",
+                             path=self.path, fix="re-encode the file as UTF-8") from None
+        self.offset += len(raw)
+        return text
+
+
+def _skip(buf: str, pos: int, chars: str) -> int:
+    while pos < len(buf) and buf[pos] in chars:
+        pos += 1
+    return pos
+
+
+def iter_array_pieces(fh: IO[bytes], path: str | Path | None = None, *,
+                      chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[str, int, str, Any]]:
+    """The pieces of the top-level JSON array in ``fh`` (binary), in file order."""
+    src = _Chunks(fh, path, chunk_chars)
+    buf = src.read()
+    while len(buf) < 2 and not src.eof:
+        buf += src.read()
+    start = 1 if buf.startswith("\ufeff") else 0          # a BOM (Notepad's): not content
+    pos = _skip(buf, start, _WS)
+    while pos >= len(buf) and not src.eof:
+        buf += src.read()
+        pos = _skip(buf, pos, _WS)
+    if buf[pos:pos + 1] != "[":
+        raise InputError("not a JSON array", path=path,
+                         fix="a JSON list of records, or JSONL with one object per line")
+    pos, index, gap_from = pos + 1, 0, 0
+    while True:
+        pos = _skip(buf, pos, _WS + ("," if index else ""))
+        if pos >= len(buf):
+            if src.eof:
+                raise InputError(f"the JSON array ends early, after record {index}",
+                                 path=path, fix="the file was cut short: copy it again")
+            buf, pos, gap_from = buf[gap_from:] + src.read(), pos - gap_from, 0
+            continue
+        if buf[pos] == "]":
+            if "," in buf[gap_from:pos]:
+                raise InputError(f"malformed JSON after record {index} (a comma before the "
+                                 "closing bracket)", path=path, row=index,
+                                 fix="remove the trailing comma")
+            tail = buf[gap_from:]
+            while not src.eof:
+                tail += src.read()
+            rest = tail[pos - gap_from + 1:]
+            if rest.strip(_WS):
+                raise InputError("text after the end of the JSON array", path=path,
+                                 fix="one JSON array per file")
+            yield "gap", -1, tail, None
+            return
+        if index and buf[gap_from:pos].count(",") != 1:
+            raise InputError(f"malformed JSON before record {index + 1} (a comma "
+                             "missing or doubled)", path=path, row=index + 1,
+                             fix="repair the JSON, or use JSONL with one object per line")
+        value, end, buf, pos, gap_from = _record(src, buf, pos, gap_from, index, path)
+        yield "gap", index, buf[gap_from:pos], None
+        yield "record", index, buf[pos:end], value
+        pos, gap_from, index = end, end, index + 1   # the buffer drops it at the next read
+
+
+def _record(src: _Chunks, buf: str, pos: int, gap_from: int, index: int, path):
+    """Decode the record at ``pos``, reading more while it runs past the buffer."""
+    while True:
+        try:
+            value, end = _DECODER.raw_decode(buf, pos)
+        except json.JSONDecodeError as exc:
+            if src.eof and (exc.pos >= len(buf) or exc.msg.startswith("Unterminated")):
+                raise InputError(f"the JSON array ends early, in record {index + 1}",
+                                 path=path, row=index + 1,
+                                 fix="the file was cut short: copy it again") from None
+            if src.eof or not _truncated(exc, len(buf)):
+                raise InputError(f"record {index + 1} is not valid JSON ({exc.msg})",
+                                 path=path, row=index + 1,
+                                 fix="repair the JSON, or use JSONL with one object per "
+                                     "line") from None
+        except RecursionError:
+            raise InputError(f"record {index + 1} is nested too deeply to read", path=path,
+                             row=index + 1, fix="flatten the record") from None
+        else:  # a number or a literal at the buffer's end may go on in the next chunk
+            if src.eof or buf[end - 1] in "]}\"" or end < len(buf) and buf[end] in _WS + ",]":
+                return value, end, buf, pos, gap_from
+        if len(buf) - pos > MAX_RECORD_CHARS:
+            raise InputError(f"record {index + 1} is larger than {MAX_RECORD_CHARS >> 20}M "
+                             "characters", path=path, row=index + 1,
+                             fix="split the record; captions need far less")
+        buf, pos, gap_from = buf[gap_from:] + src.read(), pos - gap_from, 0
+
+
+def _truncated(exc: json.JSONDecodeError, size: int) -> bool:
+    """Whether the decoder stopped because the text ran out (the chunk ended inside a
+    string, or within the last few characters: a cut literal, number or escape)."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= size - 16
+
+
+def iter_array_records(fh: IO[bytes], path: str | Path | None = None, *,
+                       chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[int, Any]]:
+    """``(0-based index, value)`` of each record of the top-level JSON array in ``fh``."""
+    for kind, index, _, value in iter_array_pieces(fh, path, chunk_chars=chunk_chars):
+        if kind == "record":
+            yield index, value
+
+
+def is_json_array(head: bytes) -> bool:
+    """Whether a file's first bytes open a JSON array (after a BOM and whitespace)."""
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
