@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import file_evidence, infer_namespace
+from capaudit.io.imageids import file_evidence, infer_namespace, is_digit_key
 
 __all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
 
@@ -185,7 +185,7 @@ def target_images(store, target) -> list[tuple]:
         rows = list(zip(seen, map(itemgetter(0), seen.values()), repeat(None)))
     else:
         rows = [(key, iid, ns if ns is not None or iid is None
-                 else None if type(key) is str and key.isdigit() else infer_namespace(key))
+                 else None if is_digit_key(key) else infer_namespace(key))
                 for key, (iid, ns) in seen.items()]
     # and, as there, what the file itself names (a dataset column) when no key disagrees
     evidence = file_evidence(getattr(reader, "evidence_namespace", None),
@@ -198,6 +198,6 @@ def target_images(store, target) -> list[tuple]:
 def _bare_numbers(seen: dict) -> bool:
     """Every key a bare number and no row naming a namespace: no key is evidence of one."""
     try:
-        return all(map(str.isdigit, seen)) and not any(ns for _, ns in seen.values())
+        return all(map(is_digit_key, seen)) and not any(ns for _, ns in seen.values())
     except TypeError:   # a key that is not text (None)
         return False

@@ -138,8 +138,9 @@ class _DuckReader(CaptionReader):
     @staticmethod
     def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
         """image_key and image_id, the SQL twin of :func:`parse_image_id`: whole numbers up to
-        18 digits and COCO file names are image ids; anything else ("1.5", "7.6", "-3") is
-        kept as text only, never rounded (a cast alone turned 1.5 into 2). Text ids are read
+        18 digits and COCO file names are image ids; anything else ("1.5", "3.0", "-3", a
+        float column's 3.0, "0801961485534636") is kept as text only, never rounded (a cast
+        alone turned 1.5 into 2). Text ids are read
         as text, so a file whose ids turn from integers into file names after the sampled
         rows cannot fail half-way. (A JSON float like 3.0 reads as the text "3.0".)"""
         if idc is None:
@@ -150,8 +151,7 @@ class _DuckReader(CaptionReader):
             return key, (f"CASE WHEN {col} >= 0 AND {col} < 1000000000000000000 "
                          f"THEN CAST({col} AS BIGINT) END")
         if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
-            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND {col} >= 0 "
-                         f"AND {col} < 1e18 THEN CAST({col} AS BIGINT) END")
+            return key, "NULL::BIGINT"   # a fraction is no id, not even 3.0 (imageids' rule)
         # fast exact path first: the integer whose text is the id itself (no rounding)
         num = f"TRY_CAST({key} AS BIGINT)"
         return key, (f"CASE WHEN CAST({num} AS VARCHAR) = {key} AND {num} >= 0 AND "

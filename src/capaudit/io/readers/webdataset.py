@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.core.ranges import env_number
-from capaudit.io.imageids import infer_namespace, is_row_key, key_image_id, parse_image_id
+from capaudit.io.imageids import (infer_namespace, is_digit_key, is_row_key, key_image_id,
+                                  parse_image_id)
 from capaudit.io.readers.base import CaptionReader, make_batch
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | No
     if is_row_key(key, meta):
         return None, None
     iid = key_image_id(key)
-    return iid, (None if iid is None or key.isdigit() else infer_namespace(key))
+    return iid, (None if iid is None or is_digit_key(key) else infer_namespace(key))
 
 
 def _spaces(spaces: list) -> list | None:
