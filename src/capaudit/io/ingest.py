@@ -80,7 +80,7 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     bad = captions.first_blank_row(store, set_id, _WHITESPACE)
     if bad is not None:
         raise InputError("empty or missing caption", path=path,
-                         row=reader.record_row(path, bad),
+                         row=reader.record_row(path, captions.source_record(store, set_id, bad)),
                          fix="drop the record or give it a caption")
     return captions.count_rows(store, set_id)
 

@@ -49,6 +49,14 @@ def first_blank_row(store, set_id: int, whitespace: str) -> int | None:
     return row[0] if row else None
 
 
+def source_record(store, set_id: int, row_idx: int) -> int:
+    """The source record (``meta.src``) caption row ``row_idx`` came from: the row itself
+    unless ``--where`` left records out before it."""
+    row = store.one("SELECT TRY_CAST(json_extract(meta, '$.src') AS BIGINT) FROM captions "
+                    "WHERE set_id = ? AND row_idx = ?", [set_id, row_idx])
+    return row[0] if row and row[0] is not None else row_idx
+
+
 def count_rows(store, set_id: int) -> int:
     """Number of caption rows stored for the set."""
     return store.one("SELECT count(*) FROM captions WHERE set_id = ?", [set_id])[0]
