@@ -63,6 +63,10 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
+    from capaudit.io.ingest import answers_warning
+
+    if (warning := answers_warning(info.meta)) is not None:
+        console.print(warning)
 
 
 @sets_app.command("list")
@@ -110,6 +114,10 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     if given:   # how the file was read (--split test, --turns all, ...): part of what the set is
         console.print("options " + esc("  ".join(f"{k}={v}" for k, v in given.items())),
                       markup=True)
+    from capaudit.io.ingest import answers_warning
+
+    if (warning := answers_warning(info.meta)) is not None:
+        console.print(warning)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

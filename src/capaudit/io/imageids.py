@@ -99,6 +99,40 @@ def parse_image_id(value) -> int | None:
     return None
 
 
+# An image named by text (a URL, an Open Images key, a path) has no id to join, but it is
+# one image: the audit's bootstrap unit and every count of images take it as one, under a
+# unit key at or above ID_LIMIT (no id is that large, so it never joins an annotation).
+_KEYED_SPAN = 2**63 - 1 - ID_LIMIT
+
+
+def keyed_unit(key) -> int | None:
+    """The audit's unit key of an image named by the text ``key`` (``None``: no key): a
+    64-bit hash, stable across runs and machines, placed past every image id."""
+    if key is None:
+        return None
+    import hashlib
+
+    digest = hashlib.blake2b(str(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return ID_LIMIT + int.from_bytes(digest, "big") % _KEYED_SPAN
+
+
+def image_units(ids: list, keys: list) -> list:
+    """Each row's unit: its image id, else :func:`keyed_unit` of its key. Two rows are one
+    image when they have one id, or no id and one key: the rule ``sets add``, ``sets show``
+    and the audit count images by (:func:`capaudit.store.captions.image_count`)."""
+    if None not in ids:
+        return ids
+    cache: dict = {}
+    out = []
+    for iid, key in zip(ids, keys):
+        if iid is None:
+            iid = cache.get(key)
+            if iid is None:
+                iid = cache[key] = keyed_unit(key)
+        out.append(iid)
+    return out
+
+
 def key_image_id(key) -> int | None:
     """:func:`parse_image_id` of a sample key, which may also be a COCO file name without its
     extension (webdataset keys drop it: ``COCO_val2014_000000011340``)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import file_evidence, infer_namespace, is_digit_key
+from capaudit.io.imageids import file_evidence, image_units, infer_namespace, is_digit_key
 
 __all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
 
@@ -47,9 +47,18 @@ class StreamTarget:
         return range(self.n or 0)
 
 
+def batch_units(batch) -> list:
+    """A batch's bootstrap units: the image id, else the unit of the image key (an image
+    named by text is one image, :func:`~capaudit.io.imageids.image_units`)."""
+    ids = batch.column("image_id")
+    if ids.null_count == 0:
+        return ids.to_pylist()
+    return image_units(ids.to_pylist(), batch.column("image_key").to_pylist())
+
+
 def _batches_rows(batches) -> Iterator[tuple]:
     for batch in batches:
-        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
+        yield from zip(batch_units(batch), batch.column("caption").to_pylist())
 
 
 def resolve_target(store, target: str) -> StreamTarget:
@@ -71,7 +80,7 @@ def resolve_target(store, target: str) -> StreamTarget:
             caps = batch.column("caption").to_pylist()
             check_captions(caps, path, row)
             row += batch.num_rows
-            yield from zip(batch.column("image_id").to_pylist(), caps)
+            yield from zip(batch_units(batch), caps)
 
     return StreamTarget(_file_name(path), str(path), target, rows, batches=batches)
 

@@ -23,9 +23,9 @@ from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
                                          id_like, missing_caption, missing_id)
-from capaudit.io.readers.rescan import (csv_delimiter, csv_has_header, csv_record_row,
-                                          jsonl_record_row, nested_records, scan_csv,
-                                          scan_jsonl)
+from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
+                                          csv_record_row, jsonl_record_row, nested_records,
+                                          oversized, scan_csv, scan_jsonl)
 
 DATASET_COLUMNS = ("dataset_id", "dataset", "dataset_name")  # a column naming the dataset
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
@@ -65,7 +65,7 @@ class _DuckReader(CaptionReader):
         return None
 
     def diagnose(self, path: Path, exc: Exception) -> InputError:
-        err = self.scan(path)
+        err = oversized(path, exc) or (None if compressed(path) else self.scan(path))
         if err is not None:
             return err
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -254,7 +254,7 @@ class JsonlReader(_DuckReader):
 
     def record_row(self, path: Path, index: int) -> int:
         """Line number of record ``index``: DuckDB skips blank lines, the count does not."""
-        return jsonl_record_row(path, index)
+        return index + 1 if compressed(path) else jsonl_record_row(path, index)
 
 
 class CsvReader(_DuckReader):
