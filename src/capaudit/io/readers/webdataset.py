@@ -66,7 +66,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"not a readable tar shard ({exc})", path=tar_path) from None
     current, files, n_members, n_samples = None, {}, 0, 0
-    with tf:
+    seen: set[str] = set()    # member names: a second member of a name is refused, never
+    with tf:                  # read over the first (tar keeps both; extraction keeps one)
         members = iter(tf)
         while True:
             try:
@@ -81,6 +82,11 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
             name = member.name.rsplit("/", 1)[-1]
             if "." not in name:
                 continue
+            if member.name in seen:
+                raise InputError(f"member '{member.name}' appears twice in the tar: which one "
+                                 "holds the sample is not known", path=tar_path,
+                                 fix="rebuild the shard with one member per name")
+            seen.add(member.name)
             key, ext = name.split(".", 1)
             prefix = member.name[: -len(name)]
             key = prefix + key
