@@ -115,11 +115,18 @@ def test_captions_of_one_keyed_image_are_one_bootstrap_unit():
     assert (res.meta["n_images"], res.results["length"].n_images) == (2, 2)
 
 
-def test_full_width_digits_never_join_a_coco_image(store, tmp_path, shared):
-    src = tmp_path / "fw.jsonl"
-    src.write_text(json.dumps({"image_id": "３９１８９５", "caption": "a man on a bike"}) + "\n")
-    add_caption_set(store, "fw", src)
-    assert store.sql("SELECT image_key, image_id FROM captions") == [("３９１８９５", None)]
+def test_full_width_digits_never_join_a_coco_image(store, tmp_path):
+    # before: the Python readers took "３９１８９５" (and "３９１８９５.jpg") for image 391895
+    conv = [{"from": "human", "value": "<image>"}, {"from": "gpt", "value": "a man on a bike"}]
+    files = {"fw.jsonl": json.dumps({"image_id": "３９１８９５", "caption": "a man"}) + "\n",
+             "fw_s4v.json": json.dumps([{"id": "1", "image": "coco/train2017/３９１８９５.jpg",
+                                         "conversations": conv},
+                                        {"id": "2", "image": "３９１８９５", "conversations": conv}]),
+             "fw_fusecap.json": json.dumps({"３９１８９５.jpg": "a man on a bike"})}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        add_caption_set(store, name.split(".")[0], tmp_path / name)
+    assert store.sql("SELECT count(*), count(image_id) FROM captions") == [(4, 0)]
 
 
 GOOD = {"chair-gt": '{"image_id": 7, "objects": ["cat"]}',
