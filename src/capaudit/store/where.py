@@ -154,4 +154,5 @@ def filtered_select(con, key_sql: str | None, id_sql: str, cap_sql: str, extra: 
     key = key_sql or "CAST(_src AS VARCHAR)"
     return (f"SELECT {key} AS image_key, {id_sql} AS image_id, {cap_sql} AS caption, "
             f"json_object('src', _src)::VARCHAR AS meta FROM (SELECT *{extra}, "
-            f"row_number() OVER () - 1 AS _src FROM {src}) WHERE _src IN ({keep})")
+            f"row_number() OVER () - 1 AS _src FROM {src}) WHERE _src IN ({keep}) "
+            "ORDER BY _src")          # file order, whatever order the semi-join hands on
