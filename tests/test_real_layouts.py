@@ -178,3 +178,15 @@ def test_real_captions_carry_no_answers_warning(store, shared):
     info = add_caption_set(store, "llava", shared("data", "real",
                                                   "llava_coco2014_val_gpt4_qa_30x3.jsonl")).info
     assert "answers_like" not in (info.meta or {})
+
+
+def test_short_answers_warn_only_past_a_handful(store, tmp_path):
+    def add(name, caps):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"image_id": i + 1, "caption": c}) + "\n"
+                                for i, c in enumerate(caps)))
+        return (add_caption_set(store, name, path).info.meta or {}).get("answers_like")
+    assert add("few", ["a man", "two dogs", "a cat"]) is None           # 3 captions: no evidence
+    assert add("many", ["Red.", "Two.", "Yes."] * 7) == {"captions": 21, "short": 21,
+                                                         "letters": 0}
+    assert add("letters", ["A", "(B)", "c."]) == {"captions": 3, "short": 3, "letters": 3}

@@ -119,7 +119,7 @@ def keyed_unit(key) -> int | None:
 def image_units(ids: list, keys: list) -> list:
     """Each row's unit: its image id, else :func:`keyed_unit` of its key. Two rows are one
     image when they have one id, or no id and one key: the rule ``sets add``, ``sets show``
-    and the audit count images by (:func:`capaudit.store.captions.image_count`)."""
+    and the audit count images by (:data:`capaudit.store.sets.IMAGE`)."""
     if None not in ids:
         return ids
     cache: dict = {}

@@ -109,7 +109,8 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
         captions.set_row_namespaces(store, set_id, {k: v[0] for k, v in found.items()})
 
 
-ANSWERS_SHARE = 0.5   # captions of one or two words past this share: an answers file
+ANSWERS_SHARE = 0.5   # captions of one or two words past this share: an answers file ...
+ANSWERS_MIN = 20      # ... of at least this many captions
 
 
 def _note_answers(store: Store, set_id: int) -> None:
@@ -117,7 +118,9 @@ def _note_answers(store: Store, set_id: int) -> None:
     ``--skip-no-image``) is answers, not captions: read, with the counts in the set's meta,
     which ``sets add`` and ``sets show`` print as a warning (:func:`answers_warning`)."""
     n, short, letters = captions.short_caption_counts(store, set_id)
-    if n and short >= ANSWERS_SHARE * n:
+    # lone letters say it at any size; short captions only past a handful (two words of
+    # a five-caption file are no evidence)
+    if n and (letters >= ANSWERS_SHARE * n or n >= ANSWERS_MIN and short >= ANSWERS_SHARE * n):
         store.update_set_meta(set_id, {"answers_like": {"captions": n, "short": short,
                                                         "letters": letters}})
 
