@@ -94,9 +94,10 @@ class _DuckReader(CaptionReader):
         """(id column or None, caption column), or one line naming the columns there are and
         the likely ones (:mod:`capaudit.io.readers.columns`)."""
         cap = self.caption_col or next((c for c in self.caption_candidates if c in cols), None)
-        if cap is None or cap not in cols:  # a broken first line, an empty file or records
-            numbered = all(c == f"column{i}" for i, c in enumerate(cols))  # nested in a list
-            err = self.scan(path) or nested_records(path, desc)  # hide the columns
+        if cap is None or cap not in cols:
+            numbered = all(c == f"column{i}" for i, c in enumerate(cols))  # DuckDB's names
+            # a broken first line, an empty file or records nested in a list hide the columns
+            err = self.scan(path) or nested_records(path, desc)
             raise err or missing_caption(cols, self._sample(con, path), path=path,
                                          given=self.caption_col, numbered=numbered) from None
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col")
