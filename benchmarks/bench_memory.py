@@ -4,7 +4,7 @@
         [--captions 100000,200000,400000,800000] [--images 40504] \
         [--image-counts 5000,10000,20000,40504] [--fixed-captions 200000] \
         [--runs stream,stream+details,cli] [--workers 2] [--n-boot 1000] [--keep DIR] \
-        [--long 100000]
+        [--long 100000] [--json-array 1200000 --captions '' --image-counts '']
 
 What "flat" means here: with the images fixed, peak RSS must not grow with the
 number of captions (more captions per image). Per-image state legitimately grows
@@ -32,6 +32,12 @@ thread) and report the largest process of it, which is the command, not a worker
 
 3. ``--long N``: N long captions (ShareGPT4V length, about 178 tokens, all distinct:
    :func:`capaudit.audit.synthetic.long_captions`), one run each.
+4. ``--json-array N``: N ShareGPT4V-layout records (``{"id", "image", "conversations"}``,
+   the long captions of 3.) written twice, as one JSON array (as ShareGPT4V publishes them)
+   and as JSONL, each audited by ``capaudit audit run --metrics chair_s,chair_i,length``
+   (``--array-metrics``) in a fresh process: the array is streamed record by record
+   (:mod:`capaudit.io.json_stream`), so its peak should be within 10% of the JSONL one
+   (#36: read whole, 1.2M records peaked at 3.94 GB against 380 MB). Only the ``cli`` run.
 
 Captions are distinct: caption ``i`` joins two COCO human captions ``(i mod m,
 (i mod m + 1 + i div m) mod m)`` (about 22 tokens), so identical-caption
@@ -92,6 +98,45 @@ def write_long_captions(shared: Path, path: Path, n: int) -> Path:
     return path
 
 
+def write_sharegpt4v(shared: Path, array: Path, lines: Path, n: int) -> None:
+    """``n`` ShareGPT4V records of long captions, as one JSON array and as JSONL (the same
+    records, byte for byte the same record text)."""
+    from capaudit.audit.synthetic import long_captions
+
+    prompt = "<image>\nDescribe this image in detail."
+    with open(array, "w", encoding="utf-8") as arr, open(lines, "w", encoding="utf-8") as jl:
+        arr.write("[\n")
+        for i, (iid, cap) in enumerate(long_captions(
+                shared / "data" / "coco2014" / "captions_val2014_subset.json", n)):
+            rec = json.dumps({"id": f"{iid:012d}-{i}",
+                              "image": f"coco/train2017/{iid:012d}.jpg",
+                              "conversations": [{"from": "human", "value": prompt},
+                                                {"from": "gpt", "value": cap}]})
+            arr.write((",\n" if i else "") + rec)
+            jl.write(rec + "\n")
+        arr.write("\n]\n")
+
+
+def json_array_series(args, n: int, tmp: Path) -> None:
+    """Series 4: the same records as a JSON array and as JSONL, audited by the CLI."""
+    array, lines = tmp / f"sharegpt4v_{n}.json", tmp / f"sharegpt4v_{n}.jsonl"
+    if not (args.keep and array.exists() and lines.exists()):
+        write_sharegpt4v(args.shared, array, lines, n)
+    print(f"\n4. {n:,} ShareGPT4V records, --metrics {args.array_metrics}: JSON array vs "
+          "JSONL (cli, fresh process)")
+    got = {}
+    for label, path in (("JSONL", lines), ("JSON array", array)):
+        got[label] = measure(args, "cli", path)
+        print(f"{label:>12}: peak {got[label]['peak_rss_mb']:8.1f} MB, CPU "
+              f"{got[label]['cpu_s']} s, {got[label]['seconds']} s wall, load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
+    ratio = got["JSON array"]["peak_rss_mb"] / got["JSONL"]["peak_rss_mb"]
+    print(f"  array / JSONL peak: {ratio:.3f} ({'within' if ratio <= 1.10 else 'OVER'} 10%)")
+    if not args.keep:
+        array.unlink()
+        lines.unlink()
+
+
 def rss() -> dict:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -107,6 +152,8 @@ def child(args: argparse.Namespace) -> dict:
             argv = ["audit", "run", str(path), *annotation_args(args.shared), "--n-boot",
                     str(args.n_boot), "--workers", str(args.workers),
                     "--db", str(Path(tmp) / "m.duckdb")]
+            if args.array_metrics and path.name.startswith("sharegpt4v_"):   # series 4
+                argv += ["--metrics", args.array_metrics]
             if what == "cli-nodetails":  # metrics only: no caption_details rows
                 (Path(tmp) / "c.yaml").write_text("audit:\n  details: false\n")
                 argv += ["--config", str(Path(tmp) / "c.yaml")]
@@ -137,7 +184,8 @@ def child(args: argparse.Namespace) -> dict:
 def measure(args: argparse.Namespace, what: str, path: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, __file__, "--shared", str(args.shared), "--workers", str(args.workers),
-           "--n-boot", str(args.n_boot), "--child", what, "--file", str(path)]
+           "--n-boot", str(args.n_boot), "--child", what, "--file", str(path),
+           "--array-metrics", args.array_metrics]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
@@ -188,6 +236,10 @@ def main() -> None:
     ap.add_argument("--fixed-captions", type=int, default=200_000, help="series 2: captions")
     ap.add_argument("--runs", default="stream,stream+details,cli")
     ap.add_argument("--long", type=int, default=0, help="series 3: this many long captions")
+    ap.add_argument("--json-array", type=int, default=0, help="series 4: this many "
+                    "ShareGPT4V records, as a JSON array and as JSONL")
+    ap.add_argument("--array-metrics", default="chair_s,chair_i,length",
+                    help="series 4: the metrics audited")
     ap.add_argument("--keep", type=Path, help="keep the generated JSONL files in this folder "
                     "(and reuse those already there)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -209,6 +261,8 @@ def main() -> None:
         if args.image_counts:
             series(args, f"2. images grow, {args.fixed_captions:,} captions",
                    [(args.fixed_captions, int(k)) for k in args.image_counts.split(",")], tmp)
+        if args.json_array:
+            json_array_series(args, args.json_array, tmp)
         if args.long:
             series(args, f"3. {args.long:,} long captions (~178 tokens)", [(args.long, 0)], tmp,
                    long=True)

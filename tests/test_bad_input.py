@@ -102,7 +102,7 @@ def test_duplicate_name_unknown_format_missing_path(tmp_path, db_with_set, capsy
     other.write_text('{"image_id": 3, "caption": "a cat"}\n')
     code, _, err = run_cli(["sets", "add", "good", str(other), "--db", str(db_with_set)], capsys)
     assert code == 2 and "already exists" in err and "--replace" in err
-    code, _, err = run_cli(["sets", "add", "y", str(other), "--format", "jsonx",
+    code, _, err = run_cli(["sets", "add", "y", str(other), "--format", "jsonlx",
                             "--db", str(db_with_set)], capsys)
     assert code == 2 and "did you mean 'jsonl'" in err
     code, _, err = run_cli(["sets", "add", "y", str(tmp_path / "nope.jsonl"),

@@ -147,7 +147,7 @@ def test_img2dataset_row_keys_are_row_keys_not_image_ids(store, tmp_path):
 
 def test_malformed_json_names_line_and_column_not_the_formats(tmp_path):
     from capaudit.errors import InputError
-    from capaudit.io.readers import detect_format
+    from capaudit.io.readers import detect_format, get_reader
 
     lines = json.dumps([{"image_id": i, "caption": "A dog."} for i in range(8)],
                        indent=2).split("\n")
@@ -155,8 +155,11 @@ def test_malformed_json_names_line_and_column_not_the_formats(tmp_path):
     lines[22] = '    "image_id": 5'                   # its comma lost: the parser stops at
     path = tmp_path / "captions.json"                 # line 24's "caption", column 5
     path.write_text("\n".join(lines))
+    # the first record is whole: the file is sniffed as COCO results (#36.1), and the read,
+    # streamed record by record, names the damaged record (not the list of formats)
+    assert detect_format(path) == "coco-results"
     with pytest.raises(InputError) as err:
-        detect_format(path)
+        list(get_reader("coco-results").read(path))
     text = str(err.value)
-    assert "malformed JSON at line 24, column 5" in text and "captions.json" in text
+    assert "record 6 is not valid JSON" in text and "captions.json" in text
     assert "tried" not in text

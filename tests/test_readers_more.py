@@ -46,10 +46,13 @@ def test_llava_qa_real_file_with_where(store, shared):
     key, iid, cap, ns = _rows(store, "detail")[0]
     assert (key, cap, ns) == (detail[0]["image"], detail[0]["output"], "coco2014")
     assert iid == int(detail[0]["image"].rsplit("_", 1)[1].split(".")[0])
-    assert add_caption_set(store, "nd", path, where="type != detail and type != conv"
+    # --where is a DuckDB SQL expression (#36.6): text values are quoted
+    assert add_caption_set(store, "nd", path, where="type != 'detail' and type != 'conv'"
                            ).info.n_captions == sum(r["type"] == "complex" for r in recs)
-    with pytest.raises(InputError, match="cannot read the --where condition 'type ~ 1'"):
-        add_caption_set(store, "bad", path, where="type ~ 1")
+    with pytest.raises(InputError, match="quote text values"):
+        add_caption_set(store, "bad", path, where="type != detail")
+    with pytest.raises(InputError, match="not a SQL expression"):
+        add_caption_set(store, "bad", path, where="type = ")
 
 
 def test_capsfusion_real_key_and_any_column(store, shared):
@@ -133,7 +136,7 @@ def test_text_only_records_refused_by_row_or_counted(store, tmp_path):
 
 def test_sniff_failure_lists_what_each_format_wants(tmp_path):
     path = tmp_path / "mystery.json"
-    path.write_text(json.dumps([{"foo": 1}]))
+    path.write_text(json.dumps([1, 2]))   # a list of records is read (json); of numbers, not
     with pytest.raises(InputError) as err:
         detect_format(path)
     msg = str(err.value)
@@ -141,4 +144,4 @@ def test_sniff_failure_lists_what_each_format_wants(tmp_path):
     assert "capsfusion (wants records with 'laion_coco'" in msg
     suggested = msg.split("one of: ", 1)[1].rstrip(")").split(", ")
     assert suggested and set(suggested) <= set(READERS.names())
-    assert "json" not in suggested
+    assert "coco-results (wants a JSON list of" in msg and "coco-results" in suggested

@@ -111,8 +111,11 @@ def test_conceptual_captions_tsv_has_no_header(store, tmp_path):
     rows = store.con.execute("SELECT image_key, caption, namespace FROM captions "
                              "WHERE set_id = ? ORDER BY row_idx", [info.set_id]).fetchall()
     assert [r[:2] for r in rows] == [(url, cap) for cap, url in GCC_ROWS]
-    # a web URL ending in digits belongs to its host, never to a namespace named "http:"
-    assert rows[1][2] == "path:www.dogbreedslist.info"
+    # a web URL names its image by the whole URL (#36.3): no id from its trailing 139.jpg,
+    # so no namespace either (before #36: "path:www.dogbreedslist.info", id 139)
+    assert rows[1][2] is None
+    assert store.con.execute("SELECT count(image_id) FROM captions WHERE set_id = ?",
+                             [info.set_id]).fetchone()[0] == 0
 
 
 def test_headerless_tsv_error_names_the_file_line(store, tmp_path):
@@ -132,7 +135,7 @@ def test_two_web_images_with_one_number_are_two_images(store, tmp_path):
     assert (info.n_captions, info.n_images) == (2, 2)
     spaces = store.con.execute("SELECT namespace FROM captions WHERE set_id = ? ORDER BY "
                                "row_idx", [info.set_id]).fetchall()
-    assert spaces == [("path:www.dogbreedslist.info",), ("coco2014",)]
+    assert spaces == [(None,), ("coco2014",)]   # COCO's own server: a COCO file name
 
 
 def test_sets_add_says_text_ids_join_nothing_as_show_does(tmp_path, capsys):

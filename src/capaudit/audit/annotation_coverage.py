@@ -258,10 +258,16 @@ def kept_ids(images, annotations, cov: Coverage, by_ns: dict | None = None,
 
 
 def guarded_rows(rows, keep: set | None):
-    """``rows()`` with the image id hidden (None) where it may not join (:func:`kept_ids`)."""
+    """``rows()`` with the image id hidden where it may not join (:func:`kept_ids`): the
+    image stays one image (one bootstrap unit, counted), under a unit key that joins no
+    annotation (:func:`~capaudit.io.imageids.keyed_unit`)."""
     if keep is None:
         return rows
-    return lambda: ((iid if iid in keep else None, cap) for iid, cap in rows())
+    from capaudit.io.imageids import ID_LIMIT, keyed_unit
+
+    def hide(iid):
+        return iid if iid is None or iid in keep or iid >= ID_LIMIT else keyed_unit(f"#{iid}")
+    return lambda: ((hide(iid), cap) for iid, cap in rows())
 
 
 def guard_target(store, target, annotations, metrics, cfg) -> Coverage:

@@ -15,8 +15,10 @@ sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption 
 @sets_app.command("add")
 def add(name: str = typer.Argument(..., help="Name for the set"),
         path: Path = typer.Argument(..., help="Caption file or folder"),
-        fmt: str = typer.Option("auto", "--format", "-f", help="coco, sharegpt4v, fusecap, "
-                                "capsfusion, jsonl, csv, parquet, webdataset, hf or auto"),
+        fmt: str = typer.Option("auto", "--format", "-f", help="auto (sniffed), coco, "
+                                "coco-results, karpathy, flickr-token, sharegpt4v, llava, "
+                                "sharegpt, fusecap, capsfusion, json, jsonl, csv, parquet, "
+                                "webdataset or hf (docs/formats.md)"),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
         caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite a set of that name"),
@@ -29,9 +31,10 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                   "be a Hub id in the local cache, with --format hf)"),
         turns: str = typer.Option(None, "--turns", help="llava/sharegpt: which assistant turns "
                                   "become captions: first (default), all or join"),
-        where: str = typer.Option(None, "--where", help="llava/sharegpt/karpathy: keep records "
-                                  "matching e.g. \"type = 'detail'\" (field = / != value, "
-                                  "joined by and)"),
+        where: str = typer.Option(None, "--where", help="Keep the records for which this "
+                                  "DuckDB SQL expression over their fields is true, e.g. "
+                                  "\"type = 'detail'\" (text in single quotes); every "
+                                  "record format but coco, flickr-token, webdataset and hf"),
         skip_no_image: bool = typer.Option(False, "--skip-no-image", help="Skip records "
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
@@ -60,6 +63,10 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
+    from capaudit.io.ingest import answers_warning
+
+    if (warning := answers_warning(info.meta)) is not None:
+        console.print(warning)
 
 
 @sets_app.command("list")
@@ -107,6 +114,10 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     if given:   # how the file was read (--split test, --turns all, ...): part of what the set is
         console.print("options " + esc("  ".join(f"{k}={v}" for k, v in given.items())),
                       markup=True)
+    from capaudit.io.ingest import answers_warning
+
+    if (warning := answers_warning(info.meta)) is not None:
+        console.print(warning)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

@@ -24,7 +24,7 @@ from typing import Iterable, Mapping
 from capaudit.core.names import check_path_text
 from capaudit.errors import InputError
 from capaudit.io.annotation_columns import read_name_sets
-from capaudit.io.imageids import parse_image_id, require_image_id
+from capaudit.io.imageids import require_image_id
 from capaudit.io.readers.base import load_json_lines
 
 GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
@@ -68,10 +68,9 @@ def _image_id(rec: Mapping, path: Path, row: int) -> int:
     if "image_id" not in rec:
         raise InputError("missing column 'image_id'", path=path, row=row,
                          fix="each record needs an 'image_id'")
-    iid = parse_image_id(rec["image_id"])
-    if iid is None:
-        raise InputError(f"image_id {rec['image_id']!r} is not a COCO image id", path=path, row=row)
-    return iid
+    # the one id rule of every file (imageids): 3.0, "１２３" and "0801" are refused here as
+    # a COCO captions file refuses them, never read as 3, 123 or 801
+    return require_image_id(rec["image_id"], path=path, row=row)
 
 
 def string_list(value, field: str, path: Path, row: int | None = None) -> list[str]:

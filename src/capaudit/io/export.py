@@ -1,6 +1,7 @@
 """Export a caption set: JSONL, parquet, webdataset shards, training layouts, or its source.
 
-- ``jsonl`` / ``parquet`` / ``webdataset``: image id and caption;
+- ``jsonl`` / ``parquet``: image id and caption; ``webdataset``: one sample per caption,
+  its text in ``KEY.txt`` (what img2dataset writes and open_clip reads) beside ``KEY.json``;
 - ``sharegpt4v`` / ``llava``: a JSON list of LLaVA ``conversations`` records (one per
   caption, the question a fixed "describe" prompt), ``sharegpt``: the ``messages``
   layout, ``coco``: COCO captions JSON (integer ids only), ``hf``: a ``datasets`` folder;
@@ -128,18 +129,43 @@ def refuse_protected(store, *outputs: str | Path) -> None:
                                  path=out, fix="choose another --out")
 
 
+WEBDATASET_LAYOUT = ("one sample per caption, 1,000 samples a shard: KEY.txt holds the caption "
+                     "(where img2dataset writes it and open_clip-style loaders read it), "
+                     "KEY.json the image's id, key and namespace and which of its captions "
+                     "this is (caption_index of n_captions); an image's captions are samples KEY_c0, "
+                     "KEY_c1, ...")
+
+
 def _write_shards(store, info, folder: Path) -> None:
-    """Webdataset shards of 1,000 images, each image one JSON member."""
-    rows = exports.captions_by_image(store, info.set_id)
-    shard_size = 1000
-    stem = safe_file_name(info.name)
-    for s in range(0, len(rows), shard_size):
+    """Webdataset shards (:data:`WEBDATASET_LAYOUT`): every caption reaches a trainer that
+    reads ``.txt``; ``sets add`` reads the shards back to the same ids and captions."""
+    used: set[str] = set()
+    samples = []
+    for key, iid, caps, ns in exports.captions_by_image(store, info.set_id):
+        for j, cap in enumerate(caps):
+            name = _unique(_safe_key(key) + (f"_c{j}" if len(caps) > 1 else ""), used)
+            meta = {"image_id": iid, "key": key, "caption_index": j, "n_captions": len(caps),
+                    **({"namespace": ns} if ns else {})}
+            samples.append((name, json.dumps(meta, ensure_ascii=False).encode(), cap.encode()))
+    stem, shard_size = safe_file_name(info.name), 1000
+    for s in range(0, len(samples), shard_size):
         with tarfile.open(folder / f"{stem}-{s // shard_size:05d}.tar", "w") as tf:
-            for key, iid, caps in rows[s:s + shard_size]:
-                data = json.dumps({"image_id": iid, "key": key, "captions": caps}).encode()
-                member = tarfile.TarInfo(f"{_safe_key(key)}.json")
-                member.size = len(data)
-                tf.addfile(member, io.BytesIO(data))
+            for name, meta, text in samples[s:s + shard_size]:
+                for ext, data in (("txt", text), ("json", meta)):
+                    member = tarfile.TarInfo(f"{name}.{ext}")
+                    member.size = len(data)
+                    tf.addfile(member, io.BytesIO(data))
+
+
+def _unique(name: str, used: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``...: two keys whose safe forms meet (``a/b``, ``a_b``)
+    must not give two members of one name."""
+    out, n = name, 1
+    while out in used:
+        n += 1
+        out = f"{name}_{n}"
+    used.add(out)
+    return out
 
 
 def _safe_key(key: str) -> str:
@@ -195,5 +221,6 @@ def export_with_provenance(store, name: str, to: str, out: str | Path | None = N
     path = export_set(store, name, to, out, overwrite=overwrite)
     info = store.get_set(name)
     provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256,
-                             "source": info.source_path, "n_captions": info.n_captions})
+                             "source": info.source_path, "n_captions": info.n_captions,
+                             **({"layout": WEBDATASET_LAYOUT} if to == "webdataset" else {})})
     return path

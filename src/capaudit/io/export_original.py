@@ -26,7 +26,8 @@ from capaudit.errors import InputError
 from capaudit.io.readers.records import JOIN_SEP
 from capaudit.store.captions import rows_with_meta
 
-RECORD_FORMATS = ("sharegpt4v", "llava", "sharegpt", "capsfusion", "jsonl")
+RECORD_FORMATS = ("sharegpt4v", "llava", "sharegpt", "capsfusion", "jsonl", "coco-results",
+                  "json")
 ORIGINAL_FORMATS = RECORD_FORMATS + ("coco", "flickr-token")
 
 
@@ -193,7 +194,7 @@ def _write_revised(fh, root, raw: bytes, by_record: dict, cap_col, log: list) ->
 
 def _apply(rec: dict, root, cap_col, changes: list, log: list, idx: int) -> bool:
     """Apply a record's changes; False when the record goes (its only caption dropped)."""
-    if root.format in ("capsfusion", "jsonl") and not cap_col:
+    if root.format in ("capsfusion", "jsonl", "coco-results", "json") and not cap_col:
         from capaudit.io.readers import get_reader
 
         cands = get_reader(root.format).caption_candidates

@@ -31,37 +31,106 @@ from capaudit.errors import InputError
 
 ID_LIMIT = 10**18  # ids have at most 18 digits: every one fits a signed 64-bit integer
 
+# ONE rule for every id capaudit reads (captions, COCO files, annotation files, shards):
+# an image id is a whole number of 0 to 18 digits, given as an integer or as text of ASCII
+# digits 0-9 only (re.ASCII: "\d" and str.isdigit also take full-width "１２３", which int()
+# then reads as 123), in canonical form: no sign, no fraction (3.0 is no id: rounding names
+# another image), no leading zero -- an Open Images key such as 0801961485534636 is text --
+# except COCO's own 12-digit zero padding (000000391895, a COCO 2017 file name's stem).
+_DIGITS = re.compile(r"[ \t]*([0-9]{1,18})[ \t]*", re.ASCII)
+_COCO_PADDED = 12
+
 # basename is all digits, or COCO_<split><year>_<digits>; "sa_1.jpg" is a custom id
-_COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+\d{4}_)?(\d{1,12})\.(?:jpg|jpeg|png)$",
-                        re.IGNORECASE)
-_COCO_KEY = re.compile(r"^COCO_[a-z]+\d{4}_(\d{1,12})$", re.IGNORECASE)
-_INT = re.compile(r"^\s*\d{1,18}\s*$")
-_COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+(\d{4})_\d+", re.IGNORECASE)
-_COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE)
+_COCO_NAME = re.compile(r"(?:^|/)(?:COCO_[a-z]+[0-9]{4}_)?([0-9]{1,12})\.(?:jpg|jpeg|png)$",
+                        re.IGNORECASE | re.ASCII)
+_COCO_KEY = re.compile(r"^COCO_[a-z]+[0-9]{4}_([0-9]{1,12})$", re.IGNORECASE | re.ASCII)
+_COCO_PREFIX = re.compile(r"(?:^|/)COCO_[a-z]+([0-9]{4})_[0-9]+", re.IGNORECASE | re.ASCII)
+_COCO_DIR = re.compile(r"(?:^|/)(?:ms)?coco[^/]*/(?:[^/]+/)*?[a-z]*?(2014|2017)/",
+                       re.IGNORECASE | re.ASCII)
 _FLICKR_DIR = re.compile(r"(?:^|/)[^/]*(flickr30k|flickr8k)[^/]*/", re.IGNORECASE)
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+# COCO's own image server: its URLs are COCO file names (val2017/000000397133.jpg)
+_COCO_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[a-z0-9-]+\.)*cocodataset\.org/"
+                        r"(?:[^/]+/)*?[a-z]*?(2014|2017)/", re.IGNORECASE | re.ASCII)
 
 _SAME_IDS = {"coco2014": "coco", "coco2017": "coco", "coco": "coco"}
 
 
-def parse_image_id(value) -> int | None:
-    """Return the integer image id for ``value`` or ``None`` if it is a custom id."""
-    if value is None:
+def digits_id(text: str) -> int | None:
+    """The id a text of ASCII digits names under the one rule above, else ``None``."""
+    m = _DIGITS.fullmatch(text)
+    if m is None:
         return None
-    if isinstance(value, bool):
+    digits = m.group(1)
+    if digits[0] == "0" and len(digits) > 1 and len(digits) != _COCO_PADDED:
+        return None
+    return int(digits)
+
+
+def is_digit_key(key) -> bool:
+    """Whether ``key`` is text of ASCII digits only (``str.isdigit`` also says yes to
+    full-width and superscript digits)."""
+    return type(key) is str and key.isascii() and key.isdigit()
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` is a URL (``https://...``, ``s3://...``)."""
+    return _SCHEME.match(text) is not None
+
+
+def parse_image_id(value) -> int | None:
+    """Return the integer image id for ``value`` or ``None`` if it is a custom id.
+
+    A URL names its image by the whole URL: a trailing number is no id (89 different
+    ``.../videos/<id>/thumb/1.jpg`` are 89 images, not image 1), except on COCO's own
+    server or under a COCO file name (``COCO_val2014_000000391895.jpg``)."""
+    if value is None or isinstance(value, (bool, float)):
         return None
     if isinstance(value, int):  # 0..18 digits, like the text form: fits int64
-        return value if 0 <= value < 10**18 else None
-    if isinstance(value, float) and value.is_integer() and 0 <= value < 1e18:
-        return int(value)
+        return value if 0 <= value < ID_LIMIT else None
     text = str(value)
-    if _INT.match(text):
-        return int(text)
+    iid = digits_id(text)
+    if iid is not None:
+        return iid
     match = _COCO_NAME.search(text)
-    if match:
+    if match and (not is_url(text) or _COCO_HOST.match(text) or _COCO_PREFIX.search(text)):
         return int(match.group(1))
     return None
+
+
+# An image named by text (a URL, an Open Images key, a path) has no id to join, but it is
+# one image: the audit's bootstrap unit and every count of images take it as one, under a
+# unit key at or above ID_LIMIT (no id is that large, so it never joins an annotation).
+_KEYED_SPAN = 2**63 - 1 - ID_LIMIT
+
+
+def keyed_unit(key) -> int | None:
+    """The audit's unit key of an image named by the text ``key`` (``None``: no key): a
+    64-bit hash, stable across runs and machines, placed past every image id."""
+    if key is None:
+        return None
+    import hashlib
+
+    digest = hashlib.blake2b(str(key).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return ID_LIMIT + int.from_bytes(digest, "big") % _KEYED_SPAN
+
+
+def image_units(ids: list, keys: list) -> list:
+    """Each row's unit: its image id, else :func:`keyed_unit` of its key. Two rows are one
+    image when they have one id, or no id and one key: the rule ``sets add``, ``sets show``
+    and the audit count images by (:data:`capaudit.store.sets.IMAGE`)."""
+    if None not in ids:
+        return ids
+    cache: dict = {}
+    out = []
+    for iid, key in zip(ids, keys):
+        if iid is None:
+            iid = cache.get(key)
+            if iid is None:
+                iid = cache[key] = keyed_unit(key)
+        out.append(iid)
+    return out
 
 
 def key_image_id(key) -> int | None:
@@ -75,7 +144,7 @@ def is_row_key(key, meta: dict) -> bool:
     """Whether a webdataset sample's all-digit key is img2dataset's row number (``000000012``
     is the 13th URL of its list, not image 12): its JSON carries the ``url`` it was fetched
     from and no id of the image."""
-    return (isinstance(key, str) and key.isdigit() and isinstance(meta, dict)
+    return (is_digit_key(key) and isinstance(meta, dict)
             and "url" in meta and "image_id" not in meta)
 
 
@@ -89,8 +158,8 @@ def exact_image_id(value) -> int | None:
         return None
     if isinstance(value, int):
         return value if 0 <= value < ID_LIMIT else None
-    if isinstance(value, str) and _INT.match(value):
-        return int(value)
+    if isinstance(value, str):
+        return digits_id(value)
     return None
 
 
@@ -101,8 +170,8 @@ def require_image_id(value, *, what: str = "image_id", path=None, row: int | Non
         shown = repr(value)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         raise InputError(f"{what} {shown} is not an integer image id", path=path, row=row,
-                         fix="ids are whole numbers from 0 to 18 digits (no fractions, "
-                             "booleans or names)")
+                         fix="ids are whole numbers of 0 to 18 ASCII digits (no "
+                             "fractions, booleans, names or leading zeros)")
     return iid
 
 
@@ -111,8 +180,11 @@ def infer_namespace(value) -> str | None:
     if value is None or isinstance(value, (bool, int, float)):
         return None
     text = str(value).strip().replace("\\", "/")
-    if text.isdigit():  # a bare number (most keys): none of the patterns below can match
+    if is_digit_key(text):  # a bare number (most keys): none of the patterns below can match
         return None
+    if is_url(text):  # a URL is evidence of COCO only on COCO's server or under a COCO name
+        m = _COCO_PREFIX.search(text) or _COCO_HOST.match(text)
+        return ("coco2017" if m.group(1) == "2017" else "coco2014") if m else None
     m = _COCO_PREFIX.search(text)
     if m:
         return "coco2017" if m.group(1) == "2017" else "coco2014"
@@ -123,8 +195,7 @@ def infer_namespace(value) -> str | None:
     if m:
         return m.group(1).lower()
     if "/" in text.strip("/") and parse_image_id(text) is not None:
-        # a web URL's first segment is its host, not its scheme ("http:"): one namespace each
-        return "path:" + _SCHEME.sub("", text).strip("/").split("/", 1)[0].lower()
+        return "path:" + text.strip("/").split("/", 1)[0].lower()
     return None
 
 
@@ -209,12 +280,18 @@ def annotation_namespace(path) -> str | None:
     return ("coco" + m.group(1)) if m else None
 
 
-# SQL twin of parse_image_id, for DuckDB-side ingestion of large files.
+# SQL twin of parse_image_id, for DuckDB-side ingestion of large files (RE2's [0-9] is ASCII).
+_SQL_URL = "'^[a-z][a-z0-9+.-]*://'"
 SQL_PARSE_IMAGE_ID = (
-    "CASE WHEN regexp_matches(CAST({col} AS VARCHAR), '^\\s*\\d{{1,18}}\\s*$') "
-    "THEN CAST(trim(CAST({col} AS VARCHAR)) AS BIGINT) "
+    "CASE WHEN regexp_matches(CAST({col} AS VARCHAR), "
+    "'^[ \\t]*(0|[1-9][0-9]{{0,17}}|[0-9]{{12}})[ \\t]*$') "
+    "THEN CAST(regexp_extract(CAST({col} AS VARCHAR), '[0-9]+') AS BIGINT) "
     "WHEN regexp_matches(CAST({col} AS VARCHAR), "
-    "'(^|/)(COCO_[a-z]+\\d{{4}}_)?\\d{{1,12}}\\.(jpg|jpeg|png)$', 'i') "
-    "THEN CAST(regexp_extract(CAST({col} AS VARCHAR), '(\\d{{1,12}})\\.(jpg|jpeg|png)$', 1, 'i') AS BIGINT) "
+    "'(^|/)(COCO_[a-z]+[0-9]{{4}}_)?[0-9]{{1,12}}\\.(jpg|jpeg|png)$', 'i') "
+    f"AND (NOT regexp_matches(CAST({{col}} AS VARCHAR), {_SQL_URL}, 'i') "
+    "OR regexp_matches(CAST({col} AS VARCHAR), '(^|/)COCO_[a-z]+[0-9]{{4}}_[0-9]', 'i') "
+    "OR regexp_matches(CAST({col} AS VARCHAR), '^[a-z][a-z0-9+.-]*://([a-z0-9-]+\\.)*"
+    "cocodataset\\.org/([^/]+/)*?[a-z]*?(2014|2017)/', 'i')) "
+    "THEN CAST(regexp_extract(CAST({col} AS VARCHAR), '([0-9]{{1,12}})\\.(jpg|jpeg|png)$', 1, 'i') AS BIGINT) "
     "ELSE NULL END"
 )

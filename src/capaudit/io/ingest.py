@@ -80,7 +80,7 @@ def _ingest_sql(store: Store, reader, path: Path, set_id: int) -> int:
     bad = captions.first_blank_row(store, set_id, _WHITESPACE)
     if bad is not None:
         raise InputError("empty or missing caption", path=path,
-                         row=reader.record_row(path, bad),
+                         row=reader.record_row(path, captions.source_record(store, set_id, bad)),
                          fix="drop the record or give it a caption")
     return captions.count_rows(store, set_id)
 
@@ -107,6 +107,35 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
         return
     if found:
         captions.set_row_namespaces(store, set_id, {k: v[0] for k, v in found.items()})
+
+
+ANSWERS_SHARE = 0.5   # captions of one or two words past this share: an answers file ...
+ANSWERS_MIN = 20      # ... of at least this many captions
+
+
+def _note_answers(store: Store, set_id: int) -> None:
+    """A set whose captions are mostly one or two words (ScienceQA's "A", "B", read with
+    ``--skip-no-image``) is answers, not captions: read, with the counts in the set's meta,
+    which ``sets add`` and ``sets show`` print as a warning (:func:`answers_warning`)."""
+    n, short, letters = captions.short_caption_counts(store, set_id)
+    # lone letters say it at any size; short captions only past a handful (two words of
+    # a five-caption file are no evidence)
+    if n and (letters >= ANSWERS_SHARE * n or n >= ANSWERS_MIN and short >= ANSWERS_SHARE * n):
+        store.update_set_meta(set_id, {"answers_like": {"captions": n, "short": short,
+                                                        "letters": letters}})
+
+
+def answers_warning(meta: dict | None) -> str | None:
+    """The warning of a set read as answers (:func:`_note_answers`), or None."""
+    got = (meta or {}).get("answers_like")
+    if not got:
+        return None
+    letters = (f", {got['letters']:,} a lone multiple-choice letter such as 'A'"
+               if got["letters"] else "")
+    return (f"warning: {got['short']:,} of {got['captions']:,} captions are one or two words"
+            f"{letters}: this looks like a file of answers, not of captions, and every caption "
+            "metric will measure the answers (keep the description records with --where, or "
+            "add the file that holds the captions)")
 
 
 def _refuse_device(path: Path) -> None:
@@ -171,6 +200,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
             raise InputError("the file holds no captions", path=path)
         if getattr(reader, "skipped_no_image", 0):
             store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
+        _note_answers(store, set_id)
         assign_namespaces(store, set_id, path, namespace,
                           getattr(reader, "evidence_namespace", None))
         store.finalize_set(set_id)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import file_evidence, infer_namespace
+from capaudit.io.imageids import file_evidence, image_units, infer_namespace, is_digit_key
 
 __all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
 
@@ -47,9 +47,18 @@ class StreamTarget:
         return range(self.n or 0)
 
 
+def batch_units(batch) -> list:
+    """A batch's bootstrap units: the image id, else the unit of the image key (an image
+    named by text is one image, :func:`~capaudit.io.imageids.image_units`)."""
+    ids = batch.column("image_id")
+    if ids.null_count == 0:
+        return ids.to_pylist()
+    return image_units(ids.to_pylist(), batch.column("image_key").to_pylist())
+
+
 def _batches_rows(batches) -> Iterator[tuple]:
     for batch in batches:
-        yield from zip(batch.column("image_id").to_pylist(), batch.column("caption").to_pylist())
+        yield from zip(batch_units(batch), batch.column("caption").to_pylist())
 
 
 def resolve_target(store, target: str) -> StreamTarget:
@@ -71,7 +80,7 @@ def resolve_target(store, target: str) -> StreamTarget:
             caps = batch.column("caption").to_pylist()
             check_captions(caps, path, row)
             row += batch.num_rows
-            yield from zip(batch.column("image_id").to_pylist(), caps)
+            yield from zip(batch_units(batch), caps)
 
     return StreamTarget(_file_name(path), str(path), target, rows, batches=batches)
 
@@ -185,7 +194,7 @@ def target_images(store, target) -> list[tuple]:
         rows = list(zip(seen, map(itemgetter(0), seen.values()), repeat(None)))
     else:
         rows = [(key, iid, ns if ns is not None or iid is None
-                 else None if type(key) is str and key.isdigit() else infer_namespace(key))
+                 else None if is_digit_key(key) else infer_namespace(key))
                 for key, (iid, ns) in seen.items()]
     # and, as there, what the file itself names (a dataset column) when no key disagrees
     evidence = file_evidence(getattr(reader, "evidence_namespace", None),
@@ -198,6 +207,6 @@ def target_images(store, target) -> list[tuple]:
 def _bare_numbers(seen: dict) -> bool:
     """Every key a bare number and no row naming a namespace: no key is evidence of one."""
     try:
-        return all(map(str.isdigit, seen)) and not any(ns for _, ns in seen.values())
+        return all(map(is_digit_key, seen)) and not any(ns for _, ns in seen.values())
     except TypeError:   # a key that is not text (None)
         return False

@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from capaudit.io.annotation_files import Annotations
+from capaudit.io.imageids import ID_LIMIT
 from capaudit.metrics.annotation_index import columnar, gender_codes
 from capaudit.metrics.category_pairs import unique_keys
 from capaudit.metrics.needs import NEEDS, MetricSkipped
@@ -42,9 +43,11 @@ class UnitRecords:
 class MetricContext:
     """One chunk: records + image ids + annotations, with the derived arrays metrics share.
 
-    Bootstrap units are images: captions with the same image id share a unit;
-    a caption without an image id is a unit of its own and is left out of
-    every metric that needs image annotations. ``unit_keys`` names each unit
+    Bootstrap units are images: captions with the same image id share a unit, and so do
+    captions of one image named by text (a URL, a hex key: its unit key is at or above
+    ``ID_LIMIT``, :func:`~capaudit.io.imageids.keyed_unit`); a caption without an image is
+    a unit of its own. Only captions with an image id (``has_image``) take part in the
+    metrics that need image annotations. ``unit_keys`` names each unit
     across chunks (image id, or ``-(offset + caption index + 1)``); ``captions``
     holds the chunk's raw text when the engine has it, ``config`` the audit's
     resolved settings (model names, judge backend, ...).
@@ -59,20 +62,23 @@ class MetricContext:
         self.config = config or {}
         self.annotations = annotations or Annotations()
         self.min_images = min_images
-        ids = np.asarray(image_ids, dtype=np.int64)        # -1 = no image id
+        ids = np.asarray(image_ids, dtype=np.int64)        # -1 = no image
         self.caption_image = ids
-        self.has_image = ids >= 0
-        uniq, inv = np.unique(ids[self.has_image], return_inverse=True)
-        self.images = uniq                                   # unit k < len(uniq) -> image id
+        image = ids >= 0           # an image: an id, or a text key's unit (>= ID_LIMIT)
+        # ... of which only an id joins annotations (an image named by text has none)
+        self.has_image = image & (ids < ID_LIMIT) if len(ids) and ids.max() >= ID_LIMIT \
+            else image
+        uniq, inv = np.unique(ids[image], return_inverse=True)
+        self.images = uniq                                   # unit k < len(uniq) -> image
         unit = np.empty(len(ids), np.int64)
-        unit[self.has_image] = inv
-        unit[~self.has_image] = len(uniq) + np.arange(int((~self.has_image).sum()))
+        unit[image] = inv
+        unit[~image] = len(uniq) + np.arange(int((~image).sum()))
         self.unit = unit
-        self.n_units = len(uniq) + int((~self.has_image).sum())
+        self.n_units = len(uniq) + int((~image).sum())
         self.categories = records.categories
         self.n_cat = len(self.categories)
         self.unit = unit.astype(self.index_dtype, copy=False)
-        self.unit_keys = np.concatenate([uniq, -(offset + np.flatnonzero(~self.has_image) + 1)])
+        self.unit_keys = np.concatenate([uniq, -(offset + np.flatnonzero(~image) + 1)])
 
     # ---- helpers -------------------------------------------------------
     def per_unit(self, values: np.ndarray | None = None, mask: np.ndarray | None = None) -> np.ndarray:

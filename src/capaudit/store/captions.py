@@ -14,8 +14,11 @@ __all__ = ["set_stats", "sample_captions", "insert_selected", "first_blank_row",
 
 
 def set_stats(store, set_id: int) -> tuple[int, int, int, float | None]:
-    """``(rows, distinct image keys, rows with an integer id, mean caption length)``."""
-    return store.one("SELECT count(*), count(DISTINCT image_key), count(image_id), "
+    """``(rows, images, rows with an integer id, mean caption length)``; images counted as
+    everywhere (:data:`capaudit.store.sets.IMAGE`)."""
+    from capaudit.store.sets import IMAGE
+
+    return store.one(f"SELECT count(*), count(DISTINCT {IMAGE}), count(image_id), "
                      "avg(length(caption)) FROM captions WHERE set_id = ?", [set_id])
 
 
@@ -47,6 +50,25 @@ def first_blank_row(store, set_id: int, whitespace: str) -> int | None:
                     f"WHERE set_id = ? AND (caption = '' OR ascii(caption) IN ({codes}))) "
                     f"WHERE trim(caption, ?) = ''", [set_id, whitespace])
     return row[0] if row else None
+
+
+def source_record(store, set_id: int, row_idx: int) -> int:
+    """The source record (``meta.src``) caption row ``row_idx`` came from: the row itself
+    unless ``--where`` left records out before it."""
+    row = store.one("SELECT TRY_CAST(json_extract(meta, '$.src') AS BIGINT) FROM captions "
+                    "WHERE set_id = ? AND row_idx = ?", [set_id, row_idx])
+    return row[0] if row and row[0] is not None else row_idx
+
+
+def short_caption_counts(store, set_id: int) -> tuple[int, int, int]:
+    """``(captions, of one or two words, a lone multiple-choice letter)`` of a set: what tells
+    an answers file (ScienceQA's "A", "B") from captions."""
+    return store.one(
+        "SELECT count(*), count(*) FILTER (WHERE CASE WHEN length(caption) <= 64 THEN "
+        "regexp_matches(caption, '^\\s*\\S+(\\s+\\S+)?\\s*$') ELSE false END), "
+        "count(*) FILTER (WHERE CASE WHEN length(caption) <= 8 THEN "
+        "regexp_matches(caption, '^\\s*\\(?[A-Ea-e]\\)?[.):]?\\s*$') ELSE false END) "
+        "FROM captions WHERE set_id = ?", [set_id])
 
 
 def count_rows(store, set_id: int) -> int:

@@ -31,10 +31,12 @@ def copy_to_parquet(store, set_id: int, path: str | Path) -> None:
 
 
 def captions_by_image(store, set_id: int) -> list[tuple]:
-    """``(image_key, image_id, [captions in row order])`` per image, in first-row order."""
+    """``(image_key, image_id, [captions in row order], namespace)`` per image, in first-row
+    order."""
     return store.sql(
-        "SELECT image_key, any_value(image_id), list(caption ORDER BY row_idx) FROM captions "
-        "WHERE set_id = ? GROUP BY image_key ORDER BY min(row_idx)", [set_id])
+        "SELECT image_key, any_value(image_id), list(caption ORDER BY row_idx), "
+        "any_value(namespace) FROM captions WHERE set_id = ? GROUP BY image_key "
+        "ORDER BY min(row_idx)", [set_id])
 
 
 def latest_audit_run(store, set_name: str) -> int | None:

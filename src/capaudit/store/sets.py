@@ -17,6 +17,11 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.store.arrow_scan import ARROW, execute_on
 
+# One image per image id, else per image key (a URL, a hex key): the one rule every count of
+# images follows (sets add and list, sets show, the audit's header, units and table; the
+# audit's twin is capaudit.io.imageids.image_units)
+IMAGE = "coalesce(CAST(image_id AS VARCHAR), 'key:' || image_key)"
+
 __all__ = ["SetInfo", "SetQueries"]
 
 
@@ -103,9 +108,8 @@ class SetQueries:
         self.set_namespaces(set_id)
         self.con.execute(
             "UPDATE caption_sets SET n_captions = s.n, n_images = s.m FROM ("
-            "SELECT count(*) AS n, count(DISTINCT (CASE WHEN namespace LIKE 'path:%' THEN "
-            "namespace END, coalesce(CAST(image_id AS VARCHAR), image_key)))"
-            " AS m FROM captions WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
+            f"SELECT count(*) AS n, count(DISTINCT {IMAGE}) AS m FROM captions "
+            "WHERE set_id = ?) s WHERE set_id = ?", [set_id, set_id])
 
     def update_set_meta(self, set_id: int, extra: Mapping) -> None:
         """Merge ``extra`` into a set's ``meta`` JSON (e.g. records skipped at ingestion)."""

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from capaudit.audit import annotation_coverage as coverage
-from capaudit.io.imageids import compatible, infer_namespace, set_namespace
+from capaudit.io.imageids import compatible, infer_namespace, keyed_unit, set_namespace
 
 __all__ = ["DETAILS_SUFFIX", "DetailsFile", "JoinGuard", "annotation_namespaces",
            "attach_details", "merged_coverage", "shard_coverage"]
@@ -101,8 +101,8 @@ def annotation_namespaces(store, annotations, metrics) -> dict[str, str | None]:
 
 
 class JoinGuard:
-    """``guard(raw key, parsed id, captions)`` -> the id, or ``None`` where the single-file
-    audit would not join it (:func:`capaudit.audit.annotation_coverage.kept_ids`): its row's namespace
+    """``guard(raw key, parsed id, captions)`` -> the id, or a unit that joins nothing
+    (:func:`~capaudit.io.imageids.keyed_unit`) where the single-file audit would not join it (:func:`capaudit.audit.annotation_coverage.kept_ids`): its row's namespace
     evidence contradicts an annotation's, or no needed annotation kind has the id. (An id
     hidden from one row only: the single-file check also hides it from rows of a compatible
     namespace.) Counts, before hiding, what :func:`shard_coverage` reports."""
@@ -125,8 +125,8 @@ class JoinGuard:
         self.pairs.add((iid, ns))
         if (ns is not None and not all(compatible(ns, a) for a in self.known)
                 or self.keep is not None and iid not in self.keep):
-            self.hidden += n
-            return None
+            self.hidden += n   # still one image, under a unit that joins nothing (as the
+            return keyed_unit(f"#{iid}")   # single-file guard: annotation_coverage)
         return iid
 
 

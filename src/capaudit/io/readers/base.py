@@ -180,8 +180,9 @@ READERS.base = CaptionReader
 EXPECTS = {"webdataset": ".tar shards", "hf": "a datasets save_to_disk folder",
            "parquet": "a parquet file", "jsonl": "a .jsonl file or one JSON object per line",
            "csv": "a .csv or .tsv file"}
-SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "karpathy", "coco", "sharegpt",
-               "sharegpt4v", "llava", "fusecap", "flickr-token", "jsonl", "csv"]
+SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "karpathy", "coco", "coco-results",
+               "sharegpt", "sharegpt4v", "llava", "fusecap", "json", "flickr-token", "jsonl",
+               "csv"]
 
 
 def get_reader(fmt: str, **options) -> CaptionReader:
@@ -231,7 +232,9 @@ for _name, _target in {
     "karpathy": "capaudit.io.readers.karpathy:KarpathyReader",
     "flickr-token": "capaudit.io.readers.flickr:FlickrTokenReader",
     "fusecap": "capaudit.io.readers.llava:FuseCapReader",
-    "capsfusion": "capaudit.io.readers.tabular:CapsFusionReader",
+    "coco-results": "capaudit.io.readers.coco_results:CocoResultsReader",
+    "json": "capaudit.io.readers.coco_results:JsonListReader",
+    "capsfusion": "capaudit.io.readers.capsfusion:CapsFusionReader",
     "jsonl": "capaudit.io.readers.tabular:JsonlReader",
     "csv": "capaudit.io.readers.tabular:CsvReader",
     "parquet": "capaudit.io.readers.tabular:ParquetReader",

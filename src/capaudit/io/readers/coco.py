@@ -30,9 +30,9 @@ class CocoReader(CaptionReader):
             raise InputError("not a COCO captions file: no 'annotations' list", path=path,
                              fix="pass --format karpathy, jsonl or llava for other layouts")
         names = {}
-        images = data.get("images") or []
+        images = data.get("images", [])   # absent: no image list; null or anything else: refused
         if not isinstance(images, list):
-            raise InputError("'images' is not a list", path=path,
+            raise InputError(f"'images' is not a list ({_kind(images)})", path=path,
                              fix="'images' holds objects like {\"id\": 1, \"file_name\": ...}")
         for i, img in enumerate(images):
             if not isinstance(img, dict):
@@ -45,6 +45,10 @@ class CocoReader(CaptionReader):
         # file names and extra id fields are; none of them -> unassigned
         ns = document_namespace(data.get("info"), images)
         keys, ids, caps, metas = [], [], [], []
+        if not isinstance(data["annotations"], list):
+            raise InputError(f"'annotations' is not a list ({_kind(data['annotations'])})",
+                             path=path, fix="'annotations' holds objects like "
+                                            "{\"image_id\": 1, \"caption\": ...}")
         for i, ann in enumerate(data["annotations"]):
             row = i + 1
             if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
@@ -64,3 +68,8 @@ class CocoReader(CaptionReader):
                 keys, ids, caps, metas = [], [], [], []
         if keys:
             yield make_batch(keys, ids, caps, metas, ns)
+
+
+def _kind(value) -> str:
+    """How a message names a JSON value that is not the list expected."""
+    return "null" if value is None else f"a {type(value).__name__}"

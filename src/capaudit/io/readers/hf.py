@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError, require
 from capaudit.io.readers.base import make_batch
-from capaudit.io.readers.tabular import CAPTION_CANDIDATES, ID_CANDIDATES
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
+                                         id_like, missing_caption, missing_id)
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.readers.base import CaptionReader
 
@@ -68,12 +69,17 @@ class HFDiskReader(CaptionReader):
         cols = ds.column_names
         cap = self.caption_col or next((c for c in CAPTION_CANDIDATES if c in cols), None)
         if cap not in cols:
-            raise InputError(f"no caption column (columns: {', '.join(cols)})", path=path,
-                             fix="pass --caption-col")
+            raise missing_caption(cols, ds.select(range(min(50, len(ds)))).to_list(),
+                                  path=path, given=self.caption_col)
         idc = self.id_col or next((c for c in ID_CANDIDATES if c in cols), None)
         if self.id_col and idc not in cols:
             raise InputError(f"no column '{idc}' (columns: {', '.join(cols)})", path=path,
                              fix="pass --id-col with an existing column")
+        if idc is None:    # never row numbers in silence for an id field of another name
+            question = answers_file(cols)
+            like = [question] if question else id_like(cols, caption=cap)
+            if like:
+                raise missing_id(cols, like, cap, path=path, question=question)
         for start in range(0, len(ds), self.batch_size):
             chunk = ds[start:start + self.batch_size]
             caps = chunk[cap]

@@ -42,12 +42,14 @@ class KarpathyReader(RecordReader):
             raise InputError("not a Karpathy split file: no 'images' list", path=path,
                              fix="pass --format coco for COCO captions JSON")
         dataset = str(data.get("dataset", "")).lower()
+        keep = self.where_mask(path, "images")
         keys, ids, caps, metas, spaces = [], [], [], [], []
         for i, img in enumerate(data["images"]):
             row = i + 1
             if not isinstance(img, dict) or not isinstance(img.get("sentences"), list):
                 raise InputError("image entry lacks a 'sentences' list", path=path, row=row)
-            if (split and img.get("split") != split) or not self.where(img):
+            if (split and img.get("split") != split) or keep is not None and not (
+                    i < len(keep) and keep[i]):
                 continue
             name = img.get("filename")
             if "cocoid" in img:

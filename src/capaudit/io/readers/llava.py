@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.readers.base import first_line, load_json_document
-from capaudit.io.readers.records import RecordReader, pick_turns
+from capaudit.io.json_stream import is_json_array
+from capaudit.io.readers.base import first_line, load_json_document, read_head
+from capaudit.io.readers.records import RecordReader, load_records, pick_turns
 
 
 def _image_of(rec: dict):
@@ -119,7 +120,7 @@ class FuseCapReader(RecordReader):
                     raise InputError(f"value for {key!r} is not a caption string", path=path,
                                      row=i + 1)
                 yield key, cap, {"src": key}
-        elif isinstance(data, list):
+        else:       # the records of a JSON array, streamed (:meth:`read`)
             id_col = self.id_col
             cap_col = self.caption_col or "caption"
             for i, rec in enumerate(data):
@@ -127,15 +128,28 @@ class FuseCapReader(RecordReader):
                     raise InputError("each record must be an object", path=path, row=i + 1)
                 key_col = id_col or next((c for c in ("image", "file_name", "image_id", "id")
                                           if c in rec), None)
-                if key_col is None or key_col not in rec:
-                    raise InputError("record has no image column", path=path, row=i + 1,
-                                     fix="pass --id-col")
-                if cap_col not in rec:
-                    raise InputError(f"record has no '{cap_col}' column", path=path, row=i + 1,
-                                     fix="pass --caption-col")
+                if key_col is None or key_col not in rec or cap_col not in rec:
+                    raise _no_column(rec, path, i + 1, cap_col)
                 yield rec[key_col], rec[cap_col], {"src": i}
-        else:
-            raise InputError("FuseCap JSON must be a mapping or a list", path=path)
 
     def read(self, path: Path):
-        yield from self.emit(self._rows(path, load_json_document(path)))
+        if is_json_array(read_head(path, 1 << 12)):   # a list of records: streamed
+            yield from self.emit(self._rows(path, (rec for _, rec in load_records(path))))
+            return
+        data = load_json_document(path)
+        if not isinstance(data, dict):
+            raise InputError("FuseCap JSON must be a mapping or a list", path=path)
+        yield from self.emit(self._rows(path, data))
+
+
+def _no_column(rec: dict, path: Path, row: int, cap_col: str) -> InputError:
+    """A FuseCap record list's missing image or caption field, with the fields there are
+    and the likely ones (:mod:`capaudit.io.readers.columns`)."""
+    from capaudit.io.readers.columns import likely_ids, missing_caption
+
+    if cap_col in rec:
+        ids = likely_ids(list(rec), [rec], exclude=[cap_col])
+        return InputError(f"record has no image column (columns: {', '.join(rec)})", path=path,
+                          row=row, fix=f"pass --id-col {ids[0] if ids else 'NAME'}")
+    return missing_caption(list(rec), [rec], path=path, row=row,
+                           given=cap_col if cap_col != "caption" else None)

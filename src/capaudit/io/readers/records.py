@@ -1,10 +1,10 @@
-"""What the record readers (LLaVA, ShareGPT, ShareGPT4V, Karpathy) share.
+"""What the record readers (LLaVA, ShareGPT, ShareGPT4V, Karpathy, JSON lists) share.
 
-- :func:`load_records`: a JSON list or a JSONL file as ``(row, record)`` pairs, with
-  one-line errors naming the row;
-- :func:`parse_where`: the ``--where`` row filter (``type = 'detail' and split != train``),
-  a deliberately small language (top-level field, ``=`` or ``!=``, a value; ``and``) that
-  needs no SQL engine and cannot run code;
+- :func:`load_records`: a JSON array (streamed record by record through
+  :mod:`capaudit.io.json_stream`: a 1.2M-record ShareGPT4V file is never held whole) or a
+  JSONL file, as ``(row, record)`` pairs, with one-line errors naming the row;
+- ``--where``: a DuckDB SQL expression over the record's fields (:mod:`capaudit.store.where`),
+  evaluated once over the file; the records it leaves out are skipped as they stream by;
 - :func:`pick_turns`: which assistant turns become captions (``--turns first|all|join``);
 - :class:`RecordReader`: batching, and each caption's place in the source (``meta.src``
   record index, ``meta.turn``) so that ``sets export --to original`` can write the
@@ -16,58 +16,33 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.base import (
-    CaptionReader,
-    load_json_document,
-    load_json_lines,
-    make_batch,
-    read_head,
-)
+from capaudit.io.json_stream import is_json_array, iter_array_records
+from capaudit.io.readers.base import CaptionReader, load_json_lines, make_batch, read_head
 
 TURNS = ("first", "all", "join")
 JOIN_SEP = "\n\n"
-_COND = re.compile(r"""^\s*([A-Za-z_][\w.]*)\s*(!=|=)\s*(?:'([^']*)'|"([^"]*)"|(\S+))\s*$""")
 
 
 def load_records(path: Path) -> Iterator[tuple[int, object]]:
-    """``(1-based row, record)`` from a JSON list or a JSONL file."""
-    head = read_head(path, 1 << 12).lstrip()
-    if head.startswith(b"["):
-        data = load_json_document(path)
-        yield from enumerate(data, start=1)
+    """``(1-based row, record)`` from a JSON array (streamed) or a JSONL file."""
+    if is_json_array(read_head(path, 1 << 12)):
+        with open(path, "rb") as fh:
+            for index, rec in iter_array_records(fh, path):
+                yield index + 1, rec
         return
     yield from load_json_lines(path)
 
 
-def parse_where(expr: str | None) -> Callable[[dict], bool]:
-    """``"type = 'detail' and split != 'train'"`` -> a predicate on a record."""
-    if not expr or not expr.strip():
-        return lambda rec: True
-    conds = []
-    for part in re.split(r"\s+and\s+", expr.strip(), flags=re.IGNORECASE):
-        m = _COND.match(part)
-        if not m:
-            raise InputError(f"cannot read the --where condition '{part}'",
-                             fix="write field = 'value' or field != 'value', joined by and")
-        field, op, *vals = m.groups()
-        value = next(v for v in vals if v is not None)
-        conds.append((field, op == "=", value))
-
-    def match(rec: dict) -> bool:
-        for field, eq, value in conds:
-            got = rec.get(field) if isinstance(rec, dict) else None
-            if (got is not None and str(got) == value) != eq:
-                return False
-        return True
-    return match
+def records_layout(path: Path) -> str:
+    """How :func:`capaudit.store.where.matching_records` reads ``path``'s records."""
+    return "array" if is_json_array(read_head(path, 1 << 12)) else "lines"
 
 
 def pick_turns(texts: list, turns: str) -> list[tuple[int | None, str]]:
@@ -87,7 +62,11 @@ class RecordReader(CaptionReader):
         self.turns = options.get("turns") or "first"
         if self.turns not in TURNS:
             raise InputError(f"unknown --turns '{self.turns}'", fix="use first, all or join")
-        self.where = parse_where(options.get("where"))
+        self.where_expr = options.get("where")
+        if self.where_expr is not None:
+            from capaudit.store.where import checked_where
+
+            checked_where(self.where_expr)   # refused before the file is read
         self.skip_no_image = bool(options.get("skip_no_image"))
         self.skipped_no_image = 0
 
@@ -102,11 +81,20 @@ class RecordReader(CaptionReader):
                              fix="pass --skip-no-image to skip such records (they are counted)")
         self.skipped_no_image += 1
 
+    def where_mask(self, path: Path, layout: str | None = None):
+        """Bool per record: kept by ``--where`` (``None``: no ``--where``, every record)."""
+        if self.where_expr is None:
+            return None
+        from capaudit.store.where import matching_records
+
+        return matching_records(path, self.where_expr, layout or records_layout(path))
+
     def rows(self, path: Path) -> Iterator[tuple]:
-        for row, rec in load_records(path):
+        keep = self.where_mask(path)
+        for n, (row, rec) in enumerate(load_records(path)):
             if not isinstance(rec, dict):
                 raise InputError("record is not a JSON object", path=path, row=row)
-            if self.where(rec):
+            if keep is None or (n < len(keep) and keep[n]):
                 yield from self.captions(path, row, rec)
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:

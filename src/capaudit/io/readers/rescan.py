@@ -156,3 +156,33 @@ def nested_records(path: Path, columns: list[tuple]) -> InputError | None:
                               fix=f"write them one per line (jq -c '.{name}[]' FILE > "
                                   f"records.jsonl) and add that with --caption-col {cap}")
     return None
+
+
+_COMPRESSED = (b"\x1f\x8b", b"(\xb5/\xfd")   # gzip, zstd: DuckDB reads them expanded
+
+
+def compressed(path: Path) -> bool:
+    """Whether ``path`` is gzip or zstd compressed and named so (``.gz``, ``.zst``: DuckDB
+    then reads it expanded), so the Python rescans of the raw bytes, which would call it
+    "not UTF-8", are skipped for it."""
+    if path.suffix.lower() not in (".gz", ".gzip", ".zst"):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4).startswith(_COMPRESSED)
+    except OSError:
+        return False
+
+
+def oversized(path: Path, exc: Exception) -> InputError | None:
+    """One line for a record (or line) past DuckDB's size limit: too large, not malformed
+    (a gzip bomb expands one "record" to gigabytes)."""
+    text = str(exc)
+    m = re.search(r'"(maximum_object_size|max_line_size)" of (\d+) bytes exceeded', text)
+    if m is None:
+        return None
+    packed = " once decompressed" if compressed(path) else ""
+    return InputError(f"a record is larger than {int(m.group(2)) >> 20} MB{packed}: too large "
+                      "to be a caption record", path=path,
+                      fix="check the file (a compressed file that expands this far is "
+                          "refused, not read); a caption record needs far less")

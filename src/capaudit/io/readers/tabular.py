@@ -21,12 +21,12 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
-from capaudit.io.readers.rescan import (csv_delimiter, csv_has_header, csv_record_row,
-                                          jsonl_record_row, nested_records, scan_csv,
-                                          scan_jsonl)
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
+                                         id_like, missing_caption, missing_id)
+from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
+                                          csv_record_row, jsonl_record_row, nested_records,
+                                          oversized, scan_csv, scan_jsonl)
 
-ID_CANDIDATES = ("image_id", "image", "file_name", "filename", "id", "key", "image_url", "url")
-CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
 DATASET_COLUMNS = ("dataset_id", "dataset", "dataset_name")  # a column naming the dataset
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
@@ -47,11 +47,12 @@ def _qi(name: str) -> str:
 
 
 class _DuckReader(CaptionReader):
-    accepts = frozenset({"id_col", "caption_col"})
+    accepts = frozenset({"id_col", "caption_col", "where"})
     id_candidates = ID_CANDIDATES
     caption_candidates = CAPTION_CANDIDATES
 
     _chosen: tuple[str | None, str | None] = (None, None)  # (id column, caption column)
+    refuse_row_ids = True   # a column that looks like an id is named, not replaced by row numbers
     evidence_namespace: str | None = None  # what a dataset column names (see ingest)
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:  # pragma: no cover
@@ -64,7 +65,7 @@ class _DuckReader(CaptionReader):
         return None
 
     def diagnose(self, path: Path, exc: Exception) -> InputError:
-        err = self.scan(path)
+        err = oversized(path, exc) or (None if compressed(path) else self.scan(path))
         if err is not None:
             return err
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -72,22 +73,42 @@ class _DuckReader(CaptionReader):
                           fix="check the file format or pass --format")
 
     def _pick(self, cols: list[str], given: str | None, candidates, what: str, path: Path,
-              flag: str, required: bool) -> str | None:
+              flag: str) -> str | None:
         if given:
             if given not in cols:
                 raise InputError(f"no column '{given}' (columns: {', '.join(cols)})", path=path,
                                  fix=f"pass {flag} with one of those columns")
             return given
-        for cand in candidates:
-            if cand in cols:
-                return cand
-        if required:
+        return next((c for c in candidates if c in cols), None)
+
+    def _sample(self, con, path: Path, n: int = 50) -> list[dict]:
+        """A few records as dicts, for the column hints (error path only)."""
+        try:
+            cur = con.execute(f"SELECT * FROM {self.source(path)} LIMIT {n}")
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+        except duckdb.Error:
+            return []
+
+    def _columns(self, path: Path, con, cols: list[str], desc) -> tuple[str | None, str]:
+        """(id column or None, caption column), or one line naming the columns there are and
+        the likely ones (:mod:`capaudit.io.readers.columns`)."""
+        cap = self.caption_col or next((c for c in self.caption_candidates if c in cols), None)
+        if cap is None or cap not in cols:
             numbered = all(c == f"column{i}" for i, c in enumerate(cols))  # DuckDB's names
-            raise InputError(f"no {what} column found (columns: {', '.join(cols)}"
-                             + ("; the file has no header row, so they are numbered from 0"
-                                if numbered else "") + ")", path=path,
-                             fix=f"pass {flag} naming the {what} column")
-        return None
+            # a broken first line, an empty file or records nested in a list hide the columns
+            err = self.scan(path) or nested_records(path, desc)
+            raise err or missing_caption(cols, self._sample(con, path), path=path,
+                                         given=self.caption_col, numbered=numbered) from None
+        idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col")
+        if idc is None and self.refuse_row_ids:
+            question = answers_file(cols)
+            if question is not None:
+                raise missing_id(cols, [question], cap, path=path, question=question)
+            like = id_like(cols, self._sample(con, path), caption=cap)
+            if like:
+                raise missing_id(cols, like, cap, path=path)
+        return idc, cap
 
     def select_sql(self, path: Path, con) -> str:
         """The SELECT that yields image_key, image_id, caption, meta from the file.
@@ -100,13 +121,7 @@ class _DuckReader(CaptionReader):
         except duckdb.Error as exc:
             raise self.diagnose(path, exc) from None
         cols = [r[0] for r in desc]
-        try:
-            cap = self._pick(cols, self.caption_col, self.caption_candidates, "caption", path,
-                             "--caption-col", True)
-        except InputError as exc:  # a broken first line or an empty file hides the columns
-            raise self.scan(path) or nested_records(path, desc) or exc from None
-        idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col",
-                         False)
+        idc, cap = self._columns(path, con, cols, desc)
         self._chosen = (idc, cap)
         self.evidence_namespace = self._dataset_namespace(con, path, cols)
         src = self.source(path, columns={**({idc: "VARCHAR"} if idc else {}), cap: "JSON"})
@@ -117,8 +132,17 @@ class _DuckReader(CaptionReader):
             raise self.diagnose(path, exc) from None
         key_sql, id_sql = self._id_sql(idc, types.get(idc))
         cap_sql, extra = self._caption_sql(path, con, src, cap, types[cap])
+        if self.options.get("where") is not None:   # records kept by --where (store.where)
+            from capaudit.store.where import filtered_select
+
+            return filtered_select(con, key_sql if idc else None, id_sql, cap_sql, extra, src,
+                                   self.where_source(path), self.options["where"], path)
         return (f"SELECT {key_sql} AS image_key, {id_sql} AS image_id, {cap_sql} AS caption, "
                 f"NULL::VARCHAR AS meta FROM (SELECT *{extra} FROM {src})")
+
+    def where_source(self, path: Path) -> str:
+        """The file with every field typed as DuckDB infers it, for ``--where``."""
+        return self.source(path)
 
     def _dataset_namespace(self, con, path: Path, cols: list[str]) -> str | None:
         """The namespace a dataset column names when every record names the same dataset
@@ -138,8 +162,9 @@ class _DuckReader(CaptionReader):
     @staticmethod
     def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:
         """image_key and image_id, the SQL twin of :func:`parse_image_id`: whole numbers up to
-        18 digits and COCO file names are image ids; anything else ("1.5", "7.6", "-3") is
-        kept as text only, never rounded (a cast alone turned 1.5 into 2). Text ids are read
+        18 digits and COCO file names are image ids; anything else ("1.5", "3.0", "-3", a
+        float column's 3.0, "0801961485534636") is kept as text only, never rounded (a cast
+        alone turned 1.5 into 2). Text ids are read
         as text, so a file whose ids turn from integers into file names after the sampled
         rows cannot fail half-way. (A JSON float like 3.0 reads as the text "3.0".)"""
         if idc is None:
@@ -150,8 +175,7 @@ class _DuckReader(CaptionReader):
             return key, (f"CASE WHEN {col} >= 0 AND {col} < 1000000000000000000 "
                          f"THEN CAST({col} AS BIGINT) END")
         if typ in _FLOAT_TYPES or (typ or "").startswith("DECIMAL"):
-            return key, (f"CASE WHEN isfinite({col}) AND {col} = trunc({col}) AND {col} >= 0 "
-                         f"AND {col} < 1e18 THEN CAST({col} AS BIGINT) END")
+            return key, "NULL::BIGINT"   # a fraction is no id, not even 3.0 (imageids' rule)
         # fast exact path first: the integer whose text is the id itself (no rounding)
         num = f"TRY_CAST({key} AS BIGINT)"
         return key, (f"CASE WHEN CAST({num} AS VARCHAR) = {key} AND {num} >= 0 AND "
@@ -222,12 +246,16 @@ class JsonlReader(_DuckReader):
                     f"maximum_object_size=16777216, columns={{{spec}}})")
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
 
+    def where_source(self, path: Path) -> str:
+        return (f"read_json({_q(path)}, format='newline_delimited', "
+                f"maximum_object_size=16777216, sample_size=-1)")
+
     def scan(self, path: Path) -> InputError | None:
         return scan_jsonl(path, self._chosen[1] or self.caption_col, self.caption_candidates)
 
     def record_row(self, path: Path, index: int) -> int:
         """Line number of record ``index``: DuckDB skips blank lines, the count does not."""
-        return jsonl_record_row(path, index)
+        return index + 1 if compressed(path) else jsonl_record_row(path, index)
 
 
 class CsvReader(_DuckReader):
@@ -240,6 +268,11 @@ class CsvReader(_DuckReader):
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
         return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}')"
+
+    def where_source(self, path: Path) -> str:
+        """Typed as DuckDB sniffs them: ``question_id < 10`` compares numbers."""
+        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        return f"read_csv({_q(path)}, header={header}, delim='{delim}')"
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
@@ -258,40 +291,3 @@ class ParquetReader(_DuckReader):
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         return f"read_parquet({_q(path)})"
-
-
-class CapsFusionReader(_DuckReader):
-    """CapsFusion releases: columns ``laion_2b``, ``laion_coco`` and the fused caption.
-
-    The fused caption's key is ``capsfusion`` in some releases and ``capsfuion_official``
-    (sic) in the project's own ``data/example_data.json``: both are sniffed and either is
-    the default caption; ``--caption-col`` picks any column of the file (``laion_2b`` to
-    audit the alt-texts). The image id is ``image_url``/``image`` when present, else the
-    row number, kept as text (LAION rows have no dataset ids: nothing joins them).
-    """
-
-    name = "capsfusion"
-    expects = "records with 'laion_coco' and 'capsfusion' or 'capsfuion_official'"
-    caption_candidates = ("capsfusion", "capsfuion_official")
-    id_candidates = ("image_id", "image", "image_url", "url", "id", "key")
-    FUSED = (b"capsfusion", b"capsfuion_official")
-
-    @classmethod
-    def sniff(cls, path: Path, head: bytes) -> bool:
-        if path.is_dir():
-            return False
-        if head[:4] == b"PAR1":
-            import pyarrow.parquet as pq
-            try:
-                names = set(pq.read_schema(path).names)
-            except Exception:  # not a readable parquet: let the parquet reader complain
-                return False
-            return "laion_coco" in names and bool(names & {f.decode() for f in cls.FUSED})
-        return b"laion_coco" in head and any(f in head for f in cls.FUSED)
-
-    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        head = open(path, "rb").read(4)
-        if head == b"PAR1":
-            return f"read_parquet({_q(path)})"
-        fmt = "array" if head.lstrip().startswith(b"[") else "auto"
-        return f"read_json({_q(path)}, format='{fmt}', sample_size=-1)"

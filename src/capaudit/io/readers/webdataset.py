@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.core.ranges import env_number
-from capaudit.io.imageids import infer_namespace, is_row_key, key_image_id, parse_image_id
+from capaudit.io.imageids import (infer_namespace, is_digit_key, is_row_key, key_image_id,
+                                  parse_image_id)
 from capaudit.io.readers.base import CaptionReader, make_batch
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"not a readable tar shard ({exc})", path=tar_path) from None
     current, files, n_members, n_samples = None, {}, 0, 0
-    with tf:
+    seen: set[str] = set()    # member names: a second member of a name is refused, never
+    with tf:                  # read over the first (tar keeps both; extraction keeps one)
         members = iter(tf)
         while True:
             try:
@@ -80,6 +82,11 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
             name = member.name.rsplit("/", 1)[-1]
             if "." not in name:
                 continue
+            if member.name in seen:
+                raise InputError(f"member '{member.name}' appears twice in the tar: which one "
+                                 "holds the sample is not known", path=tar_path,
+                                 fix="rebuild the shard with one member per name")
+            seen.add(member.name)
             key, ext = name.split(".", 1)
             prefix = member.name[: -len(name)]
             key = prefix + key
@@ -254,7 +261,7 @@ def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | No
     if is_row_key(key, meta):
         return None, None
     iid = key_image_id(key)
-    return iid, (None if iid is None or key.isdigit() else infer_namespace(key))
+    return iid, (None if iid is None or is_digit_key(key) else infer_namespace(key))
 
 
 def _spaces(spaces: list) -> list | None:

@@ -1,0 +1,136 @@
+"""Which field of a record is its image id and which its caption, and what to say when the
+names are not the ones a reader knows.
+
+Why one module: every flat-record reader (JSONL, CSV/TSV, parquet, JSON lists) picks its
+columns from the same candidate names, and when none is there the user needs the same
+answer from each: the columns that exist, the likely id and caption among them (by name,
+then by what the sampled values look like: file names and URLs are ids, the longest text
+is the caption), and the flags that read them. A file whose id field has another name
+(``image/key``, ``question_id``) is never read with row numbers for ids in silence: a
+field that looks like an id is named instead (:func:`id_like`), and a file of answers to
+questions (``question_id``, no image field) is recognised as one (:func:`answers_file`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+from capaudit.errors import InputError
+
+__all__ = ["ID_CANDIDATES", "CAPTION_CANDIDATES", "likely_ids", "likely_captions",
+           "missing_caption", "missing_id", "id_like", "answers_file"]
+
+ID_CANDIDATES = ("image_id", "image", "file_name", "filename", "image_name", "image_file",
+                 "id", "key", "image_url", "url")
+CAPTION_CANDIDATES = ("caption", "text", "capsfusion", "description")
+
+# names that say "this identifies the image" (or a record): image/key, question_id, imgid, URL
+_ID_NAME = re.compile(r"(?:^|[^a-z])(?:id|key|uid|guid|url|uri|path)s?$|^img|image|file|name$",
+                      re.IGNORECASE)
+# ids of something else than the picture: the model, the answer, the annotator, the licence
+_OTHER_ID = re.compile(r"^(?:model|answer|annotator|worker|user|author|license|licence|"
+                       r"category|split|dataset|source|task|prompt|conversation)", re.IGNORECASE)
+_QUESTION = re.compile(r"question[_ ]?id|^qid$|^q_id$", re.IGNORECASE)
+_IMAGE_NAME = re.compile(r"image|img|file|url|path|photo|picture", re.IGNORECASE)
+# names that say "this is the text about the image"
+_CAPTION_NAME = re.compile(r"caption|descr|text|sentence|pred|output|answer|response|summary|"
+                           r"alt|title|gpt|generated", re.IGNORECASE)
+_FILE_OR_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|gif|webp|bmp))$",
+                          re.IGNORECASE)
+
+
+def _texts(rows: Sequence[Mapping], col: str) -> list[str]:
+    return [v for r in rows if isinstance(v := r.get(col), str)]
+
+
+def likely_captions(cols: Sequence[str], rows: Sequence[Mapping] = ()) -> list[str]:
+    """Columns likely to hold captions, best first: text columns named like one, then the
+    text columns whose sampled values run longest (a URL or file name is never one)."""
+    def mean_words(col: str) -> float:
+        vals = _texts(rows, col)
+        if not vals or any(_FILE_OR_URL.match(v.strip()) for v in vals[:20]):
+            return 0.0
+        return sum(len(v.split()) for v in vals) / len(vals)
+    texty = [c for c in cols if not rows or mean_words(c) > 0]
+    named = [c for c in texty if _CAPTION_NAME.search(c)]
+    rest = sorted((c for c in texty if c not in named and mean_words(c) >= 3),
+                  key=mean_words, reverse=True) if rows else []
+    return named + rest
+
+
+def likely_ids(cols: Sequence[str], rows: Sequence[Mapping] = (),
+               exclude: Iterable[str] = ()) -> list[str]:
+    """Columns likely to name the image, best first: the known names, names like an id
+    (``image/key``, ``imgid``), then columns whose sampled values are file names or URLs."""
+    skip = set(exclude)
+    out = [c for c in ID_CANDIDATES if c in cols and c not in skip]
+    out += [c for c in cols if c not in out and c not in skip and _ID_NAME.search(c)
+            and not _OTHER_ID.match(c)]
+    for c in cols:
+        vals = _texts(rows, c)
+        if c not in out and c not in skip and vals and all(
+                _FILE_OR_URL.match(v.strip()) for v in vals[:20]):
+            out.append(c)
+    return out
+
+
+def id_like(cols: Sequence[str], rows: Sequence[Mapping] = (), caption: str | None = None
+            ) -> list[str]:
+    """The columns that look like an id of some kind when none has a name a reader takes for
+    the image id: the ones a silent fallback to row numbers would have ignored."""
+    return [c for c in likely_ids(cols, rows, exclude=[caption] if caption else [])
+            if c not in ID_CANDIDATES]
+
+
+def answers_file(cols: Sequence[str]) -> str | None:
+    """The question-id column of an answers file (LLaVA-Bench ``answer-file.jsonl``:
+    ``question_id, prompt, text, answer_id, model_id``): question ids and no field that
+    names an image. ``None`` for any other layout."""
+    question = next((c for c in cols if _QUESTION.search(c)), None)
+    if question is None or any(_IMAGE_NAME.search(c) for c in cols):
+        return None
+    return question
+
+
+def _shown(cols: Sequence[str]) -> str:
+    text = ", ".join(cols[:20]) + (", ..." if len(cols) > 20 else "")
+    return text or "none"
+
+
+def missing_caption(cols: Sequence[str], rows: Sequence[Mapping] = (), *, path=None,
+                    row: int | None = None, given: str | None = None,
+                    numbered: bool = False) -> InputError:
+    """One line when no caption column is found (or ``given`` is not one of ``cols``):
+    the columns that exist, the likely caption and id among them, the flags that read them."""
+    caps = likely_captions(cols, rows)
+    ids = likely_ids(cols, rows, exclude=caps[:1])
+    what = f"no column '{given}'" if given else "no caption column found"
+    note = "; the file has no header row, so they are numbered from 0" if numbered else ""
+    hint = ""
+    if caps:
+        hint = f"; likely caption: {' or '.join(caps[:2])}"
+        hint += f", likely image id: {ids[0]}" if ids else ""
+    flags = (f"pass --caption-col {caps[0]}" + (f" --id-col {ids[0]}" if ids else "")
+             if caps else "pass --caption-col naming the caption column")
+    return InputError(f"{what} (columns: {_shown(cols)}{note}){hint}", path=path, row=row,
+                      fix=flags)
+
+
+def missing_id(cols: Sequence[str], candidates: Sequence[str], caption: str, *, path=None,
+               question: str | None = None) -> InputError:
+    """One line for a file whose id field has another name: it would have been read with
+    row numbers for ids, joining nothing and counting each caption as an image."""
+    if question is not None:
+        return InputError(
+            f"an answers file: '{question}' numbers questions and no column names an image "
+            f"(columns: {_shown(cols)}), so its '{caption}' texts are no captions of known "
+            "images", path=path,
+            fix="add the benchmark's questions file (it names each question's image) or "
+                f"join it to these answers; to read them as captions of their own, pass "
+                f"--id-col {question} --namespace NAME (a name of yours)")
+    return InputError(f"no image id column among the names readers know, but "
+                      f"{' and '.join(repr(c) for c in candidates[:3])} look like ids "
+                      f"(columns: {_shown(cols)})", path=path,
+                      fix=f"pass --id-col {candidates[0]} (or --id-col naming another "
+                          "column); ids are never invented from row numbers in silence")
