@@ -241,10 +241,12 @@ class AuditStore:
             return filter_set(store, set, filter, out, given, config=config, seed=seed,
                               replace=replace, score_evidence=score_evidence)
 
-    def export(self, set: str, to: str, out: str | Path, *, overwrite: bool = False) -> Path:
+    def export(self, set: str, to: str, out: str | Path, *, overwrite: bool = False,
+               prompt: str | None = None) -> Path:
         """``capaudit sets export``: write ``set`` as ``to`` (``jsonl``, ``parquet``, ...)
         to ``out`` (temporary name, then renamed), provenance beside it; ``overwrite`` as
-        ``--overwrite`` (a folder output into a folder with files in it).
+        ``--overwrite`` (a folder output into a folder with files in it); ``prompt`` as
+        ``--prompt`` (the question of an answer the set holds none for).
 
         >>> import capaudit, tempfile, pathlib
         >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -257,7 +259,8 @@ class AuditStore:
         from capaudit.io.export import export_with_provenance
 
         with self._open(read_only=True) as store:
-            return export_with_provenance(store, set, to, out, overwrite=overwrite)
+            return export_with_provenance(store, set, to, out, overwrite=overwrite,
+                                          prompt=prompt)
 
     def query(self, sql: str) -> ResultTable:
         """Read-only SQL over the store, in the same sandbox as ``capaudit query`` (no
