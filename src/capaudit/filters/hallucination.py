@@ -130,6 +130,9 @@ class HallucinationFilter(Filter):
                    "detector": self.options["detections"]}.get(kind)
             self.evidence, self.source = resolve_evidence(kind, ref,
                                                           context.store if context else None)
+        from capaudit.io.annotation_store import source_sha256   # the lineage's identity (#34.3)
+
+        self.evidence_sha256 = source_sha256(context.store if context else None, self.source)
         if context is not None and context.store is not None and context.set_name:
             from capaudit.audit.annotation_coverage import guard_evidence
 
@@ -273,6 +276,7 @@ class HallucinationFilter(Filter):
         cfg = super().config()
         cfg["evidence"], cfg["threshold"] = self.kind, self.threshold
         cfg["evidence_source"] = self.source
+        cfg["evidence_sha256"] = getattr(self, "evidence_sha256", None)
         return cfg
 
 
