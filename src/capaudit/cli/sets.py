@@ -138,8 +138,8 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
                                           "name that capaudit did not write"),
            prompt: str = typer.Option(None, "--prompt", help="llava/sharegpt4v/sharegpt: the "
                                       "question written for an answer the set holds none "
-                                      "for (a set from a plain caption file) [default: "
-                                      "Describe the image in detail.]; answers added from a "
+                                      "for (a set from a plain caption file; default: "
+                                      "'Describe the image in detail.'); answers added from a "
                                       "conversation file keep their own"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
