@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
+from capaudit.cli.common import DbOption, audit_config, console, open_store
 from capaudit.cli.options import annotation_cli
 
 
@@ -39,6 +39,6 @@ def card_command(
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)
     cmp, said = audit_card(store, sets, out, cfg, license=license)
-    console.print(f"card: {esc(str(out))} ({len(cmp.names)} set(s), {len(cmp.metrics)} metrics)")
+    console.print(f"card: {out} ({len(cmp.names)} set(s), {len(cmp.metrics)} metrics)")
     for line in said:
-        console.print(esc(line), style="yellow")
+        console.print(line, style="yellow")

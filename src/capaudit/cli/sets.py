@@ -149,9 +149,9 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
     written: dict = {}
     path = export_with_provenance(open_store(db, read_only=True), name, to, out,
                                   overwrite=overwrite, prompt=prompt, report=written)
-    console.print(f"wrote {esc(str(path))}")
+    console.print(f"wrote {path}")
     if written.get("note"):
-        console.print(esc(written["note"]))
+        console.print(written["note"])
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")
         import json
