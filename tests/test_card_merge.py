@@ -46,17 +46,27 @@ def _split(text: str) -> tuple[dict, str]:
     return yaml.safe_load(head), body
 
 
-@pytest.fixture
-def db(shared, tmp_path):
-    (tmp_path / "store").mkdir()
-    path = str(tmp_path / "store" / "c.duckdb")
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The store every test starts from (copied): annotations, llava and llava_cg."""
+    from tests.conftest import shared_path
+
+    path = str(tmp_path_factory.mktemp("built") / "c.duckdb")
     for kind, parts in (("chair-gt", GT), ("instances", INSTANCES)):
-        assert main(["annotations", "add", kind, str(shared(*parts)), "--db", path]) == 0
-    assert main(["sets", "add", "llava", str(shared("data", "real",
+        assert main(["annotations", "add", kind, str(shared_path(*parts)), "--db", path]) == 0
+    assert main(["sets", "add", "llava", str(shared_path("data", "real",
                  "llava_coco2014_val_gpt4_qa_30x3.jsonl")), "--db", path]) == 0
     assert main(["filter", "run", "llava", "--filter", "hallucination", "--evidence",
                  "chair-gt", "--out", "llava_cg", "--db", path]) == 0
     return path
+
+
+@pytest.fixture
+def db(built, tmp_path):
+    import shutil
+
+    (tmp_path / "store").mkdir()
+    return str(shutil.copy(built, tmp_path / "store" / "c.duckdb"))
 
 
 def _card(db, out, *extra, metrics="chair_s,chair_i"):

@@ -21,12 +21,22 @@ GT = ("data", "coco2014", "chair_objects_trainval2014.jsonl")
 INSTANCES = ("data", "coco2014", "instance_categories_val2014.jsonl")
 
 
-@pytest.fixture
-def db(shared, tmp_path):
-    path = str(tmp_path / "c.duckdb")
-    assert main(["annotations", "add", "chair-gt", str(shared(*GT)), "--db", path]) == 0
-    assert main(["annotations", "add", "instances", str(shared(*INSTANCES)), "--db", path]) == 0
+@pytest.fixture(scope="module")
+def annotated(tmp_path_factory):
+    from tests.conftest import shared_path
+
+    path = str(tmp_path_factory.mktemp("annotated") / "c.duckdb")
+    for kind, parts in (("chair-gt", GT), ("instances", INSTANCES)):
+        assert main(["annotations", "add", kind, str(shared_path(*parts)), "--db", path]) == 0
     return path
+
+
+@pytest.fixture
+def db(annotated, tmp_path):
+    """A store with the CHAIR ground truth and the instance categories (a copy per test)."""
+    import shutil
+
+    return str(shutil.copy(annotated, tmp_path / "c.duckdb"))
 
 
 def _filtered(shared, db, name, source, out, *extra):
