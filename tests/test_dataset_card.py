@@ -18,7 +18,8 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     build_demo(db, run_audit=False)
     import capaudit
     store = capaudit.open(db)
-    store.filter("nic", "hallucination", "nic_clean", evidence="chair-gt")
+    store.filter("nic", "hallucination", "nic_clean", evidence="chair-gt",
+                 object_mode="reference", non_visual="judge")
     card = tmp_path / "card" / "README.md"
     assert main(["audit", "card", "nic", "nic_clean", "--out", str(card), "--n-boot", "50",
                  "--db", str(db)]) == 0
@@ -34,12 +35,12 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     assert nic["chair_s"]["value"] == run["chair_s"]["value"]
     assert nic["chair_s"]["n_images"] == run["chair_s"]["n_images"] == 1000
     assert nic["chair_s"]["coverage"] == {"chair_gt": 1.0} and nic["chair_s"]["status"] == "ok"
-    # filtered with the CHAIR ground truth: 0 by construction, said in both parts
+    # filtered with the CHAIR ground truth and scored with it: circular, said in both parts
     clean = meta["sets"]["nic_clean"]["metrics"]["chair_s"]
-    assert clean["value"] == 0.0 and clean["status"] == "by-construction"
+    assert clean["value"] == 0.0 and clean["status"] == "circular"
     row = next(line for line in body.splitlines() if line.startswith("| CHAIR_s | 0.00 |"))
-    assert row.endswith("| by construction |")
-    assert "- nic_clean CHAIR_s: by construction: the hallucination filter removed" in body
+    assert "| circular" in row
+    assert "- nic_clean CHAIR_s: circular: scored with the CHAIR ground truth" in body
     # its own 640 captions, scored on nic's 1,000 images: said, never "1,000 captions"
     kept = meta["sets"]["nic_clean"]
     assert (kept["captions"], kept["images"], kept["scored_images"]) == (640, 640, 1000)
@@ -49,9 +50,9 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     assert "1,000 captions on 1,000 images" not in body.split("### nic_clean")[1]
     assert ("By gender (male − female; 95% interval; n = images of the smaller group; on its "
             "own 640 images, not its parent's):") in body
-    # the gap of a value that is 0 by construction is so too; gaps signed as on the board
+    # the gap of a circular value is circular too; gaps signed as on the board
     assert "| CHAIR_s | 0.00 [0.00, 0.00] n=470 | 0.00 [0.00, 0.00] n=170 | +0.00 [+0.00, " \
-           "+0.00] n=170 (by construction) |" in body
+           "+0.00] n=170 (circular) |" in body
     row = next(line for line in body.split("### nic_clean")[0].splitlines()
                if line.startswith("| Gender err | 7.34 ["))      # nic: 7.34 men, 21.64 women
     assert "| 21.64 [" in row and "n=305 | −14.30 [−" in row

@@ -148,7 +148,7 @@ def test_builtin_option_both_ways_resolves_by_precedence(db, tmp_path):
     cfg.write_text("filter:\n  action: flag\n")
     base = ["filter", "run", "caps", "--filter", "hallucination", "--out", "h", "--replace",
             "--db", db, "--evidence", "detector", "--detections", str(det), "--config", str(cfg),
-            "--filter.non-visual", "judge"]
+            "--filter.non-visual", "judge", "--object-mode", "reference"]
     assert main(base) == 0
     assert _config(db, "h")["action"] == "flag"
     assert len(_captions(db, "h")) == 4  # flagged captions are kept

@@ -150,15 +150,16 @@ def test_chair_gt_filter_gives_chair_s_zero(shared, chair_gt, model):
     before = _hallucinated([d.caption for d in docs], [d.image_id for d in docs], chair_gt)
     assert before > 0  # real model captions do hallucinate
     # judging every mention (as CHAIR does), the filter leaves no hallucination behind
-    out = apply_filter(HallucinationFilter(chair_gt, non_visual="judge"), docs)
+    out = apply_filter(HallucinationFilter(chair_gt, non_visual="judge",
+                                           object_mode="reference"), docs)
     caps = out.captions.column("caption").to_pylist()
     ids = out.captions.column("image_id").to_pylist()
     assert _hallucinated(caps, ids, chair_gt) == 0          # CHAIR_s = 0
     s = out.summary
     assert s.sentences_in == s.kept + s.dropped == len(out.log["action"])
     assert s.dropped >= before and s.captions_out == len(caps)
-    # by default, what it leaves is exactly what it logged as non-visual
-    out = apply_filter(HallucinationFilter(chair_gt), docs)
+    # sparing non-visual mentions, what it leaves is exactly what it logged as non-visual
+    out = apply_filter(HallucinationFilter(chair_gt, object_mode="reference"), docs)
     left = _hallucinated(out.captions.column("caption").to_pylist(),
                          out.captions.column("image_id").to_pylist(), chair_gt)
     excused = {r for r, a in zip(out.log["row_idx"], out.log["reason"])

@@ -32,7 +32,7 @@ def test_passenger_airplanes_kept_in_corrected_mode_only():
     gt = {1: {"airplane": 1.0}}   # the image has airplanes and no person
     caps = ["There are two large passenger airplanes visible.",
             "Two passenger jets wait on the tarmac."]
-    ref = _run(gt, caps)
+    ref = _run(gt, caps, object_mode="reference")
     # reference mode stays the reference: "passenger" alone is a person word there,
     # "passenger jet" is one of its two-word entries (-> jet)
     assert ref.log["action"] == ["drop", "keep"]
@@ -62,9 +62,9 @@ def test_passenger_airplanes_in_real_llava_answer(shared):
     sent = "There are two large passenger airplanes visible in the image."
     docs = [d for d in _llava_docs() if sent in d.caption]
     assert len(docs) == 1 and "person" not in gt[docs[0].image_id]
-    ref = apply_filter(HallucinationFilter(gt), docs)
+    ref = apply_filter(HallucinationFilter(gt, object_mode="reference"), docs)
     assert ref.log["reason"] == ["unsupported: passenger->person"]
-    cor = apply_filter(HallucinationFilter(gt, object_mode="corrected"), docs)
+    cor = apply_filter(HallucinationFilter(gt), docs)   # corrected: the default (#34.4)
     assert cor.log["action"] == ["keep"] and cor.log["reason"][0].startswith(
         "modifier: passenger->person (modifies airplanes)")
 
@@ -288,7 +288,7 @@ def test_missing_spacy_names_the_extra(monkeypatch):
         with pytest.raises(InputError, match=r"capaudit\[nlp\]"):
             HallucinationFilter({1: {}}).setup()
         # reference words and judged non-visual mentions need no parse
-        HallucinationFilter({1: {}}, non_visual="judge").setup()
+        HallucinationFilter({1: {}}, non_visual="judge", object_mode="reference").setup()
     finally:
         parse._nlp.cache_clear()
 

@@ -170,26 +170,28 @@ def test_by_construction_is_said_by_audit_run_too(shared, db, tmp_path, capsys):
     assert "CHAIR ground truth includes the objects parsed from these human captions" in out
 
 
-def test_a_filtered_set_is_by_construction_only_where_its_value_is_0(shared, db, tmp_path,
-                                                                      capsys):
-    """nic filtered with the CHAIR ground truth: CHAIR_s (reference mode, the filter's own)
-    is 0 by construction; the corrected CHAIR_s is a measurement (> 0), never tagged."""
+def test_a_filtered_set_is_circular_whatever_its_value(shared, db, tmp_path, capsys):
+    """nic filtered with the CHAIR ground truth and scored with it: CHAIR_s is ``circular``
+    in both modes (0 in reference mode, > 0 corrected: the value does not decide it), never
+    ``by-construction`` (that is for the human captions the ground truth was built from)."""
     nic = tmp_path / "nic.jsonl"
     nic.write_text("".join(line for _, line in zip(range(300), shared(
         "data", "captioners", "nic_val2014_gender.jsonl").open())))
     assert main(["sets", "add", "nic", str(nic), "--db", db]) == 0
     assert main(["filter", "run", "nic", "--filter", "hallucination", "--evidence", "chair-gt",
-                 "--out", "nic_gt", "--db", db]) == 0
+                 "--object-mode", "reference", "--non-visual", "judge", "--out", "nic_gt",
+                 "--db", db]) == 0
     rep = tmp_path / "rep"
     capsys.readouterr()
     assert main(["audit", "compare", "nic", "nic_gt", "--metrics", "chair_s", "--corrected",
                  "--n-boot", "50", "--report", str(rep), "--db", db]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    m = json.loads((rep / "metrics.json").read_text())["sets"]["nic_gt"]
-    assert m["chair_s"]["value"] == 0 and m["chair_s"]["status"] == "by-construction"
-    corr = m["chair_s_corrected"]
-    assert corr["value"] > 0 and corr["status"] == "ok"
+    m = json.loads((rep / "metrics.json").read_text())["sets"]
+    assert m["nic_gt"]["chair_s"]["value"] == 0 and m["nic_gt"]["chair_s"]["status"] == "circular"
+    corr = m["nic_gt"]["chair_s_corrected"]
+    assert corr["value"] > 0 and corr["status"] == "circular"
+    assert m["nic"]["chair_s"]["status"] == "ok"          # the parent was not filtered
     md = (rep / "report.md").read_text()
     for text in (md, out):
-        assert "nic_gt CHAIR_s: by construction" in text
-        assert "nic_gt CHAIR_s corr.: by construction" not in text
+        assert "nic_gt CHAIR_s: circular: scored with the CHAIR ground truth" in text
+        assert "by construction" not in text

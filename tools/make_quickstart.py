@@ -38,8 +38,9 @@ CELLS = [
     ("md", "## Filter hallucinated sentences, then compare before and after\n\n"
            "`compare` scores the filtered set on its parent's images (a dropped caption counts "
            "as empty), so what the filter cost is visible; `n_images` and `status` say what "
-           "each value rests on (a CHAIR of 0 against the ground truth the filter used is "
-           "`by-construction`, not a result)."),
+           "each value rests on (a CHAIR scored with the ground truth the filter used is "
+           "`circular`, not a result: its independent score, under the instance categories, "
+           "is in its notes)."),
     ("code", "from capaudit.api import comparison_table\n\n"
              "info, summary = store.filter('nic', 'hallucination', 'nic_clean', "
              "action='drop-sentence')\n"

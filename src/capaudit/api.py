@@ -24,15 +24,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit.config import AuditConfig
-from capaudit.core.table import ResultTable
+from capaudit.core.table import (RESULT_COLUMNS, ResultTable, audit_table as _audit_table,
+                                 disparity_rows as _disparity_rows, metric_rows as _metric_rows)
 from capaudit.errors import InputError, worded_for_api
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
-
-# n_images: what the value rests on; status: ok, partial, too-few, ... (metrics.present)
-RESULT_COLUMNS = ("set", "metric", "group", "value", "n", "ci_low", "ci_high", "n_images",
-                  "status")
-
 
 def demo_file(name: str) -> Path:
     """Path of a file of the bundled 1,000-image COCO demo sample.
@@ -47,27 +43,6 @@ def demo_file(name: str) -> Path:
         raise InputError(f"no demo file '{name}'", fix="one of: " + ", ".join(
             sorted(p.name for p in DEMO_DIR.iterdir() if p.suffix in (".json", ".jsonl"))))
     return path
-
-
-def _metric_rows(name: str, results: Mapping[str, Any], group: str = "all") -> list[tuple]:
-    return [(name, m, group, r.value, r.n, r.ci_low, r.ci_high, r.n_images, r.state)
-            for m, r in results.items()]
-
-
-def _audit_table(results: Mapping[str, Any], run_id: int | None) -> ResultTable:
-    rows = [row for name, res in results.items() if not name.startswith("_")
-            for row in _metric_rows(name, res.results)]
-    return ResultTable(RESULT_COLUMNS, rows, run_id)
-
-
-def _disparity_rows(name: str, d) -> list[tuple]:
-    rows = []
-    for metric, per in d.results.items():
-        for g, r in per.items():
-            grp = f"{d.by}:{g}" if g == d.diff_key else f"{d.by}={g}"
-            rows.append((name, metric, grp, r.value, r.n, r.ci_low, r.ci_high, r.n_images,
-                         r.state))
-    return rows
 
 
 def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
@@ -241,10 +216,12 @@ class AuditStore:
             return filter_set(store, set, filter, out, given, config=config, seed=seed,
                               replace=replace, score_evidence=score_evidence)
 
-    def export(self, set: str, to: str, out: str | Path, *, overwrite: bool = False) -> Path:
+    def export(self, set: str, to: str, out: str | Path, *, overwrite: bool = False,
+               prompt: str | None = None) -> Path:
         """``capaudit sets export``: write ``set`` as ``to`` (``jsonl``, ``parquet``, ...)
         to ``out`` (temporary name, then renamed), provenance beside it; ``overwrite`` as
-        ``--overwrite`` (a folder output into a folder with files in it).
+        ``--overwrite`` (a folder output into a folder with files in it); ``prompt`` as
+        ``--prompt`` (the question of an answer the set holds none for).
 
         >>> import capaudit, tempfile, pathlib
         >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -257,7 +234,33 @@ class AuditStore:
         from capaudit.io.export import export_with_provenance
 
         with self._open(read_only=True) as store:
-            return export_with_provenance(store, set, to, out, overwrite=overwrite)
+            return export_with_provenance(store, set, to, out, overwrite=overwrite,
+                                          prompt=prompt)
+
+    def card(self, sets: str | Sequence[str], out: str | Path, *, license: str | None = None,
+             metrics: str | Sequence[str] | None = None, config: str | Path | None = None,
+             **options: Any) -> list[str]:
+        """``capaudit audit card``: audit ``sets`` and merge it into the dataset card ``out``
+        (its YAML and text kept, capaudit's section between markers replaced on a rerun).
+        ``license``: for a card that has none; ``options``: the audit settings. Returns the
+        messages (e.g. a missing license).
+
+        >>> import capaudit, tempfile, pathlib
+        >>> tmp = pathlib.Path(tempfile.mkdtemp())
+        >>> store = capaudit.open(tmp / "a.duckdb")
+        >>> _ = store.add_set("nic", capaudit.demo_file("nic.jsonl"))
+        >>> _ = (tmp / "README.md").write_text("---\\nlicense: cc-by-4.0\\n---\\n# nic\\n")
+        >>> store.card("nic", tmp / "README.md", metrics=["length"], n_boot=20)
+        []
+        >>> "license: cc-by-4.0" in (text := (tmp / "README.md").read_text()), "# nic" in text
+        (True, True)
+        """
+        from capaudit.report.card_file import audit_card
+
+        cfg = _audit_cfg(metrics, {"disparity": "gender", **options}, config)
+        with self._open() as store:
+            return audit_card(store, [str(s) for s in ([sets] if isinstance(sets, (str, Path))
+                                                       else sets)], out, cfg, license=license)[1]
 
     def query(self, sql: str) -> ResultTable:
         """Read-only SQL over the store, in the same sandbox as ``capaudit query`` (no

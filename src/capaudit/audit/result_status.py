@@ -13,9 +13,15 @@ JSON, report, leaderboard and DataFrame show the same caveat (:mod:`capaudit.met
 - ``skipped: why``: not computed.
 
 - ``by-construction``: CHAIR of the human COCO captions the CHAIR ground truth was built
-  from, or of a set filtered with that ground truth, is 0 whatever the captions say. Only
-  where true: the ground truth covers every image of the set and the value is 0 (another
-  ground truth, a partial audit or another mode gives a measurement, not a construction).
+  from is 0 whatever the captions say. Only where true: the ground truth covers every image
+  of the set and the value is 0 (another ground truth, a partial audit or another mode
+  gives a measurement, not a construction);
+- ``circular``: the value judges hallucination against the very evidence a filter of the
+  set's lineage used to drop sentences, whatever the value (:mod:`capaudit.audit.circular`),
+  with the independent score beside it.
+
+:data:`UNRANKED` are the statuses every ranking leaves out (the compare marks, the
+leaderboard's columns).
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from typing import Any, Mapping
 from capaudit.metrics.spec import annotation_kinds
 
 __all__ = ["DEFAULT_MIN_N", "assign_status", "too_few_note", "mark_by_construction",
-           "BY_CONSTRUCTION", "FILTERED_BY_GT", "HUMAN_COCO_FORMATS"]
+           "BY_CONSTRUCTION", "FILTERED_BY_GT", "HUMAN_COCO_FORMATS", "UNRANKED"]
 
 DEFAULT_MIN_N = 30
+UNRANKED = ("by-construction", "circular")   # shown with their note, never ranked
 # caption formats that hold human COCO captions: the CHAIR ground truth is built from them
 HUMAN_COCO_FORMATS = ("coco", "karpathy")
 BY_CONSTRUCTION = ("by construction: the CHAIR ground truth includes the objects parsed from "
@@ -85,11 +92,11 @@ def _origin(store, target) -> tuple[str | None, dict]:
 
 
 def mark_by_construction(store, target, results: Mapping[str, Any], cov) -> None:
-    """Mark the CHAIR values of ``target`` that are 0 by construction (see the module)."""
-    fmt, opts = _origin(store, target)
-    why = (BY_CONSTRUCTION if fmt in HUMAN_COCO_FORMATS else
-           FILTERED_BY_GT if opts.get("filter") == "hallucination"
-           and opts.get("evidence") == "chair-gt" else None)
+    """Mark the CHAIR values of ``target`` that are 0 by construction (see the module): a
+    filtered set's are ``circular`` instead (:mod:`capaudit.audit.circular`), whatever
+    their value."""
+    fmt, _ = _origin(store, target)
+    why = BY_CONSTRUCTION if fmt in HUMAN_COCO_FORMATS else None
     if why is None or cov is None or "chair_gt" in cov.dropped \
             or cov.covered.get("chair_gt") != cov.n_images:
         return

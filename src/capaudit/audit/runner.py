@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit import annotation_coverage as coverage
+from capaudit.audit import circular
 from capaudit.audit.config import AuditConfig
 from capaudit.audit.result_status import assign_status, mark_by_construction
 from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
@@ -34,7 +35,7 @@ from capaudit.errors import InputError
 
 __all__ = ["AuditConfig", "DEFAULTS", "run_audit", "metric_names", "audit_target",
            "audit_stream_target", "store_metrics", "results_json", "write_json", "Target",
-           "StreamTarget", "load_target", "resolve_target"]
+           "StreamTarget", "load_target", "resolve_target", "mark_circular_values"]
 
 DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # every setting with its default
 
@@ -85,6 +86,23 @@ def store_metrics(store, run_id: int, name: str, result) -> None:
         store.write_metric(run_id, name, metric, r.value, r.n, r.ci_low, r.ci_high, "all", extra)
 
 
+def mark_circular_values(store, t: StreamTarget, results, annotations, cfg) -> None:
+    """The values scored with the evidence a filter of the set's lineage used: ``circular``,
+    with the independent score beside them (:mod:`capaudit.audit.circular`)."""
+    found = circular.find_circular(store, t, annotations)
+    if found:
+        def score(other, metrics, name=None, only=None):
+            target = t if name is None else resolve_target(store, name)
+            if only is not None:   # the images ``other`` covers: none counted as empty
+                rows = target.rows
+                target = dataclasses.replace(target, rows=lambda: (
+                    (i, c) for i, c in rows() if i in only))
+            return audit_stream_target(target, other,
+                                       dataclasses.replace(cfg, metrics=metrics)).results
+
+        circular.mark_circular(store, results, found, annotations, cfg, score)
+
+
 def check_coverage(store, resolved: list[StreamTarget], annotations,
                    cfg: Mapping[str, Any]) -> dict:
     """Coverage of each target (:mod:`capaudit.audit.annotation_coverage`), before any metric; stops
@@ -116,6 +134,17 @@ def _kinds_read(cfg) -> list[str] | None:
     return annotation_kinds(asked)
 
 
+def _kinds_for(store, targets, cfg, only_needed: bool) -> list[str] | None:
+    """The annotation kinds to read (:func:`_kinds_read` when ``only_needed``), and the
+    instances beside a CHAIR audit of a filtered set: its independent score reads them."""
+    kinds = _kinds_read(cfg) if only_needed else None
+    if kinds is not None and "chair_gt" in kinds and "instances" not in kinds and any(
+            circular.lineage_evidence(store, t if isinstance(t, str) else t.spec)
+            for t in targets if store is not None):
+        kinds = [*kinds, "instances"]
+    return kinds
+
+
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
               on_target=None, on_progress=None, only_needed: bool = False) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
@@ -142,7 +171,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
     cfg = AuditConfig.of(cfg)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"),
-                                      kinds=_kinds_read(cfg) if only_needed else None)
+                                      kinds=_kinds_for(store, targets, cfg, only_needed))
     from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)
@@ -173,6 +202,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         coverage.mark_skipped(res.results, cov)
         assign_status(res.results, cov, cfg)
         mark_by_construction(store, t, res.results, cov)
+        mark_circular_values(store, t, res.results, coverage.restrict(annotations, cov), cfg)
         res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
         results[t.name] = res
 

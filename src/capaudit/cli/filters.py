@@ -69,9 +69,9 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
     if not ind or ind.get("circular"):
         other = "instances" if ev["kind"] == "chair-gt" else "chair-gt"
         console.print(Text(
-            f"  circular: {out} was filtered with {ev['kind']}, so its CHAIR under "
-            f"{ev['kind']} is ~0 by construction; audit compare {parent or 'PARENT'} {out} with "
-            f"that evidence measures the filter against itself. Score it independently: "
+            f"  circular: {out} was filtered with {ev['kind']}, so its CHAIR under that "
+            f"{ev['kind']} measures the filter against itself (audit compare {parent or 'PARENT'}"
+            f" {out} shows it 'circular'). Score it independently: "
             f"--score-evidence {other} (or a detector JSONL file)", style="yellow"))
 
 

@@ -147,14 +147,22 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
                                           "replacing only capaudit's own files there; "
                                           "without --out: replace a file of the default "
                                           "name that capaudit did not write"),
+           prompt: str = typer.Option(None, "--prompt", help="llava/sharegpt4v/sharegpt: the "
+                                      "question written for an answer the set holds none "
+                                      "for (a set from a plain caption file; default: "
+                                      "'Describe the image in detail.'); answers added from a "
+                                      "conversation file keep their own"),
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
     store, a registered source file and a link are never written over)."""
     from capaudit.io.export import export_with_provenance
 
+    written: dict = {}
     path = export_with_provenance(open_store(db, read_only=True), name, to, out,
-                                  overwrite=overwrite)
+                                  overwrite=overwrite, prompt=prompt, report=written)
     console.print(f"wrote {path}")
+    if written.get("note"):
+        console.print(written["note"])
     if to == "original":
         changes = path.with_name(path.name + ".changes.jsonl")
         import json

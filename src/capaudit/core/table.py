@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
-__all__ = ["ResultTable"]
+__all__ = ["ResultTable", "RESULT_COLUMNS", "metric_rows", "audit_table", "disparity_rows"]
+
+# n_images: what the value rests on; status: ok, partial, too-few, ... (metrics.present)
+RESULT_COLUMNS = ("set", "metric", "group", "value", "n", "ci_low", "ci_high", "n_images",
+                  "status")
 
 
 @dataclass
@@ -54,3 +58,27 @@ class ResultTable:
 
     def __repr__(self) -> str:
         return f"ResultTable({len(self.rows)} rows: {', '.join(self.columns)})"
+
+
+def metric_rows(name: str, results: Mapping[str, Any], group: str = "all") -> list[tuple]:
+    """One row per metric result of set ``name`` (:data:`RESULT_COLUMNS`)."""
+    return [(name, m, group, r.value, r.n, r.ci_low, r.ci_high, r.n_images, r.state)
+            for m, r in results.items()]
+
+
+def audit_table(results: Mapping[str, Any], run_id: int | None) -> ResultTable:
+    """The rows of an audit's ``{set: AuditResult}`` (``_``-keys skipped)."""
+    rows = [row for name, res in results.items() if not name.startswith("_")
+            for row in metric_rows(name, res.results)]
+    return ResultTable(RESULT_COLUMNS, rows, run_id)
+
+
+def disparity_rows(name: str, d) -> list[tuple]:
+    """The rows of one disparity result: each group, and the gap (group ``by:a-b``)."""
+    rows = []
+    for metric, per in d.results.items():
+        for g, r in per.items():
+            grp = f"{d.by}:{g}" if g == d.diff_key else f"{d.by}={g}"
+            rows.append((name, metric, grp, r.value, r.n, r.ci_low, r.ci_high, r.n_images,
+                         r.state))
+    return rows

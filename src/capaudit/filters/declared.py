@@ -31,7 +31,7 @@ class Option(NamedTuple):
 DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "hallucination": {"evidence": None, "chair_gt": None, "instances": None,
                       "detections": None, "min_score": None, "action": "drop-sentence",
-                      "object_mode": "reference", "negation": True, "missing": "keep",
+                      "object_mode": "corrected", "negation": True, "missing": "keep",
                       "non_visual": "keep", "min_coverage": 0.5, "allow_partial": False},
     "gender-neutral": {"when": "unknown,contradicted", "demographics": None},
     "gender-balance": {"by": "overall", "demographics": None, "instances": None,
@@ -54,7 +54,8 @@ OPTIONS: Mapping[str, Option] = {
     "instances": Option(str, "Instance categories file (or stored source)"),
     "detections": Option(str, "Detector output JSONL"),
     "min_score": Option(float, "Detector score threshold"),
-    "object_mode": Option(str, "reference or corrected"),
+    "object_mode": Option(str, "corrected (hallucination's default: fewer false drops, "
+                               "docs/filters.md) or reference (the CHAIR code's readings)"),
     "negation": Option(bool, "Skip negated mentions (default on)"),
     "missing": Option(str, "Images without evidence: keep/drop"),
     "non_visual": Option(str, "hallucination: mentions in generic or hypothetical clauses "

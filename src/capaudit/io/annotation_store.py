@@ -192,3 +192,18 @@ def _demographics_source(store, ref: str | Path | None) -> str | None:
     return _stored_source(store, "demographics", None if ref is None else str(ref),
                           missing=f"'{ref}' is neither a demographics file nor a stored source",
                           fix="pass an existing JSONL/CSV, or see capaudit annotations list")
+
+
+def source_sha256(store, source: str | None) -> str | None:
+    """The identity of an annotation source as a filter or an audit names it (``file:PATH``,
+    a path, or ``store:NAME``): the sha256 of the file, or the one ``annotations add``
+    recorded for the stored source; None when it cannot be known (an evidence map given in
+    Python, a file since removed). Why: "was this set scored with the evidence it was
+    filtered with?" is a question about content, not about names or paths."""
+    if not source or source == "given":
+        return None
+    if source.startswith("store:"):
+        entry = stored.source_entry(store, source[len("store:"):]) if store is not None else None
+        return entry[1] if entry else None
+    path = Path(source.removeprefix("file:"))
+    return fingerprint(path) if path.is_file() else None

@@ -2,9 +2,10 @@
 
 - ``jsonl`` / ``parquet``: image id and caption; ``webdataset``: one sample per caption,
   its text in ``KEY.txt`` (what img2dataset writes and open_clip reads) beside ``KEY.json``;
-- ``sharegpt4v`` / ``llava``: a JSON list of LLaVA ``conversations`` records (one per
-  caption, the question a fixed "describe" prompt), ``sharegpt``: the ``messages``
-  layout, ``coco``: COCO captions JSON (integer ids only), ``hf``: a ``datasets`` folder;
+- ``sharegpt4v`` / ``llava``: a JSON list of LLaVA ``conversations`` records, ``sharegpt``:
+  the ``messages`` layout, each answer under the question it answered
+  (:mod:`capaudit.io.export_conversations`); ``coco``: COCO captions JSON (integer ids
+  only), ``hf``: a ``datasets`` folder;
 - ``original``: the file the set came from, revised in place
   (:mod:`capaudit.io.export_original`).
 
@@ -23,11 +24,11 @@ from pathlib import Path
 
 from capaudit.core.names import safe_file_name
 from capaudit.errors import InputError
+from capaudit.io.export_conversations import CONVERSATION_FORMATS, write_conversations
 from capaudit.store import exports
 
 FORMATS = ("original", "jsonl", "parquet", "webdataset", "sharegpt4v", "llava", "sharegpt",
            "coco", "hf")
-PROMPT = "<image>\nDescribe the image in detail."
 SUFFIX = {"jsonl": ".jsonl", "parquet": ".parquet", "webdataset": "", "hf": "", "coco": ".json",
           "sharegpt4v": ".json", "llava": ".json", "sharegpt": ".json"}
 
@@ -39,11 +40,13 @@ def default_out(name: str, suffix: str) -> Path:
 
 
 def export_set(store, name: str, to: str, out: str | Path | None = None, *,
-               overwrite: bool = False) -> Path:
+               overwrite: bool = False, prompt: str | None = None,
+               report: dict | None = None) -> Path:
     """Write set ``name`` as ``to``. A file output replaces a file of that name; a folder
     output (``webdataset``, ``hf``) must be new or empty unless ``overwrite``, which
     replaces only capaudit's own files in it. The store and the registered sources are
-    never written over."""
+    never written over. ``prompt``: the question of an answer the set holds none for
+    (conversation layouts); ``report`` (a dict) receives what such a layout wrote."""
     from capaudit.core.safe_folder import folder_output
     from capaudit.core.safe_write import atomic_open, atomic_path
 
@@ -77,6 +80,14 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
                     fh.write(json.dumps({"image_id": rec["image_id"] if rec["image_id"] is not None
                                          else rec["image_key"], "caption": rec["caption"]},
                                         ensure_ascii=False) + "\n")
+        elif to in CONVERSATION_FORMATS:
+            from capaudit.io.export_original import root_set
+
+            root_format = root_set(store, name).format
+            written = write_conversations(
+                fh, exports.caption_batches(store, info.set_id, meta=True), to, prompt=prompt,
+                root_format=root_format)
+            (report if report is not None else {}).update(written)
         else:
             _export_layout(store, info, to, fh)
     return out
@@ -180,8 +191,8 @@ def _hf_columns(store, info):
 
 
 def _export_layout(store, info, to: str, tmp) -> None:
-    """A training layout (one record per caption) written to the open file ``tmp``, or a
-    ``datasets`` folder at the path ``tmp``."""
+    """COCO captions JSON written to the open file ``tmp``, or a ``datasets`` folder at the
+    path ``tmp``."""
     rows = store.captions(info.name, "row_idx, image_key, image_id, caption").to_pylist()
     if to == "hf":
         from capaudit.errors import require
@@ -200,27 +211,32 @@ def _export_layout(store, info, to: str, tmp) -> None:
         data = {"images": [{"id": i, "file_name": k} for i, k in images.items()],
                 "annotations": [{"id": n, "image_id": r["image_id"], "caption": r["caption"]}
                                 for n, r in enumerate(rows)]}
-    elif to == "sharegpt":
-        data = [{"messages": [{"role": "user", "content": PROMPT.replace("\n", " ", 1)
-                               .replace("<image> ", "<image>")},
-                              {"role": "assistant", "content": r["caption"]}],
-                 "images": [r["image_key"]]} for r in rows]
-    else:
-        data = [{"id": f"{r['image_key']}-{r['row_idx']}", "image": r["image_key"],
-                 "conversations": [{"from": "human", "value": PROMPT},
-                                   {"from": "gpt", "value": r["caption"]}]} for r in rows]
     tmp.write(json.dumps(data, ensure_ascii=False, indent=1))
 
 
 def export_with_provenance(store, name: str, to: str, out: str | Path | None = None, *,
-                           overwrite: bool = False) -> Path:
-    """:func:`export_set`, then the set's provenance (sha256, source, size) beside the output:
-    the one path of ``capaudit sets export`` and :meth:`capaudit.api.AuditStore.export`."""
+                           overwrite: bool = False, prompt: str | None = None,
+                           report: dict | None = None) -> Path:
+    """:func:`export_set`, then the set's provenance (sha256, source, size; for a
+    conversation layout, how many answers kept their question and which prompt the others
+    got) beside the output: the one path of ``capaudit sets export`` and
+    :meth:`capaudit.api.AuditStore.export`. ``report`` (a dict) receives the same counts
+    and the one-line ``note`` to show."""
     from capaudit.core.config import provenance_beside
 
-    path = export_set(store, name, to, out, overwrite=overwrite)
+    written: dict = {}
+    path = export_set(store, name, to, out, overwrite=overwrite, prompt=prompt, report=written)
     info = store.get_set(name)
-    provenance_beside(path, {"set": name, "to": to, "sha256": info.sha256,
-                             "source": info.source_path, "n_captions": info.n_captions,
-                             **({"layout": WEBDATASET_LAYOUT} if to == "webdataset" else {})})
+    record = {"set": name, "to": to, "sha256": info.sha256, "source": info.source_path,
+              "n_captions": info.n_captions}
+    if to == "webdataset":
+        record["layout"] = WEBDATASET_LAYOUT
+    if written:
+        from capaudit.io.export_conversations import export_note
+
+        written["note"] = export_note(written)
+        record["questions"] = written
+    provenance_beside(path, record)
+    if report is not None:
+        report.update(written)
     return path

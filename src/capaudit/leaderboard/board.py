@@ -46,7 +46,7 @@ from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns
 from capaudit.leaderboard.profiles import Catalogue
 from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
-from capaudit.leaderboard.status import cell_status, cell_tag, too_few_columns
+from capaudit.leaderboard.status import cell_status, cell_tag, circular_columns, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 from capaudit.metrics.estimate import Estimate, SparseStats
@@ -92,10 +92,12 @@ def _nan_none(a: np.ndarray):
 def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                       n_boot: int = 1000, seed: int = 0, workers: int = 1,
                       profiles: Sequence[str] | None = None, intersections: bool = False,
-                      min_n: int | None = None, partial: dict | None = None) -> Leaderboard:
+                      min_n: int | None = None, partial: dict | None = None,
+                      circular: dict | None = None) -> Leaderboard:
     """Values, gaps, criterion scores and profile rankings with their bootstrap.
     ``intersections``: also each metric on every gender x skin-tone cell, with its images;
-    ``min_n`` / ``partial``: each value's status (:mod:`.status`), too-few ones unranked."""
+    ``min_n`` / ``partial`` / ``circular``: each value's status (:mod:`.status`), too-few
+    and circular ones unranked."""
     notes: list[str] = []
     columns = board_columns(sets, cat, annotations, notes)
     union = ImageUnion(sets)
@@ -152,9 +154,7 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
         for s in sets:
             groups.setdefault(s.name, {})["intersections"] = _cells(s, columns, union, annotations)
     names = [s.name for s in sets]
-    status, why = cell_status(names, columns, values, n_img, min_n, partial)
-    keep = _averaged(columns, values, names, notes,
-                     too_few_columns(names, columns, status, n_img, min_n))
+    status, why, keep = _statuses(names, columns, values, n_img, notes, min_n, partial, circular)
     ranked = [columns[j] for j in keep]
     prof_out = {p: rank_profile(values[:, keep], reps[..., keep] if boots else None, ranked,
                                  cat.weights(p), [s.name for s in sets])
@@ -169,6 +169,15 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
                         "min_n": min_n}, status, why)
+
+
+def _statuses(names, columns, values, n_img, notes, min_n, partial, circular):
+    """(status, notes, averaged columns): each cell's status (:mod:`.status`), and the
+    columns the N-avg keeps (none with a too-few or circular value)."""
+    status, why = cell_status(names, columns, values, n_img, min_n, partial, circular)
+    keep = _averaged(columns, values, names, notes, {**too_few_columns(
+        names, columns, status, n_img, min_n), **circular_columns(names, columns, status)})
+    return status, why, keep
 
 
 def _decimals(metric: str) -> int:

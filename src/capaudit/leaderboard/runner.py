@@ -134,7 +134,8 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -
     resolved, partial = guard_coverage(store, targets, annotations, cfg, metrics)
     evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in resolved]
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
-                           profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial)
+                           profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial,
+                           circular_notes(store, resolved, annotations, cfg, metrics))
     out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
     if store is not None:
         with store.transaction():
@@ -145,6 +146,22 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -
             store_leaderboard(store, run_id, lb, evals)
             store.finish_run(run_id, "ok")
         out["_run_id"] = run_id
+    return out
+
+
+def circular_notes(store, resolved, annotations, cfg, metrics) -> dict[str, dict[str, str]]:
+    """``{set: {metric: note}}`` of the values scored with the evidence a filter of the set's
+    lineage used, the independent score in the note (as the audit marks them)."""
+    from capaudit.audit.runner import mark_circular_values
+    from capaudit.metrics import MetricResult
+
+    out = {}
+    for t in resolved:
+        stubs = {m: MetricResult(None, 0) for m in metrics}
+        mark_circular_values(store, t, stubs, annotations, cfg)
+        marked = {m: "; ".join(r.notes) for m, r in stubs.items() if r.status == "circular"}
+        if marked:
+            out[t.name] = marked
     return out
 
 

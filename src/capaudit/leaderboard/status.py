@@ -9,6 +9,9 @@ averaged into the N-avg like one resting on 5,000, and a set audited on 20% of i
   nothing is ranked on it;
 - ``partial``: ``--allow-partial`` and an annotation the metric reads covers only part of
   the set's images ("partial: 20 of 100 images");
+- ``circular``: scored with the evidence a filter of the set's lineage used
+  (:mod:`capaudit.audit.circular`), the independent score in its note; its column leaves
+  the N-avg for every set, as a too-few one does;
 - ``ok`` otherwise ("" for a cell with no value).
 
 The page data, the Markdown and the terminal table all write a cell's caveat through
@@ -23,7 +26,7 @@ import numpy as np
 
 from capaudit.audit.result_status import partial_note, too_few_note
 
-__all__ = ["partial_notes", "cell_status", "cell_tag", "too_few_columns"]
+__all__ = ["partial_notes", "cell_status", "cell_tag", "too_few_columns", "circular_columns"]
 
 
 def partial_notes(covs: Mapping[str, object], metrics: Sequence[str],
@@ -41,7 +44,8 @@ def partial_notes(covs: Mapping[str, object], metrics: Sequence[str],
 
 
 def cell_status(sets: Sequence[str], columns, values: np.ndarray, n_img: np.ndarray,
-                min_n: int | None, partial: Mapping[str, Mapping[str, str]] | None
+                min_n: int | None, partial: Mapping[str, Mapping[str, str]] | None,
+                circular: Mapping[str, Mapping[str, str]] | None = None
                 ) -> tuple[list[list[str]], list[list[str]]]:
     """(status, note) of every cell ``[sets][columns]``; too-few wins over partial (it is
     the one that keeps a value off the ranking), both notes are kept. ``min_n`` ``None``:
@@ -62,6 +66,9 @@ def cell_status(sets: Sequence[str], columns, values: np.ndarray, n_img: np.ndar
             if min_n is not None and int(n_img[i, j]) < min_n:
                 status[i][j] = "too-few"
                 said.append(too_few_note(int(n_img[i, j]), min_n))
+            if circ := (circular or {}).get(s, {}).get(c.metric):
+                status[i][j] = "circular"   # the headline: the value measures nothing new
+                said.append(circ)
             notes[i][j] = "; ".join(said)
     return status, notes
 
@@ -79,12 +86,24 @@ def too_few_columns(sets: Sequence[str], columns, status, n_img: np.ndarray,
     return out
 
 
+def circular_columns(sets: Sequence[str], columns, status) -> dict[int, str]:
+    """``{column: note}`` of the columns with a circular value for some set: shown, not
+    ranked (the set was filtered with the evidence the column's metric scores against)."""
+    out = {}
+    for j, c in enumerate(columns):
+        hit = [sets[i] for i in range(len(sets)) if status[i][j] == "circular"]
+        if hit:
+            out[j] = (f"dropped from the average: {c.name} (circular for {', '.join(hit)}: "
+                      "scored with the evidence its filter used; shown, never ranked)")
+    return out
+
+
 def cell_tag(status: str | None, note: str | None) -> str:
     """The caveat written after a value in a cell: ``too-few``, ``partial: 20 of 100
     images``, both (``partial: 20 of 100 images; too-few``: too-few is the headline
     status, the partial coverage must still show), or "" (``ok``, no value)."""
     from capaudit.metrics.present import status_tag
 
-    if status not in ("too-few", "partial"):
+    if status not in ("too-few", "partial", "circular"):
         return ""
     return status_tag(status, (note or "").split("; "))

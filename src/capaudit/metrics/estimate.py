@@ -26,8 +26,8 @@ class MetricResult:
     Value, 95% bootstrap interval, ``n`` (the metric's own count: captions, mentions) and
     ``n_images`` (the images -- bootstrap units -- with a statistic: what an interval rests
     on), the share of the set's images each annotation it read covers, and a ``status``
-    (``ok``, ``partial``, ``capped``, ``by-construction``, ``too-few``; ``skipped: why`` when
-    ``skipped``) with ``notes`` saying why. Every view writes it through
+    (``ok``, ``partial``, ``capped``, ``by-construction``, ``circular``, ``too-few``;
+    ``skipped: why`` when ``skipped``) with ``notes`` saying why. Every view writes it through
     :mod:`capaudit.metrics.present`, so a caveat shown in one place is shown in all.
     """
 
@@ -67,6 +67,8 @@ class MetricResult:
             out["coverage"] = dict(self.coverage)
         if self.skipped:
             out["skipped"] = self.skipped
+        if self.extra.get("independent") is not None:   # a circular value's other score
+            out["independent"] = dict(self.extra["independent"])
         if "distinct" in self.extra:  # vocab: exact count or HyperLogLog sketch
             out["distinct"] = self.extra["distinct"]
         return out

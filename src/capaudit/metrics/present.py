@@ -88,4 +88,7 @@ def status_tag(status: str, notes) -> str:
     if status == "partial":
         return part or "partial"
     word = status.replace("-", " ") if status == "by-construction" else status
+    if status == "circular":   # the independent score beside it, short: "independent: 12.22 n=30"
+        ind = next((t for t in notes if t.startswith("independent: ")), None)
+        word += f"; {ind.split(' under ')[0].split(' (')[0]}" if ind else ""
     return f"{part}; {word}" if part else word

@@ -1,11 +1,15 @@
 """The audit as a Hugging Face dataset-card section (``capaudit audit card``).
 
 Why: a cleaned dataset is published with a card, and what the card says about the data is
-what its users will believe. This writes the audit into one: YAML metadata (machine-read:
-every value with its interval, n and status) and markdown for people (the same values
-through :mod:`capaudit.metrics.present`, the annotations and how much of each set they
-cover, gaps by group, the filter history, provenance), all from the same result objects
-as the terminal and the report, so the card cannot say more than the audit does.
+what its users will believe. This writes the audit's part of one: YAML metadata
+(machine-read: every value with its interval, n and status) and markdown for people (the
+same values through :mod:`capaudit.metrics.present`, the annotations and how much of each
+set they cover, gaps by group, what each filter removed, the independent score of a
+circular value, provenance), all from the same result objects as the terminal and the
+report, so the card cannot say more than the audit does. It names no local path: an
+annotation is named by what it is and its sha256, a filter's evidence the same way, the
+command without ``--db`` and with file names only. :mod:`capaudit.report.card_file` merges
+it into the dataset's own card.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from typing import Any
 
 from capaudit.metrics.present import interval_text, short_status, signed, value_text
 from capaudit.metrics.spec import description, label, number_format
+from capaudit.audit.result_status import UNRANKED
 from capaudit.report.cells import notes as compare_notes
 
-__all__ = ["dataset_card", "card_metadata"]
+__all__ = ["dataset_card", "card_metadata", "annotation_identities", "public_command"]
 
 KIND_LABELS = {"instances": "COCO instances", "chair_gt": "CHAIR ground truth",
                "demographics": "image gender / skin-tone labels"}
@@ -32,7 +37,21 @@ def _record(r) -> dict[str, Any]:
     return out
 
 
-def card_metadata(cmp, cfg, versions: dict) -> dict[str, Any]:
+def annotation_identities(store, sources: dict) -> dict[str, dict]:
+    """``{kind: {"what", "sha256"}}`` of the annotations an audit read (no path, no store
+    name: what they are and their content's hash)."""
+    from capaudit.io.annotation_store import source_sha256
+
+    return {k: {"what": KIND_LABELS.get(k, k), "sha256": source_sha256(store, src)}
+            for k, src in (sources or {}).items()}
+
+
+def _named(ident: dict) -> str:
+    sha = ident.get("sha256")
+    return f"{ident['what']} (sha256 `{sha}`)" if sha else f"{ident['what']} (given in Python)"
+
+
+def card_metadata(cmp, cfg, versions: dict, idents: dict | None = None) -> dict[str, Any]:
     """The YAML block: what a tool reading the card needs, nothing rounded."""
     sets = {}
     for n in cmp.names:
@@ -45,7 +64,7 @@ def card_metadata(cmp, cfg, versions: dict) -> dict[str, Any]:
     return {"capaudit_audit": {"version": versions.get("capaudit"), "run_id": cmp.run_id,
                                "n_boot": cfg.get("n_boot"), "seed": cfg.get("seed"),
                                "min_n": cfg.get("min_n"), "mode": cfg.get("mode"),
-                               "sets": sets}}
+                               "annotations": dict(idents or {}), "sets": sets}}
 
 
 def _total(cmp, name: str, what: str) -> int:
@@ -71,8 +90,9 @@ def _basis_line(cmp, name: str) -> str:
 
 def _card_notes(cmp) -> list[str]:
     """The audit's notes that hold for a card (it marks no best or worst: one set per
-    section, each on all its own images)."""
-    skip = ("best/worst marked", "not marked, intervals overlap", "each set scored on all")
+    section, each on all its own images; the annotations are listed by hash instead)."""
+    skip = ("best/worst marked", "not marked, intervals overlap", "each set scored on all",
+            "annotations: ")
     return [line.removesuffix("; not ranked") for line in compare_notes(cmp)
             if not line.startswith(skip)]
 
@@ -94,15 +114,15 @@ def _metric_table(cmp, name: str) -> list[str]:
     return rows
 
 
-def _coverage(cmp, name: str) -> list[str]:
+def _coverage(cmp, name: str, idents: dict) -> list[str]:
     cov = cmp.results[name].meta.get("coverage") or {}
     total = cov.get("n_images") or 0
-    sources = getattr(cmp.annotations, "sources", {}) or {}
     lines = []
     for kind, k in cov.get("covered", {}).items():
         share = f" ({100 * k / total:.1f}%)" if total else ""
+        sha = (idents.get(kind) or {}).get("sha256")
         lines.append(f"- {KIND_LABELS.get(kind, kind)}: {k:,} of {total:,} images{share}"
-                     + (f", from `{sources[kind]}`" if kind in sources else ""))
+                     + (f", sha256 `{sha}`" if sha else ""))
     return lines or ["- none needed by these metrics"]
 
 
@@ -120,10 +140,10 @@ def _gaps(cmp, name: str) -> list[str]:
             if gap is None or gap.value is None:
                 continue
             f = number_format(m)
-            whole = cmp.result(name, m)     # 0 by construction on the set: so in each group
-            tag = "; ".join(t for t in (short_status(gap), short_status(whole)
-                                        if whole is not None and whole.status ==
-                                        "by-construction" else "") if t)
+            whole = cmp.result(name, m)     # by construction / circular on the set: so
+            tag = "; ".join(t for t in (short_status(gap), whole.status.replace("-", " ")
+                                        if whole is not None and whole.status in UNRANKED
+                                        else "") if t)   # in each group
             iv = (f"[{signed(gap.ci_low, f)}, {signed(gap.ci_high, f)}] "
                   if gap.ci_low is not None and gap.ci_high is not None else "")
             lines.append(f"| {label(m)} | {value_text(m, per.get(a))} | "
@@ -134,41 +154,57 @@ def _gaps(cmp, name: str) -> list[str]:
     return lines
 
 
-def _history(store, name: str) -> list[str]:
-    """The chain of filters from the set back to its first parent."""
-    lines, seen = [], set()
-    info = store.find_set(name) if store is not None else None
-    while info is not None and info.parent and info.name not in seen:
-        seen.add(info.name)
-        opts = {k: v for k, v in (info.options or {}).items() if v is not None and k != "filter"}
-        what = (info.options or {}).get("filter") or info.format or "derived"
-        lines.append(f"- `{info.name}` from `{info.parent}`: {what}"
-                     + (f" ({', '.join(f'{k}={v}' for k, v in sorted(opts.items())[:8])})"
-                        if opts else "") + f"; {info.n_captions:,} captions")
-        info = store.find_set(info.parent)
-    return lines or ["- none: the set is as it was added"]
+def dataset_card(cmp, store, cfg, versions: dict, command: str) -> tuple[dict, str]:
+    """``(YAML metadata, the markdown section)`` of the audit (the section without the
+    markers :mod:`capaudit.report.card_file` puts around it)."""
+    from capaudit.report.card_parts import filtering, history
 
-
-def dataset_card(cmp, store, cfg, versions: dict, command: str) -> str:
-    """The card text: ``---`` YAML ``---`` then the markdown section."""
-    import yaml
-
-    meta = yaml.safe_dump(card_metadata(cmp, cfg, versions), sort_keys=False,
-                          allow_unicode=True)
-    md = ["---", meta.rstrip(), "---", "", "## Audit (capaudit)", "",
+    idents = annotation_identities(store, getattr(cmp.annotations, "sources", {}))
+    md = ["## Audit (capaudit)", "",
           f"Values with 95% bootstrap intervals over images ({cfg.get('n_boot')} resamples, "
           f"seed {cfg.get('seed')}); n is the number of images a value rests on; a status "
-          "other than ok says what to read with it.", ""]
+          "other than ok says what to read with it (`circular`: scored with the evidence "
+          "the set's filter used, its independent score beside it).", ""]
     for n in cmp.names:
-        res = cmp.results[n]
         md += [f"### {n}", "", _basis_line(cmp, n), ""]
         md += _metric_table(cmp, n) + ["", "Annotations and their coverage:", ""]
-        md += _coverage(cmp, n) + [""] + _gaps(cmp, n)
-        md += ["Filter history:", ""] + _history(store, n) + [""]
+        md += _coverage(cmp, n, idents) + [""] + _gaps(cmp, n)
+        md += filtering(cmp, store, n)
+        md += ["Filter history:", ""] + history(store, n) + [""]
     md += ["### Notes", ""] + [f"- {line}" for line in _card_notes(cmp)] + [""]
     md += ["### Definitions", ""] + [f"- *{label(m)}*: {description(m)}" for m in cmp.metrics
                                      if description(m)] + [""]
-    md += ["### Provenance", "", f"- command: `{command}`",
-           f"- run: {cmp.run_id}" if cmp.run_id is not None else "- run: not stored",
-           "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())), ""]
-    return "\n".join(md)
+    md += ["### Provenance", "", f"- command: `{public_command(command)}`",
+           f"- run: {cmp.run_id}" if cmp.run_id is not None else "- run: not stored"]
+    md += [f"- annotations: {_named(i)}" for i in idents.values()]
+    md += ["- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())), ""]
+    return card_metadata(cmp, cfg, versions, idents), "\n".join(md)
+
+
+# options whose value is a file: only its name is written
+_PATH_OPTIONS = ("--out", "--chair-gt", "--instances", "--demographics", "--config",
+                 "--profiles-file", "--lic-reference", "--reference", "--clip-model", "--images")
+
+
+def public_command(command: str) -> str:
+    """The command as a card may show it: no ``--db`` (a local store), and only the file
+    name of every path given (an option's value or a caption file named as a set)."""
+    import shlex
+    from pathlib import PurePath
+
+    words, out, skip = shlex.split(command), [], False
+    for n, w in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        opt, eq, val = w.partition("=")
+        if opt == "--db":
+            skip = not eq
+            continue
+        prev = words[n - 1] if n else ""
+        if eq and opt in _PATH_OPTIONS:
+            w = f"{opt}={PurePath(val).name}"
+        elif prev in _PATH_OPTIONS or ("/" in w and not w.startswith("-")):
+            w = PurePath(w).name
+        out.append(shlex.quote(w))
+    return " ".join(out)

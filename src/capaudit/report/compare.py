@@ -13,9 +13,11 @@ A side-by-side table misleads in five ways; this module computes around each:
   ``audit disparity`` compares groups.
 * **Differences inside the noise.** Best and worst are marked only where the
   95% interval of the set does not overlap any other set's interval.
-* **Values that are 0 by construction.** Human COCO captions hallucinate
-  nothing against a CHAIR ground truth built from those captions, nor does a
-  set the hallucination filter cleaned with that ground truth; such values are
+* **Values that are 0 by construction, or circular.** Human COCO captions
+  hallucinate nothing against a CHAIR ground truth built from those captions; a
+  set the hallucination filter cleaned with some evidence, scored with that same
+  evidence, measures the filter against itself (``circular``, with the
+  independent score beside it, :mod:`capaudit.audit.circular`); such values are
   flagged (``flags``) and never ranked.
 * **A filtered set scored on its survivors.** A set whose parent is compared
   too is scored on the parent's images, each caption the filter dropped
@@ -146,14 +148,14 @@ def rank(cmp: Comparison) -> None:
 
 
 def flag_circular(cmp: Comparison) -> None:
-    """CHAIR values that are 0 by construction (status set by the audit,
-    :func:`capaudit.audit.result_status.mark_by_construction`): flagged, never ranked."""
+    """Values the audit marked ``by-construction`` or ``circular``
+    (:data:`capaudit.audit.result_status.UNRANKED`): flagged with their notes, never ranked."""
     for name in cmp.names:
         for m in cmp.metrics:
             r = cmp.result(name, m)
-            if r is not None and not r.skipped and r.status == "by-construction":
-                cmp.flags[(name, m)] = next((t for t in r.notes if t.startswith("by construction")),
-                                            BY_CONSTRUCTION)
+            if r is not None and not r.skipped and r.status in result_status.UNRANKED:
+                cmp.flags[(name, m)] = "; ".join(t for t in r.notes if not t.startswith(
+                    ("partial", "too few"))) or BY_CONSTRUCTION
 
 
 def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,

@@ -117,7 +117,8 @@ def tradeoff_plots(cmp, out: Path) -> list[dict]:
             flagged = (n, m) in flags
             ax.errorbar(rx.value, ry.value, xerr=_err(rx), yerr=_err(ry), fmt="o", capsize=3,
                         color=col[n], mfc="white" if flagged else col[n],
-                        label=text_label(n) + (" (by construction)" if flagged else ""))
+                        label=text_label(n) + (f" ({ry.status.replace('-', ' ')})" if flagged
+                                               else ""))
         fit = [(rx.value, ry.value) for n, rx, ry in pts if (n, m) not in flags]
         info = {"metric": m, "file": f"{m}_vs_recall.png", "n": len(pts), "fit_n": len(fit),
                 "shared_images": shared_images(cmp)}

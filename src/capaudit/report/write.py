@@ -154,6 +154,7 @@ def _inline(text: str) -> str:
     t = re.sub(r"\*\*(.+?)\*\* \(best\)", r"<span class='best'>\1 (best)</span>", t)
     t = re.sub(r"_(\S.*?\S|\S)_ \(worst\)", r"<span class='worst'>\1 (worst)</span>", t)
     t = re.sub(r"^(.*) \(by construction\)$", r"<span class='flag'>\1 (by construction)</span>", t)
+    t = re.sub(r"^(.*) \((circular[^()]*)\)$", r"<span class='flag'>\1 (\2)</span>", t)
     t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
     t = re.sub(r"(?<![\w/])\*(\S.*?)\*", r"<i>\1</i>", t)
     t = re.sub(r"`(.+?)`", r"<code>\1</code>", t)

@@ -13,15 +13,15 @@ __all__ = ["caption_batches", "copy_to_parquet", "captions_by_image", "latest_au
            "captions_with_details"]
 
 
-def _rows_sql(set_id: int) -> str:
-    return (f"SELECT row_idx, image_key, image_id, caption FROM captions WHERE set_id = "
-            f"{int(set_id)} ORDER BY row_idx")
+def _rows_sql(set_id: int, meta: bool = False) -> str:
+    return (f"SELECT row_idx, image_key, image_id, caption{', meta' if meta else ''} FROM "
+            f"captions WHERE set_id = {int(set_id)} ORDER BY row_idx")
 
 
-def caption_batches(store, set_id: int, batch_size: int = 100_000):
+def caption_batches(store, set_id: int, batch_size: int = 100_000, *, meta: bool = False):
     """A ``pyarrow.RecordBatchReader`` of ``(row_idx, image_key, image_id, caption)`` of the
-    set in stored order."""
-    return store.con.sql(_rows_sql(set_id)).to_arrow_reader(batch_size)
+    set in stored order (and each row's ``meta`` JSON text with ``meta``)."""
+    return store.con.sql(_rows_sql(set_id, meta)).to_arrow_reader(batch_size)
 
 
 def copy_to_parquet(store, set_id: int, path: str | Path) -> None:

@@ -7,8 +7,9 @@
 - ``sharegpt``: the ``messages`` layout (``{"messages": [{"role", "content"}], "images":
   [...]}``) that LLaMA-Factory and many VLM trainers read and write.
 
-Every assistant turn can become a caption (``--turns first|all|join``) and ``--where``
-picks records (``type = 'detail'``). A record's image is its ``image`` (or first of
+Every assistant turn can become a caption (``--turns first|all|join``), its question (the
+turn before it, LLaVA QA's ``instruction``) kept in the caption's meta (``q``) so that an
+export pairs each answer with the question it answered; ``--where`` picks records (``type = 'detail'``). A record's image is its ``image`` (or first of
 ``images``); a record without one (ScienceQA's text-only questions) is refused by row,
 or skipped and counted with ``--skip-no-image``. The record id is never taken for an
 image id. Image ids and namespaces come from the file names
@@ -26,7 +27,7 @@ from typing import Iterator
 from capaudit.errors import InputError
 from capaudit.io.json_stream import is_json_array
 from capaudit.io.readers.base import first_line, load_json_document, read_head
-from capaudit.io.readers.records import RecordReader, load_records, pick_turns
+from capaudit.io.readers.records import JOIN_SEP, RecordReader, load_records, pick_turns
 
 
 def _image_of(rec: dict):
@@ -59,6 +60,24 @@ class ShareGPT4VReader(RecordReader):
         return [t.get(self.text) for t in turns
                 if isinstance(t, dict) and t.get(self.speaker) == self.assistant]
 
+    def questions(self, rec: dict) -> list:
+        """The question each assistant turn answers: the text of the turn just before it
+        when that turn is not the assistant's (``None`` when there is none), aligned with
+        :meth:`assistant_texts`; kept at ingest so an export pairs each answer with it."""
+        if "output" in rec and self.turns_key not in rec:      # LLaVA QA layout
+            q = rec.get("instruction")
+            return [q if isinstance(q, str) else None]
+        out, last = [], None
+        for t in rec.get(self.turns_key) or []:
+            if not isinstance(t, dict):
+                continue
+            if t.get(self.speaker) == self.assistant:
+                out.append(last)
+                last = None
+            else:
+                last = t.get(self.text) if isinstance(t.get(self.text), str) else None
+        return out
+
     def captions(self, path: Path, row: int, rec: dict) -> Iterator[tuple]:
         texts = self.assistant_texts(rec)
         if texts is None:
@@ -71,8 +90,10 @@ class ShareGPT4VReader(RecordReader):
         if not texts:
             raise InputError(f"record has no '{self.assistant}' turn to take the caption from",
                              path=path, row=row)
+        asked = self.questions(rec)
         for turn, text in pick_turns(texts, self.turns):
-            meta = {"src": row - 1, "turn": turn}
+            meta = {"src": row - 1, "turn": turn, "q": asked[turn] if turn is not None else
+                    JOIN_SEP.join(q for q in asked if q) or None}
             if rec.get("id") is not None:
                 meta["id"] = rec["id"]
             yield image, text, meta
