@@ -47,6 +47,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
         reference: str = opt.Reference, clip_model: str = opt.ClipModel,
         images: Path = opt.Images, long_text: str = opt.LongText,
+        nsfw_lexicon: Path = opt.NsfwLexicon,
         allow_partial: bool = opt.AllowPartial, min_coverage: float = opt.MinCoverage,
         min_n: int = opt.MinN, lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
         lic_seeds: int = opt.LicSeeds, lic_classifier: str = opt.LicClassifier,
@@ -75,7 +76,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                        lic=lic,
                        lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs,
-                       **lotus_cli(reference, clip_model, images, long_text),
+                       **lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon),
                        **annotation_cli(instances, chair_gt, demographics))
     if lexicon:
         from capaudit.text.objects import user_lexicon_mode

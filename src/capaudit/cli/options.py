@@ -18,7 +18,7 @@ from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 __all__ = ["Instances", "ChairGT", "Demographics", "Metrics", "LeaderboardMetrics", "Mode",
            "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage", "MinN",
-           "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText",
+           "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText", "NsfwLexicon",
            "Lic", "LicReference", "LicSeeds", "LicClassifier", "LicEpochs", "lotus_cli",
            "annotation_cli"]
 
@@ -68,6 +68,9 @@ ClipModel = typer.Option(None, "--clip-model", help="Local transformers CLIPMode
 Images = typer.Option(None, "--images", help="Folder of the images (CLIP metrics)")
 LongText = typer.Option(None, "--long-text", help="Captions over the CLIP text positions: "
                         "truncate (default, counted) or chunk (sentence windows, averaged)")
+NsfwLexicon = typer.Option(None, "--nsfw-lexicon", help="NSFW words: a lexicon file, one word "
+                           "or phrase a line, '~' marks a phrase that needs context (default: "
+                           "the packaged LDNOOBW list with its context marks)")
 
 # LIC within an audit (audit run, compare); `audit lic` has its own options
 Lic = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
@@ -80,10 +83,11 @@ LicClassifier = typer.Option(None, "--lic-classifier", help="lstm (reference) or
 LicEpochs = typer.Option(None, "--lic-epochs", min=1, help="Epochs (default: the reference's)")
 
 
-def lotus_cli(reference, clip_model, images, long_text) -> dict:
+def lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon=None) -> dict:
     """The LOTUS options as config keys (None = not given)."""
     return dict(reference=reference, clip_model=clip_model,
-                images=str(images) if images else None, long_text=long_text)
+                images=str(images) if images else None, long_text=long_text,
+                nsfw_lexicon=str(nsfw_lexicon) if nsfw_lexicon else None)
 
 
 def annotation_cli(instances, chair_gt, demographics) -> dict:
