@@ -68,7 +68,8 @@ def rank_profile(values, reps, columns, weights, names) -> dict[str, Any]:
     if reps is None or not len(reps):
         return out
     rs, _ = n_avg(reps, columns, weights)
-    rr = ranks_of(rs)
+    # equal scores share a rank in every resample (two copies of a set are never ordered)
+    rr = 1 + (rs[..., None, :] > rs[..., :, None]).sum(axis=-1)
     out["rank_interval"] = [[int(np.quantile(rr[:, i], 0.025, method="lower")),
                              int(np.quantile(rr[:, i], 0.975, method="higher"))]
                             for i in range(len(names))]
