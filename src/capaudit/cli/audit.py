@@ -157,6 +157,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
             allow_partial: bool = opt.AllowPartial, min_n: int = opt.MinN,
+            min_images: int = opt.MinImages,
             config: Path = opt.Config, db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
@@ -170,7 +171,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
                        lic=lic, lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
-                       allow_partial=allow_partial, min_n=min_n,
+                       allow_partial=allow_partial, min_n=min_n, min_images=min_images,
                        **annotation_cli(instances, chair_gt, demographics))
     with _AuditProgress() as hooks:
         cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)

@@ -35,6 +35,29 @@ def _md_table(cmp) -> str:
     return "\n".join(lines)
 
 
+def _category_table(disp: dict) -> list[str]:
+    """The per-category recall differences: each with its 95% interval, or why it has none."""
+    from capaudit.metrics.present import signed
+
+    out = ["## Recall difference by category (man − woman)", "",
+           f"![recall difference]({disp['file']})", "",
+           "Each difference with its 95% interval over images (the audit's resamples); n/a "
+           "says why (`audit compare --min-images N` changes the threshold).", "",
+           "| category | " + " | ".join(disp["series"]) + " |",
+           "|---|" + "---:|" * len(disp["series"])]
+    for i, c in enumerate(disp["categories"]):
+        cells = []
+        for v in (s[i] for s in disp["series"].values()):
+            if v["value"] is None:
+                cells.append(v["why"])
+                continue
+            one = "{:.1f}"
+            ci = f" [{signed(v['ci'][0], one)}, {signed(v['ci'][1], one)}]" if v["ci"] else ""
+            cells.append(signed(v["value"], one) + ci + (f" ({v['why']})" if v["why"] else ""))
+        out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return out
+
+
 def _descriptive(metrics) -> list[str]:
     from capaudit.metrics.spec import direction, label
 
@@ -72,13 +95,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
             r2 = f" ({fit_caption(p)})"
             md += [f"![{p['metric']} vs recall]({p['file']})", f"{p['metric']} vs recall{r2}", ""]
     if disp:
-        md += ["## Recall difference by category (man − woman)", "",
-               f"![recall difference]({disp['file']})", "",
-               "| category | " + " | ".join(disp["series"]) + " |",
-               "|---|" + "---:|" * len(disp["series"])]
-        for i, c in enumerate(disp["categories"]):
-            md.append(f"| {c} | " + " | ".join(
-                "-" if v[i] != v[i] else f"{v[i]:+.1f}" for v in disp["series"].values()) + " |")
+        md += _category_table(disp)
     if getattr(cmp, "disparities", None):
         from capaudit.audit.disparity.tables import disparity_markdown
         table = disparity_markdown(cmp.disparities)
