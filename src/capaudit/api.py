@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from capaudit.api_audits import BoardAndLeakage
 from capaudit.audit.config import AuditConfig
 from capaudit.core.table import ResultTable
 from capaudit.errors import InputError, worded_for_api
@@ -81,8 +82,9 @@ def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
 
 
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
-class AuditStore:
-    """A capaudit DuckDB store; get one with :func:`capaudit.open`."""
+class AuditStore(BoardAndLeakage):
+    """A capaudit DuckDB store; get one with :func:`capaudit.open`. Its leaderboard and LIC
+    calls live in :mod:`capaudit.api_audits`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -11,7 +10,6 @@ import typer
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 from capaudit.cli.options import annotation_cli, lotus_cli
-from capaudit.core.safe_write import write_text
 
 
 def leaderboard_command(
@@ -55,9 +53,12 @@ def leaderboard_command(
     _print_intersections(lb)
     for note in lb.notes:
         console.print(f"note: {note}")  # the console prints data verbatim (no markup)
-    payload = {"leaderboard": lb.to_dict(),
-               "worst": {s.name: s.worst for s in out["sets"]}}
-    _write_outputs(payload, {**cfg, "run_id": out.get("_run_id")}, json_out, markdown, html)
+    from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
+
+    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id")},
+                          json_out, markdown, html)
+    if index is not None:
+        console.print(f"page: {str(index)}")
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
                   " (metrics.grp = 'leaderboard:PROFILE')")
 
@@ -187,24 +188,3 @@ def _print_intersections(lb) -> None:
                                         .replace(" [", "\n[").replace(" n=", "\nn=")
                                         .replace(" too-few", "\ntoo-few") for h in heads])
             console.print(table)
-
-
-def _write_outputs(payload: dict, config: dict, json_out: Optional[Path],
-                   markdown: Optional[Path], html: Optional[Path]) -> None:
-    """The JSON, Markdown and HTML page asked for, each with its provenance beside it."""
-    from capaudit.core.config import provenance_beside
-
-    if json_out:
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        provenance_beside(json_out, config, config.get("seed"))
-    if markdown:
-        from capaudit.leaderboard.markdown import leaderboard_markdown
-
-        write_text(markdown, leaderboard_markdown(payload), parents=True)
-        provenance_beside(markdown, config, config.get("seed"))
-    if html:
-        from capaudit.leaderboard.page import write_page
-
-        index = write_page(html, payload)
-        provenance_beside(index, config, config.get("seed"))
-        console.print(f"page: {str(index)}")

@@ -147,13 +147,8 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                 reps[:, i, j] = np.abs(ra - rb)
                 info["signed_ci"] = list(interval(ra - rb, pa_ - pb))
             groups.setdefault(s.name, {})[c.name] = info
-    ci = np.full((S, C, 2), np.nan)
-    if boots:
-        for i in range(S):
-            for j in range(C):
-                e = ests.get((sets[i].name, columns[j].name, None))
-                lo, hi = interval(reps[:, i, j], values[i, j], bool(e is not None and e.recentre))
-                ci[i, j] = [np.nan if lo is None else lo, np.nan if hi is None else hi]
+    ci = _intervals(reps, values, [[ests.get((s.name, c.name, None)) for c in columns]
+                                   for s in sets]) if boots else np.full((S, C, 2), np.nan)
     if intersections:
         cells = cell_table(ests, boots, min_n)
         for s in sets:
@@ -175,6 +170,16 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
                         "min_n": min_n}, status, why, _cell_notes(sets, columns))
+
+
+def _intervals(reps: np.ndarray, values: np.ndarray, ests: list[list]) -> np.ndarray:
+    """[sets, columns, 2] 95% intervals of the values from their replicates (NaN: none)."""
+    ci = np.full(values.shape + (2,), np.nan)
+    for i, row in enumerate(ests):
+        for j, e in enumerate(row):
+            lo, hi = interval(reps[:, i, j], values[i, j], bool(e is not None and e.recentre))
+            ci[i, j] = [np.nan if lo is None else lo, np.nan if hi is None else hi]
+    return ci
 
 
 def _decimals(metric: str) -> int:
