@@ -176,10 +176,29 @@ def interval(values: np.ndarray, point: float | None, recentre: bool = False,
     if len(v) == 0:
         return None, None
     alpha = (1 - level) / 2
-    lo, med, hi = np.quantile(v, [alpha, 0.5, 1 - alpha])
+    lo, med, hi = _quantiles(v, (alpha, 0.5, 1 - alpha))
     if recentre and point is not None and not np.isnan(point):
         lo, hi = point - (med - lo), point + (hi - med)
     return float(lo), float(hi)
+
+
+def _quantiles(v: np.ndarray, qs) -> list[float]:
+    """``np.quantile(v, qs)`` (its default, linear method, with its own arithmetic: the same
+    floats), without ``np.quantile``'s ``np.unique``, whose first call imports ``numpy.ma``
+    (~12 ms of every audit's start, for three numbers)."""
+    s = np.sort(v)
+    n = len(s)
+    out = []
+    for q in qs:
+        virtual = (n - 1) * q                            # numpy's virtual index (linear)
+        below = int(np.floor(virtual))
+        gamma = virtual - below
+        if virtual >= n - 1:                             # numpy: the last value
+            below = n - 1
+        a, b = s[below], s[min(below + 1, n - 1)]
+        diff = b - a                                     # numpy's _lerp
+        out.append(float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma))
+    return out
 
 
 def _single_threaded_blas():
