@@ -55,10 +55,13 @@ class BoardAndLeakage:
         if profile is not None:
             given["profile"] = profile
         cfg = AuditConfig.resolve(config, given, section="leaderboard")
+        from capaudit.io.annotation_store import annotation_provenance
+
         with self._open(create=True) as store:
             out = run_leaderboard(store, [str(t) for t in targets], cfg)
-        write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id")},
-                      json, markdown, html)
+            ann = annotation_provenance(store, out.get("annotations") or {})
+        write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
+                                                 "annotations": ann}, json, markdown, html)
         return out["leaderboard"]
 
     def lic(self, target: str, reference: str | None = None, *,

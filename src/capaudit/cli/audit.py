@@ -109,7 +109,10 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         write_json(results, json_out)
         from capaudit.core.config import provenance_beside
 
-        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.seed)
+        from capaudit.io.annotation_store import annotation_provenance
+
+        ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
+        provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
     _print_results(results, int(cfg.get("min_n") or 30))
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
@@ -188,7 +191,8 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           chair_gt: Path = opt.ChairGT,
           image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
           limit: int = typer.Option(20, "--limit", min=0, help="Captions to print (0 = all)"),
-          mode: str = typer.Option("reference", "--mode", help="reference or corrected"),
+          mode: str = typer.Option("reference", "--mode", help="CHAIR parsing: reference (the "
+                                   "reference code's word rules) or corrected"),
           json_out: Path = typer.Option(None, "--json", help="Write the reference-style JSON"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""

@@ -55,7 +55,11 @@ def leaderboard_command(
         console.print(f"note: {note}")  # the console prints data verbatim (no markup)
     from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
 
-    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id")},
+    from capaudit.io.annotation_store import annotation_provenance
+
+    ann = annotation_provenance(store, out.get("annotations") or {})
+    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
+                                                     "annotations": ann},
                           json_out, markdown, html)
     if index is not None:
         console.print(f"page: {str(index)}")

@@ -27,7 +27,8 @@ def _open(db: Path | None, no_cache: bool):
 
 def lic_command(
     target: str = typer.Argument(..., help="Caption set: JSONL (image_id, caption), COCO JSON, or set name"),
-    reference: str | None = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
+    reference: str | None = typer.Option(None, "--reference", help="Human caption set of the "
+                                         "same images (LIC_D and LIC)"),
     demographics: Path | None = opt.Demographics,
     classifier: str = typer.Option("lstm", "--classifier", help="lstm (reference) or transformer"),
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),

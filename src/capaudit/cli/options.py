@@ -41,7 +41,8 @@ Metrics = typer.Option(None, "--metrics", help="Comma-separated metric names (de
                        "every default metric; list: capaudit audit metrics)")
 LeaderboardMetrics = typer.Option(None, "--metrics", help="Comma-separated metric names "
                                   "(default: every metric; list: capaudit audit metrics)")
-Mode = typer.Option(None, "--mode", help="reference (default) or corrected")
+Mode = typer.Option(None, "--mode", help="CHAIR parsing: reference (the reference code's "
+                    "word rules) or corrected")
 Corrected = typer.Option(None, "--corrected/--no-corrected",
                          help="Also report corrected-mode CHAIR and recall")
 MinImages = typer.Option(None, "--min-images", min=0, help="Recall disparity: images of men and of "
@@ -62,7 +63,8 @@ LeaderboardConfig = typer.Option(None, "--config", help="YAML config (CLI > YAML
                                  "its leaderboard section")
 
 # the LOTUS inputs (audit run, disparity, leaderboard)
-Reference = typer.Option(None, "--reference", help="Human caption set (noun/verb coverage)")
+Reference = typer.Option(None, "--reference", help="Human caption set of the same images "
+                         "(noun/verb coverage)")
 ClipModel = typer.Option(None, "--clip-model", help="Local transformers CLIPModel folder "
                          "(no weights ship with capaudit)")
 Images = typer.Option(None, "--images", help="Folder of the images (CLIP metrics)")
@@ -77,7 +79,8 @@ Lic = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifi
                    "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~2.5-3 min on "
                    "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
                    "cached in the store)")
-LicReference = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
+LicReference = typer.Option(None, "--lic-reference", help="Human caption set of the same "
+                            "images (LIC_D and LIC)")
 LicSeeds = typer.Option(None, "--lic-seeds", min=1, max=10, help="First N of the 10 reference seeds")
 LicClassifier = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
 LicEpochs = typer.Option(None, "--lic-epochs", min=1, help="Epochs (default: the reference's)")

@@ -22,8 +22,10 @@ def leaderboard_payload(out: Mapping[str, Any]) -> dict:
 def write_outputs(payload: Mapping[str, Any], config: Mapping[str, Any],
                   json_out: str | Path | None = None, markdown: str | Path | None = None,
                   html: str | Path | None = None) -> Path | None:
-    """The JSON, Markdown and HTML page asked for, each with its provenance beside it;
-    returns the page's ``index.html`` (None without ``html``)."""
+    """The JSON, Markdown and HTML page asked for, each with its provenance beside it
+    (``config``: the run's settings, with ``annotations``: :func:`capaudit.io.
+    annotation_store.annotation_provenance`); returns the page's ``index.html`` (None
+    without ``html``)."""
     from capaudit.core.config import provenance_beside
     from capaudit.core.safe_write import write_text
 

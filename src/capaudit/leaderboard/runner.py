@@ -145,7 +145,7 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping,
     say(f"ranking: {cfg['n_boot']:,} resamples of the union of the sets' images")
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
                            profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial)
-    out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
+    out: dict[str, Any] = {"leaderboard": lb, "sets": evals, "annotations": annotations.sources}
     if store is not None:
         with store.transaction():
             run_id = store.start_run(current_command(), {**cfg, "metrics": metrics,

@@ -230,8 +230,11 @@ def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None
     cfg = AuditConfig.of(cfg)
     cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
     if report_dir is not None:
+        from capaudit.io.annotation_store import annotation_provenance
+
         cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, {**cfg, "same_images": same_images})
+        ann = annotation_provenance(store, getattr(cmp.annotations, "sources", {}))
+        write_report(cmp, cmp.report_dir, {**cfg, "same_images": same_images, "annotations": ann})
     return cmp
 
 

@@ -58,6 +58,21 @@ def _category_table(disp: dict) -> list[str]:
     return out
 
 
+def _annotations_md(prov: dict, sources: dict) -> list[str]:
+    """Each annotation named by what it is, its file's name and sha256 (``store:chair-gt``
+    alone named nothing a reader could check); the full record is in provenance.json."""
+    if not sources:
+        return []
+    out = ["", "## Annotations", ""]
+    for kind, src in sources.items():
+        p = prov.get(kind) or {}
+        name = Path(str(p.get("path") or src)).name
+        sha = f", sha256 `{p['sha256'][:16]}…`" if p.get("sha256") else ""
+        stored = f" (stored as `{p['stored_as']}`)" if p.get("stored_as") else ""
+        out.append(f"- {kind}: `{name}`{stored}{sha}")
+    return out
+
+
 def _descriptive(metrics) -> list[str]:
     from capaudit.metrics.spec import direction, label
 
@@ -105,9 +120,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
                    "first group minus second, 95% bootstrap interval; vocabulary on equal "
                    "numbers of images (`capaudit audit disparity` for the per-group values).",
                    ""] + table
-    sources = getattr(cmp.annotations, "sources", {})
-    if sources:
-        md += ["", "## Annotations", ""] + [f"- {k}: `{v}`" for k, v in sources.items()]
+    md += _annotations_md(cfg.get("annotations") or {}, getattr(cmp.annotations, "sources", {}))
     md_text = "\n".join(md) + "\n"
     write_text(out / "report.md", escape_markdown_html(md_text))
     write_text(out / "report.html", _html(md_text, out))
