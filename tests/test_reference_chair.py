@@ -80,3 +80,33 @@ def test_port_gives_the_shared_reference_values_on_oscar(port):
     m = out["overall_metrics"]
     assert (len(out["sentences"]), round(100 * m["CHAIRs"], 3), round(100 * m["CHAIRi"], 3)) \
         == (want["n"], want["chair_s"], want["chair_i"])
+
+
+@pytest.mark.slow
+def test_port_runs_as_the_reference_script(tmp_path):
+    """As ``chair.py --cache chair.pkl`` is run: the first run builds and pickles the
+    evaluator, the next loads it; both print the same values, which are the hand count of
+    the per-caption records the port saves (``--save_path``, the reference's output JSON)."""
+    import subprocess
+
+    src = shared_path("data", "captioners", "nic_val2014_gender.jsonl")
+    head = tmp_path / "nic300.jsonl"
+    head.write_text("".join(line for _, line in zip(range(300), src.open())))
+    gt = shared_path("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    cmd = [sys.executable, str(REPO / "benchmarks" / "reference_chair.py"), str(head),
+           "--chair-gt", str(gt), "--cache", str(tmp_path / "chair.pkl")]
+    first = subprocess.run(cmd + ["--save_path", str(tmp_path / "out.json")], capture_output=True,
+                           text=True, check=True, env={**__import__("os").environ,
+                                                       "PYTHONPATH": str(REPO / "src")})
+    assert (tmp_path / "chair.pkl").exists()
+    second = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    a, b = (json.loads(p.stdout.splitlines()[-1]) for p in (first, second))
+    assert (a["n"], a["chair_s"], a["chair_i"]) == (b["n"], b["chair_s"], b["chair_i"]) and \
+        a["n"] == 300
+    saved = json.loads((tmp_path / "out.json").read_text())
+    hall = sum(s["metrics"]["CHAIRs"] for s in saved["sentences"])
+    words = sum(len(s["mscoco_generated_words"]) for s in saved["sentences"])
+    bad = sum(len(s["mscoco_hallucinated_words"]) for s in saved["sentences"])
+    assert a["chair_s"] == round(100 * hall / 300, 3) and a["chair_i"] == round(100 * bad / words, 3)
+    assert "CHAIRs" in first.stderr and "Recall" in first.stderr    # print_metrics, as chair.py
