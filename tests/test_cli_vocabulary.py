@@ -17,25 +17,7 @@ from capaudit.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from cli_options import options  # noqa: E402
-
-
-def _click_options():
-    import typer
-
-    from capaudit.cli.main import app
-
-    def walk(c, path):
-        if hasattr(c, "commands"):
-            for n, sub in c.commands.items():
-                yield from walk(sub, path + [n])
-        else:
-            yield " ".join(path), c
-    for path, c in walk(typer.main.get_command(app), []):
-        for p in c.params:
-            if getattr(p, "param_type_name", "") == "option" and not p.hidden \
-                    and p.opts[0] != "--help":
-                yield path, p
+from cli_options import click_options as _click_options, options  # noqa: E402
 
 
 def test_every_option_shows_its_default():

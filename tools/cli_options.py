@@ -12,8 +12,8 @@ import sys
 from collections import defaultdict
 
 
-def options() -> dict[str, list[tuple[str, str, str]]]:
-    """``{"--option": [(command, default shown, help)]}`` of the whole CLI."""
+def click_options():
+    """``(command path, click option)`` of every visible option of every command."""
     import typer
 
     from capaudit.cli.main import app
@@ -25,16 +25,22 @@ def options() -> dict[str, list[tuple[str, str, str]]]:
         else:
             yield " ".join(path), c
 
-    out: dict[str, list] = defaultdict(list)
     for path, c in walk(typer.main.get_command(app), []):
         for p in c.params:
-            if getattr(p, "param_type_name", "") != "option" or p.hidden:
-                continue
-            shown = p.show_default if isinstance(p.show_default, str) else (
-                "" if p.default is None or p.is_flag and p.default is False else str(p.default))
-            for o in p.opts + p.secondary_opts:
-                if o.startswith("--") and o != "--help":
-                    out[o].append((path, shown, " ".join((p.help or "").split())))
+            if getattr(p, "param_type_name", "") == "option" and not p.hidden \
+                    and p.opts[0] != "--help":
+                yield path, p
+
+
+def options() -> dict[str, list[tuple[str, str, str]]]:
+    """``{"--option": [(command, default shown, help)]}`` of the whole CLI."""
+    out: dict[str, list] = defaultdict(list)
+    for path, p in click_options():
+        shown = p.show_default if isinstance(p.show_default, str) else (
+            "" if p.default is None or p.is_flag and p.default is False else str(p.default))
+        for o in p.opts + p.secondary_opts:
+            if o.startswith("--"):
+                out[o].append((path, shown, " ".join((p.help or "").split())))
     return dict(sorted(out.items()))
 
 
