@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from capaudit.audit.bootstrap import _quantiles, interval
+from capaudit.audit.intervals import _quantiles, interval
 
 
 def test_quantiles_are_numpys_own_floats():

@@ -62,11 +62,12 @@ from typing import Mapping
 
 import numpy as np
 
+from capaudit.audit.intervals import interval, part_intervals
 from capaudit.metrics.estimate import Estimate, SparseStats
 
 PARTS = "#parts"   # key suffix of an estimate's sub-values (Estimate.parts) in the resamples
 
-__all__ = ["PARTS", "resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
+__all__ = ["PARTS", "part_intervals", "resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
 
 POISSON_MIN_UNITS = 2_000_000  # "auto": Poisson bootstrap from this many units up
 BLOCK_ELEMS = 2_000_000      # counts held per block (resamples x units)
@@ -169,38 +170,6 @@ class _Plan:
         return out
 
 
-def interval(values: np.ndarray, point: float | None, recentre: bool = False,
-             level: float = 0.95) -> tuple[float | None, float | None]:
-    """Percentile interval of bootstrap ``values`` (NaNs dropped), or re-centred on ``point``."""
-    v = values[~np.isnan(values)]
-    if len(v) == 0:
-        return None, None
-    alpha = (1 - level) / 2
-    lo, med, hi = _quantiles(v, (alpha, 0.5, 1 - alpha))
-    if recentre and point is not None and not np.isnan(point):
-        lo, hi = point - (med - lo), point + (hi - med)
-    return float(lo), float(hi)
-
-
-def _quantiles(v: np.ndarray, qs) -> list[float]:
-    """``np.quantile(v, qs)`` (its default, linear method, with its own arithmetic: the same
-    floats), without ``np.quantile``'s ``np.unique``, whose first call imports ``numpy.ma``
-    (~12 ms of every audit's start, for three numbers)."""
-    s = np.sort(v)
-    n = len(s)
-    out = []
-    for q in qs:
-        virtual = (n - 1) * q                            # numpy's virtual index (linear)
-        below = int(np.floor(virtual))
-        gamma = virtual - below
-        if virtual >= n - 1:                             # numpy: the last value
-            below = n - 1
-        a, b = s[below], s[min(below + 1, n - 1)]
-        diff = b - a                                     # numpy's _lerp
-        out.append(float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma))
-    return out
-
-
 def _single_threaded_blas():
     """The products are skinny ([b, units] x [units, ~10]): BLAS threads only
     spin against each other and against our block threads, so use one."""
@@ -289,6 +258,6 @@ def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot:
         if point is None and est.recentre:
             point = float(est.finalize(est.stats.sum(axis=0)))
         out[k] = interval(vals[k], point, est.recentre, level)
-        if k + PARTS in vals:   # one interval per sub-value (percentile)
-            out[k + PARTS] = [interval(col, None, False, level) for col in vals[k + PARTS].T]
+        if k + PARTS in vals:
+            out[k + PARTS] = part_intervals(vals[k + PARTS], level)
     return out

@@ -36,7 +36,7 @@ from capaudit.metrics.estimate import Estimate, SparseStats
 from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.state import UnitCells
 
-__all__ = ["RecallDisparity", "disparity_estimate", "category_diffs"]
+__all__ = ["RecallDisparity", "disparity_estimate", "category_diffs", "below_min_images"]
 
 
 @register_metric
@@ -78,14 +78,18 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
     keep = kept_categories(n_img, min_images)
     stats = disparity_stats(inst, g_unit, n_caps, hit_unit, hit_cat, hit_val, n_units, keep)
     k = len(keep)
-    few = np.flatnonzero((n_img.sum(axis=0) > 0) & ~np.isin(np.arange(len(categories)), keep))
     return Estimate(stats, disparity_fin(k), n,
                     {"m": k, "min_images": min_images,
                      "per_category": disparity_table(categories, keep, n_img, stats.sum(axis=0)),
-                     # categories left out: images of men and of women they are in
-                     "below_min_images": {categories[j]: [int(n_img[0, j]), int(n_img[1, j])]
-                                          for j in few}},
+                     "below_min_images": below_min_images(categories, keep, n_img)},
                     recentre=True, parts=category_diffs(k))
+
+
+def below_min_images(categories: list[str], keep: np.ndarray, n_img: np.ndarray) -> dict:
+    """``{category: [images of men, images of women]}`` of the categories present but left
+    out (under ``min_images`` for a gender): the report says why they have no bar."""
+    few = np.flatnonzero((n_img.sum(axis=0) > 0) & ~np.isin(np.arange(len(categories)), keep))
+    return {categories[j]: [int(n_img[0, j]), int(n_img[1, j])] for j in few}
 
 
 def images_by_gender(inst: np.ndarray, g_unit: np.ndarray) -> np.ndarray:
