@@ -70,7 +70,9 @@ def test_demo_builds_and_compares(tmp_path, capsys):
         assert (tmp_path / "rep" / f).exists(), f
     md = (tmp_path / "rep" / "report.md").read_text()
     # three sets: error bars, no fitted line (a line needs 4); marks outside the noise only
-    assert "R² =" not in md and "no fitted line: 3 sets" in md
+    # coco's human captions are drawn, never fitted (#34.6): 2 captioning sets remain
+    assert "R² =" not in md and "no fitted line: 2 sets" in md
+    assert "not fitted: coco (human captions)" in md
     assert "(best)" in md and "(worst)" in md and "(by construction)" in md
     assert "## Gaps between groups of images" in md and "| male − female | light − dark |" in md
     assert "Gaps between groups of images" in out

@@ -91,7 +91,9 @@ def test_demo_compare_on_shared_images_equal_vocab_and_flags(demo, capsys):
     assert html.count("class='worst'") == len(m["worst"])
     assert "<i>chair_s</i>:" in html and "color:green" not in html
     # three sets: error bars but no fitted line (and no R²)
-    assert "R² =" not in md and "no fitted line: 3 sets" in md
+    # coco's human captions are drawn, never fitted (#34.6): 2 captioning sets remain
+    assert "R² =" not in md and "no fitted line: 2 sets" in md
+    assert "not fitted: coco (human captions)" in md
 
 
 def _rows(db, name):
@@ -188,10 +190,10 @@ def test_four_sets_get_a_fitted_line(demo, tmp_path):
     assert main(["audit", "compare", "coco", "oscar", "nic", short, "--n-boot", "20", "--report",
                  str(rep), "--db", db]) == 0
     md = (rep / "report.md").read_text()
-    # coco's CHAIR is left out of the fit: 3 sets remain, so no line there; recall disparity fits 4
+    # coco holds human captions: drawn, never fitted (#34.6), so 3 captioning sets remain
     assert re.search(r"chair_s vs recall \(no fitted line: 3 sets", md)
-    assert re.search(r"gender_error vs recall \(slope -?[\d.]+, R² = [\d.]+, 4 sets, "
-                     r"1,000 shared images\)", md)
+    assert re.search(r"gender_error vs recall \(no fitted line: 3 sets, 1,000 shared images; "
+                     r"a line needs 4 sets .*not fitted: coco \(human captions\)\)", md)
 
 
 def test_report_rows_survive_a_pipe_and_markup_in_a_set_name(tmp_path):

@@ -40,6 +40,7 @@ def test_packaged_list_is_the_shared_one(shared):
     lex = shared("lexicons", "ldnoobw_en.txt")
     entries = [e for e in lex.read_text(encoding="utf-8").splitlines() if e.strip()]
     assert len(get_matcher().phrases) == len(entries) == 403
+    assert set(get_matcher().phrases.values()) == {e.strip().lower() for e in entries}
     assert sum(1 for p in get_matcher().phrases if len(p) > 1) >= 100  # multi-word entries kept
 
 

@@ -15,7 +15,8 @@ def _has_binary() -> bool:
         return False
 
 
-needs_binary = pytest.mark.skipif(not _has_binary(), reason="tesseract binary not installed")
+needs_binary = pytest.mark.skipif(not _has_binary(), reason="tesseract binary not installed (Debian: "
+                                 "apt-get install -y tesseract-ocr; .ci/run installs it as root)")
 
 
 def _sign(lines: list[str], size=(640, 220)):

@@ -151,4 +151,4 @@ def test_sets_add_says_text_ids_join_nothing_as_show_does(tmp_path, capsys):
     assert main(["sets", "add", "tc", str(path), "--caption-col", "caption_str",
                  "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "1 captions of 1 images (jsonl; ids: none: nothing joins)" in " ".join(out.split())
+    assert "1 captions of 1 images (jsonl; ids: none)" in " ".join(out.split())

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from capaudit.audit.config import AuditConfig
+from capaudit.api_audits import LeaderboardCardLic, _audit_cfg
 from capaudit.core.table import (RESULT_COLUMNS, ResultTable, audit_table as _audit_table,
                                  disparity_rows as _disparity_rows, metric_rows as _metric_rows)
 from capaudit.errors import InputError, worded_for_api
@@ -45,19 +45,10 @@ def demo_file(name: str) -> Path:
     return path
 
 
-def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
-               config: str | Path | None) -> AuditConfig:
-    """The audit settings of one call: given > YAML ``config`` > defaults (an unknown
-    option is one line naming it)."""
-    given = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
-    if metrics is not None:
-        given["metrics"] = list(metrics) if not isinstance(metrics, str) else metrics
-    return AuditConfig.resolve(config, given)
-
-
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
-class AuditStore:
-    """A capaudit DuckDB store; get one with :func:`capaudit.open`."""
+class AuditStore(LeaderboardCardLic):
+    """A capaudit DuckDB store; get one with :func:`capaudit.open`. Its leaderboard and LIC
+    calls live in :mod:`capaudit.api_audits`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -236,31 +227,6 @@ class AuditStore:
         with self._open(read_only=True) as store:
             return export_with_provenance(store, set, to, out, overwrite=overwrite,
                                           prompt=prompt)
-
-    def card(self, sets: str | Sequence[str], out: str | Path, *, license: str | None = None,
-             metrics: str | Sequence[str] | None = None, config: str | Path | None = None,
-             **options: Any) -> list[str]:
-        """``capaudit audit card``: audit ``sets`` and merge it into the dataset card ``out``
-        (its YAML and text kept, capaudit's section between markers replaced on a rerun).
-        ``license``: for a card that has none; ``options``: the audit settings. Returns the
-        messages (e.g. a missing license).
-
-        >>> import capaudit, tempfile, pathlib
-        >>> tmp = pathlib.Path(tempfile.mkdtemp())
-        >>> store = capaudit.open(tmp / "a.duckdb")
-        >>> _ = store.add_set("nic", capaudit.demo_file("nic.jsonl"))
-        >>> _ = (tmp / "README.md").write_text("---\\nlicense: cc-by-4.0\\n---\\n# nic\\n")
-        >>> store.card("nic", tmp / "README.md", metrics=["length"], n_boot=20)
-        []
-        >>> "license: cc-by-4.0" in (text := (tmp / "README.md").read_text()), "# nic" in text
-        (True, True)
-        """
-        from capaudit.report.card_file import audit_card
-
-        cfg = _audit_cfg(metrics, {"disparity": "gender", **options}, config)
-        with self._open() as store:
-            return audit_card(store, [str(s) for s in ([sets] if isinstance(sets, (str, Path))
-                                                       else sets)], out, cfg, license=license)[1]
 
     def query(self, sql: str) -> ResultTable:
         """Read-only SQL over the store, in the same sandbox as ``capaudit query`` (no

@@ -75,7 +75,8 @@ def require(module: str, extra: str, what: str = ""):
 SWITCHES = frozenset({
     "align-vocab", "all", "all-images", "allow-partial", "colors", "corrected", "csv",
     "dry-run", "intersections", "json", "keep-work", "lic", "negation", "no-cache",
-    "overwrite", "replace", "revise", "same-images", "skip-bad-shards", "skip-no-image",
+    "overwrite", "print-json", "replace", "revise", "same-images", "skip-bad-shards",
+    "skip-no-image",
     "strict", "version", "write"})
 
 

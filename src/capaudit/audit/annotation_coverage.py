@@ -59,9 +59,18 @@ class Coverage:
     def line(self) -> str:
         parts = [f"{LABELS[k]} {self.covered[k]:,} ({100 * self.share(k):.1f}%)"
                  for k in self.covered]
-        ns = self.namespace or ("unassigned" if self.n_with_ids else "none: nothing joins")
+        ns = ids_label(self.namespace, bool(self.n_with_ids))
         return (f"{self.target}: {self.n_images:,} images (ids: {ns}); annotated: "
                 + (", ".join(parts) if parts else "none needed"))
+
+
+def ids_label(namespace: str | None, numeric: bool) -> str:
+    """How a set's image ids are named everywhere (``sets add``, ``sets list``, ``sets
+    show``, the coverage line): its namespace; ``unassigned`` for bare numbers with none
+    (an audit joins them only where the annotations cover them); ``none`` for text or row
+    keys, which never join. (``sets list`` said "unassigned" where ``sets add`` said "none"
+    for the same set.)"""
+    return namespace or ("unassigned" if numeric else "none")
 
 
 def kind_ids(annotations, kind: str) -> set | None:
@@ -189,7 +198,7 @@ def refusal(cov: Coverage, kind: str, min_coverage: float,
         f"only {cov.covered[kind]:,} of the {cov.n_images:,} images of '{cov.target}' "
         f"({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%) have "
         f"{LABELS[kind]} annotations ({ns or 'namespace unknown'}): its ids are "
-        f"{cov.namespace or 'bare numbers'} and may name other images",
+        f"{ids_label(cov.namespace, True)} (bare numbers) and may name other images",
         fix="give annotations of the set's own dataset, or register it with sets add "
             f"--namespace NAME (nocaps, flickr30k, ...); {partial}")
 

@@ -62,9 +62,12 @@ from typing import Mapping
 
 import numpy as np
 
+from capaudit.audit.intervals import interval, part_intervals
 from capaudit.metrics.estimate import Estimate, SparseStats
 
-__all__ = ["resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
+PARTS = "#parts"   # key suffix of an estimate's sub-values (Estimate.parts) in the resamples
+
+__all__ = ["PARTS", "part_intervals", "resample_counts", "poisson_counts", "choose_method", "bootstrap_intervals", "block_seeds", "block_sizes"]
 
 POISSON_MIN_UNITS = 2_000_000  # "auto": Poisson bootstrap from this many units up
 BLOCK_ELEMS = 2_000_000      # counts held per block (resamples x units)
@@ -157,23 +160,14 @@ class _Plan:
             out[k] = np.asarray(self.estimates[k].finalize(sums[:, self.edges[i]:self.edges[i + 1]]),
                                 dtype=np.float64)
         for k in self.sparse:
-            out[k] = self.estimates[k].finalize(self.estimates[k].stats.resampled_sums(counts))
+            est = self.estimates[k]
+            sums = est.stats.resampled_sums(counts)
+            out[k] = est.finalize(sums)
+            if est.parts is not None:
+                out[k + PARTS] = np.asarray(est.parts(sums), np.float64)
         for k in self.custom:
             out[k] = np.asarray(self.estimates[k].boot(counts), dtype=np.float64)
         return out
-
-
-def interval(values: np.ndarray, point: float | None, recentre: bool = False,
-             level: float = 0.95) -> tuple[float | None, float | None]:
-    """Percentile interval of bootstrap ``values`` (NaNs dropped), or re-centred on ``point``."""
-    v = values[~np.isnan(values)]
-    if len(v) == 0:
-        return None, None
-    alpha = (1 - level) / 2
-    lo, med, hi = np.quantile(v, [alpha, 0.5, 1 - alpha])
-    if recentre and point is not None and not np.isnan(point):
-        lo, hi = point - (med - lo), point + (hi - med)
-    return float(lo), float(hi)
 
 
 def _single_threaded_blas():
@@ -217,8 +211,12 @@ def bootstrap_values(estimates: Mapping[str, Estimate], n_units: int, n_boot: in
                 parts = list(ex.map(plan.run, jobs))  # in block order: deterministic
         else:
             parts = [plan.run(j) for j in jobs]
-    return {k: (np.asarray(est.spread(n_boot), np.float64) if est.spread is not None
-                else np.concatenate([p[k] for p in parts])) for k, est in estimates.items()}
+    out = {k: (np.asarray(est.spread(n_boot), np.float64) if est.spread is not None
+               else np.concatenate([p[k] for p in parts])) for k, est in estimates.items()}
+    for k in plan.sparse:   # sub-values, [n_boot, p]
+        if estimates[k].parts is not None:
+            out[k + PARTS] = np.concatenate([p[k + PARTS] for p in parts])
+    return out
 
 
 def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot: int = 1000,
@@ -260,4 +258,6 @@ def bootstrap_intervals(estimates: Mapping[str, Estimate], n_units: int, n_boot:
         if point is None and est.recentre:
             point = float(est.finalize(est.stats.sum(axis=0)))
         out[k] = interval(vals[k], point, est.recentre, level)
+        if k + PARTS in vals:
+            out[k + PARTS] = part_intervals(vals[k + PARTS], level)
     return out

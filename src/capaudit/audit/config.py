@@ -72,6 +72,7 @@ class AuditConfig(Mapping):
     clip_model: str | None = None   # CLIP metrics: a local transformers CLIPModel folder
     images: str | None = None       # ... and the folder of the set's images
     long_text: str = "truncate"     # captions over the CLIP text positions: truncate (counted) or chunk
+    nsfw_lexicon: str | None = None  # NSFW words: a lexicon file (None = the packaged, context-marked one)
     # outputs
     details: bool = True            # per-caption rows in caption_details (off: metrics only)
     # audit leaderboard

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from capaudit.audit.bootstrap import bootstrap_intervals
+from capaudit.audit.bootstrap import PARTS, bootstrap_intervals
 from capaudit.metrics import default_metrics
 from capaudit.metrics.category_pairs import category_lists
 from capaudit.metrics.context import MetricContext
@@ -222,6 +222,8 @@ def stream_results(acc: StreamStats, n_boot: int, seed: int, workers: int, suffi
                                               extra=dict(est.extra, mode=acc.mode,
                                                          bootstrap=used[name + suffix]),
                                               n_images=images_used(est))
+        if name + suffix + PARTS in cis:   # intervals of the sub-values (Estimate.parts)
+            results[name + suffix].extra["parts_ci"] = cis[name + suffix + PARTS]
     return results, units
 
 

@@ -47,6 +47,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
         reference: str = opt.Reference, clip_model: str = opt.ClipModel,
         images: Path = opt.Images, long_text: str = opt.LongText,
+        nsfw_lexicon: Path = opt.NsfwLexicon,
         allow_partial: bool = opt.AllowPartial, min_coverage: float = opt.MinCoverage,
         min_n: int = opt.MinN, lic: bool = opt.Lic, lic_reference: str = opt.LicReference,
         lic_seeds: int = opt.LicSeeds, lic_classifier: str = opt.LicClassifier,
@@ -75,7 +76,7 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                        lic=lic,
                        lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs,
-                       **lotus_cli(reference, clip_model, images, long_text),
+                       **lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon),
                        **annotation_cli(instances, chair_gt, demographics))
     if lexicon:
         from capaudit.text.objects import user_lexicon_mode
@@ -108,7 +109,10 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         write_json(results, json_out)
         from capaudit.core.config import provenance_beside
 
-        provenance_beside(json_out, {**cfg, "run_id": run_id}, cfg.seed)
+        from capaudit.io.annotation_store import annotation_provenance
+
+        ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
+        provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
     _print_results(results, int(cfg.get("min_n") or 30))
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
@@ -156,6 +160,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                      "share any) or each on all its own images (vocabulary then on equal "
                      "numbers of captions)"),
             allow_partial: bool = opt.AllowPartial, min_n: int = opt.MinN,
+            min_images: int = opt.MinImages,
             config: Path = opt.Config, db: Path = DbOption):
     """Side-by-side table and report.md + report.html with plots.
 
@@ -169,7 +174,7 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
     cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed, corrected=corrected,
                        lic=lic, lic_reference=lic_reference, lic_seeds=lic_seeds,
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
-                       allow_partial=allow_partial, min_n=min_n,
+                       allow_partial=allow_partial, min_n=min_n, min_images=min_images,
                        **annotation_cli(instances, chair_gt, demographics))
     with _AuditProgress() as hooks:
         cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
@@ -186,7 +191,8 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
           chair_gt: Path = opt.ChairGT,
           image_id: List[int] = typer.Option(None, "--image-id", help="Only these images"),
           limit: int = typer.Option(20, "--limit", min=0, help="Captions to print (0 = all)"),
-          mode: str = typer.Option("reference", "--mode", help="reference or corrected"),
+          mode: str = typer.Option("reference", "--mode", help="CHAIR parsing: reference (the "
+                                   "reference code's word rules) or corrected"),
           json_out: Path = typer.Option(None, "--json", help="Write the reference-style JSON"),
           db: Path = DbOption):
     """The CHAIR words of each caption, as the reference script reports them."""

@@ -34,6 +34,7 @@ def disparity_command(
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write results as JSON"),
         reference: Optional[str] = opt.Reference, clip_model: Optional[str] = opt.ClipModel,
         images: Optional[Path] = opt.Images, long_text: Optional[str] = opt.LongText,
+        nsfw_lexicon: Optional[Path] = opt.NsfwLexicon,
         config: Optional[Path] = opt.Config, db: Path = DbOption) -> None:
     """Each metric on each group of images and the difference, with bootstrap intervals."""
     from rich.markup import escape
@@ -44,7 +45,7 @@ def disparity_command(
 
     cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed,
                        workers=workers, min_images=min_images, min_n=min_n,
-                       **lotus_cli(reference, clip_model, images, long_text),
+                       **lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon),
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # caption files given as targets are registered
     with console.status(f"auditing by {by}"):

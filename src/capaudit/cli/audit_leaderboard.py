@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -11,7 +10,6 @@ import typer
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
 from capaudit.cli.options import annotation_cli, lotus_cli
-from capaudit.core.safe_write import write_text
 
 
 def leaderboard_command(
@@ -24,6 +22,7 @@ def leaderboard_command(
                                                 "Markdown"),
         reference: Optional[str] = opt.Reference, clip_model: Optional[str] = opt.ClipModel,
         images: Optional[Path] = opt.Images, long_text: Optional[str] = opt.LongText,
+        nsfw_lexicon: Optional[Path] = opt.NsfwLexicon,
         profiles_file: Optional[Path] = typer.Option(None, "--profiles",
                                                      help="Profiles YAML (configs/profiles.yaml)"),
         metrics: Optional[str] = opt.LeaderboardMetrics,
@@ -43,22 +42,65 @@ def leaderboard_command(
                        profiles_file=str(profiles_file) if profiles_file else None,
                        metrics=metrics, intersections=intersections, n_boot=n_boot, seed=seed,
                        allow_partial=allow_partial, min_coverage=min_coverage, min_n=min_n,
-                       workers=workers, **lotus_cli(reference, clip_model, images, long_text),
+                       workers=workers, **lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon),
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # results and caches are written
-    with console.status("evaluating sets"):
-        out = run_leaderboard(store, targets, cfg)
+    with _Progress() as say:
+        out = run_leaderboard(store, targets, cfg, say)
     lb = out["leaderboard"]
     _print_values(lb)
     _print_profiles(lb)
     _print_intersections(lb)
     for note in lb.notes:
         console.print(f"note: {note}")  # the console prints data verbatim (no markup)
-    payload = {"leaderboard": lb.to_dict(),
-               "worst": {s.name: s.worst for s in out["sets"]}}
-    _write_outputs(payload, {**cfg, "run_id": out.get("_run_id")}, json_out, markdown, html)
+    from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
+
+    from capaudit.io.annotation_store import annotation_provenance
+
+    ann = annotation_provenance(store, out.get("annotations") or {})
+    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
+                                                     "annotations": ann},
+                          json_out, markdown, html)
+    if index is not None:
+        console.print(f"page: {str(index)}")
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
                   " (metrics.grp = 'leaderboard:PROFILE')")
+
+
+QUIET_S = 2.0
+
+
+class _Progress:
+    """What the run is doing, on stderr: a spinner when stderr is a terminal, else one line
+    per stage (``capaudit: [12 s] nic: 10,780 captions evaluated``), so a run whose output
+    goes to a file or a pipe is not a minute of silence. The lines start after
+    :data:`QUIET_S` seconds: a run that ends (or fails, with its one line) sooner says nothing
+    more."""
+
+    def __enter__(self):
+        import time
+
+        from capaudit.cli.common import err_console
+
+        self.start, self.err = time.monotonic(), err_console
+        self.status = err_console.status("evaluating sets") if err_console.is_terminal else None
+        if self.status:
+            self.status.__enter__()
+        return self.say
+
+    def say(self, text: str) -> None:
+        import time
+
+        if self.status:
+            self.status.update(text)
+        elif time.monotonic() - self.start >= QUIET_S:
+            self.err.print(f"capaudit: [{time.monotonic() - self.start:.0f} s] {text}",
+                           highlight=False, soft_wrap=True)
+
+    def __exit__(self, *exc):
+        if self.status:
+            self.status.__exit__(*exc)
+        return False
 
 
 def _print_values(lb) -> None:
@@ -99,64 +141,54 @@ def _print_values(lb) -> None:
 
 
 def _tag(lb, i: int, j: int) -> str:
-    """A cell's caveat on its own line (too-few, partial: 20 of 100 images), as everywhere."""
+    """A cell's caveat on its own line (too-few, partial: 20 of 100 images), as everywhere,
+    then what stands behind the value (the NSFW entries matched, with their counts)."""
     from capaudit.leaderboard.status import cell_tag
 
     t = cell_tag(lb.status[i][j], lb.status_notes[i][j]) if lb.status else ""
-    return f"\n{t}" if t else ""
+    said = lb.cell_notes.get(lb.sets[i], {}).get(lb.columns[j].name)
+    return (f"\n{t}" if t else "") + (f"\n{said}" if said else "")
 
 
 def _print_profiles(lb) -> None:
-    """One table per profile: rank, N-avg, the rank's 95% interval and how often first."""
+    """One table per profile: rank (``=1``: tied, rank intervals overlap), N-avg, the rank's
+    95% interval and how often first; the criteria the profile's ranking left out."""
     from rich.table import Table
 
+    from capaudit.leaderboard.ranking import rank_label
+
     for p, r in lb.profiles.items():
+        left = ", ".join(r.get("left_out") or {})
         table = Table(title=f"profile {p} (N-avg; rank 95% interval over "
-                            f"{lb.meta['n_boot']} resamples)")
+                            f"{lb.meta['n_boot']} resamples; =k: tied)"
+                            + (f"; left out: {left}" if left else ""))
         for col in ("rank", "set", "N-avg", "rank interval", "first"):
             table.add_column(col, justify="left" if col == "set" else "right")
         for i in sorted(range(len(lb.sets)), key=lambda i: r["rank"][i]):
             ri = r.get("rank_interval")
-            table.add_row(str(r["rank"][i]), lb.sets[i], f"{r['score'][i]:.3f}",
+            table.add_row(rank_label(r, i), lb.sets[i], f"{r['score'][i]:.3f}",
                           f"[{ri[i][0]}, {ri[i][1]}]" if ri else "-",
                           f"{100 * r['first_share'][i]:.0f}%" if r.get("first_share") else "-")
         console.print(table)
 
 
 def _print_intersections(lb) -> None:
-    """``--intersections``: each set's metrics on the gender x skin-tone cells (images per cell)."""
+    """``--intersections``: each set's metrics on the gender x skin-tone cells, each with its
+    95% interval and images (too-few under --min-n)."""
     from rich.table import Table
+
+    from capaudit.leaderboard.cells import cell_text
+    from capaudit.metrics.spec import number_format
 
     for name, per in lb.groups.items():
         cells = per.get("intersections") or {}
         if cells:
-            table = Table(title=f"{name}: gender x skin tone (images per cell)")
+            table = Table(title=f"{name}: gender x skin tone (95% interval; n = images)")
             heads = list(next(iter(cells.values())))
             for col in ["metric", *heads]:
                 table.add_column(col, justify="left" if col == "metric" else "right")
             for metric, row in cells.items():
-                table.add_row(metric, *[
-                    "-" if row[h]["value"] is None else f"{row[h]['value']:.2f} (n={row[h]['images']})"
-                    for h in heads])
+                table.add_row(metric, *[cell_text(row[h], number_format(metric))
+                                        .replace(" [", "\n[").replace(" n=", "\nn=")
+                                        .replace(" too-few", "\ntoo-few") for h in heads])
             console.print(table)
-
-
-def _write_outputs(payload: dict, config: dict, json_out: Optional[Path],
-                   markdown: Optional[Path], html: Optional[Path]) -> None:
-    """The JSON, Markdown and HTML page asked for, each with its provenance beside it."""
-    from capaudit.core.config import provenance_beside
-
-    if json_out:
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        provenance_beside(json_out, config, config.get("seed"))
-    if markdown:
-        from capaudit.leaderboard.markdown import leaderboard_markdown
-
-        write_text(markdown, leaderboard_markdown(payload), parents=True)
-        provenance_beside(markdown, config, config.get("seed"))
-    if html:
-        from capaudit.leaderboard.page import write_page
-
-        index = write_page(html, payload)
-        provenance_beside(index, config, config.get("seed"))
-        console.print(f"page: {str(index)}")

@@ -13,22 +13,6 @@ import typer
 
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption
-from capaudit.errors import InputError
-
-
-def _load_target(target: str, store) -> tuple[str, dict[int, list[str]]]:
-    """(name, image id -> captions) of a registered set or a caption file (any format)."""
-    from capaudit.io.targets import load_target
-
-    t = load_target(store, target)
-    out: dict[int, list[str]] = {}
-    for iid, cap in zip(t.image_ids, t.captions):
-        if iid is not None:
-            out.setdefault(int(iid), []).append(cap)
-    if not out:
-        raise InputError("no captions with a COCO image id", path=target,
-                         fix="LIC joins captions to image labels by image id")
-    return t.name, out
 
 
 def _open(db: Path | None, no_cache: bool):
@@ -43,7 +27,8 @@ def _open(db: Path | None, no_cache: bool):
 
 def lic_command(
     target: str = typer.Argument(..., help="Caption set: JSONL (image_id, caption), COCO JSON, or set name"),
-    reference: str | None = typer.Option(None, "--reference", help="Human captions of the same images (LIC_D)"),
+    reference: str | None = typer.Option(None, "--reference", help="Human caption set of the "
+                                         "same images (LIC_D and LIC)"),
     demographics: Path | None = opt.Demographics,
     classifier: str = typer.Option("lstm", "--classifier", help="lstm (reference) or transformer"),
     seeds: int = typer.Option(10, "--seeds", min=1, max=10, help="Use the first N reference seeds"),
@@ -64,31 +49,22 @@ def lic_command(
 
     Before training it says how many images take part (labelled images with a
     caption; with --reference only those that also have human captions) and
-    estimates the time from a one-epoch calibration; a bar shows the ETA.
+    estimates the time from short calibration runs; a bar shows the ETA.
     """
-    from capaudit.audit.lic.results import StoreCache
-    from capaudit.audit.lic.runner import DEFAULT_SEEDS, run_lic
+    from capaudit.audit.lic.runner import DEFAULT_SEEDS
+    from capaudit.audit.lic.sets import lic_of_set
     from capaudit.cli.common import err_console
 
-    if attribute not in ("gender", "skin_tone"):
-        raise InputError(f"unknown attribute '{attribute}'", fix="use gender or skin_tone")
-    store = _open(db, no_cache)  # the one store: labels, set names and the seed cache
-    labels = _labels(store, demographics, attribute)
-    name, caps = _load_target(target, store)
-    model_captions = {i: c[0] for i, c in caps.items()}
-    human = None
-    if reference is not None:
-        _, human = _load_target(reference, store)
     options = {}
     if classifier == "transformer":
         options = {"max_length": max_length} | ({"model_path": model_path} if model_path else {})
-
-    cache = None if no_cache else StoreCache(store)
+    store = _open(db, no_cache)  # the one store: labels, set names and the seed cache
     try:
-        res = run_lic(model_captions, labels, human, classifier=classifier, seeds=DEFAULT_SEEDS[:seeds],
-                      epochs=epochs, device=device, cache=cache, attribute=attribute,
-                      align_vocab=align_vocab, classifier_options=options,
-                      threads=threads, report=lambda line: err_console.print(line))
+        name, res = lic_of_set(store, target, reference, demographics, attribute=attribute,
+                               cache=not no_cache, classifier=classifier,
+                               seeds=DEFAULT_SEEDS[:seeds], epochs=epochs, device=device,
+                               align_vocab=align_vocab, classifier_options=options,
+                               threads=threads, report=lambda line: err_console.print(line))
     finally:
         if store is not None:
             store.close()
@@ -102,23 +78,6 @@ def lic_command(
         from capaudit.core.config import provenance_beside
 
         provenance_beside(json_out, res["config"])
-
-
-def _labels(store, demographics: Path | None, attribute: str) -> dict:
-    """Image id -> label of ``attribute``: from ``--demographics``, else the most recent
-    demographics stored with ``capaudit annotations add``."""
-    from capaudit.io.annotation_files import load_demographics
-
-    if demographics is not None:
-        gender, skin = load_demographics(demographics)
-    else:
-        from capaudit.io.annotation_store import demographic_labels
-
-        gender, skin, _ = demographic_labels(store)
-        if not gender and not skin:
-            raise InputError("LIC needs image labels", fix="pass --demographics FILE or "
-                             "store one with capaudit annotations add demographics FILE")
-    return gender if attribute == "gender" else skin
 
 
 def _print_lic(res: dict, title: str) -> None:

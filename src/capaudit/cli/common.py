@@ -83,4 +83,14 @@ def progress(transient: bool = False) -> Progress:
                     disable=not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS"))
 
 
+def deprecated_spelling(given, old: str, new: str):
+    """``given`` (an option's value under its old spelling), after one line on stderr saying
+    the new one: ``--json`` writes a JSON file in every command (docs/cli.md), so the
+    commands that printed with it (or wrote JSONL) took another name."""
+    if given:
+        err_console.print(f"capaudit: {old} is deprecated: use {new} (--json FILE writes a "
+                          "JSON file in every command)", highlight=False)
+    return given
+
+
 from capaudit.core.runs import recorded_run  # noqa: E402,F401  (re-exported for commands)

@@ -19,8 +19,10 @@ from rich.text import Text
 from capaudit.report.cells import cell, counts, fmt_cost, header, notes
 
 STYLE = {"best": "bold green", "worst": "bold red", "flag": "dim"}
-TITLE = ("capaudit compare (95% bootstrap intervals; best in green, worst in red, "
-         "marked only where intervals do not overlap)")
+# the mark in words, so it survives NO_COLOR, a pipe and a screen reader (colour is extra)
+WORDS = {"best": "(best)", "worst": "(worst)"}
+TITLE = ("capaudit compare (95% bootstrap intervals; (best) and (worst) marked only where "
+         "intervals do not overlap)")
 
 
 def title(cmp) -> str | Text:
@@ -35,6 +37,8 @@ def _text(cmp, name: str, metric: str) -> str:
     text, mark = cell(cmp, name, metric)
     text = text.replace(" [", "\n[").replace(" n=", "\nn=").replace(" (", "\n(")
     text = text.replace("not computed (use --lic)", "not computed\n(use --lic)")
+    if mark in WORDS:
+        text += "\n" + WORDS[mark]
     # the consoles print data verbatim (markup off): style goes on a Text, never as tags
     return Text(text, style=STYLE[mark]) if mark else text
 

@@ -175,13 +175,19 @@ def detect(images: List[Path] = typer.Argument(None, help="image files"),
            detector_weights: Optional[str] = typer.Option(None, "--detector-weights"),
            annotations: Optional[str] = typer.Option(None, "--annotations"),
            colors: bool = typer.Option(True, "--colors/--no-colors"),
-           json_out: Optional[Path] = typer.Option(None, "--json", help="write JSONL here")):
+           jsonl_out: Optional[Path] = typer.Option(None, "--jsonl",
+                                                    help="Write the detections as JSONL here"),
+           old_json: Optional[Path] = typer.Option(None, "--json", hidden=True,
+                                                   help="Deprecated: --jsonl")):
     """Run a detector alone on images or shards: category, score, box (+ colour)."""
     from capaudit.enrich.detect import detect_records
     from capaudit.errors import InputError
 
     if bool(images) == bool(shards):
         raise InputError("give either IMAGE files or --shards DIR", fix="not both, not neither")
+    from capaudit.cli.common import deprecated_spelling
+
+    json_out = jsonl_out or deprecated_spelling(old_json, "detect --json FILE", "--jsonl FILE")
     opts = {"min_score": min_score} if detector != "annotations" else {}
     if detector_weights:
         opts["weights"] = detector_weights

@@ -153,9 +153,14 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
         limit: int = typer.Option(20, "--limit", min=0, help="Rows to show (0: none)"),
         all_actions: bool = typer.Option(False, "--all", help="Also show kept sentences, with "
                                          "their text and why they were kept"),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+        as_json: bool = typer.Option(False, "--print-json", help="Print the summary as JSON"),
+        old_json: bool = typer.Option(False, "--json", hidden=True,
+                                      help="Deprecated: --print-json"),
         db: Path = DbOption):
     """Show what a filter removed or changed, and why: full sentences, image ids, counts."""
+    from capaudit.cli.common import deprecated_spelling
+
+    as_json = as_json or deprecated_spelling(old_json, "filter log --json", "--print-json")
     from capaudit.errors import InputError
     from capaudit.filters.runner import filter_run_info, log_counts, read_log
 

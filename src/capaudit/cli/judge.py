@@ -42,7 +42,8 @@ JUDGE_OPTIONS = [
     ("images", Optional[Path], typer.Option(None, "--images", help="image folder (COCO names)")),
     ("shards", Optional[Path], typer.Option(None, "--shards", help="webdataset shard folder")),
     ("reference", Optional[str], typer.Option(None, "--reference",
-                                              help="human caption set of the same images")),
+                                              help="Human caption set of the same images "
+                                                   "(read by the judges that need references)")),
     ("limit", Optional[int], typer.Option(None, "--limit", min=1,
                                               help="first N captions of each set")),
     ("n_boot", Optional[int], typer.Option(None, "--n-boot", min=0, max=N_BOOT_MAX,

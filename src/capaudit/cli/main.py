@@ -15,6 +15,7 @@ import sys
 import typer
 
 from capaudit import __version__
+from capaudit.cli.help_defaults import fill_defaults as _fill_defaults
 
 app = typer.Typer(name="capaudit", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False,
@@ -56,6 +57,7 @@ def _register_all() -> None:
 
 
 _register_all()
+_fill_defaults(app)   # every option's default in --help (capaudit.cli.help_defaults)
 
 
 def _asked_app(argv: list[str]) -> typer.Typer:

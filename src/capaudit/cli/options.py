@@ -18,7 +18,7 @@ from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 __all__ = ["Instances", "ChairGT", "Demographics", "Metrics", "LeaderboardMetrics", "Mode",
            "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage", "MinN",
-           "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText",
+           "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText", "NsfwLexicon",
            "Lic", "LicReference", "LicSeeds", "LicClassifier", "LicEpochs", "lotus_cli",
            "annotation_cli"]
 
@@ -41,7 +41,8 @@ Metrics = typer.Option(None, "--metrics", help="Comma-separated metric names (de
                        "every default metric; list: capaudit audit metrics)")
 LeaderboardMetrics = typer.Option(None, "--metrics", help="Comma-separated metric names "
                                   "(default: every metric; list: capaudit audit metrics)")
-Mode = typer.Option(None, "--mode", help="reference (default) or corrected")
+Mode = typer.Option(None, "--mode", help="CHAIR parsing: reference (the reference code's "
+                    "word rules) or corrected")
 Corrected = typer.Option(None, "--corrected/--no-corrected",
                          help="Also report corrected-mode CHAIR and recall")
 MinImages = typer.Option(None, "--min-images", min=0, help="Recall disparity: images of men and of "
@@ -62,28 +63,34 @@ LeaderboardConfig = typer.Option(None, "--config", help="YAML config (CLI > YAML
                                  "its leaderboard section")
 
 # the LOTUS inputs (audit run, disparity, leaderboard)
-Reference = typer.Option(None, "--reference", help="Human caption set (noun/verb coverage)")
+Reference = typer.Option(None, "--reference", help="Human caption set of the same images "
+                         "(noun/verb coverage)")
 ClipModel = typer.Option(None, "--clip-model", help="Local transformers CLIPModel folder "
                          "(no weights ship with capaudit)")
 Images = typer.Option(None, "--images", help="Folder of the images (CLIP metrics)")
 LongText = typer.Option(None, "--long-text", help="Captions over the CLIP text positions: "
                         "truncate (default, counted) or chunk (sentence windows, averaged)")
+NsfwLexicon = typer.Option(None, "--nsfw-lexicon", help="NSFW words: a lexicon file, one word "
+                           "or phrase a line, '~' marks a phrase that needs context (default: "
+                           "the packaged LDNOOBW list with its context marks)")
 
 # LIC within an audit (audit run, compare); `audit lic` has its own options
 Lic = typer.Option(None, "--lic/--no-lic", help="Also train LIC leakage classifiers "
                    "(slow: per seed one LSTM, plus 5 with --lic-reference, each ~2.5-3 min on "
                    "6,000 captions on 2 idle cores, measured by benchmarks/bench_lic.py speed; "
                    "cached in the store)")
-LicReference = typer.Option(None, "--lic-reference", help="Human caption set for LIC_D and LIC")
+LicReference = typer.Option(None, "--lic-reference", help="Human caption set of the same "
+                            "images (LIC_D and LIC)")
 LicSeeds = typer.Option(None, "--lic-seeds", min=1, max=10, help="First N of the 10 reference seeds")
 LicClassifier = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
 LicEpochs = typer.Option(None, "--lic-epochs", min=1, help="Epochs (default: the reference's)")
 
 
-def lotus_cli(reference, clip_model, images, long_text) -> dict:
+def lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon=None) -> dict:
     """The LOTUS options as config keys (None = not given)."""
     return dict(reference=reference, clip_model=clip_model,
-                images=str(images) if images else None, long_text=long_text)
+                images=str(images) if images else None, long_text=long_text,
+                nsfw_lexicon=str(nsfw_lexicon) if nsfw_lexicon else None)
 
 
 def annotation_cli(instances, chair_gt, demographics) -> dict:

@@ -17,10 +17,15 @@ from capaudit.store.query import run_query
 
 def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
           as_csv: bool = typer.Option(False, "--csv", help="Print CSV"),
-          as_json: bool = typer.Option(False, "--json", help="Print JSON lines"),
+          as_json: bool = typer.Option(False, "--print-json", help="Print JSON lines"),
+          old_json: bool = typer.Option(False, "--json", hidden=True,
+                                        help="Deprecated: --print-json"),
           write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
           db: Path = DbOption):
     """Run SQL against the store (read-only unless --write)."""
+    from capaudit.cli.common import deprecated_spelling
+
+    as_json = as_json or deprecated_spelling(old_json, "query --json", "--print-json")
     store = open_store(db, read_only=not write, sandbox=True)
     cols, rows = run_query(store, sql)
     if as_csv:

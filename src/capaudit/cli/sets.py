@@ -12,13 +12,18 @@ from capaudit.cli.common import DbOption, console, esc, open_store, progress
 sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption sets.")
 
 
+def _formats_help() -> str:
+    """Every format ``sets add`` reads, from the readers' registry (so a new reader is listed)."""
+    from capaudit.io.readers import READERS
+
+    return (f"Caption file format: {', '.join(READERS.known())}, a plugin's format, or auto "
+            "(sniffed from the file); docs/formats.md")
+
+
 @sets_app.command("add")
 def add(name: str = typer.Argument(..., help="Name for the set"),
         path: Path = typer.Argument(..., help="Caption file or folder"),
-        fmt: str = typer.Option("auto", "--format", "-f", help="auto (sniffed), coco, "
-                                "coco-results, karpathy, flickr-token, sharegpt4v, llava, "
-                                "sharegpt, fusecap, capsfusion, json, jsonl, csv, parquet, "
-                                "webdataset or hf (docs/formats.md)"),
+        fmt: str = typer.Option("auto", "--format", "-f", help=_formats_help()),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
         caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite a set of that name"),
@@ -55,8 +60,9 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 
     # as `sets show` and the audit say it: text keys (TextCaps' 011e7e629fb9ae7b, a URL) are
     # not "unassigned" numbers waiting for an audit; nothing ever joins them
-    ids = info.namespace or ("unassigned" if set_stats(store, info.set_id)[2]
-                             else "none: nothing joins")
+    from capaudit.audit.annotation_coverage import ids_label
+
+    ids = ids_label(info.namespace, bool(set_stats(store, info.set_id)[2]))
     console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
                   f"{info.n_images:,} images ({esc(info.format)}; ids: {esc(ids)})",
                   markup=True)
@@ -79,8 +85,12 @@ def list_sets(db: Path = DbOption):
         # path is in `sets show`
         table.add_column(col, overflow="fold",
                          justify="right" if col in ("captions", "images") else "left")
+    from capaudit.audit.annotation_coverage import ids_label
+    from capaudit.store.captions import set_stats
+
     for s in store.list_sets():
-        table.add_row(s.name, s.format or "", s.namespace or "unassigned",
+        numeric = s.namespace is not None or bool(set_stats(store, s.set_id)[2])
+        table.add_row(s.name, s.format or "", ids_label(s.namespace, numeric),
                       f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
                       Path(s.source_path).name if s.source_path else "")
     console.print(table)
@@ -106,9 +116,11 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     info = s["info"]
     console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
                   f"{esc(str(info.source_path))}", markup=True)
-    ids = info.namespace or ("unassigned (bare numbers: joined only if an audit finds them "
-                             "annotated)" if s["with_coco_id"] else
-                             "none (text or row keys: never joined with annotations)")
+    from capaudit.audit.annotation_coverage import ids_label
+
+    ids = ids_label(info.namespace, bool(s["with_coco_id"]))
+    ids += {"unassigned": " (bare numbers: joined only if an audit finds them annotated)",
+            "none": " (text or row keys: never joined with annotations)"}.get(ids, "")
     console.print(f"sha256 {info.sha256}  parent {info.parent or '-'}  ids {ids}")
     given = {k: v for k, v in (info.options or {}).items() if v is not None}
     if given:   # how the file was read (--split test, --turns all, ...): part of what the set is

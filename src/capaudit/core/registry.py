@@ -144,6 +144,11 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self.registered())
 
+    def known(self) -> list[str]:
+        """Names registered so far, in order, without scanning for plugins (a help text
+        built at every start: the scan reads every installed package's metadata)."""
+        return list(self._entries)
+
     def __contains__(self, name: str) -> bool:
         if name in self._entries:  # a built-in (or already loaded) name: no metadata scan
             return True

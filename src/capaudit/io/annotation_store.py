@@ -92,6 +92,24 @@ def _pairs(sets) -> tuple[np.ndarray, pa.Array]:
     return np.concatenate([np.repeat(sets.ids, lengths), empty]), names.cast(pa.string())
 
 
+def annotation_provenance(store, sources: dict[str, str]) -> dict[str, dict]:
+    """What provenance.json says of the annotations an output rests on: for a stored source
+    its name, the path it was read from, its sha256, images and namespace; for a file given
+    on the command line its path and sha256. (``store:chair-gt`` alone named nothing a
+    reader could check.) Written through the provenance's redaction: a URL's credentials
+    never reach the file."""
+    out: dict[str, dict] = {}
+    for kind, src in (sources or {}).items():
+        if src.startswith("store:"):
+            rec = stored.source_record(store, src[6:]) if store is not None else None
+            out[kind] = {"stored_as": src[6:], **{k: v for k, v in (rec or {}).items()
+                                                    if k != "kind"}}
+        else:
+            path = Path(src)
+            out[kind] = {"path": src, "sha256": fingerprint(path) if path.exists() else None}
+    return out
+
+
 def _stored_source(store, kind: str, name: str | None, missing: str | None = None,
                    fix: str = "see capaudit annotations list") -> str | None:
     """The stored source ``name`` of ``kind`` (an error naming it when absent; ``missing``

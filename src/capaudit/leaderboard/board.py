@@ -43,9 +43,10 @@ import numpy as np
 
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import images_used, point_value
-from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns
+from capaudit.leaderboard.cells import cell_estimates, cell_table
+from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns, left_out_reasons
 from capaudit.leaderboard.profiles import Catalogue
-from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
+from capaudit.leaderboard.ranking import n_avg, normalise, rank_profile
 from capaudit.leaderboard.status import cell_status, cell_tag, circular_columns, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
@@ -69,6 +70,8 @@ class Leaderboard:
     meta: dict[str, Any] = field(default_factory=dict)
     status: list[list[str]] = field(default_factory=list)        # [sets][columns] (.status)
     status_notes: list[list[str]] = field(default_factory=list)  # why, "" when ok
+    # set -> column -> what stands behind a value ("hits: girl on ×2" for nsfw_words)
+    cell_notes: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         # the page writes each value in its metric's number format (vocab: a whole count)
@@ -79,6 +82,7 @@ class Leaderboard:
                 "status": self.status, "status_notes": self.status_notes,
                 "tags": [[cell_tag(st, why) for st, why in zip(*row)]   # the page's caveats
                          for row in zip(self.status, self.status_notes)],
+                "cell_notes": self.cell_notes,
                 "groups": self.groups, "profiles": self.profiles, "notes": self.notes,
                 "meta": self.meta}
 
@@ -115,6 +119,8 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                     lifted = union.lift(s, est, masks[(c.by, g)])
                     ests[(s.name, c.name, g)] = lifted
                     group_ns[(s.name, c.name, g)] = int((lifted.stats[:, -1] > 0).sum())  # images
+    if intersections:   # every gender x skin-tone cell, in the same joint resamples
+        ests.update(cell_estimates(sets, columns, union, annotations))
     keyed = {"\t".join(map(str, k)): e for k, e in ests.items()}
     boots = bootstrap_values(keyed, union.n, n_boot, seed, workers) if n_boot > 0 else {}
     S, C = len(sets), len(columns)
@@ -143,32 +149,37 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                 reps[:, i, j] = np.abs(ra - rb)
                 info["signed_ci"] = list(interval(ra - rb, pa_ - pb))
             groups.setdefault(s.name, {})[c.name] = info
-    ci = np.full((S, C, 2), np.nan)
-    if boots:
-        for i in range(S):
-            for j in range(C):
-                e = ests.get((sets[i].name, columns[j].name, None))
-                lo, hi = interval(reps[:, i, j], values[i, j], bool(e is not None and e.recentre))
-                ci[i, j] = [np.nan if lo is None else lo, np.nan if hi is None else hi]
+    ci = _intervals(reps, values, [[ests.get((s.name, c.name, None)) for c in columns]
+                                   for s in sets]) if boots else np.full((S, C, 2), np.nan)
     if intersections:
+        cells = cell_table(ests, boots, min_n)
         for s in sets:
-            groups.setdefault(s.name, {})["intersections"] = _cells(s, columns, union, annotations)
+            groups.setdefault(s.name, {})["intersections"] = cells.get(s.name, {})
     names = [s.name for s in sets]
     status, why, keep = _statuses(names, columns, values, n_img, notes, min_n, partial, circular)
     ranked = [columns[j] for j in keep]
     prof_out = {p: rank_profile(values[:, keep], reps[..., keep] if boots else None, ranked,
                                  cat.weights(p), [s.name for s in sets])
                 for p in (profiles or cat.profiles)}
+    left_out = left_out_reasons(cat, columns, sets)
     for p, r in prof_out.items():
-        for f in r.get("flips", []):
-            if f["share"] > FLIP_WARN:
-                notes.append(f"profile {p}: {f['above']} above {f['below']} flips in "
-                             f"{100 * f['share']:.0f}% of resamples (the order is not settled)")
-    return Leaderboard([s.name for s in sets], columns, values, n_img, ci, groups, prof_out,
+        r["left_out"] = {c: left_out.get(c, "no averaged metric") for c in r["left_out"]}
+    notes += profile_notes(prof_out, names)
+    return Leaderboard(names, columns, values, n_img, ci, groups, prof_out,
                        list(dict.fromkeys(notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
-                        "min_n": min_n}, status, why)
+                        "min_n": min_n}, status, why, _cell_notes(sets, columns))
+
+
+def _intervals(reps: np.ndarray, values: np.ndarray, ests: list[list]) -> np.ndarray:
+    """[sets, columns, 2] 95% intervals of the values from their replicates (NaN: none)."""
+    ci = np.full(values.shape + (2,), np.nan)
+    for i, row in enumerate(ests):
+        for j, e in enumerate(row):
+            lo, hi = interval(reps[:, i, j], values[i, j], bool(e is not None and e.recentre))
+            ci[i, j] = [np.nan if lo is None else lo, np.nan if hi is None else hi]
+    return ci
 
 
 def _statuses(names, columns, values, n_img, notes, min_n, partial, circular):
@@ -211,28 +222,42 @@ def _averaged(columns: Sequence[Column], values: np.ndarray, names: list[str],
     return keep
 
 
-def _cells(s: SetEval, columns: Sequence[Column], union: ImageUnion, annotations) -> dict:
-    """``{metric: {"female, dark": {"value", "images"}, ...}}``: point values on each cell of
-    gender x skin tone, with the number of images, so a small cell is not over-read."""
-    if not (annotations.gender and annotations.skin_tone):
-        return {}
-    out: dict[str, dict] = {}
-    for c in columns:
-        est = s.estimates[c.metric]
-        if c.by is not None or est.boot is not None or est.spread is not None or \
-                isinstance(est.stats, SparseStats):
-            continue
-        cells = {}
-        for g in GROUPINGS["gender"]:
-            for t in GROUPINGS["skin_tone"]:
-                mask = union.group_mask(annotations.gender, g) & \
-                    union.group_mask(annotations.skin_tone, t)
-                e = union.lift(s, s.estimates[c.metric], mask)
-                v = _point(e)
-                cells[f"{g}, {t}"] = {"value": None if np.isnan(v) else v,
-                                      "images": int((e.stats[:, -1] > 0).sum())}
-        out[c.metric] = cells
+def _cell_notes(sets: Sequence[SetEval], columns: Sequence[Column]) -> dict[str, dict[str, str]]:
+    """What stands behind a value, shown beside it: the NSFW entries matched (and those set
+    aside for want of context) with their counts, so a reviewer reads "tied up ×3"."""
+    from capaudit.metrics.nsfw import hits_text
+
+    out: dict[str, dict[str, str]] = {}
+    for s in sets:
+        for c in columns:
+            if c.by is None and c.metric == "nsfw_words":
+                text = hits_text(s.estimates[c.metric].extra)
+                if text:
+                    out.setdefault(s.name, {})[c.name] = text
     return out
+
+
+def profile_notes(profiles: dict[str, dict[str, Any]], names: Sequence[str]) -> list[str]:
+    """Per profile: the criteria its ranking leaves out and why, the sets shown tied (rank
+    intervals overlap), and each adjacent pair that flips in more than 5% of resamples."""
+    from capaudit.leaderboard.ranking import FLIP_WARN
+
+    notes: list[str] = []
+    for p, r in profiles.items():
+        for crit, why in r.get("left_out", {}).items():
+            notes.append(f"profile {p}: criterion {crit} left out of the ranking ({why})")
+        tied = r.get("tied_rank") or []
+        for rank in sorted(set(tied)):
+            group = [names[i] for i in sorted(range(len(names)), key=lambda i: r["rank"][i])
+                     if tied[i] == rank]
+            if len(group) > 1:
+                notes.append(f"profile {p}: {', '.join(group)} tied at rank {rank} (their rank "
+                             "intervals overlap: the resamples do not order them)")
+        for f in r.get("flips", []):
+            if f["share"] > FLIP_WARN:
+                notes.append(f"profile {p}: {f['above']} above {f['below']} flips in "
+                             f"{100 * f['share']:.0f}% of resamples (the order is not settled)")
+    return notes
 
 
 def _point(e: Estimate) -> float:

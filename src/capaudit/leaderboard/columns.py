@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from capaudit.leaderboard.profiles import Catalogue
     from capaudit.leaderboard.units import SetEval
 
-__all__ = ["Column", "GROUPINGS", "OWN_GROUPING", "board_columns"]
+__all__ = ["Column", "GROUPINGS", "OWN_GROUPING", "board_columns", "left_out_reasons"]
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
 OWN_GROUPING = {"gender_word_recall": "gender", "skin_tone_word_recall": "skin_tone"}
@@ -120,3 +120,27 @@ def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
     for why, ms in dropped.items():
         notes.append(f"dropped from the average: {', '.join(ms)} ({why})")
     return list({c.name: c for c in cols}.values())
+
+
+def left_out_reasons(cat: Catalogue, columns: Sequence[Column], sets: Sequence[SetEval]
+                     ) -> dict[str, str]:
+    """``{criterion: why}`` for every criterion with no averaged column: its catalogue metrics
+    and why each is missing ("alignment: clipscore, clipscore_long: not computed: no CLIP
+    model ..."), so a profile that weights it says what its ranking leaves out."""
+    averaged = {c.criterion for c in columns if c.averaged}
+    out: dict[str, str] = {}
+    for crit in CRITERIA_ORDER:
+        if crit in averaged:
+            continue
+        why: dict[str, list[str]] = {}
+        for m in cat.criteria.get(crit, []):
+            if m in cat.judge_slots:
+                reason = "judge metric, not yet on the board"
+            else:
+                reason = next((s.skipped[m] for s in sets if m in s.skipped),
+                              "no value for every set" if any(c.metric == m for c in columns)
+                              else "not asked for")
+            why.setdefault(reason, []).append(m)
+        out[crit] = "; ".join(f"{', '.join(ms)}: {r}" for r, ms in why.items()) or \
+            "no metric listed for it"
+    return out

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from capaudit.metrics.present import signed
 
-__all__ = ["leaderboard_markdown", "gap_info"]
+__all__ = ["leaderboard_markdown", "gap_info", "profiles_markdown"]
 
 
 def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
@@ -40,9 +40,12 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
     st = lb.get("status") or [[""] * len(cols) for _ in sets]
     why = lb.get("status_notes") or [[""] * len(cols) for _ in sets]
 
+    behind = lb.get("cell_notes") or {}
+
     def tag(i: int, j: int) -> str:
         t = cell_tag(st[i][j], why[i][j])
-        return f" {t}" if t else ""
+        said = behind.get(sets[i], {}).get(cols[j]["name"])
+        return (f" {t}" if t else "") + (f" ({said})" if said else "")
     out: list[str] = []
     plain = [j for j, c in enumerate(cols) if not c.get("by")]
     out += ["| metric | criterion | " + " | ".join(sets) + " |",
@@ -76,15 +79,33 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                 cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))
             way = c.get("gap") or c["by"]
             out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
-    out += ["", "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
-    for p, r in lb["profiles"].items():
-        ri, fs = r.get("rank_interval"), r.get("first_share")
-        out.append(f"| {p} | " + " | ".join(
-            f"#{r['rank'][i]} ({r['score'][i]:.3f})"
-            + (f" [{ri[i][0]}–{ri[i][1]}]" if ri else "")
-            + (f" {100 * fs[i]:.0f}% first" if fs else "") for i in range(len(sets))) + " |")
+    out += profiles_markdown(lb["profiles"], sets)
+    from capaudit.leaderboard.cells import cells_markdown
+
+    out += cells_markdown(lb.get("groups") or {}, sets)
     if lb.get("notes"):
         out += [""] + [f"- {n}" for n in lb["notes"]]
     from capaudit.core.names import escape_markdown_html
 
     return escape_markdown_html("\n".join(out) + "\n")
+
+
+def profiles_markdown(profiles: Mapping[str, Any], sets: list[str]) -> list[str]:
+    """One row per profile: each set's rank (``=1``: tied, rank intervals overlap), N-avg, rank
+    interval and share of first places; then the criteria each profile's ranking left out."""
+    from capaudit.leaderboard.ranking import rank_label
+
+    out = ["", "Ranks: `=k` marks sets tied at rank k (their 95% rank intervals overlap).", "",
+           "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+    for p, r in profiles.items():
+        ri, fs = r.get("rank_interval"), r.get("first_share")
+        out.append(f"| {p} | " + " | ".join(
+            f"{rank_label(r, i)} ({r['score'][i]:.3f})"
+            + (f" [{ri[i][0]}–{ri[i][1]}]" if ri else "")
+            + (f" {100 * fs[i]:.0f}% first" if fs else "") for i in range(len(sets))) + " |")
+    left = [(p, c, why) for p, r in profiles.items() for c, why in (r.get("left_out") or {}).items()]
+    if left:
+        out += ["", "Criteria left out of a ranking (weighted by the profile, no metric of "
+                    "theirs on the board):", ""]
+        out += [f"- {p}: **{c}** ({why})" for p, c, why in left]
+    return out

@@ -14,7 +14,8 @@ import numpy as np
 from capaudit.leaderboard.columns import Column
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 
-__all__ = ["FLIP_WARN", "normalise", "n_avg", "ranks_of", "rank_profile"]
+__all__ = ["FLIP_WARN", "normalise", "n_avg", "ranks_of", "rank_profile", "tied_ranks",
+           "rank_label"]
 
 FLIP_WARN = 0.05
 
@@ -61,11 +62,14 @@ def rank_profile(values, reps, columns, weights, names) -> dict[str, Any]:
     ranks = ranks_of(score)
     out: dict[str, Any] = {"weights": dict(weights), "score": score.tolist(),
                            "rank": ranks.tolist(),
-                           "criteria": {k: v.tolist() for k, v in crit.items()}}
+                           "criteria": {k: v.tolist() for k, v in crit.items()},
+                           # weighted criteria with no averaged column: the ranking omits them
+                           "left_out": [c for c, w in weights.items() if w > 0 and c not in crit]}
     if reps is None or not len(reps):
         return out
     rs, _ = n_avg(reps, columns, weights)
-    rr = ranks_of(rs)
+    # equal scores share a rank in every resample (two copies of a set are never ordered)
+    rr = 1 + (rs[..., None, :] > rs[..., :, None]).sum(axis=-1)
     out["rank_interval"] = [[int(np.quantile(rr[:, i], 0.025, method="lower")),
                              int(np.quantile(rr[:, i], 0.975, method="higher"))]
                             for i in range(len(names))]
@@ -75,4 +79,33 @@ def rank_profile(values, reps, columns, weights, names) -> dict[str, Any]:
                      "share": float((rs[:, b] > rs[:, a]).mean())}
                     for a, b in zip(order[:-1], order[1:])]
     out["stable"] = all(f["share"] <= FLIP_WARN for f in out["flips"])
+    out["tied_rank"] = tied_ranks(out["rank"], out["rank_interval"])
     return out
+
+
+def tied_ranks(ranks: Sequence[int], intervals: Sequence[Sequence[int]]) -> list[int]:
+    """The rank each set is shown with: walking the sets in rank order, a set whose rank
+    interval overlaps one of the sets just above it (the group so far) shares their rank,
+    so a board never names a winner, or an order, that the resamples do not settle. Ranks
+    1-4 with intervals [1, 2], [1, 3], [3, 4], [5, 5] are shown =1, =1, =1, 4."""
+    order = sorted(range(len(ranks)), key=lambda i: ranks[i])
+    shown = [0] * len(ranks)
+    top, reach = 0, -1          # the group's first rank and the worst rank its intervals reach
+    for pos, i in enumerate(order):
+        lo, hi = intervals[i]
+        if pos == 0 or lo > reach:
+            top, reach = pos + 1, hi
+        else:
+            reach = max(reach, hi)
+        shown[i] = top
+    return shown
+
+
+def rank_label(profile: Mapping[str, Any], i: int) -> str:
+    """A set's rank as shown: ``=1`` when it shares that rank (overlapping rank intervals),
+    ``2`` when it holds it alone; the point rank when there is no bootstrap."""
+    tied = profile.get("tied_rank")
+    if not tied:
+        return str(profile["rank"][i])
+    shared = sum(1 for t in tied if t == tied[i]) > 1
+    return f"={tied[i]}" if shared else str(tied[i])

@@ -13,7 +13,7 @@ scores (metric ``n_avg``) and the criterion scores (metric ``criterion:NAME``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def all_metrics() -> list[str]:
 
 
 def evaluate_set(store, spec, annotations, cfg: AuditConfig | Mapping,
-                 metrics: Sequence[str]):
+                 metrics: Sequence[str], say: Callable[[str], None] | None = None):
     """One set (a name, a file, or a target the coverage guard already resolved) through the
     engine's accumulators (:class:`StreamStats`), read and analysed in chunks (memory
     bounded by the images and the metrics' states, not the captions)."""
@@ -61,6 +61,8 @@ def evaluate_set(store, spec, annotations, cfg: AuditConfig | Mapping,
         acc.add(ctx)
         worst = _keep_worst(worst + worst_captions(ctx, caps, k, done), k)
         done += len(chunk)
+        if say:
+            say(f"{t.name}: {done:,} captions evaluated")
     if done == 0:
         raise InputError(f"'{spec}' holds no captions", fix="give a set with captions")
     ests, skipped, units = acc.estimates()
@@ -106,8 +108,11 @@ def _iid(ctx, i: int):
     return None if v < 0 else v
 
 
-def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -> dict[str, Any]:
-    """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``."""
+def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping,
+                    say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``. ``say``
+    hears what the run is doing (a line per stage and per chunk of each set)."""
+    say = say or (lambda _text: None)
     from capaudit.audit.runner import metric_names
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
@@ -130,13 +135,18 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping) -
     check_streams(metrics)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
+    say("reading the reference set and the lexicons")
     prepare(store, cfg)  # reference set read once, CLIP model checked: bad ones fail here
     resolved, partial = guard_coverage(store, targets, annotations, cfg, metrics)
-    evals = [evaluate_set(store, t, annotations, cfg, metrics) for t in resolved]
+    evals = []
+    for k, t in enumerate(resolved, 1):
+        say(f"set {k} of {len(resolved)}: {t.name}")
+        evals.append(evaluate_set(store, t, annotations, cfg, metrics, say))
+    say(f"ranking: {cfg['n_boot']:,} resamples of the union of the sets' images")
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
                            profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial,
                            circular_notes(store, resolved, annotations, cfg, metrics))
-    out: dict[str, Any] = {"leaderboard": lb, "sets": evals}
+    out: dict[str, Any] = {"leaderboard": lb, "sets": evals, "annotations": annotations.sources}
     if store is not None:
         with store.transaction():
             run_id = store.start_run(current_command(), {**cfg, "metrics": metrics,
@@ -208,9 +218,11 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
             if c_name == "intersections":
                 for metric, cells in info.items():
                     for cell, v in cells.items():
+                        lo, hi = v.get("ci") or (None, None)
                         store.write_metric(run_id, s.name, metric, v["value"], v["images"],
-                                           None, None, "gender,skin_tone=" + cell.replace(" ", ""),
-                                           {"images": v["images"]})
+                                           lo, hi, "gender,skin_tone=" + cell.replace(" ", ""),
+                                           {"images": v["images"], "status": v.get("status"),
+                                            "notes": [t for t in [v.get("note")] if t]})
                 continue
             c = next(c for c in lb.columns if c.name == c_name)
             a, b = _groups(c.by)
@@ -221,6 +233,8 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
             store.write_metric(run_id, s.name, "n_avg", r["score"][i], None, None, None,
                                f"leaderboard:{p}",
                                {"rank": r["rank"][i],
+                                "tied_rank": (r.get("tied_rank") or [None] * len(evals))[i],
+                                "left_out": r.get("left_out") or {},
                                 "rank_interval": (r.get("rank_interval") or [None] * len(evals))[i],
                                 "first_share": (r.get("first_share") or [None] * len(evals))[i]})
             for crit, vals in r["criteria"].items():

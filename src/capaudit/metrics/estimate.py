@@ -137,6 +137,9 @@ class Estimate:
     # values [n_boot] that come from no resample (a sketch's error band): f(n_boot), used
     # instead of the resamples, so how the replicates are split into blocks cannot matter
     spread: Callable[[int], np.ndarray] | None = None
+    # sub-values from the same column sums ([..., k] -> [..., p]: recall disparity's
+    # per-category differences), bootstrapped on the same resamples (extra["parts_ci"])
+    parts: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def ratio(scale: float = 100.0) -> Callable[[np.ndarray], np.ndarray]:

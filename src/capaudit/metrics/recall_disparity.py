@@ -36,7 +36,7 @@ from capaudit.metrics.estimate import Estimate, SparseStats
 from capaudit.metrics.needs import MetricSkipped
 from capaudit.metrics.state import UnitCells
 
-__all__ = ["RecallDisparity", "disparity_estimate"]
+__all__ = ["RecallDisparity", "disparity_estimate", "category_diffs", "below_min_images"]
 
 
 @register_metric
@@ -80,8 +80,16 @@ def disparity_estimate(categories: list[str], inst: np.ndarray, g_unit: np.ndarr
     k = len(keep)
     return Estimate(stats, disparity_fin(k), n,
                     {"m": k, "min_images": min_images,
-                     "per_category": disparity_table(categories, keep, n_img, stats.sum(axis=0))},
-                    recentre=True)
+                     "per_category": disparity_table(categories, keep, n_img, stats.sum(axis=0)),
+                     "below_min_images": below_min_images(categories, keep, n_img)},
+                    recentre=True, parts=category_diffs(k))
+
+
+def below_min_images(categories: list[str], keep: np.ndarray, n_img: np.ndarray) -> dict:
+    """``{category: [images of men, images of women]}`` of the categories present but left
+    out (under ``min_images`` for a gender): the report says why they have no bar."""
+    few = np.flatnonzero((n_img.sum(axis=0) > 0) & ~np.isin(np.arange(len(categories)), keep))
+    return {categories[j]: [int(n_img[0, j]), int(n_img[1, j])] for j in few}
 
 
 def images_by_gender(inst: np.ndarray, g_unit: np.ndarray) -> np.ndarray:
@@ -129,6 +137,16 @@ def disparity_fin(k: int):
             cnt = (~np.isnan(d)).sum(axis=-1)
             return 100 * np.where(cnt > 0, np.nansum(d, axis=-1) / np.maximum(cnt, 1), np.nan)
     return fin
+
+
+def category_diffs(k: int):
+    """``parts`` of the estimate: column sums [..., 4k] -> recall(man) - recall(woman) x 100
+    of each kept category [..., k], in the order of ``per_category`` (their intervals come
+    from the same resamples as the value's: ``extra["parts_ci"]``)."""
+    def diffs(s: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 100 * (s[..., 0:k] / s[..., k:2 * k] - s[..., 2 * k:3 * k] / s[..., 3 * k:4 * k])
+    return diffs
 
 
 def kept_columns(keep: np.ndarray, n_cat: int) -> np.ndarray:

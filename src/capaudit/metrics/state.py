@@ -41,9 +41,16 @@ def unit_order(keys: np.ndarray) -> np.ndarray:
 
 
 def _add_totals(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Totals added key by key; a dict total (counts by name: the NSFW entries matched) is
+    added name by name."""
     out = dict(a)
     for k, v in b.items():
-        out[k] = out[k] + v if k in out else v
+        if k not in out:
+            out[k] = v
+        elif isinstance(v, dict):
+            out[k] = _add_totals(out[k], v)
+        else:
+            out[k] = out[k] + v
     return out
 
 

@@ -85,6 +85,7 @@ class Comparison:
     unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
     unranked: dict[str, str] = field(default_factory=dict)  # metric -> why the data cannot rank it
     min_n: int = 30                       # images every compared value needs to be ranked
+    human: set[str] = field(default_factory=set)  # human caption sets: drawn, never fitted
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -169,6 +170,9 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     # a copy: the LOTUS options prepared for the audit stay out of the caller's config
     cfg = dataclasses.replace(AuditConfig.of(cfg))
     resolved = [resolve_target(store, n) for n in names]
+    from capaudit.report.basis import set_format
+
+    human = {t.name for t in resolved if set_format(store, t) in HUMAN_COCO_FORMATS}
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
                          fix="register them under distinct set names")
@@ -208,7 +212,7 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
         res.results.setdefault("lic", MetricResult(None, 0, skipped=why))
     metrics = ordered(m for res in results.values() for m in res.results)
     cmp = Comparison(set_names, metrics, results, annotations=annotations, run_id=run_id,
-                     basis=basis, min_n=int(cfg.get("min_n") or 30))
+                     basis=basis, min_n=int(cfg.get("min_n") or 30), human=human)
     flag_circular(cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
@@ -228,8 +232,11 @@ def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None
     cfg = AuditConfig.of(cfg)
     cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
     if report_dir is not None:
+        from capaudit.io.annotation_store import annotation_provenance
+
         cmp.report_dir = Path(report_dir)
-        write_report(cmp, cmp.report_dir, {**cfg, "same_images": same_images})
+        ann = annotation_provenance(store, getattr(cmp.annotations, "sources", {}))
+        write_report(cmp, cmp.report_dir, {**cfg, "same_images": same_images, "annotations": ann})
     return cmp
 
 

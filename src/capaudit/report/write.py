@@ -35,6 +35,44 @@ def _md_table(cmp) -> str:
     return "\n".join(lines)
 
 
+def _category_table(disp: dict) -> list[str]:
+    """The per-category recall differences: each with its 95% interval, or why it has none."""
+    from capaudit.metrics.present import signed
+
+    out = ["## Recall difference by category (man − woman)", "",
+           f"![recall difference]({disp['file']})", "",
+           "Each difference with its 95% interval over images (the audit's resamples); n/a "
+           "says why (`audit compare --min-images N` changes the threshold).", "",
+           "| category | " + " | ".join(disp["series"]) + " |",
+           "|---|" + "---:|" * len(disp["series"])]
+    for i, c in enumerate(disp["categories"]):
+        cells = []
+        for v in (s[i] for s in disp["series"].values()):
+            if v["value"] is None:
+                cells.append(v["why"])
+                continue
+            one = "{:.1f}"
+            ci = f" [{signed(v['ci'][0], one)}, {signed(v['ci'][1], one)}]" if v["ci"] else ""
+            cells.append(signed(v["value"], one) + ci + (f" ({v['why']})" if v["why"] else ""))
+        out.append(f"| {c} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _annotations_md(prov: dict, sources: dict) -> list[str]:
+    """Each annotation named by what it is, its file's name and sha256 (``store:chair-gt``
+    alone named nothing a reader could check); the full record is in provenance.json."""
+    if not sources:
+        return []
+    out = ["", "## Annotations", ""]
+    for kind, src in sources.items():
+        p = prov.get(kind) or {}
+        name = Path(str(p.get("path") or src)).name
+        sha = f", sha256 `{p['sha256'][:16]}…`" if p.get("sha256") else ""
+        stored = f" (stored as `{p['stored_as']}`)" if p.get("stored_as") else ""
+        out.append(f"- {kind}: `{name}`{stored}{sha}")
+    return out
+
+
 def _descriptive(metrics) -> list[str]:
     from capaudit.metrics.spec import direction, label
 
@@ -72,13 +110,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
             r2 = f" ({fit_caption(p)})"
             md += [f"![{p['metric']} vs recall]({p['file']})", f"{p['metric']} vs recall{r2}", ""]
     if disp:
-        md += ["## Recall difference by category (man − woman)", "",
-               f"![recall difference]({disp['file']})", "",
-               "| category | " + " | ".join(disp["series"]) + " |",
-               "|---|" + "---:|" * len(disp["series"])]
-        for i, c in enumerate(disp["categories"]):
-            md.append(f"| {c} | " + " | ".join(
-                "-" if v[i] != v[i] else f"{v[i]:+.1f}" for v in disp["series"].values()) + " |")
+        md += _category_table(disp)
     if getattr(cmp, "disparities", None):
         from capaudit.audit.disparity.tables import disparity_markdown
         table = disparity_markdown(cmp.disparities)
@@ -88,9 +120,7 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
                    "first group minus second, 95% bootstrap interval; vocabulary on equal "
                    "numbers of images (`capaudit audit disparity` for the per-group values).",
                    ""] + table
-    sources = getattr(cmp.annotations, "sources", {})
-    if sources:
-        md += ["", "## Annotations", ""] + [f"- {k}: `{v}`" for k, v in sources.items()]
+    md += _annotations_md(cfg.get("annotations") or {}, getattr(cmp.annotations, "sources", {}))
     md_text = "\n".join(md) + "\n"
     write_text(out / "report.md", escape_markdown_html(md_text))
     write_text(out / "report.html", _html(md_text, out))

@@ -28,6 +28,15 @@ def source_entry(store, name: str) -> tuple[str, str] | None:
     return store.one("SELECT kind, sha256 FROM annotation_sources WHERE name = ?", [name])
 
 
+def source_record(store, name: str) -> dict | None:
+    """The stored source ``name``: kind, the path it was read from, its sha256, images and
+    namespace (None: no such source)."""
+    row = store.one("SELECT kind, path, sha256, n_images, namespace FROM annotation_sources "
+                    "WHERE name = ?", [name])
+    return None if row is None else dict(zip(("kind", "path", "sha256", "n_images",
+                                              "namespace"), row))
+
+
 def source_namespace(store, name: str) -> str | None:
     """Image-id namespace recorded for the stored source ``name`` (None: unknown or no such
     source)."""

@@ -16,7 +16,7 @@ from capaudit.audit.lic.masking import ATTRIBUTES
 from capaudit.audit.lic.split import balanced_split
 from capaudit.errors import InputError
 
-__all__ = ["LicPlan", "calibrate", "plan_images"]
+__all__ = ["LicPlan", "Calibration", "calibrate", "plan_images"]
 
 
 @dataclass
@@ -61,16 +61,51 @@ def plan_images(model_captions: Mapping[int, str], labels: Mapping[int, str],
                    human_captions is not None)
 
 
+@dataclass
+class Calibration:
+    """Seconds a classifier takes here now: ``fixed`` once (set-up, scoring), then per epoch
+    ``per_epoch`` plus ``per_caption`` for each training caption."""
+
+    per_caption: float
+    per_epoch: float
+    fixed: float
+    n_train: int               # the seed's train split
+
+    def seconds(self, classifiers: int, epochs: int) -> float:
+        return classifiers * (self.fixed + epochs * (self.per_epoch +
+                                                     self.per_caption * self.n_train))
+
+
 def calibrate(clf, images, labels, classes, tokens, seed: int, test_ratio: float,
-              n: int = 320) -> tuple[float, int]:
-    """(seconds per caption per epoch, from one epoch on ``n`` training captions; size of
-    the seed's train split)."""
+              n: int = 320, clock=time.perf_counter) -> Calibration:
+    """The classifier's cost on this machine now, from short runs on the seed's captions.
+
+    Why three timed runs: one epoch on 320 captions, timed alone, held torch's first-call
+    warm-up, each classifier's set-up and each epoch's own overhead, all divided by 320
+    captions and multiplied by every caption-epoch: the estimate said 9 min for a run of
+    2:39 (3,000 nic captions, one seed). So a short run warms torch up (not timed); one
+    and three epochs on ``n`` captions give an epoch's cost at ``n`` (their difference)
+    and the per-classifier cost (the rest); one epoch on ``3n`` captions gives the cost of a
+    caption (the rest of an epoch does not grow with the captions). ``clock``: wall time
+    (what a user waits; ``benchmarks/bench_lic_estimate.py`` passes CPU time to check the
+    model on a shared machine)."""
     split = balanced_split(images, labels, classes, seed, test_ratio)
-    train = split.train[:n]
-    t0 = time.perf_counter()
-    clf.fit_score([tokens[i] for i in train], split.train_labels[:n],
-                  [tokens[i] for i in split.test[:64]], split.test_labels[:64], seed=seed, epochs=1)
-    return (time.perf_counter() - t0) / max(1, len(train)), len(split.train)
+    x, y = [tokens[i] for i in split.train], split.train_labels
+    tx, ty = [tokens[i] for i in split.test[:64]], split.test_labels[:64]
+
+    def timed(k: int, epochs: int) -> float:
+        t0 = clock()
+        clf.fit_score(x[:k], y[:k], tx, ty, seed=seed, epochs=epochs)
+        return clock() - t0
+
+    timed(min(64, len(x)), 1)               # torch's first call: warm-up, not timed
+    small, big = min(n, len(x)), min(3 * n, len(x))
+    one, three = timed(small, 1), timed(small, 3)
+    epoch = max(three - one, 0.0) / 2       # one epoch on `small` captions
+    per_caption = max(timed(big, 1) - one, 0.0) / (big - small) if big > small else \
+        epoch / max(1, small)
+    per_epoch = max(epoch - per_caption * small, 0.0)
+    return Calibration(per_caption, per_epoch, max(one - epoch, 0.0), len(split.train))
 
 
 def _minutes(seconds: float) -> str:

@@ -162,13 +162,15 @@ def run_lic(model_captions: Mapping[int, str], labels: Mapping[int, str],
     keys = _cache_keys(model_captions, labels, human_captions, images, config, seeds)
     hits = {s: cache.get(k) if cache is not None else None for s, k in keys.items()}
     todo = [s for s in keys if hits[s] is None]
-    n_epochs = config["epochs"] * (1 + n_idx) * len(todo)
+    n_epochs = config["epochs"] * (1 + n_idx) * len(todo)   # the progress bar's total
     if report is not None and todo:
-        per, n_train = calibrate(clf, images, labels, (c0, c1), tok_m, todo[0], test_ratio)
+        cal = calibrate(clf, images, labels, (c0, c1), tok_m, todo[0], test_ratio)
         report(f"{len(todo)} seed(s) to train ({len(keys) - len(todo)} cached): "
-               f"{1 + n_idx} classifier(s) x {config['epochs']} epochs each on ~{n_train:,} "
-               f"captions; estimated {_minutes(per * n_train * n_epochs)} "
-               f"(calibrated {per * 1000:.2f} ms per caption-epoch on this machine now)")
+               f"{1 + n_idx} classifier(s) x {config['epochs']} epochs each on "
+               f"~{cal.n_train:,} captions; estimated "
+               f"{_minutes(cal.seconds((1 + n_idx) * len(todo), config['epochs']))} (calibrated "
+               f"on this machine now: {cal.per_caption * 1000:.2f} ms per caption-epoch, "
+               f"{cal.per_epoch:.2f} s per epoch, {cal.fixed:.1f} s per classifier)")
 
     def train(seed: int, bar, task) -> dict:
         return _one_seed(clf, images, labels, (c0, c1), tok_m, human_captions, n_idx, keep, mtok,

@@ -237,8 +237,11 @@ def _disparity_result(m: dict, categories: list[str], min_images: int):
     """``(estimate, replicate values)`` of the recall disparity from summed all-category
     statistics: the categories are chosen on the merged image counts, as on the whole
     sample."""
+    from capaudit.audit.bootstrap import part_intervals
     from capaudit.metrics.base import Estimate
     from capaudit.metrics.recall_disparity import (
+        below_min_images,
+        category_diffs,
         disparity_fin,
         disparity_table,
         kept_categories,
@@ -249,11 +252,14 @@ def _disparity_result(m: dict, categories: list[str], min_images: int):
     cols = kept_columns(keep, len(categories))
     point = m["point"][cols]
     fin = disparity_fin(len(keep))
+    reps = m["reps"][:, cols]
     est = Estimate(point[None, :], fin, m["n"],
                    {"m": len(keep), "min_images": min_images,
-                    "per_category": disparity_table(categories, keep, m["n_img"], point)},
+                    "per_category": disparity_table(categories, keep, m["n_img"], point),
+                    "below_min_images": below_min_images(categories, keep, m["n_img"]),
+                    "parts_ci": part_intervals(category_diffs(len(keep))(reps))},
                    recentre=True)
-    return est, fin(m["reps"][:, cols])
+    return est, fin(reps)
 
 
 def _with(est, point: np.ndarray):

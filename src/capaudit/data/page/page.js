@@ -38,6 +38,15 @@
   function addTag(td, i, j) {
     const t = tag(i, j);
     if (t) { const s = el("span", t, "status"); s.title = (WHY[i] || [])[j] || ""; td.appendChild(s); }
+    // what stands behind the value: the NSFW entries matched, with their counts
+    const said = ((LB.cell_notes || {})[SETS[i]] || {})[COLS[j].name];
+    if (said) td.appendChild(el("span", said, "hits"));
+  }
+  // a rank as shown: "=1" when tied (rank intervals overlap: capaudit.leaderboard.ranking)
+  function rankLabel(r, i) {
+    const tied = r.profile.tied_rank;
+    if (!tied) return String(r.rank[i]);
+    return (tied.filter(t => t === tied[i]).length > 1 ? "=" : "") + tied[i];
   }
 
   // same arithmetic as capaudit.leaderboard.ranking.n_avg; a column without a value for
@@ -119,7 +128,7 @@
     rows.forEach(i => {
       const row = el("tr");
       row.dataset.set = SETS[i];
-      row.appendChild(el("td", String(r.rank[i]), "pin0"));
+      row.appendChild(el("td", rankLabel(r, i), "pin0"));
       const name = el("td", null, "name pin");
       const a = el("a", SETS[i]);
       a.href = DATA.links[SETS[i]];
@@ -146,6 +155,10 @@
     const flips = (r.profile.flips || []).filter(f => f.share > 0.05);
     st.textContent = flips.length ? "ranking not settled: " + flips.map(f => f.above + " / " + f.below + " flip in " + Math.round(100 * f.share) + "% of resamples").join("; ") : "";
     st.className = flips.length ? "warn" : "";
+    const left = r.profile.left_out || {}, box = document.getElementById("leftout");
+    box.textContent = Object.keys(left).length ? "Left out of this ranking (no metric on the board): "
+      + Object.keys(left).map(c => c + " (" + left[c] + ")").join("; ") : "";
+    box.className = Object.keys(left).length ? "warn" : "";
   }
 
   function renderCriteria(r) {
@@ -190,8 +203,12 @@
     });
   }
 
-  // one row per gap, one cell per set: the signed gap with its interval and n, and a bar on
-  // that gap's own scale (a 0.20 gap of one metric is not drawn on another's scale)
+  // one row per gap, one cell per set: the signed gap with its interval and n, and a bar; every
+  // bar of the page on one scale (the largest |gap| or interval end), so bars compare
+  function gapInfo(c) {
+    return SETS.map(s => { const x = (LB.groups[s] || {})[c.name];
+      return x && x.signed_gap !== null && x.signed_gap !== undefined ? x : null; });
+  }
   function renderGaps() {
     const box = document.getElementById("gaps");
     box.textContent = "";
@@ -200,14 +217,14 @@
     const table = el("table"), head = el("tr");
     ["gap (direction)"].concat(SETS).forEach((h, k) => head.appendChild(el("th", h, k ? "" : "name")));
     table.appendChild(head);
+    const max = Math.max(1e-9, ...gapCols.map(j => Math.max(0, ...gapInfo(COLS[j]).map(x => !x ? 0 :
+      Math.max(Math.abs(x.signed_gap), ...((x.signed_ci || []).filter(v => v !== null).map(Math.abs)))))));
+    document.getElementById("gapscale").textContent = "Every bar on one scale: a half-bar = " + fmt(max) + ".";
     gapCols.forEach(j => {
       const c = COLS[j], row = el("tr");
       row.appendChild(el("td", c.metric + " (" + (c.gap || c.by) + ")", "name"));
       // a gap with no value (no caption of a group has the metric) is "–", never NaN
-      const infos = SETS.map(s => { const x = (LB.groups[s] || {})[c.name];
-        return x && x.signed_gap !== null && x.signed_gap !== undefined ? x : null; });
-      const max = Math.max(1e-9, ...infos.map(x => !x ? 0 : Math.max(Math.abs(x.signed_gap),
-        ...((x.signed_ci || []).filter(v => v !== null).map(Math.abs)))));
+      const infos = gapInfo(c);
       infos.forEach((x, i) => {
         const d = c.decimals;
         const td = el("td", x ? signed(x.signed_gap, d) : "–");
@@ -234,7 +251,7 @@
     SETS.forEach(s => {
       const cells = (LB.groups[s] || {}).intersections;
       if (!cells || !Object.keys(cells).length) return;
-      box.appendChild(el("h3", s + ": gender × skin tone (images per cell; small cells are noisy)"));
+      box.appendChild(el("h3", s + ": gender × skin tone (95% interval; n = images of the cell; too-few under --min-n)"));
       const table = el("table"), head = el("tr");
       const names = Object.keys(cells[Object.keys(cells)[0]]);
       ["metric"].concat(names).forEach((h, k) => head.appendChild(el("th", h, k ? "" : "name")));
@@ -242,7 +259,14 @@
       Object.keys(cells).forEach(m => {
         const row = el("tr");
         row.appendChild(el("td", m, "name"));
-        names.forEach(n => row.appendChild(el("td", fmt(cells[m][n].value) + " (n=" + cells[m][n].images + ")")));
+        const col = COLS.find(c => c.metric === m && !c.by), d = col ? col.decimals : 2;
+        names.forEach(n => {
+          const x = cells[m][n], td = el("td", fmt(x.value, d));
+          if (x.ci) td.appendChild(el("span", "[" + fmt(x.ci[0], d) + ", " + fmt(x.ci[1], d) + "]", "ci"));
+          td.appendChild(el("span", nText(x.images), "ci"));
+          if (x.status === "too-few") { const t = el("span", "too-few", "status"); t.title = x.note || ""; td.appendChild(t); }
+          row.appendChild(td);
+        });
         table.appendChild(row);
       });
       box.appendChild(table);

@@ -40,15 +40,23 @@ class LotusOptions:
     clip_model: str | None = None
     images: str | None = None
     long_text: str = "truncate"
+    nsfw_lexicon: str | None = None               # None = the packaged lexicon (context marks)
     workers: int = 1
     store: Any = None
     _ref_words: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:  # lands in the stored run config: names only, never captions
         return (f"LotusOptions(reference={self.reference_name!r}, clip_model={self.clip_model!r}, "
-                f"images={self.images!r}, long_text={self.long_text!r})")
+                f"images={self.images!r}, long_text={self.long_text!r}"
+                + (f", nsfw_lexicon={self.nsfw_lexicon!r}" if self.nsfw_lexicon else "") + ")")
 
     __str__ = __repr__
+
+    @cached_property
+    def nsfw_matcher(self):
+        from capaudit.metrics.features.nsfw import load_lexicon
+
+        return load_lexicon(self.nsfw_lexicon)
 
     @cached_property
     def scorer(self):
@@ -83,10 +91,13 @@ def prepare(store, cfg) -> LotusOptions:
     opts = LotusOptions(reference=ref, reference_name=cfg.get("reference"),
                         clip_model=cfg.get("clip_model"), images=cfg.get("images"),
                         long_text=cfg.get("long_text") or "truncate",
+                        nsfw_lexicon=cfg.get("nsfw_lexicon"),
                         workers=int(cfg.get("workers") or 1), store=store)
     if opts.long_text not in ("truncate", "chunk"):
         from capaudit.errors import InputError
         raise InputError(f"unknown --long-text '{opts.long_text}'", fix="use truncate or chunk")
+    if opts.nsfw_lexicon:
+        opts.nsfw_matcher  # noqa: B018 - reads (and checks) the lexicon now
     if opts.clip_model:
         opts.scorer  # noqa: B018 - loads (and checks) the model now
     if isinstance(cfg, MutableMapping):
@@ -119,10 +130,16 @@ class LotusInputs:
         return self._coverage[kind]
 
     @cached_property
-    def nsfw(self) -> list[list[str]]:
-        from capaudit.metrics.features.nsfw import nsfw_hits
+    def nsfw_scan(self) -> tuple[list[list[str]], list[list[str]]]:
+        """(hits, set aside) per caption: set aside = a lexicon entry marked as needing
+        context, found without it (:mod:`capaudit.metrics.features.nsfw`)."""
+        from capaudit.metrics.features.nsfw import nsfw_scan
 
-        return nsfw_hits(self.captions)
+        return nsfw_scan(self.captions, self.opts.nsfw_matcher)
+
+    @property
+    def nsfw(self) -> list[list[str]]:
+        return self.nsfw_scan[0]
 
     @cached_property
     def clip(self):
@@ -156,6 +173,8 @@ def lotus_of(ctx) -> LotusInputs:
             if len(ctx.records):
                 raise skipped("the caption texts are not available to this metric")
             captions = []  # an empty chunk (the engine's empty details table)
-        opts = ctx.config.get("_lotus") or LotusOptions(workers=int(ctx.config.get("workers") or 1))
+        opts = ctx.config.get("_lotus") or LotusOptions(
+            workers=int(ctx.config.get("workers") or 1),
+            nsfw_lexicon=ctx.config.get("nsfw_lexicon"))
         lot = ctx._lotus_inputs = LotusInputs(captions, ctx.caption_image, opts)
     return lot
