@@ -21,7 +21,7 @@ Example (the bundled demo data, offline):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from capaudit.api_audits import LeaderboardCardLic, _audit_cfg
 from capaudit.core.table import (RESULT_COLUMNS, ResultTable, audit_table as _audit_table,

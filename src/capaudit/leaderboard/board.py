@@ -50,7 +50,7 @@ from capaudit.leaderboard.ranking import n_avg, normalise, rank_profile
 from capaudit.leaderboard.status import cell_status, cell_tag, circular_columns, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
-from capaudit.metrics.estimate import Estimate, SparseStats
+from capaudit.metrics.estimate import Estimate
 
 # SetEval, Column, GROUPINGS, n_avg and normalise are imported from here by the runner and tests
 __all__ = ["SetEval", "Leaderboard", "build_leaderboard", "n_avg", "GROUPINGS", "Column",
