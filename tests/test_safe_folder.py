@@ -1,0 +1,86 @@
+"""Folder outputs (``core/safe_folder.py``): built aside and moved in; with ``overwrite`` only
+files an earlier capaudit export listed in the folder's manifest are removed, and the
+manifest is data from disk: a name in it that leaves the folder removes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capaudit.core.safe_folder import MANIFEST, folder_output
+from capaudit.errors import InputError
+
+
+def _export(out, files: dict[str, str], **kw) -> None:
+    with folder_output(out, **kw) as staging:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+
+
+def test_a_new_folder_gets_the_files_and_their_manifest(tmp_path):
+    out = tmp_path / "out"
+    _export(out, {"a.txt": "A", "b.txt": "B"})
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt", "b.txt"]
+    assert {"a.txt", "b.txt"} <= set(_names_in(out / MANIFEST))
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]   # no staging folder left
+
+
+def test_a_folder_with_files_is_refused_without_overwrite(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("user's")
+    with pytest.raises(InputError, match="exists and has files"):
+        _export(out, {"a.txt": "A"})
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_overwrite_replaces_and_removes_only_capaudits_own_files(tmp_path):
+    out = tmp_path / "out"
+    _export(out, {"a.txt": "A1", "stale.txt": "S"})
+    (out / "mine.txt").write_text("user's")
+    _export(out, {"a.txt": "A2", "c.txt": "C"}, overwrite=True)
+    # a.txt replaced, stale.txt (listed by the first export, not written again) removed,
+    # mine.txt (never listed) kept
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt", "c.txt", "mine.txt"]
+    assert (out / "a.txt").read_text() == "A2" and (out / "mine.txt").read_text() == "user's"
+
+
+def _names_in(manifest) -> list[str]:
+    """Every string in the manifest's JSON (its layout is the writer's business)."""
+    def walk(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                yield k
+                yield from walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from walk(x)
+    return list(walk(json.loads(manifest.read_text())))
+
+
+HOSTILE = ["../victim.txt", "ABS", "sub/inner.txt", "..\\victim.txt", "..", "."]
+
+
+def test_a_manifest_naming_files_outside_the_folder_removes_none_of_them(tmp_path):
+    out = tmp_path / "out"
+    # a real export's manifest, its names then swapped for names that leave the folder
+    _export(out, {f"x{i}.txt": "x" for i in range(len(HOSTILE))})
+    for i in range(len(HOSTILE)):
+        (out / f"x{i}.txt").unlink()
+    text = (out / MANIFEST).read_text()
+    for i, name in enumerate(HOSTILE):
+        name = str(tmp_path / "abs_victim.txt") if name == "ABS" else name
+        assert f'"x{i}.txt"' in text
+        text = text.replace(f'"x{i}.txt"', json.dumps(name))
+    (out / MANIFEST).write_text(text)
+    (out / "sub").mkdir()
+    victims = [tmp_path / "victim.txt", tmp_path / "abs_victim.txt", out / "sub" / "inner.txt"]
+    for v in victims:
+        v.write_text("not capaudit's")
+    _export(out, {"a.txt": "A"}, overwrite=True)
+    for v in victims:
+        assert v.read_text() == "not capaudit's", v
+    assert (out / "a.txt").read_text() == "A"
