@@ -1,0 +1,76 @@
+"""The ranking's summary of its bootstrap (``leaderboard/ranking.py``: ``rank_profile``) and
+the N-avg's per-criterion mean, on values small enough to rank by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from capaudit.leaderboard.columns import Column
+from capaudit.leaderboard.ranking import rank_profile
+
+ONE = [Column("x", "descriptiveness", True, "x")]
+NAMES = ["A", "B", "C"]
+
+
+def _reps(n: int, n_swapped: int) -> np.ndarray:
+    """``n`` replicates [n, 3 sets, 1 column]: A > B > C, except in the last ``n_swapped``,
+    where B > A; C is always last."""
+    reps = np.tile(np.array([[2.0], [1.0], [0.0]]), (n, 1, 1))
+    reps[n - n_swapped:, 0, 0], reps[n - n_swapped:, 1, 0] = 1.0, 2.0
+    return reps
+
+
+def test_rank_interval_is_the_2_5th_to_97_5th_percentile_of_the_ranks():
+    values = np.array([[2.0], [1.0], [0.0]])
+    out = rank_profile(values, _reps(100, 4), ONE, {"descriptiveness": 1}, NAMES)
+    assert out["rank"] == [1, 2, 3]
+    # A is 2nd in 4 of 100 replicates: more than the 2.5% above the interval, so the
+    # interval reaches rank 2 (a 90% interval, the 95th percentile, would stop at 1);
+    # B is 1st in 4%: more than the 2.5% below; C is last in every replicate
+    assert out["rank_interval"] == [[1, 2], [1, 2], [3, 3]]
+    assert out["first_share"] == [0.96, 0.04, 0.0]
+    # flips of adjacent sets in the point order: A/B in 4 of 100, B/C never
+    assert out["flips"] == [{"above": "A", "below": "B", "share": 0.04},
+                            {"above": "B", "below": "C", "share": 0.0}]
+    assert out["stable"]                     # 4% <= FLIP_WARN (5%)
+
+
+def test_rank_interval_of_a_rare_swap_stays_at_one_place():
+    # 2 of 100 replicates (2%): inside the 2.5% each tail may leave out
+    out = rank_profile(np.array([[2.0], [1.0], [0.0]]), _reps(100, 2), ONE,
+                       {"descriptiveness": 1}, NAMES)
+    assert out["rank_interval"] == [[1, 1], [2, 2], [3, 3]]
+    assert out["first_share"] == [0.98, 0.02, 0.0]
+
+
+def test_unstable_when_adjacent_sets_flip_often():
+    out = rank_profile(np.array([[2.0], [1.0], [0.0]]), _reps(100, 30), ONE,
+                       {"descriptiveness": 1}, NAMES)
+    assert out["flips"][0]["share"] == 0.3 and not out["stable"]
+    assert out["rank_interval"][:2] == [[1, 2], [1, 2]]
+
+
+def test_criterion_score_is_the_mean_of_its_normalised_columns():
+    """Two descriptiveness columns and one alignment column (lower is better), weights
+    1 and 1. Min-max per column across the three sets, then by hand:
+
+    ============  ==============  ============  ===========================
+    set           a (z), b (z)    desc = mean   c raw -> z (inverted)
+    ============  ==============  ============  ===========================
+    A             10 (1), 0 (0)   0.5           4 -> 1 - (4-0)/4 = 0
+    B              0 (0), 4 (1)   0.5           0 -> 1
+    C              5 (.5), 3 (.75) 0.625        2 -> 0.5
+    ============  ==============  ============  ===========================
+
+    profile score = (desc + align) / 2: A 0.25, B 0.75, C 0.5625.
+    """
+    cols = [Column("a", "descriptiveness", True, "a"), Column("b", "descriptiveness", True, "b"),
+            Column("c", "alignment", False, "c")]
+    values = np.array([[10.0, 0.0, 4.0], [0.0, 4.0, 0.0], [5.0, 3.0, 2.0]])
+    out = rank_profile(values, None, cols, {"descriptiveness": 1, "alignment": 1}, NAMES)
+    assert out["criteria"]["descriptiveness"] == pytest.approx([0.5, 0.5, 0.625])
+    assert out["criteria"]["alignment"] == pytest.approx([0.0, 1.0, 0.5])
+    assert out["score"] == pytest.approx([0.25, 0.75, 0.5625])
+    assert out["rank"] == [3, 1, 2]
+    assert "rank_interval" not in out        # no replicates: no interval claimed
