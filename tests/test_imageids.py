@@ -52,3 +52,23 @@ def test_exact_image_id_takes_only_declared_integers(value, expected):
 ])
 def test_key_image_id_reads_coco_names_without_extension(key, expected):
     assert key_image_id(key) == expected
+
+
+def test_a_negative_id_in_a_samples_json_is_no_image_id(store, tmp_path):
+    """Through a reader: a webdataset sample's JSON declares its image id; -5 names no image
+    (the key stays as text), 7 does, 10**18 (19 digits) does not."""
+    import io
+    import json
+    import tarfile
+
+    from capaudit.io.ingest import add_caption_set
+
+    with tarfile.open(tmp_path / "shard-00000.tar", "w") as tf:
+        for key, iid in (("a", -5), ("b", 7), ("c", 10**18)):
+            data = json.dumps({"image_id": iid, "caption": f"caption {key}"}).encode()
+            info = tarfile.TarInfo(f"{key}.json")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    add_caption_set(store, "w", tmp_path)
+    assert store.sql("SELECT image_id, caption FROM captions ORDER BY row_idx") == [
+        (None, "caption a"), (7, "caption b"), (None, "caption c")]
