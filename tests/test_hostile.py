@@ -542,8 +542,8 @@ def _coco_number(name: str) -> int | None:
 
 
 def _expected_id(value) -> int | None:
-    """The id a JSON Lines reader stores for ``value``, from the rule in docs/formats.md and
-    io/imageids.py, written independently of it: integers 0 <= id < 10**18; a JSON float is
+    """The id a JSON Lines reader stores for ``value``, by the rule io/imageids.py states,
+    written out here independently of its code: integers 0 <= id < 10**18; a JSON float is
     read as its text ("3.0", "1e+30": never an id); text of 1 to 18 ASCII digits (spaces
     around allowed) or a COCO file name; anything else None."""
     if value is None or isinstance(value, (bool, float)):
