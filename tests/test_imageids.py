@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from capaudit.io.imageids import exact_image_id, key_image_id, parse_image_id
+from capaudit.io.imageids import (annotation_namespace, compatible, document_namespace,
+                                  exact_image_id, file_evidence, infer_namespace, is_row_key,
+                                  key_image_id, parse_image_id, require_image_id,
+                                  set_namespace)
 
 PARSED = [
     # integers: 0 up to 18 digits; negatives and 19 digits are not ids
@@ -72,3 +75,94 @@ def test_a_negative_id_in_a_samples_json_is_no_image_id(store, tmp_path):
     add_caption_set(store, "w", tmp_path)
     assert store.sql("SELECT image_id, caption FROM captions ORDER BY row_idx") == [
         (None, "caption a"), (7, "caption b"), (None, "caption c")]
+
+
+# -- namespaces: which dataset an id belongs to (the module docstring's list) -------------------
+NAMESPACES = [
+    (None, None), (318219, None), (5.0, None), (True, None),
+    ("318219", None), (" 318219 ", None), ("000000000009.jpg", None), ("sa_1.jpg", None),
+    ("COCO_val2014_000000318219.jpg", "coco2014"), ("x/COCO_train2017_000000000009.jpg", "coco2017"),
+    ("coco/train2017/000000000009.jpg", "coco2017"),
+    ("data/mscoco/images/val2014/000000000042.jpg", "coco2014"),
+    ("coco\\val2014\\000000000042.jpg", "coco2014"),          # a Windows path
+    ("flickr30k/images/1000092795.jpg", "flickr30k"), ("Flickr8k_Dataset/123.jpg", "flickr8k"),
+    ("llava_pretrain/images/00000/000000012.jpg", "path:llava_pretrain"),
+    ("/abs/folder/12.jpg", "path:abs"),
+    ("https://Host.Example/img/12.jpg", "path:host.example"),   # the host, not "https:"
+    ("a/b/sa_1.jpg", None),                                     # a custom id has no namespace
+]
+
+
+@pytest.mark.parametrize("value, expected", NAMESPACES, ids=[repr(v) for v, _ in NAMESPACES])
+def test_infer_namespace(value, expected):
+    assert infer_namespace(value) == expected
+
+
+@pytest.mark.parametrize("key, meta, row_number", [
+    ("000000012", {"url": "http://x/a.jpg"}, True),             # img2dataset: the 13th URL
+    ("000000012", {"url": "http://x/a.jpg", "image_id": 12}, False),
+    ("000000012", {}, False), ("abc", {"url": "http://x/a.jpg"}, False),
+    (12, {"url": "http://x/a.jpg"}, False), ("000000012", None, False),
+])
+def test_is_row_key(key, meta, row_number):
+    assert is_row_key(key, meta) is row_number
+
+
+def test_key_image_id_of_other_types_is_the_id_rule():
+    assert key_image_id(12) == 12 and key_image_id(None) is None
+    assert key_image_id(" COCO_val2014_000000011340 ") == 11340
+
+
+@pytest.mark.parametrize("info, images, expected", [
+    ({"description": "COCO 2014 Dataset", "url": "http://cocodataset.org"}, [], "coco2014"),
+    ({"year": 2017, "description": "COCO"}, [], "coco2017"),
+    ({"description": "nocaps validation"},
+     [{"coco_url": "http://x/val/0013ea2087020901.jpg", "file_name": "0013ea2087020901.jpg"}],
+     "nocaps"),
+    (None, [{"file_name": "0013ea2087020901.jpg", "open_images_id": "0013ea2087020901"}],
+     "openimages"),
+    (None, [{"file_name": "COCO_val2014_000000000042.jpg"}], "coco2014"),
+    (None, [{"coco_url": "http://images.cocodataset.org/val2017/000000000139.jpg"}], "coco2017"),
+    (None, [{"file_name": "000000000042.jpg"}], None),     # the layout alone is no evidence
+    (None, [{"flickr_url": "http://farm4.staticflickr.com/1/2.jpg"}], None),
+    ({"description": "Flickr30k captions"}, [], "flickr30k"),
+])
+def test_document_namespace(info, images, expected):
+    assert document_namespace(info, images) == expected
+
+
+def test_namespaces_that_join():
+    assert compatible(None, "coco2014") and compatible("flickr30k", None)
+    assert compatible("coco2014", "coco2017") and compatible("coco", "coco2017")
+    assert compatible("flickr30k", "flickr30k")
+    assert not compatible("coco2014", "flickr30k") and not compatible("path:a", "path:b")
+    assert file_evidence("coco2014", [None, "coco2017"]) == "coco2014"
+    assert file_evidence("coco2014", [None, "flickr30k"]) is None
+    assert file_evidence(None, [None]) is None
+    assert set_namespace([]) is None and set_namespace([None, None]) is None
+    assert set_namespace(["coco2014", "coco2014"]) == "coco2014"
+    assert set_namespace(["coco2014", None]) == "mixed"
+    assert set_namespace(["coco2014", "coco2017"]) == "mixed"
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("instances_val2014.json", "coco2014"), ("/data/annotations/captions_train2017.json", "coco2017"),
+    ("chair_objects_trainval2014.jsonl", "coco2014"), ("val2014.json", "coco2014"),
+    ("C:\\ann\\instances_val2017.json", "coco2017"), ("instances.json", None),
+    ("data_2014.json", None), ("val20140.json", None), ("val2014/instances.json", None),
+])
+def test_annotation_namespace_from_the_file_name(path, expected):
+    assert annotation_namespace(path) == expected
+
+
+def test_require_image_id_names_the_value_file_and_row(tmp_path):
+    from capaudit.errors import InputError
+
+    assert require_image_id("42") == 42
+    with pytest.raises(InputError) as err:
+        require_image_id(1.5, what="cocoid", path=tmp_path / "k.json", row=3)
+    msg = str(err.value)
+    assert "k.json, row 3: cocoid 1.5 is not an integer image id" in msg
+    with pytest.raises(InputError) as err:
+        require_image_id("x" * 50)
+    assert "image_id '" + "x" * 36 + "... is not" in str(err.value)   # cut to 40 characters
