@@ -74,3 +74,36 @@ def test_criterion_score_is_the_mean_of_its_normalised_columns():
     assert out["score"] == pytest.approx([0.25, 0.75, 0.5625])
     assert out["rank"] == [3, 1, 2]
     assert "rank_interval" not in out        # no replicates: no interval claimed
+
+
+def test_flips_up_to_five_percent_are_stable():
+    values = np.array([[2.0], [1.0], [0.0]])
+    at = rank_profile(values, _reps(100, 5), ONE, {"descriptiveness": 1}, NAMES)
+    over = rank_profile(values, _reps(100, 6), ONE, {"descriptiveness": 1}, NAMES)
+    assert at["flips"][0]["share"] == 0.05 and at["stable"]
+    assert over["flips"][0]["share"] == 0.06 and not over["stable"]
+
+
+def test_ties_rank_in_set_order_and_missing_values_stay_missing():
+    from capaudit.leaderboard.ranking import normalise, ranks_of
+
+    assert ranks_of(np.array([0.5, 0.5, 0.2])).tolist() == [1, 2, 3]
+    assert ranks_of(np.array([[0.1, 0.9], [0.9, 0.1]])).tolist() == [[2, 1], [1, 2]]
+    z = normalise(np.array([[1.0], [np.nan], [3.0]]), np.array([False]))
+    assert z[0, 0] == 1.0 and np.isnan(z[1, 0]) and z[2, 0] == 0.0   # lower is better
+
+
+def test_zero_weights_leave_a_criterion_out():
+    cols = [Column("a", "descriptiveness", True, "a"), Column("c", "alignment", True, "c")]
+    values = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    out = rank_profile(values, None, cols, {"descriptiveness": 1, "alignment": 0}, NAMES)
+    assert out["score"] == [1.0, 0.0, 0.5] and out["rank"] == [1, 3, 2]
+    none = rank_profile(values, None, cols, {"descriptiveness": 0, "alignment": 0}, NAMES)
+    assert all(np.isnan(none["score"]))
+    assert out["weights"] == {"descriptiveness": 1, "alignment": 0}   # as asked, shown
+
+
+def test_no_replicates_claim_no_interval():
+    values = np.array([[2.0], [1.0], [0.0]])
+    out = rank_profile(values, np.zeros((0, 3, 1)), ONE, {"descriptiveness": 1}, NAMES)
+    assert set(out) == {"weights", "score", "rank", "criteria"}
