@@ -84,3 +84,52 @@ def test_a_manifest_naming_files_outside_the_folder_removes_none_of_them(tmp_pat
     for v in victims:
         assert v.read_text() == "not capaudit's", v
     assert (out / "a.txt").read_text() == "A"
+
+
+def test_a_failed_build_leaves_no_trace(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="half way"):
+        with folder_output(out) as staging:
+            (staging / "a.txt").write_text("A")
+            raise RuntimeError("half way")
+    assert list(tmp_path.iterdir()) == []          # no output, no staging folder
+
+
+def test_an_empty_existing_folder_is_filled(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    _export(out, {"a.txt": "A"})
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("planted", ["link", "folder"])
+def test_a_link_or_folder_where_a_file_goes_is_refused(tmp_path, planted):
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    _export(out, {"keep.txt": "K"})
+    victim.write_text("not capaudit's")
+    if planted == "link":
+        (out / "a.txt").symlink_to(victim)
+    else:
+        (out / "a.txt").mkdir()
+    with pytest.raises(InputError, match="a link or a folder where capaudit writes"):
+        _export(out, {"a.txt": "A"}, overwrite=True)
+    assert victim.read_text() == "not capaudit's" and (out / "keep.txt").read_text() == "K"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_listed_name_that_is_now_a_link_is_not_removed(tmp_path):
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    _export(out, {"old.txt": "O"})
+    (out / "old.txt").unlink()
+    victim.write_text("not capaudit's")
+    (out / "old.txt").symlink_to(victim)          # listed by the first export, now a link
+    _export(out, {"a.txt": "A"}, overwrite=True)
+    assert (out / "old.txt").is_symlink() and victim.read_text() == "not capaudit's"
+
+
+def test_a_long_folder_name_builds_beside_it(tmp_path):
+    # the staging folder's name is cut, so ".<name>.tmp-<pid>-<hex>" stays within 255 bytes
+    out = tmp_path / ("x" * 240)
+    _export(out, {"a.txt": "A"})
+    assert (out / "a.txt").read_text() == "A"
