@@ -176,3 +176,15 @@ def test_require_image_id_names_the_value_file_and_row(tmp_path):
     with pytest.raises(InputError) as err:
         require_image_id("x" * 50)
     assert "image_id '" + "x" * 36 + "... is not" in str(err.value)   # cut to 40 characters
+
+
+def test_an_info_block_in_prose_or_with_parsed_values():
+    # an em dash is U+2014: escaped to ASCII it would read as the year 2014
+    assert document_namespace({"description": "COCO \u2014 the 2017 split"}, []) == "coco2017"
+    # a streamed reader's numbers (Decimal) and a date: read as text, never a crash
+    from datetime import datetime
+    from decimal import Decimal
+
+    info = {"version": Decimal("1.0"), "date_created": datetime(2017, 9, 1),
+            "description": "COCO"}
+    assert document_namespace(info, []) == "coco2017"
