@@ -97,6 +97,8 @@ NAMESPACES = [
     ("/abs/folder/12.jpg", "path:abs"),
     ("https://Host.Example/img/12.jpg", "path:host.example"),   # the host, not "https:"
     ("a/b/sa_1.jpg", None),                                     # a custom id has no namespace
+    ("/000000000009.jpg", None),                                # a leading slash: no folder
+    ("XL_images/00001/12.jpg", "path:xl_images"),
 ]
 
 
@@ -133,6 +135,20 @@ def test_key_image_id_of_other_types_is_the_id_rule():
     (None, [{"file_name": "000000000042.jpg"}], None),     # the layout alone is no evidence
     (None, [{"flickr_url": "http://farm4.staticflickr.com/1/2.jpg"}], None),
     ({"description": "Flickr30k captions"}, [], "flickr30k"),
+    # COCO named with no year: 2014 (2014 and 2017 share ids); both years named: 2014
+    ({"description": "MS COCO captions"}, [], "coco2014"),
+    ({"description": "COCO 2014 images, 2017 split"}, [], "coco2014"),
+    # a year the images' URLs or names give outweighs years in the prose
+    ({"description": "a re-split of the 2014 images"},
+     [{"coco_url": "http://h/coco/train2017/000000000009.jpg"}], "coco2017"),
+    ({"description": "2017 export"}, [{"file_name": "COCO_val2014_000000000042.jpg"}],
+     "coco2014"),
+    # entries that are not objects are skipped, not the end of the list
+    (None, ["junk", {"file_name": "COCO_val2014_000000000042.jpg"}], "coco2014"),
+    ({"description": "COCO 2017"}, None, "coco2017"),            # no image list at all
+    # each text is read on its own: a URL ending in "coco" names COCO
+    (None, [{"url": "http://example.org/datasets/coco"}, {"url": "http://example.org/b"}],
+     "coco2014"),
 ])
 def test_document_namespace(info, images, expected):
     assert document_namespace(info, images) == expected
@@ -173,9 +189,13 @@ def test_require_image_id_names_the_value_file_and_row(tmp_path):
         require_image_id(1.5, what="cocoid", path=tmp_path / "k.json", row=3)
     msg = str(err.value)
     assert "k.json, row 3: cocoid 1.5 is not an integer image id" in msg
-    with pytest.raises(InputError) as err:
-        require_image_id("x" * 50)
-    assert "image_id '" + "x" * 36 + "... is not" in str(err.value)   # cut to 40 characters
+    assert "(fix: ids are whole numbers from 0 to 18 digits" in msg
+    # the value as repr() shows it, whole up to 40 characters, else its first 37 and "..."
+    for value, shown in (("x" * 38, repr("x" * 38)), ("x" * 39, "'" + "x" * 36 + "..."),
+                         ("x" * 50, "'" + "x" * 36 + "...")):
+        with pytest.raises(InputError) as err:
+            require_image_id(value)
+        assert f"image_id {shown} is not" in str(err.value), value
 
 
 def test_an_info_block_in_prose_or_with_parsed_values():
