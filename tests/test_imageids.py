@@ -173,6 +173,9 @@ ANNOTATION_FILES = [
     ("chair_objects_trainval2014.jsonl", "coco2014"), ("val2014.json", "coco2014"),
     ("C:\\ann\\instances_val2017.json", "coco2017"), ("instances.json", None),
     ("data_2014.json", None), ("val20140.json", None), ("val2014/instances.json", None),
+    ("INSTANCES_VAL2014.JSON", "coco2014"),
+    # only the file's own name is evidence, not a folder's
+    ("/data/x_val2014.d/instances.json", None), ("C:\\data\\x_val2014.d\\instances.json", None),
 ]
 
 
@@ -189,7 +192,8 @@ def test_require_image_id_names_the_value_file_and_row(tmp_path):
         require_image_id(1.5, what="cocoid", path=tmp_path / "k.json", row=3)
     msg = str(err.value)
     assert "k.json, row 3: cocoid 1.5 is not an integer image id" in msg
-    assert "(fix: ids are whole numbers from 0 to 18 digits" in msg
+    assert msg.endswith("(fix: ids are whole numbers from 0 to 18 digits (no fractions, "
+                        "booleans or names))")
     # the value as repr() shows it, whole up to 40 characters, else its first 37 and "..."
     for value, shown in (("x" * 38, repr("x" * 38)), ("x" * 39, "'" + "x" * 36 + "..."),
                          ("x" * 50, "'" + "x" * 36 + "...")):
