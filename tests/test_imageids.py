@@ -1,7 +1,8 @@
 """The image id rule (``io/imageids.py``), value by value, with the expectation written out
 by hand from the rule in the module's docstring: a whole number of 0 to 18 digits, or the
 number of a COCO-style file name (the whole base name is ``<digits>.jpg`` or
-``COCO_<split><year>_<digits>.jpg``); everything else is a custom id (``None``)."""
+``COCO_<split><year>_<digits>.jpg``); everything else is a custom id (``None``). Then the
+namespace (dataset) an id belongs to, from the evidence the docstring lists."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from capaudit.io.imageids import (annotation_namespace, compatible, document_nam
                                   exact_image_id, file_evidence, infer_namespace, is_row_key,
                                   key_image_id, parse_image_id, require_image_id,
                                   set_namespace)
+
 
 def _ids(cases) -> list[str]:
     """Test ids a shell and pytest's node-id selection take as written (mutmut reruns by id)."""
