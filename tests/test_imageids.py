@@ -100,7 +100,7 @@ NAMESPACES = [
     ("https://Host.Example/img/12.jpg", "path:host.example"),   # the host, not "https:"
     ("a/b/sa_1.jpg", None),                                     # a custom id has no namespace
     ("/000000000009.jpg", None),                                # a leading slash: no folder
-    ("XL_images/00001/12.jpg", "path:xl_images"),
+    ("XL_images/00001/12.jpg", "path:xl_images"), ("X/12.jpg", "path:x"),
 ]
 
 
@@ -175,7 +175,7 @@ ANNOTATION_FILES = [
     ("chair_objects_trainval2014.jsonl", "coco2014"), ("val2014.json", "coco2014"),
     ("C:\\ann\\instances_val2017.json", "coco2017"), ("instances.json", None),
     ("data_2014.json", None), ("val20140.json", None), ("val2014/instances.json", None),
-    ("INSTANCES_VAL2014.JSON", "coco2014"),
+    ("INSTANCES_VAL2014.JSON", "coco2014"), ("C:\\ann\\val2014.json", "coco2014"),
     # only the file's own name is evidence, not a folder's
     ("/data/x_val2014.d/instances.json", None), ("C:\\data\\x_val2014.d\\instances.json", None),
 ]
