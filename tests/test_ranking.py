@@ -107,3 +107,48 @@ def test_no_replicates_claim_no_interval():
     values = np.array([[2.0], [1.0], [0.0]])
     out = rank_profile(values, np.zeros((0, 3, 1)), ONE, {"descriptiveness": 1}, NAMES)
     assert set(out) == {"weights", "score", "rank", "criteria"}
+
+
+def test_ties_among_many_sets_keep_set_order():
+    from capaudit.leaderboard.ranking import ranks_of
+
+    score = np.array([0.0, 1.0] * 10)   # 20 sets: odd ones tie at 1, even ones at 0
+    # the ten 1s take ranks 1..10 in set order, the ten 0s ranks 11..20
+    want = [10 + i // 2 + 1 if i % 2 == 0 else (i + 1) // 2 for i in range(20)]
+    assert ranks_of(score).tolist() == want
+
+
+def test_normalise_divides_by_a_span_below_one():
+    from capaudit.leaderboard.ranking import normalise
+
+    z = normalise(np.array([[0.2], [0.6], [0.4]]), np.array([True]))
+    assert z[:, 0].tolist() == pytest.approx([0.0, 1.0, 0.5])
+
+
+def test_a_zero_weight_criterion_with_a_missing_value_changes_nothing():
+    cols = [Column("a", "descriptiveness", True, "a"), Column("c", "alignment", True, "c")]
+    values = np.array([[1.0, np.nan], [0.0, 1.0], [0.5, 0.0]])
+    out = rank_profile(values, None, cols, {"descriptiveness": 1, "alignment": 0}, NAMES)
+    assert out["score"] == [1.0, 0.0, 0.5]
+
+
+def test_a_profile_whose_criteria_were_not_computed_scores_nothing():
+    reps = _reps(20, 0)
+    out = rank_profile(np.array([[2.0], [1.0], [0.0]]), reps, ONE, {"alignment": 1}, NAMES)
+    assert all(np.isnan(out["score"])) and len(out["rank_interval"]) == 3
+
+
+def test_rank_interval_upper_end_is_a_rank_not_an_interpolation():
+    # A is 2nd in 3 of 100: the 97.5th percentile falls between the 97th rank (1) and the
+    # 98th (2); the interval's end is the rank above (2), not 1.525 cut to 1
+    out = rank_profile(np.array([[2.0], [1.0], [0.0]]), _reps(100, 3), ONE,
+                       {"descriptiveness": 1}, NAMES)
+    assert out["rank_interval"][0] == [1, 2]
+
+
+def test_a_tie_in_a_replicate_is_not_a_flip():
+    reps = _reps(100, 0)
+    reps[:10, 1, 0] = 2.0                       # B equals A in 10 replicates, never above
+    out = rank_profile(np.array([[2.0], [1.0], [0.0]]), reps, ONE, {"descriptiveness": 1},
+                       NAMES)
+    assert out["flips"][0] == {"above": "A", "below": "B", "share": 0.0}

@@ -133,3 +133,31 @@ def test_a_long_folder_name_builds_beside_it(tmp_path):
     out = tmp_path / ("x" * 240)
     _export(out, {"a.txt": "A"})
     assert (out / "a.txt").read_text() == "A"
+
+
+def test_a_manifest_without_a_file_list_removes_nothing(tmp_path):
+    out = tmp_path / "out"
+    _export(out, {"a.txt": "A"})
+    (out / "mine.txt").write_text("user's")
+    (out / MANIFEST).write_text(json.dumps({"written_by": "someone else"}))
+    _export(out, {"b.txt": "B"}, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt", "b.txt", "mine.txt"]
+
+
+def test_a_listed_name_with_a_backslash_is_never_capaudits(tmp_path):
+    # a Windows path separator: on POSIX a legal file name, but never one capaudit wrote
+    out = tmp_path / "out"
+    _export(out, {"x0.txt": "x"})
+    (out / MANIFEST).write_text((out / MANIFEST).read_text().replace('"x0.txt"', '"a\\\\b.txt"'))
+    (out / "a\\b.txt").write_text("user's")
+    _export(out, {"c.txt": "C"}, overwrite=True)
+    assert (out / "a\\b.txt").read_text() == "user's"
+
+
+def test_the_refusal_names_the_file_and_the_fix(tmp_path):
+    out = tmp_path / "out"
+    _export(out, {"keep.txt": "K"})
+    (out / "a.txt").mkdir()
+    with pytest.raises(InputError) as err:
+        _export(out, {"a.txt": "A"}, overwrite=True)
+    assert str(out / "a.txt") in str(err.value) and "choose a new output folder" in str(err.value)
