@@ -160,4 +160,32 @@ def test_the_refusal_names_the_file_and_the_fix(tmp_path):
     (out / "a.txt").mkdir()
     with pytest.raises(InputError) as err:
         _export(out, {"a.txt": "A"}, overwrite=True)
-    assert str(out / "a.txt") in str(err.value) and "choose a new output folder" in str(err.value)
+    msg = str(err.value)
+    assert "the output folder has a link or a folder where capaudit writes its file" in msg
+    assert str(out / "a.txt") in msg and "choose a new output folder" in msg
+
+
+def test_the_output_folder_gets_the_default_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    with folder_output(tmp_path / "out") as staging:
+        assert stat.S_IMODE(staging.stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~umask
+
+
+def test_a_staging_name_already_taken_is_drawn_again(tmp_path, monkeypatch):
+    import os
+
+    from capaudit.core import safe_folder
+
+    real, first = safe_folder.secrets.token_hex, iter(["aaaaaaaaaaaa"])
+    monkeypatch.setattr(safe_folder.secrets, "token_hex", lambda n: next(first, None) or real(n))
+    taken = tmp_path / f".out.tmp-{os.getpid()}-aaaaaaaaaaaa"
+    taken.mkdir()
+    (taken / "other.txt").write_text("another run's")
+    _export(tmp_path / "out", {"a.txt": "A"})
+    assert (tmp_path / "out" / "a.txt").read_text() == "A"
+    assert (taken / "other.txt").read_text() == "another run's"   # left alone
