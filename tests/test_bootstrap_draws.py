@@ -44,9 +44,9 @@ def test_block_sizes(n_units, n_boot, sizes):
 
 
 def test_unit_hash_keys_put_units_without_an_id_past_every_id():
-    got = unit_hash_keys(np.array([5, -1, 7, -3], np.int64))
+    got = unit_hash_keys(np.array([0, 5, -1, 7, -3], np.int64))
     assert got.dtype == np.uint64
-    assert got.tolist() == [5, 2**62 + 1, 7, 2**62 + 3]   # position 1 and 3 of the order
+    assert got.tolist() == [0, 5, 2**62 + 2, 7, 2**62 + 4]   # image 0 is an id; positions 2, 4
 
 
 def test_poisson_weights_follow_the_poisson_law():
@@ -104,3 +104,36 @@ def test_a_recentred_estimate_without_a_value_is_centred_on_its_statistics():
     vals = bootstrap_values({"m": est}, 40, 200, seed=2, method="exact")["m"]
     q_lo, med, q_hi = np.quantile(vals, [0.025, 0.5, 0.975])
     assert (lo, hi) == pytest.approx((25 - (med - q_lo), 25 + (q_hi - med)))
+
+
+# -- the Poisson weights' stream, written out in plain Python integers ---------------------------
+# A sharded or Ray audit reproduces a single-file audit's intervals, and a rerun reproduces a
+# published one, only if every weight is the same pure function of (seed, unit, replicate):
+# splitmix64's finaliser (its published constants) over the unit's key, the seed and the
+# replicate, then Poisson(1)'s inverse CDF. Here that function is computed with Python's
+# integers (no numpy wrap-around) and math's factorials, independently of the vectorised code.
+_MASK = (1 << 64) - 1
+_SM_M1, _SM_M2, _SM_GOLD = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
+
+
+def _splitmix_finaliser(x: int) -> int:
+    x = ((x ^ (x >> 30)) * _SM_M1) & _MASK
+    x = ((x ^ (x >> 27)) * _SM_M2) & _MASK
+    return x ^ (x >> 31)
+
+
+def _plain_weight(key: int, replicate: int, seed: int) -> int:
+    base = _splitmix_finaliser((key * _SM_GOLD + _splitmix_finaliser((seed + _SM_GOLD) & _MASK))
+                               & _MASK)
+    rep = _splitmix_finaliser(((replicate + 1) * _SM_M2) & _MASK)
+    u = (_splitmix_finaliser(base ^ rep) >> 11) / 2**53          # uniform on [0, 1), 53 bits
+    cdf = [sum(math.exp(-1) / math.factorial(j) for j in range(k + 1)) for k in range(21)]
+    return sum(c <= u for c in cdf)                               # the smallest k with u < F(k)
+
+
+def test_poisson_weights_are_the_documented_hash_of_seed_unit_and_replicate():
+    keys = [0, 1, 2, 9, 318219, 10**18 - 1, 2**62 + 0, 2**62 + 5] + list(range(1000, 1060))
+    for seed in (0, 7):
+        got = poisson_counts(keys, np.arange(6), seed)          # a plain list of keys too
+        want = [[_plain_weight(k, r, seed) for k in keys] for r in range(6)]
+        assert got.tolist() == want, seed
