@@ -137,3 +137,14 @@ def test_poisson_weights_are_the_documented_hash_of_seed_unit_and_replicate():
         got = poisson_counts(keys, np.arange(6), seed)          # a plain list of keys too
         want = [[_plain_weight(k, r, seed) for k in keys] for r in range(6)]
         assert got.tolist() == want, seed
+
+
+def test_defaults_are_1000_replicates_seed_0_and_95_percent():
+    asked = []
+    spread = Estimate(np.zeros((3, 1)), lambda s: s[..., 0], 3, value=0.0,
+                      spread=lambda n: asked.append(n) or np.arange(n, dtype=float))
+    lo, hi = bootstrap_intervals({"m": spread}, 3)["m"]
+    assert asked == [1000] and (lo, hi) == pytest.approx((0.025 * 999, 0.975 * 999))
+    rows = np.array([[1.0, 2.0], [0.0, 2.0]])[np.arange(40) % 2]
+    est = {"m": Estimate(rows, ratio(), 40)}
+    assert bootstrap_intervals(est, 40) == bootstrap_intervals(est, 40, 1000, seed=0)
