@@ -145,6 +145,8 @@ def test_defaults_are_1000_replicates_seed_0_and_95_percent():
                       spread=lambda n: asked.append(n) or np.arange(n, dtype=float))
     lo, hi = bootstrap_intervals({"m": spread}, 3)["m"]
     assert asked == [1000] and (lo, hi) == pytest.approx((0.025 * 999, 0.975 * 999))
-    rows = np.array([[1.0, 2.0], [0.0, 2.0]])[np.arange(40) % 2]
+    # a statistic with 40 distinct values, so another seed moves the interval
+    rows = np.column_stack([np.sqrt(np.arange(40.0)), np.full(40, 2.0)])
     est = {"m": Estimate(rows, ratio(), 40)}
     assert bootstrap_intervals(est, 40) == bootstrap_intervals(est, 40, 1000, seed=0)
+    assert bootstrap_intervals(est, 40) != bootstrap_intervals(est, 40, 1000, seed=1)
