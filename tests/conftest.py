@@ -7,14 +7,22 @@ from pathlib import Path
 
 import pytest
 
+import tempfile
+
 REPO = Path(__file__).resolve().parents[1]
+if REPO.name == "mutants" and "CAPAUDIT_SHARED" not in os.environ:
+    # mutmut runs the tests in its copy of the repo, <repo>/mutants (docs/testing.md); every
+    # test module that finds ../shared by itself reads this variable first
+    os.environ["CAPAUDIT_SHARED"] = str(REPO.parent.parent / "shared")
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED", REPO.parent / "shared"))
 # the judge's response cache (and a memory store's work folders) go to the user cache dir:
 # one for the whole test session, never the user's own ~/.cache/capaudit
 if "CAPAUDIT_CACHE_DIR" not in os.environ:
-    import tempfile
-
     os.environ["CAPAUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="capaudit-test-cache-")
+# hypothesis keeps its example database and caches in ./.hypothesis by default: the suite
+# writes nothing into the checkout, so they go to a folder of this session
+if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tempfile.mkdtemp(prefix="capaudit-hypothesis-")
 
 
 def shared_path(*parts: str) -> Path:

@@ -53,9 +53,11 @@ def test_card_of_the_demo_and_a_filtered_set(tmp_path, capsys):
     # the gap of a circular value is circular too; gaps signed as on the board
     assert "| CHAIR_s | 0.00 [0.00, 0.00] n=470 | 0.00 [0.00, 0.00] n=170 | +0.00 [+0.00, " \
            "+0.00] n=170 (circular) |" in body
+    men, women, n_women = _demo_nic_gender_error()                # 7.34, 21.64, 305
     row = next(line for line in body.split("### nic_clean")[0].splitlines()
-               if line.startswith("| Gender err | 7.34 ["))      # nic: 7.34 men, 21.64 women
-    assert "| 21.64 [" in row and "n=305 | −14.30 [−" in row
+               if line.startswith(f"| Gender err | {men:.2f} ["))
+    assert f"| {women:.2f} [" in row
+    assert f"n={n_women} | {men - women:+.2f} [-".replace("-", "\u2212") in row
     # a card marks no best or worst: the compare notes about marking are left out
     assert "best/worst marked" not in body and "--all-images" not in body
     # every value with its n; the filter history; gaps by gender with their direction
@@ -84,3 +86,31 @@ def test_card_never_overwrites_the_store_or_follows_a_link(tmp_path, capsys):
     assert target.read_text() == "keep"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 or all(line.startswith("capaudit: error:") for line in err[-1:])
+
+
+def _demo_nic_gender_error() -> tuple[float, float, int]:
+    """Gender error of the demo's nic captions on men's and on women's images, and the
+    women's images (the smaller group), counted here from the bundled files with the rule of
+    Burns et al. 2018 (their word lists; nic's captions come tokenized, split on spaces)."""
+    from pathlib import Path
+
+    import capaudit
+
+    demo = Path(capaudit.__file__).parent / "data" / "demo"
+    man = set("boy brother dad husband man groom male guy men males boys guys dads dude "
+              "policeman policemen father son fireman actor gentleman boyfriend mans his obama "
+              "actors".split())
+    woman = set("girl sister mom wife woman bride female lady women girls ladies females moms "
+                "actress nun girlfriend her she".split())
+    label = {r["image_id"]: r["gender"] for r in map(json.loads, (demo / "demographics.jsonl").open())}
+    errors, captions = {"male": 0, "female": 0}, {"male": 0, "female": 0}
+    images: dict[str, set] = {"male": set(), "female": set()}
+    for r in map(json.loads, (demo / "nic.jsonl").open()):
+        g, words = label[r["image_id"]], set(r["caption"].lower().split())
+        said = ("male" if words & man and not words & woman else
+                "female" if words & woman and not words & man else None)
+        errors[g] += said is not None and said != g
+        captions[g] += 1
+        images[g].add(r["image_id"])
+    return (100 * errors["male"] / captions["male"], 100 * errors["female"] / captions["female"],
+            len(images["female"]))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from capaudit.audit.disparity import audit_disparity
@@ -164,13 +166,58 @@ def test_compare_with_disparity_reports_and_stores_the_same_gaps(tmp_path, capsy
     assert main(["audit", "compare", "nic", "--disparity", "age", *common]) == 2
 
 
+def _group_rates(ids, flags, labels) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per group: (flagged captions, captions) of each image, counted caption by caption."""
+    per: dict[str, dict[int, list[int]]] = {"male": {}, "female": {}}
+    for iid, flag in zip(ids, flags):
+        counts = per[labels[iid]].setdefault(iid, [0, 0])
+        counts[0] += bool(flag)
+        counts[1] += 1
+    return {g: (np.array([c[0] for c in imgs.values()], float),
+                np.array([c[1] for c in imgs.values()], float)) for g, imgs in per.items()}
+
+
+def _plain_bootstrap(flagged: np.ndarray, captions: np.ndarray, rng, n_boot: int = 1000):
+    """100 x flagged / captions over images drawn with replacement, one replicate at a time."""
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        pick = rng.integers(0, len(flagged), len(flagged))
+        out[b] = 100 * flagged[pick].sum() / captions[pick].sum()
+    return out
+
+
 def test_readme_figures_on_nic(nic):
-    """The README's disparity figures (defaults: 1,000 resamples, seed 0) are what the code gives."""
+    """The README's disparity figures (defaults: 1,000 resamples, seed 0) are what the code
+    gives, and the code's are what a plain computation gives: each group's rate counted caption
+    by caption from the per-caption predictions (whose total is the reference code's gender
+    error, ``test_groups_recombine_to_the_reference_value``), and the gap's interval from an
+    image bootstrap of each group written here with its own generator. Two bootstraps agree
+    within Monte-Carlo error: over 20 generators the 2.5th/97.5th percentiles of 1,000
+    replicates have a standard deviation of ~0.065, ~0.09 for the difference of two, so 0.2
+    allows ~2 of them; a 90% interval (~0.27 narrower on each side) would fail."""
     ids, caps, ann, _ = nic
     d = audit_disparity(ids, caps, ann, by="gender", metrics=["gender_error", "chair_s"])
     ge, cs = d.results["gender_error"], d.results["chair_s"]
-    assert round(ge["male"].value, 2) == 8.24 and round(ge["female"].value, 2) == 27.79
+    details = audit_captions(ids, caps, ann, metrics=["gender_error", "chair_s"], n_boot=0,
+                             workers=1).details.to_pydict()
+    errors = [p != "neutral" and p != ann.gender[i] for i, p in zip(ids, details["gender"])]
+    by_image = _group_rates(ids, errors, ann.gender)
+    rate = {g: 100 * f.sum() / n.sum() for g, (f, n) in by_image.items()}
+    assert ge["male"].value == pytest.approx(rate["male"], abs=1e-9)
+    assert ge["female"].value == pytest.approx(rate["female"], abs=1e-9)
     gap = ge["male-female"]
-    assert round(gap.value, 2) == -19.55
-    assert (round(gap.ci_low, 1), round(gap.ci_high, 1)) == (-21.3, -18.0)
-    assert round(cs["male"].value, 2) == 33.75 and round(cs["female"].value, 2) == 41.01
+    assert gap.value == pytest.approx(rate["male"] - rate["female"], abs=1e-9)
+    rng = np.random.default_rng(2024)
+    reps = _plain_bootstrap(*by_image["male"], rng) - _plain_bootstrap(*by_image["female"], rng)
+    low, high = np.quantile(reps, [0.025, 0.975])
+    assert gap.ci_low == pytest.approx(low, abs=0.2) and gap.ci_high == pytest.approx(high, abs=0.2)
+    chair = {g: 100 * f.sum() / n.sum()
+             for g, (f, n) in _group_rates(ids, details["chair_s"], ann.gender).items()}
+    assert cs["male"].value == pytest.approx(chair["male"], abs=1e-9)
+    assert cs["female"].value == pytest.approx(chair["female"], abs=1e-9)
+    # the README shows these same numbers
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    said = (f"gender error {ge['male'].value:.2f} on men's images vs {ge['female'].value:.2f} "
+            f"on women's (gap {gap.value:.2f}, 95% CI [{gap.ci_low:.1f}, {gap.ci_high:.1f}]); "
+            f"CHAIR_s {cs['male'].value:.2f} vs {cs['female'].value:.2f}").replace("-", "\u2212")
+    assert said in " ".join(readme.split())

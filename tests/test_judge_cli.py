@@ -122,6 +122,37 @@ def _har_expected(caps, human):
     return pn / pd, rn / rd
 
 
+def _units(caption, refs) -> tuple[list[str], list[str]]:
+    """The relevant units of a caption and of its reference (the script's rules)."""
+    g = [w for w in dict.fromkeys(words(caption)) if w not in IRRELEVANT]
+    r = [w for w in dict.fromkeys(words(" ".join(refs))) if w not in IRRELEVANT]
+    return g, r
+
+
+def _mar_recall_expected(caps, human):
+    """MAR (the reference describes, the caption is the reference side): recall is the
+    share of the caption's units the human description matches, pooled over captions."""
+    matched = total = 0
+    for c, refs in zip(caps, human):
+        g, r = _units(c, refs)
+        matched += len([w for w in g if w in r])
+        total += len(g)
+    return matched / total
+
+
+def _har_f1s(caps, human) -> list[float]:
+    """Per-caption HAR F1: precision (matched units + unmatched ones verified true) / units,
+    recall matched reference units / reference units (each unit matches one at most)."""
+    out = []
+    for c, refs in zip(caps, human):
+        g, r = _units(c, refs)
+        p = (len([w for w in g if w in r])
+             + len([w for w in g if w not in r and w not in FALSE_WORDS])) / len(g)
+        rec = len([w for w in r if w in g]) / len(r)
+        out.append(2 * p * rec / (p + rec) if p + rec else 0.0)
+    return out
+
+
 @pytest.mark.slow
 def test_dcscore_har_mar_on_50_coco_images(coco50, tmp_path, capsys):
     d, ids, caps, human = coco50
@@ -139,10 +170,17 @@ def test_dcscore_har_mar_on_50_coco_images(coco50, tmp_path, capsys):
         assert v["dcscore.har.precision"]["value"] == pytest.approx(p)
         assert v["dcscore.har.recall"]["value"] == pytest.approx(r)
         assert v["dcscore.har.hallucination"]["value"] == pytest.approx(1 - p)
-        assert v["dcscore.mar.recall"]["value"] is not None
+        assert v["dcscore.mar.recall"]["value"] == pytest.approx(_mar_recall_expected(
+            caps[name], [human[i] for i in ids]))
         assert v["dcscore.har.hallucination[object]"]["grp"] == "object"
     w = res["extra"]["welch_har_f1"]
-    assert w["a"] == "nic" and w["b"] == "oscar" and w["n_a"] == 50 and 0 <= w["p"] <= 1
+    assert w["a"] == "nic" and w["b"] == "oscar" and w["n_a"] == w["n_b"] == 50
+    # Welch's test by scipy's own implementation on the per-caption F1 of the script's rules
+    from scipy.stats import ttest_ind
+
+    f1 = {n: _har_f1s(caps[n], [human[i] for i in ids]) for n in ("nic", "oscar")}
+    want = ttest_ind(f1["nic"], f1["oscar"], equal_var=False)
+    assert w["t"] == pytest.approx(want.statistic) and w["p"] == pytest.approx(want.pvalue)
 
 
 def test_dry_run_makes_no_call_and_stores_nothing(coco50, tmp_path, capsys):
@@ -233,7 +271,13 @@ def test_validate_against_labels_and_a_second_judge(coco50, tmp_path, capsys):
                         for w in FALSE_WORDS)) for r in rows]
     assert a["n"] == len(rows) and a["accuracy"] == pytest.approx(
         sum(p == t for p, t in zip(pred, y)) / len(y))
-    assert a["roc_auc"] is not None and a["n_systems"] == 2
+    # the script answers P(yes) 0.9 for a sentence it judges true, 0.2 for one it judges
+    # false: AUC = P(score of a true sentence > score of a false one), ties one half
+    score = [0.9 if judged_true else 0.2 for judged_true in pred]
+    true = [s for s, label in zip(score, y) if label == 1]
+    false = [s for s, label in zip(score, y) if label == 0]
+    auc = sum((s > u) + 0.5 * (s == u) for s in true for u in false) / (len(true) * len(false))
+    assert a["roc_auc"] == pytest.approx(auc) and a["n_systems"] == 2
     # a second judge's --json output is accepted as labels: agreement with itself is perfect
     fact = tmp_path / "fact.json"
     with FakeOpenAIServer(answer=scripted_answer) as srv:

@@ -66,12 +66,34 @@ def test_lic_m_d_and_cache_hit_trains_nothing(monkeypatch):
 
 
 def test_without_reference_and_skin_tone():
+    """Skin tone here follows the object word exactly (dark: umbrella, handbag, kitchen;
+    light: skateboard, surfboard, tie), so a classifier trained on the masked captions
+    separates them: accuracy 100 on the test split, and LIC_M, the mean confidence of the
+    correct predictions, far above the 50 that accuracy alone guarantees. The split balances
+    the groups: every third of the 200 images is dark (66), so 66 + 66 captions."""
     caps, _, labels = synthetic()
     skin = {i: ("light", "dark")[labels[i] == "female"] for i in labels}
-    r = run_lic(caps, skin, None, seeds=(0,), epochs=1, device="cpu", progress=False,
+    r = run_lic(caps, skin, None, seeds=(0,), epochs=20, device="cpu", progress=False,
                 attribute="skin_tone", classifier_options=FAST)
-    assert r["lic_d"] is None and r["lic"] is None and 0 <= r["lic_m"]["value"] <= 100
+    assert r["lic_d"] is None and r["lic"] is None
     assert r["lic_m"]["std"] is None and r["config"]["attribute"] == "skin_tone"
+    d = r["details"][0]
+    assert d["n_train"] + d["n_test"] == 2 * 66
+    assert d["accuracy_m"] == 100.0
+    assert 80 < r["lic_m"]["value"] == d["lic_m"] <= 100
+
+
+def test_captions_that_say_nothing_leak_half_at_half_confidence():
+    """Every caption the same: the classifier gives one prediction for all, right on exactly
+    half of the balanced test split (accuracy 50), so LIC_M = 50 x its confidence, between 25
+    and 50; trained on balanced labels that confidence tends to 1/2, so LIC_M to 25."""
+    caps, _, labels = synthetic()
+    skin = {i: ("light", "dark")[labels[i] == "female"] for i in labels}
+    same = {i: "a person with a thing" for i in caps}
+    r = run_lic(same, skin, None, seeds=(0,), epochs=20, device="cpu", progress=False,
+                attribute="skin_tone", classifier_options=FAST)
+    assert r["details"][0]["accuracy_m"] == 50.0
+    assert 25 <= r["lic_m"]["value"] < 27
 
 
 def test_input_errors():

@@ -33,13 +33,35 @@ def _run(cmd, cwd, env, timeout=600):
     return proc.stdout
 
 
+def _source_copy(dest: Path) -> Path:
+    """What the build reads (pyproject, README, the package) copied to ``dest``: a build writes
+    ``build/`` and ``*.egg-info`` beside its sources, and the suite writes nothing into the
+    checkout."""
+    import shutil
+
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "src", dest / "src", ignore=shutil.ignore_patterns(
+        "*.egg-info", "__pycache__", "*.pyc"))
+    return dest
+
+
+def test_the_build_copy_holds_what_the_build_reads(tmp_path):
+    src = _source_copy(tmp_path / "source")
+    assert (src / "pyproject.toml").read_bytes() == (ROOT / "pyproject.toml").read_bytes()
+    assert (src / "src" / "capaudit" / "data" / "demo" / "nic.jsonl").is_file()
+    assert not list(src.rglob("*.egg-info")) and not list(src.rglob("__pycache__"))
+
+
 @pytest.mark.slow
 def test_wheel_installs_and_runs_outside_the_repo(tmp_path):
     pytest.importorskip("build", reason="pip install -e '.[dev]'")
     dist = tmp_path / "dist"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CAPAUDIT_DB")}
+    source = _source_copy(tmp_path / "source")
     _run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--sdist",
-          "--outdir", str(dist), str(ROOT)], ROOT, env)
+          "--outdir", str(dist), str(source)], source, env)
     wheel = next(dist.glob("capaudit-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("capaudit/data/prompts/judge_factuality.txt",
