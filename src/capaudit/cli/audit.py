@@ -44,7 +44,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         demographics: Path = opt.Demographics, metrics: str = opt.Metrics, mode: str = opt.Mode,
         corrected: bool = opt.Corrected, n_boot: int = opt.NBoot, seed: int = opt.Seed,
         workers: int = opt.Workers, min_images: int = opt.MinImages,
-        json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        json_out: str = typer.Option(None, "--json", help="Write results as JSON (a path "
+                                     "or a URL: s3://, gs://)"),
         reference: str = opt.Reference, clip_model: str = opt.ClipModel,
         images: Path = opt.Images, long_text: str = opt.LongText,
         allow_partial: bool = opt.AllowPartial, min_coverage: float = opt.MinCoverage,
@@ -53,16 +54,19 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         lic_epochs: int = opt.LicEpochs,
         lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
                                      "(chair_synonyms.txt format) instead of COCO's 80"),
-        shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder "
-                                   "or glob of .tar / .parquet / HF .arrow shards"),
+        shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder, "
+                                   "glob, brace list (shard-{00000..00099}.tar) or .txt list "
+                                   "of .tar / .parquet / HF .arrow shards; a path or a URL "
+                                   "(s3://, gs://, hf://, https://)"),
         executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
         address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
         name: str = typer.Option(None, "--name", help="--shards: set name (folder name)"),
         skip_bad: bool = typer.Option(False, "--skip-bad-shards",
                                       help="--shards: report and skip unreadable shards"),
-        work_dir: Path = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
-                                      "markers (default: STORE.work/NAME.audit-work); a rerun "
-                                      "resumes; removed after success"),
+        work_dir: str = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
+                                     "markers (default: STORE.work/NAME.audit-work; a URL such "
+                                     "as s3://BUCKET/PREFIX on a Ray cluster without a shared "
+                                     "disk); a rerun resumes; removed after success"),
         keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
                                        "folder after success"),
         config: Path = opt.Config, db: Path = DbOption):
