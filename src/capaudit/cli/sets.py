@@ -14,7 +14,8 @@ sets_app = typer.Typer(no_args_is_help=True, help="Register and inspect caption 
 
 @sets_app.command("add")
 def add(name: str = typer.Argument(..., help="Name for the set"),
-        path: Path = typer.Argument(..., help="Caption file or folder"),
+        path: str = typer.Argument(..., help="Caption file or folder: a path or a URL "
+                                   "(s3://, gs://, hf://, https://)"),
         fmt: str = typer.Option("auto", "--format", "-f", help="coco, sharegpt4v, fusecap, "
                                 "capsfusion, jsonl, csv, parquet, webdataset, hf or auto"),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
@@ -36,11 +37,12 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
+    from capaudit.core.urls import name_of
     from capaudit.io.ingest import add_caption_set
 
     store = open_store(db, create=True)
     with progress(transient=True) as bar:
-        task = bar.add_task(f"ingesting {path.name}", total=None)
+        task = bar.add_task(f"ingesting {esc(name_of(path))}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
                                  caption_col=caption_col, namespace=namespace,
                                  on_batch=lambda n: bar.advance(task, n), split=split,
@@ -65,6 +67,8 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
+    from capaudit.core.urls import name_of
+
     store = open_store(db, read_only=True, sandbox=True)
     table = Table()
     for col in ("name", "format", "ids", "captions", "images", "parent", "source file"):
@@ -75,7 +79,7 @@ def list_sets(db: Path = DbOption):
     for s in store.list_sets():
         table.add_row(s.name, s.format or "", s.namespace or "unassigned",
                       f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
-                      Path(s.source_path).name if s.source_path else "")
+                      name_of(s.source_path) if s.source_path else "")
     console.print(table)
 
 

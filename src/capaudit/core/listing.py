@@ -159,6 +159,17 @@ def _glob(pattern: str, options) -> list[Entry]:
     return [_remote_entry(fs, i) for i in items.values() if i.get("type") == "file"]
 
 
+def _normal(location: str) -> str:
+    """``a/b/../c`` -> ``a/c`` in a path or a URL's path (a manifest's relative names)."""
+    import posixpath
+
+    if not is_url(location):
+        return os.path.normpath(location)
+    scheme, _, rest = location.partition("://")
+    root, _, path = rest.partition("/")
+    return f"{scheme}://{root}/{posixpath.normpath(path).lstrip('/')}"
+
+
 def _from_manifest(spec: str, options) -> list[Entry]:
     """The files a manifest lists, one per line (relative to the manifest, or URLs)."""
     from capaudit.core.storage import open_input
@@ -166,7 +177,7 @@ def _from_manifest(spec: str, options) -> list[Entry]:
     with open_input(spec, options) as fh:
         lines = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
     base = parent_of(spec)
-    locations = [ln if is_url(ln) or os.path.isabs(ln) else join(base, ln)
+    locations = [ln if is_url(ln) or os.path.isabs(ln) else _normal(join(base, ln))
                  for ln in lines if ln and not ln.startswith("#")]
     if not locations:
         raise InputError("the manifest lists no file", path=shown_url(spec),

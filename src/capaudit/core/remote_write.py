@@ -54,10 +54,8 @@ def _bounded(call, seconds: float = 1.0) -> None:
 
 
 def _quiet(call) -> None:
-    try:
+    with contextlib.suppress(Exception):
         call()
-    except Exception:
-        pass
 
 
 def _open(fs, path: str, exclusive: bool):
@@ -84,6 +82,7 @@ def open_output(url: str, *, exclusive: bool = False,
         f.commit()
     except BaseException as exc:
         _bounded(f.discard)
+        f.closed = True   # never closed later (by the garbage collector): that would upload
         if isinstance(exc, FileExistsError):
             raise Exists(str(exc)) from None
         if isinstance(exc, OSError):
