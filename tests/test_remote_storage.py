@@ -341,3 +341,54 @@ def test_credentials_in_urls_and_options_never_reach_a_message_or_the_store(tmp_
     with pytest.raises(InputError, match="hold credentials"):
         run_sharded(str(www), {"metrics": ["length"]}, None, tmp_path / "w",
                     storage_options={"key": KEY_ID, "secret": SECRET})
+
+
+def test_an_audit_of_a_caption_file_and_annotations_on_s3(shared, tmp_path, s3, cli):
+    c = shared("data", "coco2014")
+    rows = _rows(shared, 300)
+    caps = "".join(json.dumps({"image_id": r["image_id"], "caption": r["caption"]}) + "\n"
+                   for r in rows)
+    (tmp_path / "caps.jsonl").write_text(caps)
+    url = s3.put("in/caps.jsonl", caps.encode())
+    inst = s3.put_file("ann/instance_categories_val2014.jsonl",
+                       c / "instance_categories_val2014.jsonl")
+    db, args = tmp_path / "s.duckdb", ["--metrics", "chair_i,recall,length", "--n-boot", "50"]
+    added = cli("annotations", "add", "instances", inst, "--db", str(db))
+    assert added.returncode == 0, added.stderr
+    cli("annotations", "add", "chair-gt", str(c / "chair_objects_trainval2014.jsonl"),
+        "--db", str(db))
+    remote = cli("audit", "run", url, *args, "--json", str(tmp_path / "r.json"), "--db", str(db))
+    local = cli("audit", "run", str(tmp_path / "caps.jsonl"), *args, "--json",
+                str(tmp_path / "l.json"), "--db", str(db))
+    assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
+    r, lo = (json.loads((tmp_path / n).read_text()) for n in ("r.json", "l.json"))
+    assert _sets(r) == _sets(lo) and list(r["sets"]) == ["caps"]
+    assert r["sets"]["caps"]["recall"]["n"] > 0      # the instances read from s3:// joined
+    con = duckdb.connect(str(db), read_only=True)
+    (src, ns), = con.execute("SELECT path, namespace FROM annotation_sources WHERE kind = "
+                             "'instances'").fetchall()
+    con.close()
+    assert src == inst and ns == "coco2014"   # named by its URL, namespace from its name
+
+
+def test_enrich_reads_shards_on_s3_and_keeps_its_work_there(tmp_path, s3):
+    """The same outputs, byte for byte, as from local shards into a local work folder; a
+    rerun finds every shard done by its ETag; the manifest names the parent set."""
+    from capaudit.enrich.runner import run_enrich
+    from capaudit.io.image_shards import read_manifest
+    from test_enrich_fixtures import base_config, make_dataset
+
+    _, shards, _ = make_dataset(tmp_path, n_images=6, shard_size=2)
+    for f in sorted(shards.iterdir()):
+        s3.put_file(f"shards/{f.name}", f)
+    cfg = {**base_config(backend="echo"), "captions": "all"}
+    local = run_enrich(shards, tmp_path / "w", "capsfusion", cfg)
+    remote = run_enrich(s3.url("shards/"), s3.url("enrich"), "capsfusion", cfg)
+    assert local["table"].equals(remote["table"]) and remote["table"].num_rows == 12
+    outs = sorted(k for k in s3.keys("enrich") if k.endswith(".jsonl"))
+    assert [name_of(k) for k in outs] == sorted(p.name for p in (tmp_path / "w").glob("*.jsonl"))
+    assert all(s3.cat(k) == (tmp_path / "w" / name_of(k)).read_bytes() for k in outs)
+    again = run_enrich(s3.url("shards/shard-{00000..00002}.tar"), s3.url("enrich"),
+                       "capsfusion", cfg)
+    assert again["shards_run"] == 0 and again["shards_skipped"] == 3
+    assert read_manifest(s3.url("shards/"))["captions_set"] == "coco"

@@ -39,7 +39,8 @@ from typing import Callable, Iterator, TypeVar
 from capaudit.core.urls import BACKENDS, is_url, local_path, protocol_of, shown_url
 from capaudit.errors import InputError, require
 
-__all__ = ["filesystem", "open_input", "identity", "info_identity", "local_copy", "retrying",
+__all__ = ["filesystem", "open_input", "identity", "info_identity", "local_copy", "kept_copy",
+           "retrying",
            "io_error", "is_transient", "is_remote", "DEADLINE_ENV"]
 
 T = TypeVar("T")
@@ -270,6 +271,21 @@ def local_copy(location, storage_options: dict | None = None) -> Iterator[Path]:
         yield target
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_KEPT: dict = {}   # URL -> its local copy, for this process
+
+
+def kept_copy(location, storage_options: dict | None = None) -> Path:
+    """:func:`local_copy` of a remote file that lives until the process ends (a caption file
+    given to ``audit run`` is read more than once: coverage, then the audit)."""
+    if location not in _KEPT:
+        import atexit
+
+        ctx = local_copy(location, storage_options)
+        _KEPT[location] = ctx.__enter__()
+        atexit.register(ctx.__exit__, None, None, None)
+    return _KEPT[location]
 
 
 def is_remote(location) -> bool:

@@ -188,6 +188,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     from capaudit.audit.shards.outputs import annotation_namespaces, merged_coverage
     from capaudit.core.folder import Folder
     from capaudit.executors import get_executor
+    from capaudit.executors.base import require_shared
     from capaudit.io.caption_shards import find_shard_entries, shards_name
     from capaudit.io.markers import clean_tmp, config_hash
     from capaudit.io.work_dir import work_dir_lock
@@ -206,7 +207,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     key = config_hash(_key(cfg, annotations))
     ex = get_executor(executor, workers=workers, address=address)
     try:
-        _check_shared(ex, work_dir)
+        require_shared(ex, str(work_dir))
         with work_dir_lock(work_dir) as root:
             work = Folder(root, opts).sub(key).make()  # one folder per configuration
             clean_tmp(work)
@@ -274,16 +275,3 @@ def _task_options(storage_options: dict | None) -> dict:
                          fix="give credentials through each machine's own sources "
                              "(AWS_PROFILE, AWS_ACCESS_KEY_ID, HF_TOKEN, an instance role)")
     return opts
-
-
-def _check_shared(ex, work_dir) -> None:
-    """A Ray cluster of several nodes shares no disk: its work folder must be a URL every
-    node reaches (``file:///PATH`` says PATH is mounted on every node)."""
-    from capaudit.core.urls import is_url, shown_url
-
-    nodes = getattr(ex, "nodes", lambda: 1)()
-    if nodes > 1 and not is_url(work_dir):
-        raise InputError(f"the Ray cluster has {nodes} nodes and they share no disk: a local "
-                         "work folder would be written on whichever node ran each shard",
-                         path=shown_url(work_dir), fix="pass --work-dir s3://BUCKET/PREFIX (or "
-                         "gs://...), or file:///PATH if every node mounts PATH")
