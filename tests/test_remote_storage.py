@@ -392,3 +392,33 @@ def test_enrich_reads_shards_on_s3_and_keeps_its_work_there(tmp_path, s3):
                        "capsfusion", cfg)
     assert again["shards_run"] == 0 and again["shards_skipped"] == 3
     assert read_manifest(s3.url("shards/"))["captions_set"] == "coco"
+
+
+def test_exports_and_reports_are_uploaded_whole(shared, tmp_path, s3, cli):
+    rows = _rows(shared, 200)
+    db = tmp_path / "s.duckdb"
+    for name, part in (("a", rows[:100]), ("b", rows[100:])):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(
+            {"image_id": r["image_id"], "caption": r["caption"]}) + "\n" for r in part))
+        assert cli("sets", "add", name, str(tmp_path / f"{name}.jsonl"), "--db",
+                   str(db)).returncode == 0
+    assert cli("sets", "export", "a", "--to", "jsonl", "--out", str(tmp_path / "a.out.jsonl"),
+               "--db", str(db)).returncode == 0
+    res = cli("sets", "export", "a", "--to", "jsonl", "--out", s3.url("exp/a.jsonl"), "--db",
+              str(db))
+    assert res.returncode == 0, res.stderr
+    assert s3.cat("exp/a.jsonl") == (tmp_path / "a.out.jsonl").read_bytes()
+    assert "exp/a.jsonl.provenance.json" in s3.keys("exp")
+    wds = cli("sets", "export", "a", "--to", "webdataset", "--out", s3.url("exp/wds"), "--db",
+              str(db))
+    assert wds.returncode == 0, wds.stderr
+    assert any(k.endswith(".tar") for k in s3.keys("exp/wds/"))
+    again = cli("sets", "export", "b", "--to", "webdataset", "--out", s3.url("exp/wds"),
+                "--db", str(db))
+    assert again.returncode == 2 and "has objects in it" in again.stderr
+    rep = cli("audit", "compare", "a", "b", "--metrics", "length,vocab", "--n-boot", "20",
+              "--report", s3.url("rep"), "--db", str(db))
+    assert rep.returncode == 0, rep.stderr
+    assert {"rep/report.md", "rep/report.html", "rep/metrics.json",
+            "rep/provenance.json"} <= set(s3.keys("rep"))
+    assert b"# capaudit compare report" in s3.cat("rep/report.md")

@@ -142,8 +142,9 @@ def _print_results(results: dict, min_n: int = 30) -> None:
 
 @audit_app.command("compare")
 def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or caption files)"),
-            report: Path = typer.Option(Path("report"), "--report",
-                                        help="Report folder (its report files are replaced)"),
+            report: str = typer.Option("report", "--report",
+                                       help="Report folder (its report files are replaced; a "
+                                            "path or a URL: s3://, gs://)"),
             instances: Path = opt.Instances, chair_gt: Path = opt.ChairGT,
             demographics: Path = opt.Demographics,
             metrics: str = opt.Metrics, n_boot: int = opt.NBoot, seed: int = opt.Seed,
@@ -175,14 +176,19 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
                        allow_partial=allow_partial, min_n=min_n,
                        **annotation_cli(instances, chair_gt, demographics))
-    with _AuditProgress() as hooks:
-        cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
+    from capaudit.core.folder import staged
+    from capaudit.core.urls import join, shown_url
+
+    with _AuditProgress() as hooks, staged(report) as folder:   # a URL: built here, uploaded
+        cmp = compare_and_report(open_store(db, create=True), sets, folder, cfg, same_images,
+                                 **hooks)
     for n in cmp.names:  # how much of each set the annotations cover, before any number
         cov = getattr(cmp.results[n], "meta", {}).get("coverage")
         if cov:
             console.print(cov["line"])
     print_compare(cmp)
-    console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
+    console.print(f"report: {shown_url(join(report, 'report.md'))} and "
+                  f"{shown_url(join(report, 'report.html'))}", markup=False)
 
 
 @audit_app.command("words")

@@ -134,7 +134,8 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
                                              "back, revised in place, with OUT.changes.jsonl), "
                                              "jsonl, parquet, webdataset, sharegpt4v, llava, "
                                              "sharegpt, coco or hf"),
-           out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
+           out: str = typer.Option(None, "--out", "-o", help="Output file or folder (a path "
+                                   "or a URL: s3://, gs://)"),
            overwrite: bool = typer.Option(False, "--overwrite", help="webdataset/hf: write "
                                           "into an existing folder with files in it, "
                                           "replacing only capaudit's own files there; "
@@ -143,8 +144,12 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
     store, a registered source file and a link are never written over)."""
+    from capaudit.core.storage import is_remote
     from capaudit.io.export import export_with_provenance
 
+    if out and is_remote(out):
+        with open_store(db, read_only=True) as store:
+            return _export_remote(store, name, to, out, overwrite)
     path = export_with_provenance(open_store(db, read_only=True), name, to, out,
                                   overwrite=overwrite)
     console.print(f"wrote {path}")
@@ -161,6 +166,27 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
             console.print(f"{len(lost):,} records dropped: {TOKEN_DROP_WHY} (source records "
                           f"{', '.join(str(i + 1) for i in lost[:10])}"
                           f"{', ...' if len(lost) > 10 else ''}; listed in the changes file)")
+
+
+def _export_remote(store, name: str, to: str, out: str, overwrite: bool) -> None:
+    """An export to object storage: built in a private temporary folder, then uploaded, each
+    file whole (:func:`capaudit.core.folder.staged`); a folder layout is refused over objects
+    already there unless ``--overwrite`` (then objects of the same names are replaced)."""
+    from capaudit.core.folder import Folder, staged
+    from capaudit.core.urls import name_of, parent_of, shown_url
+    from capaudit.errors import InputError
+    from capaudit.io.export import export_with_provenance
+
+    if to == "original":
+        raise InputError("--to original writes the source file's layout beside a local copy",
+                         path=shown_url(out), fix="export to a local path, then upload it")
+    if to in ("webdataset", "hf") and Folder(out).names() and not overwrite:
+        raise InputError("the output folder exists and has objects in it", path=shown_url(out),
+                         fix="choose a new prefix, or pass --overwrite to replace objects of "
+                             "the same names")
+    with staged(parent_of(out)) as folder:
+        export_with_provenance(store, name, to, str(folder / name_of(out)), overwrite=overwrite)
+    console.print(f"wrote {shown_url(out)}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -29,7 +29,7 @@ from typing import BinaryIO, Iterator
 
 from capaudit.core.urls import is_url, join, local_path, shown_url
 
-__all__ = ["Folder"]
+__all__ = ["Folder", "staged"]
 
 
 class Folder:
@@ -175,6 +175,32 @@ class Folder:
 
         with local_copy(self.url(name), self.options) as path:
             yield path
+
+
+@contextlib.contextmanager
+def staged(location) -> Iterator[Path]:
+    """A local folder to build a folder output in (``--report``): ``location`` itself when it
+    is local; for a URL a private temporary folder whose files are uploaded, each whole and
+    under its own name (replacing only objects of those names), when the block ends cleanly;
+    nothing is uploaded after an error."""
+    folder = Folder(location)
+    if folder.local is not None:
+        yield folder.local
+        return
+    import tempfile
+
+    from capaudit.core.remote_write import check_writable
+
+    check_writable(folder.url("x"))
+    tmp = Path(tempfile.mkdtemp(prefix="capaudit-out-"))
+    try:
+        yield tmp
+        for path in sorted(p for p in tmp.rglob("*") if p.is_file() and not p.is_symlink()):
+            with open(path, "rb") as src, folder.open_write(
+                    path.relative_to(tmp).as_posix()) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _cat_or_none(fs, path: str) -> bytes | None:

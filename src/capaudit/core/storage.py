@@ -127,7 +127,7 @@ def retrying(call: Callable[[], T], url, what: str = "read") -> T:
     while True:
         try:
             return call()
-        except InputError:
+        except (InputError, FileExistsError):   # an exclusive write's answer: the caller's
             raise
         except Exception as exc:
             if not is_transient(exc) or time.monotonic() - start + delay > _deadline():

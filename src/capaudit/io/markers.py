@@ -71,17 +71,26 @@ def marker_path(out_dir, shard_name: str):
     return folder.local / name if folder.local is not None else folder.url(name)
 
 
-def write_marker(out_dir, shard_name: str, cfg_hash: str, counts: Mapping):
-    """The completion marker: written last, so its presence means the shard is whole; any
-    stale marker is removed first and the new one created only if absent."""
+def write_marker(out_dir, shard_name: str, cfg_hash: str, counts: Mapping, *,
+                 stale: bool = True):
+    """The completion marker: written last, so its presence means the shard is whole; a
+    stale marker is removed first (``stale=False``: the caller read none, one request
+    fewer) and the new one created only if absent."""
     from capaudit.core.remote_write import Exists
 
     folder, name = as_folder(out_dir), marker_name(shard_name)
     data = json.dumps({"shard": name_of(shard_name), "config_hash": cfg_hash, **counts},
                       sort_keys=True, default=str).encode()
-    folder.remove(name)
+    if stale:
+        folder.remove(name)
     try:
-        folder.write_bytes(name, data, exclusive=True)
+        try:
+            folder.write_bytes(name, data, exclusive=True)
+        except Exists:
+            if stale:
+                raise
+            folder.remove(name)   # a marker the caller could not read (damaged): replaced
+            folder.write_bytes(name, data, exclusive=True)
     except Exists:
         raise InputError("another capaudit run marked this shard done meanwhile",
                          path=shown_url(folder.url(name)),

@@ -69,7 +69,8 @@ class DetailsFile:
 
         if self.writer is None:   # our own file (never a planted link) or an upload
             self._out = self.folder.open_write(self.name)
-            self.writer = pq.ParquetWriter(self._out.__enter__(), table.schema)
+            self._fh = self._out.__enter__()
+            self.writer = pq.ParquetWriter(self._fh, table.schema)
         self.writer.write_table(table.cast(self.writer.schema))
         self.rows += table.num_rows
 
@@ -78,9 +79,10 @@ class DetailsFile:
         if self.writer is None:  # an empty shard: no file, no rows
             return {"rows": 0, "bytes": 0}
         self.writer.close()
+        size = self._fh.tell()
         self._out.__exit__(None, None, None)
         self._out = None
-        return {"rows": self.rows, "bytes": self.folder.size(self.name)}
+        return {"rows": self.rows, "bytes": size}
 
     def abort(self) -> None:
         if self.writer is not None:

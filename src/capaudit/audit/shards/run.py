@@ -119,7 +119,8 @@ def audit_shard(task: ShardTask) -> dict:
     write_marker(folder, name, task.cfg_hash, {"index": task.index, "input": fp,
                                              "n_captions": acc.n_captions, "coverage": cov,
                                              "details": details,
-                                             "state_sha256": sha256_hex(data)})
+                                             "state_sha256": sha256_hex(data)},
+                 stale=marker is not None)
     return {"shard": name, "status": "done", "n_captions": acc.n_captions,
             "seconds": time.perf_counter() - t0, "coverage": cov, "details": details}
 
