@@ -422,3 +422,28 @@ def test_exports_and_reports_are_uploaded_whole(shared, tmp_path, s3, cli):
     assert {"rep/report.md", "rep/report.html", "rep/metrics.json",
             "rep/provenance.json"} <= set(s3.keys("rep"))
     assert b"# capaudit compare report" in s3.cat("rep/report.md")
+
+
+def test_hf_urls_resolve_to_the_hub_file_system_and_are_read_only(tmp_path, cli):
+    pytest.importorskip("huggingface_hub")
+    from huggingface_hub import HfFileSystem
+
+    fs, path = storage.filesystem("hf://datasets/org/name/data/train-00000.parquet")
+    assert isinstance(fs, HfFileSystem) and path == "datasets/org/name/data/train-00000.parquet"
+    res = cli("sets", "export", "x", "--to", "jsonl", "--out", "hf://datasets/org/name/x.jsonl",
+              "--db", str(tmp_path / "none.duckdb"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("CAPAUDIT_TEST_HUB"),
+                    reason="no Hugging Face Hub here (an offline machine); set "
+                           "CAPAUDIT_TEST_HUB=hf://datasets/ORG/NAME/PATH/*.parquet (caption "
+                           "shards) where huggingface.co is reachable")
+def test_the_readme_hf_example_audits_caption_shards_on_the_hub(tmp_path, cli):
+    """The README's ``hf://`` example, against the Hub named by ``CAPAUDIT_TEST_HUB``."""
+    spec = os.environ["CAPAUDIT_TEST_HUB"]
+    res = cli("audit", "run", "--shards", spec, "--metrics", "vocab,length", "--n-boot", "20",
+              "--name", "hub", "--json", str(tmp_path / "hf.json"), "--db",
+              str(tmp_path / "s.duckdb"))
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "hf.json").read_text())["sets"]["hub"]["length"]["n"] > 0
