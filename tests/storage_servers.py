@@ -102,9 +102,12 @@ def s3(moto_endpoint, monkeypatch):
     _clear_s3fs()
 
 
+SERVED: list[tuple[str, int]] = []   # (path, bytes) of each answered GET, for the tests
+
+
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
     """Static files with ``Range: bytes=a-b`` answered 206 (as any CDN or object store's
-    HTTP front does); quiet."""
+    HTTP front does); quiet; every GET's bytes counted in :data:`SERVED`."""
 
     def log_message(self, *args) -> None:
         pass
@@ -113,6 +116,8 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
         rng = self.headers.get("Range")
         path = Path(self.translate_path(self.path))
         if not rng or not path.is_file():
+            if path.is_file() and self.command == "GET":
+                SERVED.append((path.name, path.stat().st_size))
             return super().send_head()
         size = path.stat().st_size
         start, _, end = rng.removeprefix("bytes=").partition("-")
@@ -125,6 +130,8 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(end - start + 1))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
+        if self.command == "GET":
+            SERVED.append((path.name, end - start + 1))
         return _Limited(fh, end - start + 1)
 
 
@@ -148,6 +155,7 @@ def http_files(tmp_path):
     pytest.importorskip("aiohttp")
     folder = tmp_path / "www"
     folder.mkdir()
+    SERVED.clear()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                              partial(_RangeHandler, directory=str(folder)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -258,14 +258,15 @@ def test_a_read_cut_midway_resumes_at_its_offset(s3):
     url = s3.put("big.bin", data)
     fh = storage.open_input(url, block_size=2 ** 20)
     first = fh.read(1000)
-    real, cut = fh._f.read, []
+    raw = fh.raw
+    real, cut = raw._f.read, []
 
     def broken(n=-1):
         if not cut:
             cut.append(1)
             raise ConnectionResetError(104, "reset")
         return real(n)
-    fh._f.read = broken
+    raw._f.read = broken   # the read after the buffer's first 1 MB is cut
     rest = fh.read()
     assert cut and first + rest == data
 
@@ -447,3 +448,23 @@ def test_the_readme_hf_example_audits_caption_shards_on_the_hub(tmp_path, cli):
               str(tmp_path / "s.duckdb"))
     assert res.returncode == 0, res.stderr
     assert json.loads((tmp_path / "hf.json").read_text())["sets"]["hub"]["length"]["n"] > 0
+
+
+def test_a_remote_parquet_shard_is_read_by_its_needed_columns_only(shared, tmp_path,
+                                                                    http_files):
+    """Footer first, then the id and caption columns' byte ranges: a 4 MB column of
+    anything else in the shard is never fetched."""
+    from capaudit.io.caption_shards import iter_shard_rows
+    from storage_servers import SERVED
+
+    base, www = http_files
+    rows = _rows(shared, 2000)
+    table = pa.table({"key": [str(r["image_id"]) for r in rows],
+                      "caption": [r["caption"] for r in rows],
+                      "clip_embedding": [os.urandom(2048) for _ in rows]})
+    pq.write_table(table, www / "wide.parquet", row_group_size=250, compression="none")
+    size = (www / "wide.parquet").stat().st_size
+    got = list(iter_shard_rows(f"{base}/wide.parquet"))
+    assert got == list(iter_shard_rows(www / "wide.parquet")) and len(got) == 2000
+    fetched = sum(n for name, n in SERVED if name == "wide.parquet")
+    assert size > 4_000_000 and fetched < 0.1 * size, (fetched, size)

@@ -204,14 +204,16 @@ def open_input(location, storage_options: dict | None = None, *,
                block_size: int | None = None):
     """A binary file of ``location`` (path or URL) for reading: local files as they are,
     remote ones read in blocks (``block_size``: the backend's default, 5 MB on S3) with
-    retried reads."""
+    retried reads, behind a 1 MB buffer (a tar's 512-byte headers cost no request and no
+    retry wrapper each)."""
     path = local_path(location)
     if path is not None:
         try:
             return open(path, "rb")
         except OSError as exc:
             raise io_error(exc, path) from None
-    return _RetryingFile(str(location), storage_options, block_size)
+    return io.BufferedReader(_RetryingFile(str(location), storage_options, block_size),
+                             buffer_size=1 << 20)
 
 
 _ID_KEYS = ("ETag", "etag", "md5Hash", "crc32c", "checksum", "sha256", "oid", "LastModified",

@@ -122,15 +122,29 @@ def _batch_rows(batch: pa.RecordBatch, id_col: str | None, cap_col: str, path: P
             yield iid, text
 
 
-def _columnar_batches(path, source) -> Iterator[pa.RecordBatch]:
-    """Record batches of a parquet or Arrow shard; ``source``: the local path, or an open
-    remote file (parquet: footer first, then the row groups' byte ranges)."""
+def _wanted(names: list[str], path) -> list[str]:
+    return [c for c in (_pick(names, ID_COLUMNS, path, "image id", False),
+                        _pick(names, CAPTION_COLUMNS, path, "caption", True)) if c]
+
+
+def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
+    """Record batches of a parquet or Arrow shard; ``source``: the local ``Path``, a remote
+    parquet file's URL (footer first, then only the id and caption columns' byte ranges:
+    :mod:`capaudit.io.remote_parquet`) or an open remote Arrow file. A DataComp shard's
+    other 30 columns are never read."""
     if Path(name_of(path)).suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        yield from pq.ParquetFile(source, pre_buffer=False).iter_batches(batch_size=BATCH)
+        if isinstance(source, str):
+            from capaudit.io.remote_parquet import iter_remote_parquet
+
+            yield from iter_remote_parquet(source, lambda names: _wanted(names, path), BATCH,
+                                           options)
+            return
+        pf = pq.ParquetFile(source, pre_buffer=False)
+        yield from pf.iter_batches(batch_size=BATCH, columns=_wanted(pf.schema_arrow.names, path))
         return
-    if isinstance(source, (str, Path)):
+    if isinstance(source, Path):
         with pa.memory_map(str(source)) as src:
             yield from _ipc_batches(src)
         return
@@ -149,9 +163,10 @@ def _ipc_batches(src) -> Iterator[pa.RecordBatch]:
     yield from reader
 
 
-def _columnar_rows(path, source, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
+def _columnar_rows(path, source, guard=_no_guard, options=None
+                   ) -> Iterator[tuple[int | None, str]]:
     row0, cols = 0, None
-    for batch in _columnar_batches(path, source):
+    for batch in _columnar_batches(path, source, options):
         if cols is None:
             names = batch.schema.names
             cols = (_pick(names, ID_COLUMNS, path, "image id", False),
@@ -186,18 +201,21 @@ def iter_shard_rows(location, guard=_no_guard, storage_options: dict | None = No
     if local is not None:
         yield from _rows(local, local, guard)
         return
+    if Path(name_of(location)).suffix == ".parquet":   # read by its URL: ranges, not blocks
+        yield from _rows(shown_url(location), str(location), guard, storage_options)
+        return
     from capaudit.core.storage import open_input
 
     with open_input(str(location), storage_options) as src:   # messages name the URL
         yield from _rows(shown_url(location), src, guard)
 
 
-def _rows(path, source, guard) -> Iterator[tuple[int | None, str]]:
+def _rows(path, source, guard, options=None) -> Iterator[tuple[int | None, str]]:
     if Path(name_of(path)).suffix == ".tar":
         yield from _tar_rows(path, source, guard)
         return
     try:
-        yield from _columnar_rows(path, source, guard)
+        yield from _columnar_rows(path, source, guard, options)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"not a readable {Path(name_of(path)).suffix[1:]} shard "
                          f"({str(exc).splitlines()[0]})", path=path,
