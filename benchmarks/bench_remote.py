@@ -118,22 +118,27 @@ def s3_cpu(args, shards: Path, tmp: Path) -> None:
 
 
 class RaySampler(threading.Thread):
-    """Peak RSS of each Ray worker process (``ray::...``) of the cluster's process groups."""
+    """Peak RSS of each Ray worker process (``ray::...``, a child of one of the cluster's
+    raylets: the process groups of the ``ray start`` commands started here)."""
 
     def __init__(self, groups: list[int]):
         super().__init__(daemon=True)
-        self.groups, self.peak, self.stop = groups, {}, threading.Event()
+        self.groups, self.peak, self.cpu, self.stop = groups, {}, {}, threading.Event()
 
     def run(self) -> None:
         import psutil
 
         while not self.stop.wait(0.2):
-            for p in psutil.process_iter(["pid", "name", "cmdline", "memory_info"]):
+            for p in psutil.process_iter(["pid", "ppid", "cmdline", "memory_info"]):
                 try:
-                    if os.getpgid(p.pid) in self.groups and (p.info["cmdline"] or [""])[0] \
-                            .startswith("ray::") and "Agent" not in p.info["cmdline"][0]:
+                    ours = os.getpgid(p.pid) in self.groups or \
+                        os.getpgid(p.info["ppid"]) in self.groups
+                    if ours and (p.info["cmdline"] or [""])[0].startswith("ray::") \
+                            and "Agent" not in p.info["cmdline"][0]:
                         rss = p.info["memory_info"].rss
                         self.peak[p.pid] = max(self.peak.get(p.pid, 0), rss)
+                        t = p.cpu_times()
+                        self.cpu[p.pid] = max(self.cpu.get(p.pid, 0.0), t.user + t.system)
                 except (OSError, psutil.Error, TypeError):
                     continue
 
@@ -179,7 +184,8 @@ def ray_bench(args, shards: Path, tmp: Path) -> None:
             peaks = sorted(round(v / 2 ** 20) for v in sampler.peak.values())
             print(json.dumps({"ray workers": n_nodes, "captions": args.captions, **res,
                               "driver_peak_rss_mb": res["peak_rss_mb"],
-                              "worker_peak_rss_mb": peaks}), flush=True)
+                              "worker_peak_rss_mb": peaks,
+                              "worker_cpu_s": round(sum(sampler.cpu.values()), 1)}), flush=True)
     finally:
         for p in nodes:
             os.killpg(p.pid, signal.SIGTERM)

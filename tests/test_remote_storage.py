@@ -468,3 +468,24 @@ def test_a_remote_parquet_shard_is_read_by_its_needed_columns_only(shared, tmp_p
     assert got == list(iter_shard_rows(www / "wide.parquet")) and len(got) == 2000
     fetched = sum(n for name, n in SERVED if name == "wide.parquet")
     assert size > 4_000_000 and fetched < 0.1 * size, (fetched, size)
+
+
+def test_a_work_folder_on_s3_is_held_by_one_run_and_a_dead_holder_is_taken_over(s3):
+    from capaudit.io.remote_lock import LOCK_NAME, STALE_S, remote_lock
+
+    folder = Folder(s3.url("w"))
+    fresh = {"host": "other-host", "pid": 4242, "token": "t", "beat": time.time()}
+    folder.write_bytes(LOCK_NAME, json.dumps(fresh).encode())
+    with pytest.raises(InputError, match=r"another capaudit run \(host other-host, pid 4242\)"):
+        with remote_lock(s3.url("w")):
+            pass
+    assert json.loads(folder.read_bytes(LOCK_NAME))["token"] == "t"     # left as it was
+    folder.write_bytes(LOCK_NAME, json.dumps({**fresh, "beat": time.time() - STALE_S - 1})
+                       .encode())
+    with remote_lock(s3.url("w")):   # its heartbeat stopped: a run killed elsewhere
+        held = json.loads(folder.read_bytes(LOCK_NAME))
+        assert held["pid"] == os.getpid() and held["token"] != "t"
+        with pytest.raises(InputError, match="another capaudit run"):
+            with remote_lock(s3.url("w")):   # and now it is ours: a second run is refused
+                pass
+    assert folder.read_bytes(LOCK_NAME) is None      # released at the end

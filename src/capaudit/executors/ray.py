@@ -45,8 +45,16 @@ class RayExecutor:
         self._started = False
         if not self.ray.is_initialized():
             kwargs = {"address": address} if address else {"num_cpus": self.workers}
-            self.ray.init(include_dashboard=False, log_to_driver=False,
-                          ignore_reinit_error=True, **kwargs)
+            try:
+                self.ray.init(include_dashboard=False, log_to_driver=False,
+                              ignore_reinit_error=True, **kwargs)
+            except ConnectionError as exc:
+                from capaudit.errors import InputError
+
+                raise InputError(f"no Ray cluster answers at --address {address} "
+                                 f"({' '.join(str(exc).split())[:120]})",
+                                 fix="start one (ray start --head), set RAY_ADDRESS, or drop "
+                                     "--address for a local cluster") from None
             self._started = True
 
     def nodes(self) -> int:
