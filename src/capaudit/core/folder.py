@@ -171,7 +171,7 @@ class Folder:
     @contextlib.contextmanager
     def local_file(self, name: str) -> Iterator[Path]:
         """A local path holding ``name`` (a temporary copy of a remote object)."""
-        from capaudit.core.storage import local_copy
+        from capaudit.core.local_copy import local_copy
 
         with local_copy(self.url(name), self.options) as path:
             yield path

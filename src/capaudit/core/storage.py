@@ -17,13 +17,36 @@ and goes through here. The API, from the bottom up:
   offset; Ctrl-C ends a wait at once (fsspec's ``sync`` waits in 1 s slices).
 - :func:`identity`: what a completion marker keeps of a remote input (size, ETag or
   checksum, modification time): an object rewritten under the same name is redone.
-- :func:`local_copy`: a remote file streamed to a private temporary file (with its sha256)
-  for the readers that need a path (DuckDB's ``read_json``, ``sets add``).
+- :func:`capaudit.core.local_copy.local_copy`: a remote file streamed to a private
+  temporary file for the readers that need a path (DuckDB's ``read_json``, ``sets add``).
 
 Listing (brace lists, narrow prefixes, manifests) is :mod:`capaudit.core.listing`; atomic
 writes and markers' conditional create are :mod:`capaudit.core.remote_write`; a work or
 output folder named by a URL is :class:`capaudit.core.folder.Folder`. fsspec is imported
 only when a URL is used: a local run never pays for it.
+
+A sharded command on this layer (what ``audit run --shards`` and ``enrich`` do; a sharded
+filter does the same), every location a path or a URL::
+
+    from capaudit.core.folder import Folder
+    from capaudit.core.listing import list_files
+    from capaudit.core.storage import open_input
+    from capaudit.io.markers import input_fingerprint, read_marker, same_input, write_marker
+
+    shards = list_files("s3://b/in/shard-{00000..00099}.tar")   # Entry: location, size, identity
+    work = Folder("s3://b/run").sub(config_hash)                # the work folder, as a URL
+    # in a task (give it e.location, work.location and plain options; never a file system):
+    marker = read_marker(work, e.name)
+    fp = input_fingerprint(e.location, (marker or {}).get("input"), known=e.identity)
+    if marker and same_input(marker["input"], fp): ...          # done: skip
+    with open_input(e.location) as src, work.open_write(out_name) as dst:
+        ...                                                     # streamed in, whole-or-nothing out
+    write_marker(work, e.name, config_hash, {"input": fp, ...})  # after the output, if absent
+
+and :func:`capaudit.io.work_dir.work_dir_lock` holds the work folder (a lock object on
+object storage), :func:`capaudit.executors.base.require_shared` refuses a local work folder
+on a Ray cluster of several nodes, :func:`capaudit.core.folder.staged` builds a folder output
+locally and uploads it.
 """
 
 from __future__ import annotations
@@ -39,8 +62,7 @@ from typing import Callable, Iterator, TypeVar
 from capaudit.core.urls import BACKENDS, is_url, local_path, protocol_of, shown_url
 from capaudit.errors import InputError, require
 
-__all__ = ["filesystem", "open_input", "identity", "info_identity", "local_copy", "kept_copy",
-           "retrying",
+__all__ = ["filesystem", "open_input", "identity", "info_identity", "retrying",
            "io_error", "is_transient", "is_remote", "DEADLINE_ENV"]
 
 T = TypeVar("T")
@@ -239,55 +261,6 @@ def info_identity(info: dict) -> dict:
     if isinstance(lfs, dict) and lfs.get("sha256"):
         out["sha256"] = str(lfs["sha256"])
     return out
-
-
-@contextlib.contextmanager
-def local_copy(location, storage_options: dict | None = None) -> Iterator[Path]:
-    """A local path holding ``location``: a local path as it is; a remote file (or every file
-    under a remote folder) streamed 1 MB at a time into a private temporary folder, removed
-    after the block. For the readers that need a path (DuckDB's ``read_json``, pyarrow's
-    datasets); the copy keeps the object's name, so format sniffing sees its suffix."""
-    path = local_path(location)
-    if path is not None:
-        yield path
-        return
-    import shutil
-    import tempfile
-
-    from capaudit.core.urls import name_of
-
-    fs, root = filesystem(str(location), storage_options)
-    folder = Path(tempfile.mkdtemp(prefix="capaudit-remote-"))
-    try:
-        target = folder / (name_of(location) or "object")
-        is_dir = protocol_of(location) not in ("http", "https") and \
-            retrying(lambda: fs.isdir(root), location)
-        files = sorted(retrying(lambda: fs.find(root), location)) if is_dir else [root]
-        for name in files:
-            dest = target / name[len(root.rstrip("/")) + 1:] if is_dir else target
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            url = fs.unstrip_protocol(name) if is_dir else str(location)
-            with open_input(url, storage_options) as src, open(dest, "wb") as out:
-                for chunk in iter(lambda: src.read(1 << 20), b""):
-                    out.write(chunk)
-        yield target
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-_KEPT: dict = {}   # URL -> its local copy, for this process
-
-
-def kept_copy(location, storage_options: dict | None = None) -> Path:
-    """:func:`local_copy` of a remote file that lives until the process ends (a caption file
-    given to ``audit run`` is read more than once: coverage, then the audit)."""
-    if location not in _KEPT:
-        import atexit
-
-        ctx = local_copy(location, storage_options)
-        _KEPT[location] = ctx.__enter__()
-        atexit.register(ctx.__exit__, None, None, None)
-    return _KEPT[location]
 
 
 def is_remote(location) -> bool:

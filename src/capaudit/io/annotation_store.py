@@ -37,7 +37,7 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     from capaudit.core.storage import is_remote
 
     if is_remote(path):   # a private temporary copy, read like a local file; stored by its URL
-        from capaudit.core.storage import local_copy
+        from capaudit.core.local_copy import local_copy
         from capaudit.core.urls import name_of, shown_url
 
         with local_copy(str(path)) as local:

@@ -134,7 +134,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     from capaudit.core.storage import is_remote
 
     if is_remote(path):
-        from capaudit.core.storage import local_copy
+        from capaudit.core.local_copy import local_copy
         from capaudit.core.urls import shown_url
 
         check_set_name(name)

@@ -123,7 +123,7 @@ def _is_remote(target) -> bool:
 def _remote_copy(url: str) -> str:
     """A caption file named by a URL: a private local copy, kept while the process lives
     (the coverage pass and the audit read it twice)."""
-    from capaudit.core.storage import kept_copy
+    from capaudit.core.local_copy import kept_copy
 
     return str(kept_copy(url))
 

@@ -181,7 +181,7 @@ def attach_details(store, run_id: int, set_name: str, files: list[tuple], *,
     import duckdb
     import pyarrow as pa
 
-    from capaudit.core.storage import local_copy
+    from capaudit.core.local_copy import local_copy
     from capaudit.errors import InputError
     from capaudit.store.details import write_details_file
 
