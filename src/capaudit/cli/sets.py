@@ -42,7 +42,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 
     store = open_store(db, create=True)
     with progress(transient=True) as bar:
-        task = bar.add_task(f"ingesting {esc(name_of(path))}", total=None)
+        task = bar.add_task(f"ingesting {name_of(path)}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
                                  caption_col=caption_col, namespace=namespace,
                                  on_batch=lambda n: bar.advance(task, n), split=split,
