@@ -149,7 +149,7 @@ def start_node(env: dict, head_address: str | None, tmp: Path) -> tuple[subproce
             "--disable-usage-stats", "--block", "--temp-dir", str(temp)]
     cmd = base + (["--address", head_address] if head_address else
                   ["--head", "--port", str(_port()), "--node-ip-address", "127.0.0.1",
-                   "--include-dashboard=false"])
+                   "--include-dashboard=false", "--ray-client-server-port", str(_port())])
     log = temp / "out"
     proc = subprocess.Popen(cmd, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
                             start_new_session=True)

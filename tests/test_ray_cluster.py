@@ -70,7 +70,8 @@ def cluster(moto_endpoint):
     try:
         procs.append(subprocess.Popen(
             ["ray", "start", "--head", "--port", str(free_port()), "--node-ip-address",
-             "127.0.0.1", "--include-dashboard=false", "--temp-dir", str(temps[0]), *NODE],
+             "127.0.0.1", "--include-dashboard=false", "--ray-client-server-port",
+             str(free_port()), "--temp-dir", str(temps[0]), *NODE],
             env=env, start_new_session=True, stdout=open(temps[0] / "out", "w"),
             stderr=subprocess.STDOUT))
         text = _wait_for(temps[0] / "out", procs[0])

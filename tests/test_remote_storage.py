@@ -113,32 +113,36 @@ def test_a_set_added_from_s3_is_the_local_file_and_names_its_url(shared, tmp_pat
     assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
+@pytest.fixture(scope="module")
+def three_shards(tmp_path_factory):
+    """Two parquet shards and a tar shard on local disk, and their audit's JSON (once)."""
+    from tests.conftest import shared_path
+    from capaudit.cli.main import main as run
+
+    tmp = tmp_path_factory.mktemp("three")
+    rows = _rows(shared_path, 900)
+    files = _parquet_shards(tmp / "loc", rows[:600], 2) + \
+        [_tar_shard(tmp / "loc" / "shard-00002.tar", rows[600:])]
+    assert run(["audit", "run", "--shards", str(tmp / "loc"), *METRICS, "--json",
+                str(tmp / "local.json"), "--db", str(tmp / "s.duckdb")]) == 0
+    return files, json.loads((tmp / "local.json").read_text())
+
+
 @pytest.mark.parametrize("form", ["folder", "glob", "braces", "manifest"])
-def test_a_sharded_audit_from_s3_gives_the_json_of_the_local_shards(shared, tmp_path, s3,
-                                                                    cli, form):
-    rows = _rows(shared, 900)
-    files = _parquet_shards(tmp_path / "loc", rows[:600], 2) + \
-        [_tar_shard(tmp_path / "loc" / "shard-00002.tar", rows[600:])]
+def test_a_sharded_audit_from_s3_gives_the_json_of_the_local_shards(three_shards, tmp_path,
+                                                                    s3, cli, form):
+    files, local = three_shards
     _upload(s3, files, "laion")
-    s3.put("laion/other-00000.parquet", files[0].read_bytes())   # not matched by glob/braces
+    s3.put("laion-other/shard-00000.parquet", files[0].read_bytes())   # beside, never listed
     spec = {"folder": s3.url("laion/"), "glob": s3.url("laion/shard-*"),
-            "braces": s3.url("laion/shard-{00000..00001}.parquet"),
+            "braces": s3.url("laion/{shard-00000.parquet,shard-00001.parquet,shard-00002.tar}"),
             "manifest": s3.put("lists/laion.txt", b"../laion/shard-00000.parquet\n"
-                               b"# a comment\n" + s3.url("laion/shard-00001.parquet")
-                               .encode() + b"\n")}[form]
-    local_spec = {"folder": None, "glob": "shard-*", "braces": "shard-0000[01].parquet",
-                  "manifest": "shard-0000[01].parquet"}[form]
-    if form == "folder":   # the folder holds other-00000 as well: the same on both sides
-        (tmp_path / "loc" / "other-00000.parquet").write_bytes(files[0].read_bytes())
-    db = tmp_path / "s.duckdb"
-    local = cli("audit", "run", "--shards", str(tmp_path / "loc" / (local_spec or "")),
-                *METRICS, "--json", str(tmp_path / "local.json"), "--db", str(db))
-    assert local.returncode == 0, local.stderr
+                               b"# a comment\n../laion/shard-00001.parquet\n" +
+                               s3.url("laion/shard-00002.tar").encode() + b"\n")}[form]
     remote = cli("audit", "run", "--shards", spec, *METRICS, "--json", s3.url("out/a.json"),
-                 "--work-dir", s3.url("work"), "--db", str(db))
+                 "--work-dir", s3.url("work"), "--db", str(tmp_path / "s.duckdb"))
     assert remote.returncode == 0, remote.stderr
-    got = json.loads(s3.cat("out/a.json"))
-    assert _sets(got) == _sets(json.loads((tmp_path / "local.json").read_text()))
+    assert _sets(json.loads(s3.cat("out/a.json"))) == _sets(local)
     assert "out/a.json.provenance.json" in s3.keys("out")
     assert s3.keys("work") == []    # removed after success: only what the run made
 
