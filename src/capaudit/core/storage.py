@@ -238,7 +238,8 @@ def open_input(location, storage_options: dict | None = None, *,
                              buffer_size=1 << 20)
 
 
-_ID_KEYS = ("ETag", "etag", "md5Hash", "crc32c", "checksum", "sha256", "oid", "LastModified",
+_ID_KEYS = ("ETag", "etag", "md5Hash", "crc32c", "checksum", "sha256", "oid", "blob_id",
+            "LastModified",
             "last_modified", "mtime", "updated", "generation", "VersionId")
 
 

@@ -32,8 +32,8 @@ __all__ = ["MARKER_SUFFIX", "config_hash", "atomic_write_bytes", "marker_path", 
 
 MARKER_SUFFIX = ".done.json"
 # what names an object's content, strongest first (size is compared with any of them)
-_CONTENT_KEYS = ("sha256", "etag", "md5hash", "crc32c", "checksum", "oid", "versionid",
-                 "generation")
+_CONTENT_KEYS = ("sha256", "etag", "md5hash", "crc32c", "checksum", "oid", "blob_id",
+                 "versionid", "generation")
 
 
 def config_hash(config: Mapping) -> str:
