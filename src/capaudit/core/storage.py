@@ -239,8 +239,7 @@ def open_input(location, storage_options: dict | None = None, *,
 
 
 _ID_KEYS = ("ETag", "etag", "md5Hash", "crc32c", "checksum", "sha256", "oid", "blob_id",
-            "LastModified",
-            "last_modified", "mtime", "updated", "generation", "VersionId")
+            "LastModified", "last_modified", "mtime", "updated", "generation", "VersionId")
 
 
 def identity(location, storage_options: dict | None = None) -> dict:
