@@ -31,8 +31,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def moto_endpoint():
+    """The endpoint, for one test module: its server thread ends with the module (a later
+    test that forks the test process never copies a process with it)."""
     import logging
 
     moto_server = pytest.importorskip("moto.server")
@@ -163,6 +165,15 @@ def http_files(tmp_path):
     yield f"http://127.0.0.1:{server.server_address[1]}", folder
     server.shutdown()
     server.server_close()
+
+
+def die_once(flag: str) -> str:
+    """A task that loses its worker process the first time it runs (as when its node goes
+    away) and returns the second time: for the Ray executor's retry test."""
+    if not os.path.exists(flag):
+        Path(flag).write_text("died")
+        os._exit(1)
+    return "second try"
 
 
 def subprocess_env(extra: dict | None = None) -> dict:

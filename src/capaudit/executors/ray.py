@@ -45,9 +45,13 @@ class RayExecutor:
         self._started = False
         if not self.ray.is_initialized():
             kwargs = {"address": address} if address else {"num_cpus": self.workers}
-            try:
+            import logging
+
+            held = _sigterm_handler()
+            try:   # Ray's own INFO lines ("Connecting to existing Ray cluster...") not shown
                 self.ray.init(include_dashboard=False, log_to_driver=False,
-                              ignore_reinit_error=True, **kwargs)
+                              ignore_reinit_error=True, logging_level=logging.WARNING,
+                              **kwargs)
             except ConnectionError as exc:
                 from capaudit.errors import InputError
 
@@ -55,6 +59,8 @@ class RayExecutor:
                                  f"({' '.join(str(exc).split())[:120]})",
                                  fix="start one (ray start --head), set RAY_ADDRESS, or drop "
                                      "--address for a local cluster") from None
+            finally:
+                _restore_sigterm(held)
             self._started = True
 
     def nodes(self) -> int:
@@ -103,3 +109,23 @@ class RayExecutor:
         if self._started and self.ray.is_initialized():
             self.ray.shutdown()
             self._started = False
+
+
+def _sigterm_handler():
+    """This process's SIGTERM handler, from the main thread (None elsewhere)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _restore_sigterm(handler) -> None:
+    """``ray.init`` installs its own SIGTERM handler (``sys.exit``) and leaves it: the
+    command's own (a service stop ends the run as Ctrl-C does: tasks cancelled, one line,
+    exit 143) is put back."""
+    import signal
+
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)

@@ -156,7 +156,9 @@ def _local_workers(executor: str, workers: int, shards: list) -> int:
         return workers
     from capaudit.core.config import worker_count
 
-    size = sum(e.size if e.size is not None else int(per_mb * 2 ** 20) for e in shards)
+    sizes = [getattr(e, "size", None) if not isinstance(e, Path) else e.stat().st_size
+             for e in shards]   # listing entries (a URL's size may be unknown), or paths
+    size = sum(int(per_mb * 2 ** 20) if n is None else n for n in sizes)
     return min(len(shards) or 1, worker_count(workers, size, int(per_mb * 2 ** 20)))
 
 
