@@ -514,3 +514,18 @@ print("LOADED", [m for m in ("fsspec", "s3fs", "gcsfs", "aiohttp", "huggingface_
     out = subprocess.run([sys.executable, "-c", probe], env=subprocess_env(), text=True,
                          capture_output=True, timeout=300)
     assert "LOADED []" in out.stdout, out.stdout + out.stderr
+
+
+def test_an_object_rewritten_under_its_name_is_audited_again(shared, tmp_path, s3, cli):
+    """Markers keep the store's identity of each input (ETag, size): a rerun resumes the
+    unchanged shards and redoes the one whose object was replaced."""
+    files = _parquet_shards(tmp_path / "loc", _rows(shared, 600), 3)
+    _upload(s3, files, "set")
+    args = ["audit", "run", "--shards", s3.url("set/"), *METRICS, "--work-dir",
+            s3.url("work"), "--keep-work", "--db", str(tmp_path / "s.duckdb")]
+    assert cli(*args).returncode == 0
+    again = cli(*args)
+    assert "0 audited, 3 resumed" in " ".join(again.stdout.split())
+    s3.put("set/shard-00001.parquet", files[0].read_bytes())   # other captions, same name
+    third = cli(*args)
+    assert "1 audited, 2 resumed" in " ".join(third.stdout.split()), third.stdout
