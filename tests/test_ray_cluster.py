@@ -54,7 +54,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             pass
     for p in procs:
         try:
-            p.wait(8)
+            p.wait(3)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
