@@ -83,7 +83,7 @@ def test_constraints_pin_every_dependency_of_the_tested_extras():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = list(project["dependencies"])
-    for extra in ("dev", "nlp", "ml", "detect", "ocr", "hf"):
+    for extra in ("dev", "nlp", "ml", "detect", "ocr", "hf", "ray", "s3", "http"):
         names += project["optional-dependencies"][extra]
     pins = {}
     for line in (ROOT / "constraints.txt").read_text().splitlines():

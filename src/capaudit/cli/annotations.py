@@ -15,7 +15,8 @@ ann_app = typer.Typer(no_args_is_help=True, help="Store image annotations for au
 
 @ann_app.command("add")
 def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographics"),
-        path: Path = typer.Argument(..., help="COCO instances JSON, or the JSONL/CSV forms"),
+        path: str = typer.Argument(..., help="COCO instances JSON, or the JSONL/CSV forms (a "
+                                   "path or a URL: s3://, gs://, hf://, https://)"),
         name: str = typer.Option(None, "--name", help="Source name (default: the kind)"),
         replace: bool = typer.Option(False, "--replace"),
         namespace: str = typer.Option(None, "--namespace", help="Dataset its image ids belong "

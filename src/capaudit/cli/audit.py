@@ -44,7 +44,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         demographics: Path = opt.Demographics, metrics: str = opt.Metrics, mode: str = opt.Mode,
         corrected: bool = opt.Corrected, n_boot: int = opt.NBoot, seed: int = opt.Seed,
         workers: int = opt.Workers, min_images: int = opt.MinImages,
-        json_out: Path = typer.Option(None, "--json", help="Write results as JSON"),
+        json_out: str = typer.Option(None, "--json", help="Write results as JSON (a path "
+                                     "or a URL: s3://, gs://)"),
         reference: str = opt.Reference, clip_model: str = opt.ClipModel,
         images: Path = opt.Images, long_text: str = opt.LongText,
         nsfw_lexicon: Path = opt.NsfwLexicon,
@@ -54,21 +55,24 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         lic_epochs: int = opt.LicEpochs,
         lexicon: Path = typer.Option(None, "--lexicon", help="Object categories and synonyms "
                                      "(chair_synonyms.txt format) instead of COCO's 80"),
-        shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder "
-                                   "or glob of .tar / .parquet / HF .arrow shards"),
+        shards: str = typer.Option(None, "--shards", help="Audit a sharded set instead: a folder, "
+                                   "glob, brace list (shard-{00000..00099}.tar) or .txt list "
+                                   "of .tar / .parquet / HF .arrow shards; a path or a URL "
+                                   "(s3://, gs://, hf://, https://)"),
         executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
         address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
         name: str = typer.Option(None, "--name", help="--shards: set name (folder name)"),
         skip_bad: bool = typer.Option(False, "--skip-bad-shards",
                                       help="--shards: report and skip unreadable shards"),
-        work_dir: Path = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
-                                      "markers (default: STORE.work/NAME.audit-work); a rerun "
-                                      "resumes; removed after success"),
+        work_dir: str = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
+                                     "markers (default: STORE.work/NAME.audit-work; a URL such "
+                                     "as s3://BUCKET/PREFIX on a Ray cluster without a shared "
+                                     "disk); a rerun resumes; removed after success"),
         keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
                                        "folder after success"),
         config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
-    from capaudit.audit.runner import run_audit, write_json
+    from capaudit.audit.runner import run_audit
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
                        seed=seed, workers=workers, min_images=min_images,
@@ -106,16 +110,21 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         results = run_audit(store, targets, cfg, **hooks, only_needed=True)
     run_id = results.get("_run_id")
     if json_out:
-        write_json(results, json_out)
-        from capaudit.core.config import provenance_beside
-
-        from capaudit.io.annotation_store import annotation_provenance
-
-        ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
-        provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
+        _write_json(store, results, json_out, cfg, run_id)
     _print_results(results, int(cfg.get("min_n") or 30))
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
+
+
+def _write_json(store, results: dict, json_out: str, cfg, run_id) -> None:
+    """The results as JSON, provenance beside it (settings, seed, the annotations' sha256)."""
+    from capaudit.audit.runner import write_json
+    from capaudit.core.config import provenance_beside
+    from capaudit.io.annotation_store import annotation_provenance
+
+    write_json(results, json_out)
+    ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
+    provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
 
 
 def _print_results(results: dict, min_n: int = 30) -> None:
@@ -142,8 +151,9 @@ def _print_results(results: dict, min_n: int = 30) -> None:
 
 @audit_app.command("compare")
 def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or caption files)"),
-            report: Path = typer.Option(Path("report"), "--report",
-                                        help="Report folder (its report files are replaced)"),
+            report: str = typer.Option("report", "--report",
+                                       help="Report folder (its report files are replaced; a "
+                                            "path or a URL: s3://, gs://)"),
             instances: Path = opt.Instances, chair_gt: Path = opt.ChairGT,
             demographics: Path = opt.Demographics,
             metrics: str = opt.Metrics, n_boot: int = opt.NBoot, seed: int = opt.Seed,
@@ -176,14 +186,19 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
                        allow_partial=allow_partial, min_n=min_n, min_images=min_images,
                        **annotation_cli(instances, chair_gt, demographics))
-    with _AuditProgress() as hooks:
-        cmp = compare_and_report(open_store(db, create=True), sets, report, cfg, same_images, **hooks)
+    from capaudit.core.folder import staged
+    from capaudit.core.urls import join, shown_url
+
+    with _AuditProgress() as hooks, staged(report) as folder:   # a URL: built here, uploaded
+        cmp = compare_and_report(open_store(db, create=True), sets, folder, cfg, same_images,
+                                 **hooks)
     for n in cmp.names:  # how much of each set the annotations cover, before any number
         cov = getattr(cmp.results[n], "meta", {}).get("coverage")
         if cov:
             console.print(cov["line"])
     print_compare(cmp)
-    console.print(f"report: {report / 'report.md'} and {report / 'report.html'}")
+    console.print(f"report: {shown_url(join(report, 'report.md'))} and "
+                  f"{shown_url(join(report, 'report.html'))}", markup=False)
 
 
 @audit_app.command("words")

@@ -41,11 +41,11 @@ class _ShardProgress:
 
 
 def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor: str,
-               address: str | None, skip_bad: bool, work_dir: Path | None, json_out: Path | None,
+               address: str | None, skip_bad: bool, work_dir: str | None, json_out: str | None,
                db: Path | None, keep_work: bool = False):
     """Audit the shards, store and print the result; the work folder (default
-    ``<store>.work/NAME.audit-work``) is removed after success unless ``keep_work``: a
-    killed run leaves it, and a rerun resumes from it."""
+    ``<store>.work/NAME.audit-work``; a URL with ``--work-dir s3://...``) is removed after
+    success unless ``keep_work``: a killed run leaves it, and a rerun resumes from it."""
     from capaudit.report.compare import Comparison
     from capaudit.cli.compare_view import print_compare
     from capaudit.audit.runner import store_metrics, write_json
@@ -53,18 +53,21 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     from capaudit.audit.shards.run import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
+    from capaudit.core.urls import local_path, shown_url
+    from capaudit.io.caption_shards import shards_name
     from capaudit.io.work_dir import default_work_dir, remove_work
 
     cfg = AuditConfig.of(cfg)
-    spec = Path(shards.split("*")[0].rstrip("/") or ".")
-    name = name or (spec.name if spec.is_dir() else spec.parent.name) or "shards"
+    name = name or shards_name(shards)
     store = open_store(db, create=True)
     annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
                                       cfg.get("demographics"))
     work = work_dir or default_work_dir(store.path, name, "audit-work")
     # what removal may take after success: the default folder and <store>.work if empty;
-    # a --work-dir folder only if this run made it
-    up_to = work.parent if work_dir is None else None if work.exists() else work
+    # a --work-dir folder only if this run made it (a URL: only this configuration's objects)
+    local = local_path(work)
+    up_to = None if local is None else local.parent if work_dir is None else None \
+        if local.exists() else local
     stored = {**cfg, "shards": shards, "executor": executor}  # the run row's config
     t0 = time.perf_counter()
     with _ShardProgress() as bar:
@@ -87,6 +90,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     if json_out:
         write_json({name: res}, json_out)
         provenance_beside(json_out, {**stored, "run_id": run_id}, cfg.seed)
+        json_out = shown_url(json_out)
     console.print(res.meta["coverage"]["line"], markup=False)
     print_compare(Comparison([name], list(res.results), {name: res}))
     by = {s: [x for x in summaries if x["status"] == s] for s in ("done", "resumed", "failed")}
@@ -100,4 +104,4 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
         console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
     console.print(f"stored as run {run_id} in {store.path} ({n_details:,} caption "
                   f"details)" + (f"; JSON: {json_out}" if json_out else "")
-                  + (f"; work folder kept: {made}" if keep_work else ""))
+                  + (f"; work folder kept: {shown_url(made)}" if keep_work else ""))

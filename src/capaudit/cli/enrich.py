@@ -48,7 +48,8 @@ def _enrich_config(config: Optional[Path], cli: dict) -> dict:
 
 
 def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsfusion"),
-           shards: Path = typer.Option(..., "--shards", help="folder of .tar shards"),
+           shards: str = typer.Option(..., "--shards", help="folder of .tar shards (a path or a "
+                                      "URL: s3://, gs://, hf://; a brace list or .txt list)"),
            out: str = typer.Option(..., "--out", help="name of the new caption set"),
            llm: Optional[str] = typer.Option(None, "--llm", help="openai | transformers | echo"),
            model: Optional[str] = typer.Option(None, "--model"),
@@ -67,8 +68,10 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            executor: str = typer.Option("local", "--executor", help="local | ray"),
            workers: int = typer.Option(1, "--workers", min=1),
            address: Optional[str] = typer.Option(None, "--address", help="Ray address (auto)"),
-           work_dir: Optional[Path] = typer.Option(None, "--work-dir",
-                                                   help="shard outputs + markers (default STORE.work/OUT.enrich-work)"),
+           work_dir: Optional[str] = typer.Option(None, "--work-dir",
+                                                  help="shard outputs + markers (default "
+                                                  "STORE.work/OUT.enrich-work; a URL such as "
+                                                  "s3://BUCKET/PREFIX on a Ray cluster)"),
            cache: Optional[Path] = typer.Option(None, "--cache", help="response cache (sqlite)"),
            config: Optional[Path] = typer.Option(None, "--config", help="YAML, e.g. configs/enrich.yaml"),
            limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N shards only"),
@@ -101,13 +104,15 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     for section in ("llm", "captioner"):
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     from capaudit.cli.common import db_path
+    from capaudit.core.urls import join, local_path, shown_url
     from capaudit.io.work_dir import default_work_dir
 
     # beside the store (<store>.work/OUT.enrich-work), never the working directory
     work = work_dir or default_work_dir(db_path(db), out, "enrich-work")
-    cache_path = str(cache or work / "cache.sqlite")
+    cache_path = str(cache or (local_path(work) or _remote_cache(work)) / "cache.sqlite")
     _check_out_name(db, out, replace, effective_hash(adapter, cfg))
-    keep_on_interrupt(f"finished shards are kept in {work}; rerun the same command to resume")
+    keep_on_interrupt(f"finished shards are kept in {shown_url(work)}; rerun the same command "
+                      "to resume")
     with progress() as bar:
         task = bar.add_task(f"enrich {adapter}", total=None)
         summary = run_enrich(shards, work, adapter, cfg, executor=executor, workers=workers,
@@ -117,11 +122,21 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     table = summary.pop("table")
     if table.num_rows == 0:
         raise InputError("enrichment produced no caption; every sample failed",
-                         path=work / "failures.jsonl")
+                         path=join(work, "failures.jsonl"))
     info = _register_set(db, out, table, adapter, cfg, summary, shards, work,
                          parent=read_manifest(shards).get("captions_set"))
-    write_provenance(work / "provenance.json", {"adapter": adapter, **cfg})
+    write_provenance(join(work, "provenance.json"), {"adapter": adapter, **cfg})
     _print_summary(summary, info, work)
+
+
+def _remote_cache(work: str) -> Path:
+    """The response cache (SQLite, a local file) of a run whose work folder is a URL: in the
+    user cache folder, one per work folder."""
+    import hashlib
+
+    from capaudit.core.config import user_cache_dir
+
+    return user_cache_dir() / "enrich" / hashlib.sha256(work.encode()).hexdigest()[:16]
 
 
 def _check_out_name(db: Optional[Path], out: str, replace: bool, cfg_hash: str) -> None:
@@ -137,14 +152,17 @@ def _check_out_name(db: Optional[Path], out: str, replace: bool, cfg_hash: str) 
 
 
 def _register_set(db: Optional[Path], out: str, table, adapter: str, cfg: dict, summary: dict,
-                  shards: Path, work: Path, parent: Optional[str]):
+                  shards: str, work, parent: Optional[str]):
     """Register the enriched captions as set ``out`` (``parent``: the shards' caption set), in
     a recorded run; returns its SetInfo."""
+    from capaudit.core.urls import is_url, shown_url
+
     with open_store(db, create=True) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
         meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
-                "work_dir": str(work), "llm": cfg["llm"]["backend"],
+                "work_dir": shown_url(work), "llm": cfg["llm"]["backend"],
                 "model": cfg["llm"]["model"], "failures": len(summary["failures"])}
-        return store.add_set_from_table(out, table, source=str(shards.resolve()),
+        source = shown_url(shards) if is_url(shards) else str(Path(shards).resolve())
+        return store.add_set_from_table(out, table, source=source,
                                         format=f"enrich:{adapter}",
                                         parent=parent, meta=meta,
                                         replace=store.find_set(out) is not None)
@@ -165,7 +183,10 @@ def _print_summary(s: dict, info, work: Path) -> None:
     for f in s["failures"][:20]:
         console.print(f"  failed: {f['shard']} {f['key']}: {f['error']}", markup=False)
     if len(s["failures"]) > 20:
-        console.print(f"  ... {len(s['failures']) - 20} more in {work / 'failures.jsonl'}")
+        from capaudit.core.urls import join, shown_url
+
+        console.print(f"  ... {len(s['failures']) - 20} more in "
+                      f"{shown_url(join(work, 'failures.jsonl'))}", markup=False)
 
 
 def detect(images: List[Path] = typer.Argument(None, help="image files"),

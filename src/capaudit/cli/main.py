@@ -196,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         for arg in args:
             check_path_text(arg)  # the store keeps the command line and paths as text
         code = _asked_app(args)(args=args, standalone_mode=False, prog_name="capaudit")
-    except CapauditError as exc:
-        sys.stderr.write(f"capaudit: error: {shown(str(exc), one_line=True)}\n")
+    except CapauditError as exc:   # credentials masked here too: the last line of defence
+        from capaudit.core.redact import redact
+
+        sys.stderr.write(f"capaudit: error: {shown(redact(str(exc)), one_line=True)}\n")
         return exc.exit_code
     except (KeyboardInterrupt, duckdb.InterruptException):
         return _interrupted()

@@ -22,7 +22,8 @@ def _formats_help() -> str:
 
 @sets_app.command("add")
 def add(name: str = typer.Argument(..., help="Name for the set"),
-        path: Path = typer.Argument(..., help="Caption file or folder"),
+        path: str = typer.Argument(..., help="Caption file or folder: a path or a URL "
+                                   "(s3://, gs://, hf://, https://)"),
         fmt: str = typer.Option("auto", "--format", "-f", help=_formats_help()),
         id_col: str = typer.Option(None, "--id-col", help="Image id column (tabular formats)"),
         caption_col: str = typer.Option(None, "--caption-col", help="Caption column"),
@@ -44,11 +45,12 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
+    from capaudit.core.urls import name_of
     from capaudit.io.ingest import add_caption_set
 
     store = open_store(db, create=True)
     with progress(transient=True) as bar:
-        task = bar.add_task(f"ingesting {path.name}", total=None)
+        task = bar.add_task(f"ingesting {name_of(path)}", total=None)
         result = add_caption_set(store, name, path, fmt, replace=replace, id_col=id_col,
                                  caption_col=caption_col, namespace=namespace,
                                  on_batch=lambda n: bar.advance(task, n), split=split,
@@ -78,6 +80,8 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
+    from capaudit.core.urls import name_of
+
     store = open_store(db, read_only=True, sandbox=True)
     table = Table()
     for col in ("name", "format", "ids", "captions", "images", "parent", "source file"):
@@ -92,7 +96,7 @@ def list_sets(db: Path = DbOption):
         numeric = s.namespace is not None or bool(set_stats(store, s.set_id)[2])
         table.add_row(s.name, s.format or "", ids_label(s.namespace, numeric),
                       f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
-                      Path(s.source_path).name if s.source_path else "")
+                      name_of(s.source_path) if s.source_path else "")
     console.print(table)
 
 
@@ -153,7 +157,8 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
                                              "back, revised in place, with OUT.changes.jsonl), "
                                              "jsonl, parquet, webdataset, sharegpt4v, llava, "
                                              "sharegpt, coco or hf"),
-           out: Path = typer.Option(None, "--out", "-o", help="Output file or folder"),
+           out: str = typer.Option(None, "--out", "-o", help="Output file or folder (a path "
+                                   "or a URL: s3://, gs://)"),
            overwrite: bool = typer.Option(False, "--overwrite", help="webdataset/hf: write "
                                           "into an existing folder with files in it, "
                                           "replacing only capaudit's own files there; "
@@ -167,8 +172,12 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
     store, a registered source file and a link are never written over)."""
+    from capaudit.core.storage import is_remote
     from capaudit.io.export import export_with_provenance
 
+    if out and is_remote(out):
+        with open_store(db, read_only=True) as store:
+            return _export_remote(store, name, to, out, overwrite, prompt)
     written: dict = {}
     path = export_with_provenance(open_store(db, read_only=True), name, to, out,
                                   overwrite=overwrite, prompt=prompt, report=written)
@@ -188,6 +197,29 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
             console.print(f"{len(lost):,} records dropped: {TOKEN_DROP_WHY} (source records "
                           f"{', '.join(str(i + 1) for i in lost[:10])}"
                           f"{', ...' if len(lost) > 10 else ''}; listed in the changes file)")
+
+
+def _export_remote(store, name: str, to: str, out: str, overwrite: bool,
+                   prompt: str | None = None) -> None:
+    """An export to object storage: built in a private temporary folder, then uploaded, each
+    file whole (:func:`capaudit.core.folder.staged`); a folder layout is refused over objects
+    already there unless ``--overwrite`` (then objects of the same names are replaced)."""
+    from capaudit.core.folder import Folder, staged
+    from capaudit.core.urls import name_of, parent_of, shown_url
+    from capaudit.errors import InputError
+    from capaudit.io.export import export_with_provenance
+
+    if to == "original":
+        raise InputError("--to original writes the source file's layout beside a local copy",
+                         path=shown_url(out), fix="export to a local path, then upload it")
+    if to in ("webdataset", "hf") and Folder(out).names() and not overwrite:
+        raise InputError("the output folder exists and has objects in it", path=shown_url(out),
+                         fix="choose a new prefix, or pass --overwrite to replace objects of "
+                             "the same names")
+    with staged(parent_of(out)) as folder:
+        export_with_provenance(store, name, to, str(folder / name_of(out)), overwrite=overwrite,
+                               prompt=prompt)
+    console.print(f"wrote {shown_url(out)}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,10 @@ folder output is built in a fresh temporary folder and renamed into place; an ex
 folder with files in it is refused unless ``overwrite``, which replaces only capaudit's
 own files (listed in its manifest; :mod:`capaudit.core.safe_folder`). Nothing is
 removed that capaudit did not write.
+
+A URL output (``--json s3://bucket/audit.json``) is an object written whole or not at all:
+an upload committed when the block ends cleanly and discarded otherwise
+(:mod:`capaudit.core.remote_write`); http(s) and ``hf://`` are refused as outputs.
 """
 
 from __future__ import annotations
@@ -81,9 +85,22 @@ def _refuse_protected_path(path: Path) -> None:
                          fix="choose another output path")
 
 
+def _remote(path) -> bool:
+    from capaudit.core.urls import is_url, local_path
+
+    return is_url(path) and local_path(path) is None
+
+
 def check_file_target(path: str | Path) -> Path:
-    """Refuse a file output that is a symbolic link, a folder or a protected file."""
-    path = Path(path)
+    """Refuse a file output that is a symbolic link, a folder or a protected file (a URL:
+    one capaudit may write, returned as it is)."""
+    if _remote(path):
+        from capaudit.core.remote_write import check_writable
+
+        return check_writable(str(path))
+    from capaudit.core.urls import local_path
+
+    path = local_path(path)
     if is_stream(path):
         return path
     if str(path) in ("", ".", "/") or path.name in ("", ".", ".."):
@@ -121,7 +138,9 @@ def check_folder_target(path: str | Path) -> Path:
 
 
 def make_dirs(path: str | Path) -> Path:
-    """``mkdir -p`` with file-system faults as one line."""
+    """``mkdir -p`` with file-system faults as one line (object storage has no folders)."""
+    if _remote(path):
+        return path
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -184,6 +203,10 @@ def atomic_open(path: str | Path, mode: str = "w", *, encoding: str = "utf-8",
     """A file handle whose content replaces ``path`` only when the block ends cleanly."""
     opened = (lambda fd: os.fdopen(fd, "wb") if "b" in mode else
               os.fdopen(fd, "w", encoding=encoding, newline=newline))
+    if _remote(path):
+        with _remote_open(str(path), mode, encoding, newline) as fh:
+            yield fh
+        return
     if is_stream(path):   # /dev/null, /dev/stdout on a pipe or terminal, a FIFO
         try:
             with opened(os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))) as fh:
@@ -198,6 +221,26 @@ def atomic_open(path: str | Path, mode: str = "w", *, encoding: str = "utf-8",
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def _remote_open(url: str, mode: str, encoding: str, newline: str | None) -> Iterator[IO]:
+    """An upload committed when the block ends cleanly (text through a wrapper that is
+    flushed, never closed, before the commit)."""
+    import io
+
+    from capaudit.core.remote_write import open_output
+
+    with open_output(url) as raw:
+        if "b" in mode:
+            yield raw
+            return
+        text = io.TextIOWrapper(raw, encoding=encoding, newline=newline, write_through=True)
+        try:
+            yield text
+            text.flush()
+        finally:
+            text.detach()
 
 
 @contextlib.contextmanager
@@ -240,10 +283,10 @@ def write_text(path: str | Path, text: str, *, encoding: str = "utf-8",
                parents: bool = False) -> Path:
     with atomic_open(path, "w", encoding=encoding, parents=parents) as fh:
         fh.write(text)
-    return Path(path)
+    return path if _remote(path) else Path(path)
 
 
 def write_bytes(path: str | Path, data: bytes, *, parents: bool = False) -> Path:
     with atomic_open(path, "wb", parents=parents) as fh:
         fh.write(data)
-    return Path(path)
+    return path if _remote(path) else Path(path)

@@ -11,6 +11,12 @@ samples come from the response cache and cost nothing).
 
 The driver (``run_enrich``) then reads the outputs in shard order, so the
 assembled table is identical whatever executor or worker count produced it.
+
+Shards and the work folder may be URLs (``--shards s3://bucket/shards/``, ``--work-dir
+s3://bucket/enrich``): a task reads its tar streaming and writes its output and marker
+through :class:`capaudit.core.folder.Folder` (an upload committed only when whole), so a
+Ray cluster without a shared disk works with a URL work folder (a local one is refused
+there, :func:`capaudit.executors.base.require_shared`).
 """
 
 from __future__ import annotations
@@ -29,8 +35,7 @@ from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
 from capaudit.io.work_dir import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
-from capaudit.io.markers import (atomic_write_bytes, clean_tmp, config_hash, input_fingerprint,
-                                 read_marker)
+from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -57,8 +62,14 @@ class ShardTask:
     input_fp: dict | None = None   # the last marker's fingerprint of this shard (hash reuse)
 
 
+def output_name(shard: str) -> str:
+    from capaudit.core.urls import name_of
+
+    return Path(name_of(shard)).stem + ".jsonl"
+
+
 def output_path(out_dir: Path, shard: str) -> Path:
-    return Path(out_dir) / (Path(shard).stem + ".jsonl")
+    return Path(out_dir) / output_name(shard)
 
 
 def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Context:
@@ -112,8 +123,10 @@ def process_shard(task: ShardTask) -> dict:
     ctx = _context(task)
     adapter = ADAPTERS.get(task.adapter)()
     before = _snapshot(ctx)
-    fp = input_fingerprint(Path(task.shard), task.input_fp)
-    samples = list(read_shard(Path(task.shard)))
+    from capaudit.core.urls import name_of
+
+    fp = input_fingerprint(task.shard, task.input_fp)
+    samples = list(read_shard(task.shard))
     rows: list[dict] = []
     bs = max(1, int(task.config.get("batch_size", 16)))
     for start in range(0, len(samples), bs):
@@ -122,17 +135,17 @@ def process_shard(task: ShardTask) -> dict:
     failures = [{"key": r["key"], "image_id": r["image_id"],
                  "error": r["error"] or "empty caption"} for r in rows if r not in ok]
     lines = [json.dumps({"key": r["key"], "image_id": r["image_id"], "caption": r["caption"],
-                         "meta": {**r["meta"], "shard": Path(task.shard).name}},
+                         "meta": {**r["meta"], "shard": name_of(task.shard)}},
                         sort_keys=True, default=str) for r in ok]
-    out_dir = Path(task.out_dir)
-    atomic_write_bytes(output_path(out_dir, task.shard),
-                       ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
+    out_dir = as_folder(task.out_dir)
+    out_dir.write_bytes(output_name(task.shard),
+                        ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
     after = _snapshot(ctx)
     stats = {k: after[k] - before[k] for k in after}
     counts = {"samples": len(samples), "outputs": len(ok), "failures": failures,
               "stats": stats, "seconds": time.perf_counter() - t0, "input": fp}
-    write_marker(out_dir, Path(task.shard).name, task.cfg_hash, counts)
-    return {"shard": Path(task.shard).name, **counts}
+    write_marker(out_dir, name_of(task.shard), task.cfg_hash, counts)
+    return {"shard": name_of(task.shard), **counts}
 
 
 def effective_hash(adapter: str, config: dict) -> str:
@@ -143,39 +156,47 @@ def effective_hash(adapter: str, config: dict) -> str:
     return config_hash({"adapter": adapter, "config": keep, "prompts": prompts})
 
 
-def plan(shards_dir: str | Path, out_dir: Path, adapter: str, config: dict,
+def plan(shards_dir: str | Path, out_dir, adapter: str, config: dict,
          cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
     """(tasks still to do, markers of shards already done).
 
     A shard is done when its marker matches the config hash AND the input
-    shard's content (a rebuilt shard of the same name is redone), lists no
-    failure, and its output exists.
+    shard's content (a rebuilt shard of the same name is redone; a remote one: the
+    same size and ETag), lists no failure, and its output exists.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from capaudit.core.urls import name_of
+    from capaudit.io.markers import same_input
+
+    out_dir = as_folder(out_dir).make()
     clean_tmp(out_dir)
     h = effective_hash(adapter, config)
     todo, done = [], []
-    for shard in list_shards(Path(shards_dir))[:limit]:
-        marker = read_marker(out_dir, shard.name) or {}
+    for shard in list_shards(shards_dir)[:limit]:
+        name = name_of(shard)
+        marker = read_marker(out_dir, name) or {}
         last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
         fp = None
         if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
-                and output_path(out_dir, shard.name).exists():
+                and out_dir.exists(output_name(name)):
             fp = input_fingerprint(shard, last_fp)
-            if fp["sha256"] == last_fp.get("sha256"):
+            if same_input(last_fp, fp):
                 done.append(marker)
                 continue
-        todo.append(ShardTask(str(shard), str(out_dir), adapter, config, h, cache_path,
+        todo.append(ShardTask(str(shard), out_dir.location, adapter, config, h, cache_path,
                               fp or last_fp))
     return todo, done
 
 
-def collect(out_dir: Path, shard_names: list[str]) -> pa.Table:
+def collect(out_dir, shard_names: list[str]) -> pa.Table:
     """Assemble the outputs in shard order (identical across executors)."""
     keys, ids, caps, metas = [], [], [], []
+    folder = as_folder(out_dir)
     for name in shard_names:
-        path = output_path(out_dir, name)
-        for line in path.read_text(encoding="utf-8").splitlines():
+        data = folder.read_bytes(output_name(name))
+        if data is None:
+            raise InputError("a finished shard's output is missing", path=folder.url(
+                output_name(name)), fix="rerun: the shard is redone")
+        for line in data.decode("utf-8").splitlines():
             rec = json.loads(line)
             keys.append(rec["key"])
             ids.append(rec["image_id"])
@@ -201,8 +222,10 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
         raise InputError("captions must be 'first' or 'all'")
     check_number("limit", limit, 1, None, optional=True, flag="--limit")  # [:-1] kept all but one
     check_number("workers", workers, 1, 1024, flag="--workers")
-    out_dir = Path(out_dir)
-    with work_dir_lock(out_dir):
+    from capaudit.executors.base import require_shared
+
+    out_dir = as_folder(out_dir)
+    with work_dir_lock(out_dir.location):
         todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
         if on_start:
             on_start(len(todo), len(done))
@@ -211,6 +234,7 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
         if todo:
             ex = get_executor(executor, workers=workers, address=address)
             try:
+                require_shared(ex, out_dir.location)
                 for _, res in ex.map_unordered(process_shard, todo):
                     results.append(res)
                     if on_shard:
@@ -221,7 +245,7 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
         names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
         table = collect(out_dir, names)
         failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
-        atomic_write_bytes(out_dir / "failures.jsonl", "".join(
+        out_dir.write_bytes("failures.jsonl", "".join(
             json.dumps(f, sort_keys=True) + "\n" for f in failures).encode("utf-8"))
     stats = Stats()
     for r in results:

@@ -1,43 +1,131 @@
-"""Ray executor: the same shard function as Ray tasks.
+"""Ray executor: the same shard function as Ray tasks, on one machine or a cluster.
 
 Why Ray: one code path scales from a laptop (``ray.init()`` starts a local
-cluster with ``num_cpus=workers``) to many machines (``--address auto``).
-Shard outputs are written by the task itself to the shared output folder,
-so the files are identical to a local run; only scheduling differs. The
-import is lazy: ``ray`` is an optional extra.
+cluster with ``num_cpus=workers``) to many machines (``--address auto``: the
+cluster this machine belongs to, or ``RAY_ADDRESS``). The import is lazy:
+``ray`` is an optional extra.
+
+A cluster's nodes share no disk. So a task receives text and plain data only
+(the shard's location, the work folder's location, storage options without
+credentials) and builds its file system itself, with the node's own
+credentials (a pickled file system would carry the driver's keys); its outputs
+go to the work folder, which must then be a URL every node reaches
+(:func:`capaudit.audit.shards.run.run_sharded` refuses a local path when
+:meth:`RayExecutor.nodes` is above one), and its summary comes back through
+Ray's object store. Each task declares its resources (``num_cpus``, and
+``memory`` from ``CAPAUDIT_RAY_TASK_MB``), so Ray never packs more tasks on a
+node than it has cores or memory for; a task lost with its worker or node is
+retried (``max_retries``); an error raised by the shard function is not (it
+is the shard's, and is reported). Ctrl-C cancels the running tasks at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterable, Iterator
 
 from capaudit.errors import require
+
+TASK_MB_ENV = "CAPAUDIT_RAY_TASK_MB"
+MAX_RETRIES = 3
 
 
 class RayExecutor:
     name = "ray"
 
-    def __init__(self, workers: int = 2, address: str | None = None, **_: Any):
+    def __init__(self, workers: int = 2, address: str | None = None, *, cpus_per_task: float = 1,
+                 memory_mb: float | None = None, max_retries: int = MAX_RETRIES, **_: Any):
+        from capaudit.core.ranges import env_number
+
         self.ray = require("ray", "ray", "the ray executor")
         self.workers = max(1, int(workers))
+        self.cpus_per_task, self.max_retries = cpus_per_task, int(max_retries)
+        self.memory_mb = memory_mb if memory_mb is not None else \
+            env_number(TASK_MB_ENV, 0.0, 0.0, 1e7) or None
         self._started = False
         if not self.ray.is_initialized():
             kwargs = {"address": address} if address else {"num_cpus": self.workers}
-            self.ray.init(include_dashboard=False, log_to_driver=False,
-                          ignore_reinit_error=True, **kwargs)
+            import logging
+
+            held = _sigterm_handler()
+            try:   # Ray's own INFO lines ("Connecting to existing Ray cluster...") not shown
+                self.ray.init(include_dashboard=False, log_to_driver=False,
+                              ignore_reinit_error=True, logging_level=logging.WARNING,
+                              **kwargs)
+            except ConnectionError as exc:
+                from capaudit.errors import InputError
+
+                raise InputError(f"no Ray cluster answers at --address {address} "
+                                 f"({' '.join(str(exc).split())[:120]})",
+                                 fix="start one (ray start --head), set RAY_ADDRESS, or drop "
+                                     "--address for a local cluster") from None
+            finally:
+                _restore_sigterm(held)
             self._started = True
+
+    def nodes(self) -> int:
+        """Alive nodes of the cluster (1: every task sees this machine's disk)."""
+        return sum(1 for n in self.ray.nodes() if n.get("Alive") or n.get("alive"))
+
+    def _options(self) -> dict:
+        opts = {"num_cpus": self.cpus_per_task, "max_retries": self.max_retries,
+                "retry_exceptions": False}
+        if self.memory_mb:
+            opts["memory"] = int(self.memory_mb * 2 ** 20)
+        return opts
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         ray = self.ray
-        remote = ray.remote(num_cpus=1, max_retries=2)(fn)
+        remote = ray.remote(**self._options())(fn)
         refs = {remote.remote(t): t for t in tasks}
         pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                yield refs[ref], ray.get(ref)
+        try:
+            while pending:   # 1 s slices: Ctrl-C is seen between them
+                done, pending = ray.wait(pending, num_returns=1, timeout=1.0)
+                for ref in done:
+                    yield refs[ref], self._result(ref)
+        except BaseException:
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            raise
+
+    def _result(self, ref):
+        """The task's result; a task Ray gave up on (its worker or node lost more than
+        ``max_retries`` times) as one line."""
+        from ray.exceptions import NodeDiedError, WorkerCrashedError
+
+        try:
+            return self.ray.get(ref)
+        except (WorkerCrashedError, NodeDiedError) as exc:
+            from capaudit.errors import InputError
+
+            raise InputError(f"a Ray task was lost {self.max_retries + 1} times "
+                             f"({type(exc).__name__})", fix="check the cluster's nodes and "
+                             "memory (ray status), then rerun: finished shards are kept") \
+                from None
 
     def close(self) -> None:
         if self._started and self.ray.is_initialized():
             self.ray.shutdown()
             self._started = False
+
+
+def _sigterm_handler():
+    """This process's SIGTERM handler, from the main thread (None elsewhere)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _restore_sigterm(handler) -> None:
+    """``ray.init`` installs its own SIGTERM handler (``sys.exit``) and leaves it: the
+    command's own (a service stop ends the run as Ctrl-C does: tasks cancelled, one line,
+    exit 143) is put back."""
+    import signal
+
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)

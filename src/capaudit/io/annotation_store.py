@@ -34,8 +34,21 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     """
     if kind not in KINDS:
         raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
+    from capaudit.core.storage import is_remote
+
+    if is_remote(path):   # a private temporary copy, read like a local file; stored by its URL
+        from capaudit.core.local_copy import local_copy
+        from capaudit.core.urls import name_of, shown_url
+
+        with local_copy(str(path)) as local:
+            return _add_file(store, kind, local, name or kind, replace,
+                             namespace or annotation_namespace(name_of(path)), shown_url(path))
     path = Path(path)
-    name = name or kind
+    return _add_file(store, kind, path, name or kind, replace, namespace, None)
+
+
+def _add_file(store, kind: str, path: Path, name: str, replace: bool, namespace: str | None,
+              source: str | None) -> tuple[str, int]:
     if kind == "instances":
         cats, counts = ann.load_instances(path)
         n = len(cats)
@@ -70,7 +83,8 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
         if not replace:
             raise InputError(f"annotations named '{name}' already exist with other content",
                              fix="pass --replace or --name")
-    stored.put_source(store, name, kind, arrow, path=str(path.resolve()), sha256=sha, n_images=n,
+    stored.put_source(store, name, kind, arrow, path=source or str(path.resolve()), sha256=sha,
+                      n_images=n,
                       namespace=namespace or annotation_namespace(path.name))
     return name, n
 

@@ -10,6 +10,13 @@ caption)`` and handed to the audit chunk by chunk. Three layouts:
 - a Hugging Face ``datasets`` folder (``save_to_disk``: ``data-*.arrow`` IPC
   streams, each one a shard), read batch by batch.
 
+Where: a shard is named by a path or a URL (``s3://``, ``gs://``, ``hf://``, ``https://``);
+:func:`find_shards` lists a folder, a glob, a brace list (``shard-{00000..00099}.parquet``)
+or a manifest (a ``.txt`` of shard names) through :func:`capaudit.core.listing.list_files`
+(narrow prefixes, never the whole bucket), and a remote shard is read streaming: a tar
+member by member from a retrying block reader, a parquet file footer first, then the
+byte ranges of the needed columns, row group by row group (bounded memory).
+
 Ids: the image id is parsed like everywhere else
 (:func:`~capaudit.io.imageids.parse_image_id`: integers and COCO file names);
 any other id (a DataComp ``uid``) gives no image id, and the caption is its
@@ -18,16 +25,17 @@ own bootstrap unit. A damaged shard raises one :class:`InputError` naming it.
 
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 
+from capaudit.core.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 
-__all__ = ["SHARD_SUFFIXES", "find_shards", "iter_shard_rows"]
+__all__ = ["SHARD_SUFFIXES", "find_shards", "find_shard_entries", "iter_shard_rows",
+           "shards_name"]
 
 SHARD_SUFFIXES = (".tar", ".parquet", ".arrow")
 ID_COLUMNS = ("image_id", "key", "uid", "id", "image")
@@ -35,25 +43,53 @@ CAPTION_COLUMNS = ("caption", "text", "TEXT", "alt_text", "captions")
 BATCH = 8192
 
 
-def find_shards(spec: str | Path) -> list[Path]:
-    """Shard files of a folder, a glob or one file, sorted by name (the audit's order)."""
+def find_shard_entries(spec, storage_options: dict | None = None) -> list:
+    """The shards of a folder, a glob, a brace list, a manifest or one file (paths or URLs),
+    sorted by location (the audit's order), each a :class:`capaudit.core.listing.Entry`
+    (location, size, the store's identity of its content)."""
+    from capaudit.core.listing import list_files
+
     text = str(spec)
-    if any(ch in text for ch in "*?["):
-        paths = [Path(p) for p in sorted(glob.glob(text))]
-    elif Path(text).is_dir():
-        paths = sorted(p for p in Path(text).iterdir())
-    elif Path(text).exists():
-        paths = [Path(text)]
-    else:
-        raise InputError("no such shard folder, file or glob", path=text, fix="check --shards")
-    shards = [p for p in paths if p.is_file() and p.suffix in SHARD_SUFFIXES]
-    if not shards and len(paths) == 1 and paths[0].is_file():
-        raise InputError(f"not a shard ({', '.join(SHARD_SUFFIXES)})", path=text,
+    try:
+        entries = list_files(text, storage_options, manifest=True)
+    except InputError as exc:
+        if "no such" in str(exc) and "{" not in text:
+            raise InputError("no such shard folder, file or glob", path=shown_url(text),
+                             fix="check --shards") from None
+        raise
+    shards = [e for e in entries if Path(e.name).suffix in SHARD_SUFFIXES]
+    if not shards and len(entries) == 1 and entries[0].location.rstrip("/") == text.rstrip("/"):
+        raise InputError(f"not a shard ({', '.join(SHARD_SUFFIXES)})", path=shown_url(text),
                          fix=f"audit a caption file without --shards: capaudit audit run {text}")
     if not shards:
-        raise InputError("no .tar, .parquet or .arrow shards here", path=text,
+        raise InputError("no .tar, .parquet or .arrow shards here", path=shown_url(text),
                          fix="point --shards to a webdataset, parquet or HF datasets folder")
     return shards
+
+
+def shards_name(spec) -> str:
+    """The set name a shard spec suggests: a folder's name, or the folder of a glob, a brace
+    list, a manifest or a shard file (``s3://b/laion/shard-{0..9}.tar`` -> ``laion``)."""
+    from capaudit.core.urls import is_url, parent_of
+
+    text = str(spec).split("*")[0].split("{")[0].split("?")[0] if is_url(spec) else \
+        str(spec).split("*")[0].split("{")[0]
+    fixed = text.rstrip("/") or "."
+    local = local_path(fixed)
+    if local is not None and local.is_dir() and not text.endswith(("-", "_")):
+        return local.resolve().name or "shards"
+    if is_url(fixed) and text.endswith("/"):
+        return name_of(fixed) or "shards"
+    if is_url(fixed) and not Path(name_of(fixed)).suffix and fixed == text.rstrip("/") \
+            and "*" not in str(spec) and "{" not in str(spec):
+        return name_of(fixed) or "shards"   # a prefix named without a trailing slash
+    return name_of(parent_of(fixed)) or (local.resolve().parent.name if local else "") \
+        or "shards"
+
+
+def find_shards(spec, storage_options: dict | None = None) -> list[str]:
+    """The shards' locations (local paths as text, or URLs): :func:`find_shard_entries`."""
+    return [e.location for e in find_shard_entries(spec, storage_options)]
 
 
 def _pick(names: list[str], wanted: tuple[str, ...], path: Path, what: str,
@@ -86,26 +122,51 @@ def _batch_rows(batch: pa.RecordBatch, id_col: str | None, cap_col: str, path: P
             yield iid, text
 
 
-def _columnar_batches(path: Path) -> Iterator[pa.RecordBatch]:
-    if path.suffix == ".parquet":
+def _wanted(names: list[str], path) -> list[str]:
+    return [c for c in (_pick(names, ID_COLUMNS, path, "image id", False),
+                        _pick(names, CAPTION_COLUMNS, path, "caption", True)) if c]
+
+
+def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
+    """Record batches of a parquet or Arrow shard; ``source``: the local ``Path``, a remote
+    parquet file's URL (footer first, then only the id and caption columns' byte ranges:
+    :mod:`capaudit.io.remote_parquet`) or an open remote Arrow file. A DataComp shard's
+    other 30 columns are never read."""
+    if Path(name_of(path)).suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        yield from pq.ParquetFile(path).iter_batches(batch_size=BATCH)
-        return
-    with pa.memory_map(str(path)) as src:
-        try:
-            reader = pa.ipc.open_stream(src)
-        except pa.ArrowInvalid:
-            reader = pa.ipc.open_file(src)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
+        if isinstance(source, str):
+            from capaudit.io.remote_parquet import iter_remote_parquet
+
+            yield from iter_remote_parquet(source, lambda names: _wanted(names, path), BATCH,
+                                           options)
             return
-        yield from reader
+        pf = pq.ParquetFile(source, pre_buffer=False)
+        yield from pf.iter_batches(batch_size=BATCH, columns=_wanted(pf.schema_arrow.names, path))
+        return
+    if isinstance(source, Path):
+        with pa.memory_map(str(source)) as src:
+            yield from _ipc_batches(src)
+        return
+    yield from _ipc_batches(source)
 
 
-def _columnar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
+def _ipc_batches(src) -> Iterator[pa.RecordBatch]:
+    try:
+        reader = pa.ipc.open_stream(src)
+    except pa.ArrowInvalid:
+        src.seek(0)
+        reader = pa.ipc.open_file(src)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+        return
+    yield from reader
+
+
+def _columnar_rows(path, source, guard=_no_guard, options=None
+                   ) -> Iterator[tuple[int | None, str]]:
     row0, cols = 0, None
-    for batch in _columnar_batches(path):
+    for batch in _columnar_batches(path, source, options):
         if cols is None:
             names = batch.schema.names
             cols = (_pick(names, ID_COLUMNS, path, "image id", False),
@@ -114,10 +175,11 @@ def _columnar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, st
         row0 += batch.num_rows
 
 
-def _tar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
+def _tar_rows(path, source, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
     from capaudit.io.readers.webdataset import iter_samples, parse_sample
 
-    for row, (key, files) in enumerate(iter_samples(path), start=1):
+    fileobj = None if isinstance(source, (str, Path)) else source
+    for row, (key, files) in enumerate(iter_samples(path, fileobj=fileobj), start=1):
         meta, texts = parse_sample(key, files, path, row)
         raw = meta.get("image_id")
         raw = raw if raw is not None else meta.get("key", key)
@@ -128,17 +190,33 @@ def _tar_rows(path: Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
             yield iid, text
 
 
-def iter_shard_rows(path: str | Path, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
-    """``(image id or None, caption)`` of one shard, in file order, streaming.
+def iter_shard_rows(location, guard=_no_guard, storage_options: dict | None = None
+                    ) -> Iterator[tuple[int | None, str]]:
+    """``(image id or None, caption)`` of one shard (a path or a URL), in file order,
+    streaming.
 
     ``guard(raw key, parsed id, captions of the row)`` may hide an id (``None``): the
     join rule of :class:`capaudit.audit.shards.outputs.JoinGuard`."""
-    path = Path(path)
-    if path.suffix == ".tar":
-        yield from _tar_rows(path, guard)
+    local = local_path(location)
+    if local is not None:
+        yield from _rows(local, local, guard)
+        return
+    if Path(name_of(location)).suffix == ".parquet":   # read by its URL: ranges, not blocks
+        yield from _rows(shown_url(location), str(location), guard, storage_options)
+        return
+    from capaudit.core.storage import open_input
+
+    with open_input(str(location), storage_options) as src:   # messages name the URL
+        yield from _rows(shown_url(location), src, guard)
+
+
+def _rows(path, source, guard, options=None) -> Iterator[tuple[int | None, str]]:
+    if Path(name_of(path)).suffix == ".tar":
+        yield from _tar_rows(path, source, guard)
         return
     try:
-        yield from _columnar_rows(path, guard)
+        yield from _columnar_rows(path, source, guard, options)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"not a readable {path.suffix[1:]} shard ({str(exc).splitlines()[0]})",
-                         path=path, fix="rewrite the shard or pass --skip-bad-shards") from None
+        raise InputError(f"not a readable {Path(name_of(path)).suffix[1:]} shard "
+                         f"({str(exc).splitlines()[0]})", path=path,
+                         fix="rewrite the shard or pass --skip-bad-shards") from None

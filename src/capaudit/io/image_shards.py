@@ -49,17 +49,48 @@ class Sample:
 
 
 # -- reading ------------------------------------------------------------------------
-def list_shards(path: str | Path) -> list[Path]:
+def list_shards(path: str | Path) -> list:
+    """The ``.tar`` shards of a folder or one shard: local ``Path`` objects, or URL strings
+    for a remote folder, glob, brace list or manifest (:mod:`capaudit.core.listing`)."""
+    from capaudit.core.storage import is_remote
+
+    if is_remote(path):
+        from capaudit.core.listing import list_files
+
+        found = [e.location for e in list_files(str(path), manifest=True)
+                 if e.name.endswith(".tar")]
+        if not found:
+            raise InputError("no .tar shards here", path=_shown(path),
+                             fix="point --shards to a webdataset folder or .tar files")
+        return found
     path = Path(path)
     if not path.exists():
         raise InputError("no such shard folder or file", path=path, fix="check --shards")
     return shard_paths(path)
 
 
+def _shown(location) -> str:
+    from capaudit.core.urls import shown_url
+
+    return shown_url(location)
+
+
 def read_shard(tar_path: str | Path) -> Iterator[Sample]:
-    """Yield the samples of one shard in tar order (both layouts, see module doc)."""
-    tar_path = Path(tar_path)
-    for row, (key, files) in enumerate(iter_samples(tar_path), start=1):
+    """Yield the samples of one shard in tar order (both layouts, see module doc); a URL is
+    read streaming (:func:`capaudit.core.storage.open_input`)."""
+    from capaudit.core.storage import is_remote
+
+    if is_remote(tar_path):
+        from capaudit.core.storage import open_input
+
+        with open_input(str(tar_path)) as fh:
+            yield from _samples(_shown(tar_path), fh)
+        return
+    yield from _samples(Path(tar_path), None)
+
+
+def _samples(tar_path, fileobj) -> Iterator[Sample]:
+    for row, (key, files) in enumerate(iter_samples(tar_path, fileobj=fileobj), start=1):
         meta, caps = parse_sample(key, files, tar_path, row, strict=False)
         caps = [c for c in caps if isinstance(c, str)]
         ext = next((e for e in IMAGE_EXTS if e in files), None)
@@ -184,8 +215,14 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
 
 def read_manifest(shards_dir: str | Path) -> dict:
     """The ``manifest.json`` that ``shards build`` writes (empty for foreign shards)."""
-    p = Path(shards_dir) / "manifest.json"
+    from capaudit.core.folder import Folder
+    from capaudit.core.urls import has_glob
+
+    if "{" in str(shards_dir) or has_glob(str(shards_dir)) or str(shards_dir).endswith(".tar"):
+        return {}
     try:
-        return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = Folder(shards_dir).read_bytes("manifest.json")
+        return json.loads(data.decode("utf-8")) if data else {}
+    except (json.JSONDecodeError, UnicodeDecodeError, IsADirectoryError, NotADirectoryError,
+            InputError):
         return {}

@@ -154,8 +154,28 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
                     caption_col: str | None = None, namespace: str | None = None,
                     on_batch: Callable[[int], None] | None = None,
                     **reader_options) -> AddResult:
-    """Register ``path`` as set ``name`` (``fmt="hf"`` also takes a cached Hub dataset id)."""
-    path = Path(path)
+    """Register ``path`` as set ``name`` (``fmt="hf"`` also takes a cached Hub dataset id).
+
+    ``path`` may be a URL (``s3://``, ``gs://``, ``hf://``, ``https://``): the object (or the
+    files under a remote folder) is streamed to a private temporary copy, read like a local
+    file and removed; the set's source is the URL, credentials masked
+    (:func:`capaudit.core.storage.local_copy`)."""
+    from capaudit.core.storage import is_remote
+
+    if is_remote(path):
+        from capaudit.core.local_copy import local_copy
+        from capaudit.core.urls import shown_url
+
+        check_set_name(name)
+        with local_copy(str(path)) as local:
+            return _add(store, name, local, fmt, replace, id_col, caption_col, namespace,
+                        on_batch, reader_options, source=shown_url(path))
+    return _add(store, name, Path(path), fmt, replace, id_col, caption_col, namespace,
+                on_batch, reader_options)
+
+
+def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, caption_col,
+         namespace, on_batch, reader_options: dict, source: str | None = None) -> AddResult:
     check_set_name(name)
     check_path_text(path)
     hub = fmt == "hf" and not path.exists()   # a Hub dataset id, read from the local cache
@@ -182,7 +202,8 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     with store.transaction():
         if existing is not None:
             store.delete_set(name)
-        set_id = store.create_set(name, source_path=str(path if hub else path.resolve()),
+        set_id = store.create_set(name, source_path=source or str(path if hub else
+                                                                  path.resolve()),
                                   format=fmt, sha256=sha,
                                   options=options)
         if hasattr(reader, "select_sql"):

@@ -68,6 +68,8 @@ def resolve_target(store, target: str) -> StreamTarget:
         if info is not None:
             return StreamTarget(target, f"set:{target}", target,
                                 lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
+    if _is_remote(target):
+        return _named_by_url(resolve_target(None, _remote_copy(target)), target)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_captions
     from capaudit.io.readers import detect_format, get_reader
@@ -121,6 +123,27 @@ class ReplayBatches:
         self.held = keep
 
 
+def _is_remote(target) -> bool:
+    from capaudit.core.storage import is_remote
+
+    return is_remote(target)
+
+
+def _remote_copy(url: str) -> str:
+    """A caption file named by a URL: a private local copy, kept while the process lives
+    (the coverage pass and the audit read it twice)."""
+    from capaudit.core.local_copy import kept_copy
+
+    return str(kept_copy(url))
+
+
+def _named_by_url(found, url: str):
+    from capaudit.core.urls import name_of, shown_url
+
+    found.name, found.source = name_of(url).split(".")[0], shown_url(url)
+    return found
+
+
 def _file_name(path: Path) -> str:
     return path.name.split(".")[0] if not path.is_dir() else path.name
 
@@ -145,6 +168,8 @@ def load_target(store, target: str) -> Target:
         tbl = store.captions(target, "image_id, caption")
         return Target(target, tbl.column("image_id").to_pylist(),
                       tbl.column("caption").to_pylist(), f"set:{target}")
+    if _is_remote(target):
+        return _named_by_url(load_target(None, _remote_copy(target)), target)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_batch
     from capaudit.io.readers import detect_format, get_reader

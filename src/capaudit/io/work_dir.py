@@ -9,6 +9,11 @@ Where (:func:`default_work_dir`): beside the store, in ``<store>.work/`` (for
 ``capaudit.duckdb``: ``capaudit.duckdb.work/NAME.audit-work``), never in the working
 directory, where a sharded audit used to leave ``NAME.audit-work/`` wherever it was run.
 Removal (:func:`remove_work`): after a successful run, only what the run made.
+
+A work folder may be a URL (``--work-dir s3://bucket/run``: the one a Ray cluster without a
+shared disk needs). There is no ``flock`` on object storage: the lock is an object created
+only if absent (:mod:`capaudit.io.remote_lock`), refreshed while the run lives; a lock whose
+process is gone (same machine) or whose heartbeat stopped is taken over.
 """
 
 from __future__ import annotations
@@ -40,7 +45,15 @@ def work_dir_lock(work: str | Path) -> Iterator[Path]:
     and delete each other's temporary files. An OS lock (``flock``) dies with
     its process, so a killed run never leaves a stale lock behind.
     """
-    work = Path(work).resolve()
+    from capaudit.core.urls import local_path
+
+    if local_path(work) is None:
+        from capaudit.io.remote_lock import remote_lock
+
+        with remote_lock(str(work)) as folder:
+            yield folder
+        return
+    work = local_path(work).resolve()
     if work in _LOCKS or fcntl is None:
         _LOCKS[work] = _LOCKS.get(work, 0) + 1
         try:
@@ -97,7 +110,14 @@ def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
     ``up_to`` (None: none of them) while they are empty. Anything else in them (another
     configuration's folder, a user's file) stays, and so does the folder holding it; a link
     is never followed."""
-    made = Path(made)
+    from capaudit.core.urls import local_path
+
+    if local_path(made) is None:   # a URL: this configuration's objects, then nothing above
+        from capaudit.core.folder import Folder
+
+        Folder(str(made)).remove_tree()
+        return
+    made = local_path(made)
     if made.is_symlink() or not made.is_dir():
         return
     shutil.rmtree(made)

@@ -245,9 +245,18 @@ def _run_pool(fn, jobs: list, workers: int) -> list:
     if len(jobs) == 1:
         return [fn(jobs[0])]
     import multiprocessing as mp   # only when a pool runs (~15 ms of every audit's start)
+    import signal
 
     ctx = mp.get_context("fork")
-    with ctx.Pool(min(workers, len(jobs)), initializer=_quiet_worker) as pool:
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    # forked with these blocked: a worker ended before its initializer ran must not run the
+    # parent's handler (a copy of the command raising KeyboardInterrupt); it unblocks them
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        pool = ctx.Pool(min(workers, len(jobs)), initializer=_quiet_worker)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with pool:
         return list(pool.imap(fn, jobs))
 
 
@@ -266,6 +275,7 @@ def _quiet_worker() -> None:
         signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is read by no thread here
     except ValueError:  # pragma: no cover - not the main thread
         pass
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 def _deferring_chunk(job: tuple) -> tuple | None:

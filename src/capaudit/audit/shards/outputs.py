@@ -28,11 +28,13 @@ both per shard and merges:
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
 
 from capaudit.audit import annotation_coverage as coverage
+from capaudit.core.urls import join, local_path, name_of, shown_url
 from capaudit.io.imageids import compatible, infer_namespace, keyed_unit, set_namespace
 
 __all__ = ["DETAILS_SUFFIX", "DetailsFile", "JoinGuard", "annotation_namespaces",
@@ -41,54 +43,67 @@ __all__ = ["DETAILS_SUFFIX", "DetailsFile", "JoinGuard", "annotation_namespaces"
 DETAILS_SUFFIX = ".details.parquet"
 
 
-def details_path(work: Path, shard: str) -> Path:
-    return Path(work) / (Path(shard).stem + DETAILS_SUFFIX)
+def details_name(shard: str) -> str:
+    return Path(name_of(shard)).stem + DETAILS_SUFFIX
+
+
+def details_path(work, shard: str):
+    """Where ``shard``'s details live in the work folder ``work`` (a URL when remote)."""
+    local = local_path(work)
+    return local / details_name(shard) if local is not None else join(str(work),
+                                                                       details_name(shard))
 
 
 class DetailsFile:
-    """A details sink writing one shard's tables to a temporary parquet file."""
+    """A details sink writing one shard's tables to a parquet file of the work folder that
+    appears only when :meth:`commit` is called (a temporary file renamed, or an upload
+    completed: :meth:`capaudit.core.folder.Folder.open_write`)."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.tmp: Path | None = None
+    def __init__(self, folder, shard: str):
+        self.folder, self.name = folder, details_name(shard)
+        self._out = None
         self.writer, self.rows = None, 0
 
     def __call__(self, table) -> None:
         import pyarrow.parquet as pq
 
-        if self.writer is None:
-            from capaudit.core.safe_write import new_temp_file
-
-            self.tmp = new_temp_file(self.path)   # our own file: never a planted link
-            self.writer = pq.ParquetWriter(self.tmp, table.schema)
+        if self.writer is None:   # our own file (never a planted link) or an upload
+            self._out = self.folder.open_write(self.name)
+            self._fh = self._out.__enter__()
+            self.writer = pq.ParquetWriter(self._fh, table.schema)
         self.writer.write_table(table.cast(self.writer.schema))
         self.rows += table.num_rows
 
     def commit(self) -> dict:
-        """Close and rename; ``{"rows", "bytes"}`` for the shard's marker."""
+        """Close and publish; ``{"rows", "bytes"}`` for the shard's marker."""
         if self.writer is None:  # an empty shard: no file, no rows
             return {"rows": 0, "bytes": 0}
-        from capaudit.core.safe_write import replace_with
-
         self.writer.close()
-        replace_with(self.tmp, self.path)
-        return {"rows": self.rows, "bytes": self.path.stat().st_size}
+        size = self._fh.tell()
+        self._out.__exit__(None, None, None)
+        self._out = None
+        return {"rows": self.rows, "bytes": size}
 
     def abort(self) -> None:
         if self.writer is not None:
             self.writer.close()
-        if self.tmp is not None:
-            self.tmp.unlink(missing_ok=True)
+        if self._out is not None:   # the temporary file removed, the upload discarded
+            with contextlib.suppress(_Aborted):
+                self._out.__exit__(_Aborted, _Aborted(), None)
+            self._out = None
 
 
-def details_ok(work: Path, shard: str, recorded: dict | None) -> bool:
+class _Aborted(Exception):
+    """Thrown into an unfinished details file to discard it."""
+
+
+def details_ok(folder, shard: str, recorded: dict | None) -> bool:
     """The shard's details file is there and the size its marker recorded."""
     if not recorded:
         return False
-    path = details_path(work, shard)
     if recorded.get("rows") == 0:
         return True
-    return path.exists() and path.stat().st_size == recorded.get("bytes")
+    return folder.size(details_name(shard)) == recorded.get("bytes")
 
 
 def annotation_namespaces(store, annotations, metrics) -> dict[str, str | None]:
@@ -158,22 +173,26 @@ def merged_coverage(target: str, parts: list[dict], ann_namespaces: dict) -> cov
     return cov
 
 
-def attach_details(store, run_id: int, set_name: str, files: list[tuple[Path, int, int]]) -> int:
-    """Copy ``(parquet file, shard caption offset, first caption index)`` files into
-    ``caption_details`` for ``run_id`` (the caller holds the transaction); returns rows."""
+def attach_details(store, run_id: int, set_name: str, files: list[tuple], *,
+                   storage_options: dict | None = None) -> int:
+    """Copy ``(parquet file, shard caption offset, first caption index)`` files (local paths
+    or URLs: a remote one is streamed to a temporary copy first) into ``caption_details``
+    for ``run_id`` (the caller holds the transaction); returns rows."""
     import duckdb
     import pyarrow as pa
 
+    from capaudit.core.local_copy import local_copy
     from capaudit.errors import InputError
     from capaudit.store.details import write_details_file
 
     rows = 0
     for path, offset, first in files:
         try:
-            rows += write_details_file(store, run_id, set_name, path, first - offset)
+            with local_copy(path, storage_options) as local:
+                rows += write_details_file(store, run_id, set_name, local, first - offset)
         except (duckdb.Error, pa.ArrowException, OSError) as exc:  # rolled back: nothing stored
             raise InputError(f"cannot read the shard's caption details "
-                             f"({' '.join(str(exc).split())[:160]})", path=path,
+                             f"({' '.join(str(exc).split())[:160]})", path=shown_url(path),
                              fix="rerun: a shard whose details file is missing or cut is "
                                  "redone") from None
     return rows

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from capaudit.audit.shards.task import ShardTask, sha256_hex, state_path
+from capaudit.audit.shards.task import ShardTask, sha256_hex, state_name
 from capaudit.errors import InputError
 from capaudit.audit.config import AuditConfig
 
@@ -49,19 +49,20 @@ def _parts(acc) -> dict | None:
             "skipped": acc.skipped}
 
 
-def _done(task: ShardTask, fp: dict, marker: dict | None) -> bool:
+def _done(task: ShardTask, fp: dict, marker: dict | None, folder) -> bool:
+    from capaudit.io.markers import same_input
+
     if not marker or marker.get("config_hash") != task.cfg_hash:
         return False
-    if marker.get("index") != task.index or marker.get("input", {}).get("sha256") != fp["sha256"]:
+    if marker.get("index") != task.index or not same_input(marker.get("input"), fp):
         return False
     from capaudit.audit.shards.outputs import details_ok
 
-    work, name = Path(task.work), Path(task.path).name
-    if "coverage" not in marker or task.details and not details_ok(work, name,
+    if "coverage" not in marker or task.details and not details_ok(folder, task.name,
                                                                    marker.get("details")):
         return False
-    state = state_path(work, name)
-    return state.exists() and sha256_hex(state.read_bytes()) == marker.get("state_sha256")
+    state = folder.read_bytes(state_name(task.name))
+    return state is not None and sha256_hex(state) == marker.get("state_sha256")
 
 
 def audit_shard(task: ShardTask) -> dict:
@@ -69,27 +70,24 @@ def audit_shard(task: ShardTask) -> dict:
     for bad input: ``{"shard", "status": done|resumed|failed, "n_captions", "seconds"}``."""
     from capaudit.audit.engine import accumulate
     from capaudit.audit.runner import metric_names
-    from capaudit.audit.shards.outputs import (
-        DetailsFile,
-        JoinGuard,
-        details_path,
-        shard_coverage,
-    )
+    from capaudit.audit.shards.outputs import DetailsFile, JoinGuard, shard_coverage
     from capaudit.audit.shards.state_io import StateError, dumps_state
     from capaudit.io.caption_shards import iter_shard_rows
-    from capaudit.io.markers import atomic_write_bytes, input_fingerprint, read_marker, write_marker
+    from capaudit.io.markers import input_fingerprint, read_marker, write_marker
 
-    work, name, t0 = Path(task.work), Path(task.path).name, time.perf_counter()
-    marker = read_marker(work, name)
-    sink = DetailsFile(details_path(work, name)) if task.details else None
+    folder, name, t0 = task.folder(), task.name, time.perf_counter()
+    marker = read_marker(folder, name)
+    sink = DetailsFile(folder, name) if task.details else None
     try:
-        fp = input_fingerprint(Path(task.path), (marker or {}).get("input"))
-        if _done(task, fp, marker):
+        fp = input_fingerprint(task.path, (marker or {}).get("input"), known=task.identity,
+                               storage_options=task.storage_options)
+        if _done(task, fp, marker, folder):
             return {"shard": name, "status": "resumed", "n_captions": marker["n_captions"],
                     "seconds": 0.0, "coverage": marker["coverage"],
                     "details": marker.get("details")}
         cfg, guard = task.cfg, JoinGuard(task.annotations, task.ann_namespaces)
-        acc, acc2 = accumulate(iter_shard_rows(task.path, guard), task.annotations,
+        rows = iter_shard_rows(task.path, guard, task.storage_options)
+        acc, acc2 = accumulate(rows, task.annotations,
                                metric_names(cfg), cfg["mode"], 1, cfg["min_images"],
                                int(cfg.get("chunk_size") or 50_000), sink, cfg["corrected"],
                                None, cfg, offset=task.index * SHARD_OFFSET)
@@ -100,6 +98,10 @@ def audit_shard(task: ShardTask) -> dict:
         return {"shard": name, "status": "failed", "error": " ".join(str(exc).split()),
                 "n_captions": 0,
                 "seconds": time.perf_counter() - t0}
+    except BaseException:   # Ctrl-C, a lost worker: no half details file, no open upload
+        if sink is not None:
+            sink.abort()
+        raise
     try:
         data = dumps_state({"acc": _parts(acc), "acc2": _parts(acc2)})
     except StateError as exc:
@@ -112,12 +114,13 @@ def audit_shard(task: ShardTask) -> dict:
                 "error": f"the state of metric {', '.join(names) or '?'} cannot be saved "
                          f"safely for --shards ({exc}) (fix: register its state dataclass "
                          "with capaudit.audit.shards.state_io.register_state, or run without --shards)"}
-    atomic_write_bytes(state_path(work, name), data)
+    folder.write_bytes(state_name(name), data)
     details = sink.commit() if sink is not None else None
-    write_marker(work, name, task.cfg_hash, {"index": task.index, "input": fp,
+    write_marker(folder, name, task.cfg_hash, {"index": task.index, "input": fp,
                                              "n_captions": acc.n_captions, "coverage": cov,
                                              "details": details,
-                                             "state_sha256": sha256_hex(data)})
+                                             "state_sha256": sha256_hex(data)},
+                 stale=marker is not None)
     return {"shard": name, "status": "done", "n_captions": acc.n_captions,
             "seconds": time.perf_counter() - t0, "coverage": cov, "details": details}
 
@@ -143,7 +146,7 @@ def _key(cfg: dict, annotations) -> dict:
     return key
 
 
-def _local_workers(executor: str, workers: int, shards: list[Path]) -> int:
+def _local_workers(executor: str, workers: int, shards: list) -> int:
     """Local workers worth starting for these shards (:func:`capaudit.core.config.worker_count`:
     idle cores, one per ``CAPAUDIT_WORKER_MB`` of shards); a Ray cluster's cores are its own."""
     from capaudit.core.ranges import env_number
@@ -153,7 +156,9 @@ def _local_workers(executor: str, workers: int, shards: list[Path]) -> int:
         return workers
     from capaudit.core.config import worker_count
 
-    size = sum(p.stat().st_size for p in shards)
+    sizes = [getattr(e, "size", None) if not isinstance(e, Path) else e.stat().st_size
+             for e in shards]   # listing entries (a URL's size may be unknown), or paths
+    size = sum(int(per_mb * 2 ** 20) if n is None else n for n in sizes)
     return min(len(shards) or 1, worker_count(workers, size, int(per_mb * 2 ** 20)))
 
 
@@ -161,8 +166,9 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
                 executor: str = "local", workers: int = 1, address: str | None = None,
                 skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
                 on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
-                store=None):
-    """Audit every shard of ``spec`` (folder, glob or file) and merge them.
+                store=None, storage_options: dict | None = None):
+    """Audit every shard of ``spec`` (folder, glob, brace list, manifest or file; paths or
+    URLs) and merge them.
 
     Returns ``(AuditResult, summaries)``, one summary per shard in shard order.
     A failed shard stops the run with one line (the shards already done keep
@@ -172,7 +178,9 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     holds ``coverage`` and ``details_files`` (``(parquet, shard offset, first
     caption index)`` per shard, for :func:`~capaudit.audit.shards.outputs.attach_details`;
     ``cfg["details"] = False`` writes none). ``store`` resolves stored annotation
-    sources' namespaces. ``name`` names the set in the coverage line.
+    sources' namespaces. ``name`` names the set in the coverage line. ``work_dir`` may be a
+    URL (a Ray cluster without a shared disk needs one: a local path is refused there);
+    ``storage_options`` (no credentials: every node uses its own) reach every task.
     """
     import dataclasses
 
@@ -180,59 +188,93 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     from capaudit.audit.result_status import assign_status
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shards.merge import merge_shards
-    from capaudit.audit.shards.outputs import annotation_namespaces, details_path, merged_coverage
-    from capaudit.io.work_dir import work_dir_lock
+    from capaudit.audit.shards.outputs import annotation_namespaces, merged_coverage
+    from capaudit.core.folder import Folder
     from capaudit.executors import get_executor
-    from capaudit.io.caption_shards import find_shards
+    from capaudit.executors.base import require_shared
+    from capaudit.io.caption_shards import find_shard_entries, shards_name
     from capaudit.io.markers import clean_tmp, config_hash
+    from capaudit.io.work_dir import work_dir_lock
 
     cfg = AuditConfig.of(cfg)
     if cfg.get("lic"):
         raise InputError("--lic trains leakage classifiers on the whole set: a model, not a sum "
                          "that shards can merge", fix="drop --lic here and run capaudit audit lic "
                          "on a sample of the set (a caption file of its gender-labelled images)")
-    shards = find_shards(spec)
+    opts = _task_options(storage_options)
+    shards = find_shard_entries(spec, opts)
     workers = _local_workers(executor, workers, shards)
     names = metric_names(cfg)  # typos fail before any work
     ann_ns = annotation_namespaces(store, annotations, names)
     details = bool(cfg.get("details", True))
     key = config_hash(_key(cfg, annotations))
-    with work_dir_lock(work_dir) as root:
-        work = root / key  # one folder per configuration: configurations do not evict each other
-        work.mkdir(exist_ok=True)
-        clean_tmp(work)
-        tasks = [ShardTask(str(p), i, str(work), cfg, key, annotations, ann_ns, details)
-                 for i, p in enumerate(shards)]
-        if on_start:
-            on_start(len(tasks))
-        summaries: dict[int, dict] = {}
-        ex = get_executor(executor, workers=workers, address=address)
-        try:
-            for task, summary in ex.map_unordered(audit_shard, tasks):
-                summaries[task.index] = summary
-                if on_shard:
-                    on_shard(summary)
-                if summary["status"] == "failed" and (summary.get("fatal") or not skip_bad):
-                    err = summary["error"]
-                    raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
-                                     if "(fix:" in err else "repair it or pass --skip-bad-shards")
-        finally:
-            ex.close()
-        ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
-        covs = [summaries[t.index]["coverage"] for t in ok]
-        cov = merged_coverage(name or Path(str(spec).split("*")[0]).name or "shards", covs, ann_ns)
-        coverage.check(cov, float(cfg.get("min_coverage", 0.5)), bool(cfg.get("allow_partial")))
-        files, first = [], 0
-        for t in ok:
-            n = summaries[t.index]["n_captions"]
-            if details and n:
-                files.append((details_path(work, Path(t.path).name), t.index * SHARD_OFFSET,
-                              first))
-            first += n
-        res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
+    ex = get_executor(executor, workers=workers, address=address)
+    try:
+        require_shared(ex, str(work_dir))
+        with work_dir_lock(work_dir) as root:
+            work = Folder(root, opts).sub(key).make()  # one folder per configuration
+            clean_tmp(work)
+            tasks = [ShardTask(e.location, i, work.location, cfg, key, annotations, ann_ns,
+                               details, dict(e.identity), opts) for i, e in enumerate(shards)]
+            if on_start:
+                on_start(len(tasks))
+            summaries = _run_tasks(ex, tasks, on_shard, skip_bad)
+            ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
+            covs = [summaries[t.index]["coverage"] for t in ok]
+            cov = merged_coverage(name or shards_name(spec), covs, ann_ns)
+            coverage.check(cov, float(cfg.get("min_coverage", 0.5)),
+                           bool(cfg.get("allow_partial")))
+            files = _details_files(ok, summaries, details)
+            res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
+    finally:
+        ex.close()
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(tasks), executor=executor, workers=workers, details_files=files,
-                    work_folder=str(work),   # this configuration's markers: the CLI removes them
+                    work_folder=work.location,   # this configuration's markers: the CLI removes them
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, [summaries[t.index] for t in tasks]
+
+
+def _run_tasks(ex, tasks: list[ShardTask], on_shard, skip_bad: bool) -> dict[int, dict]:
+    """Every shard on the executor; a failed shard stops the run (one line) unless
+    ``skip_bad`` and the failure is not fatal."""
+    summaries: dict[int, dict] = {}
+    for task, summary in ex.map_unordered(audit_shard, tasks):
+        summaries[task.index] = summary
+        if on_shard:
+            on_shard(summary)
+        if summary["status"] == "failed" and (summary.get("fatal") or not skip_bad):
+            err = summary["error"]
+            raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
+                             if "(fix:" in err else "repair it or pass --skip-bad-shards")
+    return summaries
+
+
+def _details_files(ok: list[ShardTask], summaries: dict, details: bool) -> list[tuple]:
+    """``(details file, shard offset, first caption index)`` of each done shard with rows."""
+    from capaudit.audit.shards.outputs import details_path
+
+    files, first = [], 0
+    for t in ok:
+        n = summaries[t.index]["n_captions"]
+        if details and n:
+            files.append((details_path(t.work, t.name), t.index * SHARD_OFFSET, first))
+        first += n
+    return files
+
+
+def _task_options(storage_options: dict | None) -> dict:
+    """Storage options for the tasks: plain settings (endpoint, region, anonymous access);
+    a credential is refused, since a task's arguments are pickled and shipped to other
+    machines (each node uses its own credentials: environment, profile, instance role)."""
+    from capaudit.core.redact import is_secret_name
+
+    opts = dict(storage_options or {})
+    secret = [k for k in opts if is_secret_name(k, opts) or k == "key"]
+    if secret:
+        raise InputError(f"storage options {', '.join(map(repr, secret))} hold credentials; "
+                         "they would be shipped to every worker",
+                         fix="give credentials through each machine's own sources "
+                             "(AWS_PROFILE, AWS_ACCESS_KEY_ID, HF_TOKEN, an instance role)")
+    return opts

@@ -4,6 +4,11 @@ Why apart: the shard function (:mod:`.run`) writes a state file and the driver's
 merge (:mod:`.merge`, and the replicate sums of :mod:`.sums`) reads it back. Both
 sides need the task, the state file's name and its checksum; kept here, below
 both, neither imports the other.
+
+A task holds text and plain data only (the shard's location, the work folder's location,
+storage options without credentials): a Ray task on another node builds its own file
+system from them (:class:`capaudit.core.folder.Folder`), and its state, details and marker
+go to the work folder, a URL when the nodes share no disk.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capaudit.core.urls import name_of, parent_of, shown_url
 from capaudit.errors import InputError
 
-__all__ = ["ShardTask", "STATE_SUFFIX", "state_path", "sha256_hex", "fresh_accumulators",
-           "load_task_state"]
+__all__ = ["ShardTask", "STATE_SUFFIX", "state_name", "state_path", "sha256_hex",
+           "fresh_accumulators", "load_task_state"]
 
 STATE_SUFFIX = ".state.npz"
 
@@ -25,19 +31,39 @@ STATE_SUFFIX = ".state.npz"
 class ShardTask:
     """One shard of a sharded audit: its file, its place, and where its state goes."""
 
-    path: str
+    path: str                 # the shard's location: a local path or a URL
     index: int
-    work: str
+    work: str                 # this configuration's work folder: a local path or a URL
     cfg: dict
     cfg_hash: str
     annotations: Any
     ann_namespaces: dict = field(default_factory=dict)   # {kind: namespace}: the row guard
     details: bool = True                                   # write <shard>.details.parquet
+    identity: dict = field(default_factory=dict)          # the listing's identity (remote)
+    storage_options: dict = field(default_factory=dict)   # no credentials: the node's own
+
+    @property
+    def name(self) -> str:
+        return name_of(self.path)
+
+    def folder(self):
+        from capaudit.core.folder import Folder
+
+        return Folder(self.work, self.storage_options)
 
 
-def state_path(work: Path, shard: str) -> Path:
-    """Where the state of ``shard`` lives in the work folder ``work``."""
-    return work / (Path(shard).stem + STATE_SUFFIX)
+def state_name(shard: str) -> str:
+    """The name of ``shard``'s state file in its work folder."""
+    return Path(name_of(shard)).stem + STATE_SUFFIX
+
+
+def state_path(work, shard: str):
+    """Where the state of ``shard`` lives in the work folder ``work`` (a URL for a remote
+    folder)."""
+    from capaudit.core.urls import join, local_path
+
+    local = local_path(work)
+    return local / state_name(shard) if local is not None else join(str(work), state_name(shard))
 
 
 def sha256_hex(data: bytes) -> str:
@@ -45,7 +71,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _load_state(path: Path, data: bytes) -> dict:
+def _load_state(path, data: bytes) -> dict:
     """The shard state in ``path`` (one-line error naming it when it does not parse)."""
     from capaudit.audit.shards.state_io import StateError, loads_state
 
@@ -55,8 +81,9 @@ def _load_state(path: Path, data: bytes) -> dict:
             raise StateError("not a shard state")
         return parts
     except StateError as exc:
-        raise InputError(f"unreadable shard state ({exc})", path=path,
-                         fix=f"delete the work directory {path.parent.parent} and rerun") from None
+        raise InputError(f"unreadable shard state ({exc})", path=shown_url(path),
+                         fix=f"delete the work directory {shown_url(parent_of(parent_of(path)))} "
+                             "and rerun") from None
 
 
 def _load_into(acc, parts: dict | None) -> None:
@@ -83,13 +110,13 @@ def load_task_state(task: ShardTask) -> tuple:
     """``(acc, acc2)``: the shard's saved state, checked against its marker's sha256."""
     from capaudit.io.markers import read_marker
 
-    work, shard = Path(task.work), Path(task.path).name
-    data = state_path(work, shard).read_bytes()
-    if sha256_hex(data) != (read_marker(work, shard) or {}).get("state_sha256"):
-        raise InputError("a shard state changed under the audit", path=work / shard,
+    folder, shard = task.folder(), task.name
+    data = folder.read_bytes(state_name(shard)) or b""
+    if sha256_hex(data) != (read_marker(folder, shard) or {}).get("state_sha256"):
+        raise InputError("a shard state changed under the audit", path=folder.url(shard),
                          fix="rerun (another process wrote this work directory)")
-    parts, (a, a2) = _load_state(state_path(work, shard), data), fresh_accumulators(task.cfg,
-                                                                          task.annotations)
+    parts, (a, a2) = _load_state(state_path(task.work, shard), data), fresh_accumulators(
+        task.cfg, task.annotations)
     _load_into(a, parts["acc"])
     _load_into(a2, parts["acc2"])
     return a, a2

@@ -49,8 +49,9 @@ def shard_paths(path: Path) -> list[Path]:
     return [path]
 
 
-def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """Yield (key, {extension: bytes}) per sample, in tar order.
+def iter_samples(tar_path: Path, fileobj=None) -> Iterator[tuple[str, dict[str, bytes]]]:
+    """Yield (key, {extension: bytes}) per sample, in tar order (``fileobj``: the tar opened
+    by :func:`capaudit.core.storage.open_input`, ``tar_path`` then only names it).
 
     The tar must be whole: a member cut short, an unreadable header, a
     missing end-of-archive marker or fewer samples than the shard's index
@@ -62,7 +63,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
 
     text_cap, image_cap = member_limits()
     try:
-        tf = tarfile.open(tar_path, "r")
+        tf = tarfile.open(tar_path, "r") if fileobj is None else \
+            tarfile.open(fileobj=fileobj, mode="r")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"not a readable tar shard ({exc})", path=tar_path) from None
     current, files, n_members, n_samples = None, {}, 0, 0
@@ -99,7 +101,8 @@ def iter_samples(tar_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
         _check_end(tf, tar_path, n_members)
         if current is not None:
             n_samples += 1
-        _check_count(tar_path, n_samples)
+        if fileobj is None:   # an index beside a remote tar is not looked for
+            _check_count(tar_path, n_samples)
         if current is not None:
             yield current, files
 

@@ -1,0 +1,66 @@
+"""A local path for a remote file: for the readers that need one (DuckDB's ``read_json``,
+pyarrow's datasets, ``sets add``, ``annotations add``, a shard's details copied into the
+store).
+
+Why a copy and not a stream: those readers take a path, and ``sets add`` keeps every caption
+in the store anyway (the copy costs the disk the store will hold). The copy is streamed
+1 MB at a time (bounded memory) with retried reads (:func:`capaudit.core.storage.open_input`)
+into a private temporary folder, keeps the object's name (format sniffing sees its suffix)
+and is removed after use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+from capaudit.core.storage import filesystem, retrying
+from capaudit.core.urls import local_path, name_of, protocol_of
+
+__all__ = ["local_copy", "kept_copy"]
+
+
+@contextlib.contextmanager
+def local_copy(location, storage_options: dict | None = None) -> Iterator[Path]:
+    """A local path holding ``location``: a local path as it is; a remote file (or every file
+    under a remote folder) streamed 1 MB at a time into a private temporary folder, removed
+    after the block. For the readers that need a path (DuckDB's ``read_json``, pyarrow's
+    datasets); the copy keeps the object's name, so format sniffing sees its suffix."""
+    path = local_path(location)
+    if path is not None:
+        yield path
+        return
+    import tempfile
+
+    fs, root = filesystem(str(location), storage_options)
+    folder = Path(tempfile.mkdtemp(prefix="capaudit-remote-"))
+    try:
+        target = folder / (name_of(location) or "object")
+        info = {} if protocol_of(location) in ("http", "https") else \
+            retrying(lambda: fs.info(root), location)
+        is_dir = info.get("type") == "directory"
+        files = sorted(retrying(lambda: fs.find(root), location)) if is_dir else [root]
+        for name in files:   # one streamed GET each, retried whole
+            dest = target / name[len(root.rstrip("/")) + 1:] if is_dir else target
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            retrying(lambda: fs.get_file(name, str(dest)), fs.unstrip_protocol(name))
+        yield target
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_KEPT: dict = {}   # URL -> its local copy, for this process
+
+
+def kept_copy(location, storage_options: dict | None = None) -> Path:
+    """:func:`local_copy` of a remote file that lives until the process ends (a caption file
+    given to ``audit run`` is read more than once: coverage, then the audit)."""
+    if location not in _KEPT:
+        import atexit
+
+        ctx = local_copy(location, storage_options)
+        _KEPT[location] = ctx.__enter__()
+        atexit.register(ctx.__exit__, None, None, None)
+    return _KEPT[location]

@@ -1,0 +1,134 @@
+"""Locations as text: a URL or a local path, brace lists, joins and names, without fsspec.
+
+Why apart from :mod:`capaudit.core.storage`: every command looks at the paths it is given
+(is this a URL? which backend? what is the shard's name?) before anything is read, and a
+local run must not pay fsspec's import for that. Nothing here touches a file system.
+
+- :func:`is_url`: ``s3://``, ``gs://``, ``hf://``, ``http(s)://`` ... (``file://`` is a URL
+  too: it says "every node sees this path", see :mod:`capaudit.executors.ray`).
+- :func:`expand_braces`: webdataset's brace lists, ``shard-{00000..00099}.tar`` (zero
+  padding kept) and ``{train,val}``, expanded here before any glob: webdataset splits its
+  URLs on ``::``, which is fsspec's chaining syntax, so its own expansion cannot be used.
+- :func:`join`, :func:`name_of`, :func:`parent_of`: path arithmetic that never turns
+  ``s3://b/k`` into ``s3:/b/k`` (what ``pathlib.Path`` does to a URL).
+- :func:`shown_url`: a URL as it may be printed or stored (userinfo, signatures and
+  tokens masked by :func:`capaudit.core.redact.redact`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from capaudit.errors import InputError
+
+__all__ = ["is_url", "protocol_of", "expand_braces", "has_glob", "join", "name_of",
+           "parent_of", "shown_url", "local_path", "READ_ONLY", "BACKENDS", "MAX_EXPANDED"]
+
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+# protocol -> (module that implements it, the capaudit extra that installs it)
+BACKENDS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"),
+            "gcs": ("gcsfs", "gcs"), "hf": ("huggingface_hub", "hf"),
+            "http": ("aiohttp", "http"), "https": ("aiohttp", "http"),
+            "memory": ("fsspec", "http"), "file": ("fsspec", "http")}
+READ_ONLY = {"http": "an http(s) server cannot be written or listed",
+             "https": "an http(s) server cannot be written or listed",
+             "hf": "the Hub rate-limits commits: write to a local folder and upload it with "
+                   "`huggingface-cli upload`"}
+MAX_EXPANDED = 1_000_000          # names one brace pattern may stand for
+_RANGE = re.compile(r"\{(-?\d+)\.\.(-?\d+)\}")
+_LIST = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def is_url(location) -> bool:
+    """``location`` names a file system by its protocol (``s3://bucket/key``)."""
+    return isinstance(location, str) and bool(_SCHEME.match(location))
+
+
+def protocol_of(location) -> str:
+    """``"s3"``, ``"gs"``, ... of a URL; ``"local"`` for a path."""
+    m = _SCHEME.match(location) if isinstance(location, str) else None
+    return m.group(1).lower() if m else "local"
+
+
+def local_path(location) -> Path | None:
+    """The local path ``location`` names (a path, or a ``file://`` URL); None for a URL."""
+    if isinstance(location, Path) or not is_url(location):
+        return Path(location)
+    if protocol_of(location) == "file":
+        return Path(location[len("file://"):])
+    return None
+
+
+def has_glob(text: str) -> bool:
+    return any(ch in str(text) for ch in "*?[")
+
+
+def _expand_one(text: str) -> list[str] | None:
+    """The names of the leftmost brace group of ``text`` (None: no group)."""
+    found = [m for m in (_RANGE.search(text), _LIST.search(text)) if m]
+    if not found:
+        return None
+    m = min(found, key=lambda x: x.start())
+    if m.re is _LIST:
+        return [text[:m.start()] + part + text[m.end():] for part in m.group(1).split(",")]
+    a, b = m.group(1), m.group(2)
+    lo, hi = int(a), int(b)
+    width = len(a.lstrip("-")) if a.lstrip("-").startswith("0") and len(a.lstrip("-")) > 1 else 0
+    if abs(hi - lo) + 1 > MAX_EXPANDED:
+        raise InputError(f"the brace range {m.group(0)} stands for over {MAX_EXPANDED:,} "
+                         "names", path=shown_url(text), fix="split it, or list a folder")
+    step = 1 if hi >= lo else -1
+    return [text[:m.start()] + str(i).zfill(width) + text[m.end():]
+            for i in range(lo, hi + step, step)]
+
+
+def expand_braces(text: str) -> list[str]:
+    """Every name of a brace pattern, in the pattern's order: ``a-{000..002}.tar`` ->
+    ``a-000.tar``, ``a-001.tar``, ``a-002.tar``; ``{x,y}`` -> ``x``, ``y``; several groups
+    multiply. Text without braces is its own single name."""
+    out, todo = [], [str(text)]
+    while todo:
+        item = todo.pop(0)
+        more = _expand_one(item)
+        if more is None:
+            out.append(item)
+        else:
+            todo[:0] = more
+        if len(out) + len(todo) > MAX_EXPANDED:
+            raise InputError(f"the brace pattern stands for over {MAX_EXPANDED:,} names",
+                             path=shown_url(text), fix="split it, or list a folder")
+    return out
+
+
+def join(base, *names: str) -> str:
+    """``base`` with ``names`` appended, ``/``-separated for a URL."""
+    if not is_url(base):
+        return os.path.join(str(base), *names)
+    out = str(base).rstrip("/")
+    for name in names:
+        out += "/" + str(name).strip("/")
+    return out
+
+
+def name_of(location) -> str:
+    """The last part of a path or URL (query string dropped)."""
+    text = str(location).split("?", 1)[0].rstrip("/")
+    return text.rsplit("/", 1)[-1] if is_url(text) else Path(text).name
+
+
+def parent_of(location) -> str:
+    """The folder holding a path or URL (a bucket's root for ``s3://b/k``)."""
+    if not is_url(location):
+        return str(Path(location).parent)
+    text = str(location).split("?", 1)[0].rstrip("/")
+    head, _, tail = text.rpartition("/")
+    return text if head.endswith(":/") else head
+
+
+def shown_url(location) -> str:
+    """``location`` as it may be printed, logged or stored: no credentials in it."""
+    from capaudit.core.redact import redact
+
+    return redact(str(location)) or ""
