@@ -76,6 +76,18 @@ def _alive_nodes(env: dict) -> int:
     return int(out.stdout.split("NODES")[-1]) if "NODES" in out.stdout else 0
 
 
+def _client_port() -> list[str]:
+    """Ray's client server on a free port where ``ray[client]`` (grpc) is installed: ``ray
+    start`` would take port 10001 otherwise (one shared by every run on the machine); without
+    grpc (a minimal ``ray``, as CI installs it) no client server starts, and naming a port is an
+    error there."""
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        return []
+    return ["--ray-client-server-port", str(free_port())]
+
+
 @pytest.fixture(scope="module")
 def cluster(moto_endpoint):
     """The environment of a driver on a head and a second node (``RAY_ADDRESS``); both nodes
@@ -87,8 +99,8 @@ def cluster(moto_endpoint):
     try:
         procs.append(subprocess.Popen(
             ["ray", "start", "--head", "--port", str(free_port()), "--node-ip-address",
-             "127.0.0.1", "--include-dashboard=false", "--ray-client-server-port",
-             str(free_port()), "--temp-dir", str(temps[0]), *NODE],
+             "127.0.0.1", "--include-dashboard=false", *_client_port(), "--temp-dir",
+             str(temps[0]), *NODE],
             env=env, start_new_session=True, stdout=open(temps[0] / "out", "w"),
             stderr=subprocess.STDOUT))
         text = _wait_for(temps[0] / "out", procs[0])
