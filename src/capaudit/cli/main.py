@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     import duckdb
 
     from capaudit.cli.common import keep_on_interrupt
+    from capaudit.cli.numbers import guard_numbers
     from capaudit.core.config import set_command
     from capaudit.core.names import check_path_text
     from capaudit.errors import CapauditError, shown
@@ -193,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         _end_start_up()
         for arg in args:
             check_path_text(arg)  # the store keeps the command line and paths as text
-        code = _asked_app(args)(args=args, standalone_mode=False, prog_name="capaudit")
+        command = typer.main.get_command(_asked_app(args))
+        guard_numbers(command)   # every int/float option: one parser, finite, in range
+        code = command.main(args=args, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:
         sys.stderr.write(f"capaudit: error: {shown(str(exc), one_line=True)}\n")
         return exc.exit_code
