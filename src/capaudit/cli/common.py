@@ -29,7 +29,19 @@ class _DataConsole(Console):
     def render_str(self, text: str, **kwargs):
         from capaudit.errors import shown
 
-        return super().render_str(shown(text), **kwargs)
+        return super().render_str(_encodable(shown(text), self.encoding), **kwargs)
+
+
+def _encodable(text: str, encoding: str) -> str:
+    """``text`` with what the terminal's encoding cannot show written as escapes (``é`` as
+    ``\\xe9`` under ``PYTHONIOENCODING=ascii``), before rich measures it: tables stay
+    aligned, and nothing reaches the stream that it would refuse."""
+    if encoding.lower().replace("-", "") in ("utf8", "utf16", "utf32"):
+        return text
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text
 
 
 console = _DataConsole(markup=False, emoji=False)

@@ -176,6 +176,20 @@ def _end_start_up() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _printable_streams() -> None:
+    """Whatever the terminal's encoding (``PYTHONIOENCODING=ascii``, a C locale), every
+    message prints: a character it cannot show is written as an escape (``\\xe9``). A
+    set name ``café`` ended ``sets add`` in a UnicodeEncodeError traceback, after the set
+    was stored."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding not in ("utf8", "utf16", "utf32") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a detached or closed stream: leave it
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI: user errors print one line on stderr and exit 2, usage errors the usual
     usage message and exit 2, Ctrl-C one line and exit 130; never a traceback for those."""
@@ -188,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     from capaudit.errors import CapauditError, shown
 
     args = list(argv if argv is not None else sys.argv[1:])
+    _printable_streams()
     set_command(args)
     keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:

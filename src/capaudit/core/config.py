@@ -134,6 +134,24 @@ def load_yaml(path: str | Path) -> dict:
     return data
 
 
+# the top-level sections of a YAML config shared by the commands that read one section
+# each (audit run/compare/disparity: audit; audit leaderboard; filter run; train-downstream)
+SECTIONS = ("audit", "leaderboard", "filter", "train_downstream")
+
+
+def _check_sections(data: Mapping, path: str | Path) -> None:
+    """A top-level section no command reads (``filtres:``) is one line with a did-you-mean:
+    its settings were silently ignored and the run went on with the defaults."""
+    unknown = [str(k) for k in data if k not in SECTIONS]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise InputError(f"unknown section '{unknown[0]}' in the config", path=path,
+                         fix=f"{hint}the sections are: {', '.join(SECTIONS)}")
+
+
 def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
             cli: Mapping | None = None, section: str | None = None) -> dict:
     """Merge defaults, then the YAML file (its ``section`` if given), then CLI values.
@@ -144,6 +162,7 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
     if yaml_path:
         data = load_yaml(yaml_path)
         if section:
+            _check_sections(data, yaml_path)
             data = data.get(section, {}) or {}
             if not isinstance(data, dict):
                 raise InputError(f"'{section}' must be a mapping of options", path=yaml_path,

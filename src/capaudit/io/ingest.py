@@ -127,7 +127,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
                     **reader_options) -> AddResult:
     """Register ``path`` as set ``name`` (``fmt="hf"`` also takes a cached Hub dataset id)."""
     path = Path(path)
-    check_set_name(name)
+    name = check_set_name(name)   # NFC: one Unicode form of a name
     check_path_text(path)
     hub = fmt == "hf" and not path.exists()   # a Hub dataset id, read from the local cache
     if not path.exists() and not hub:
