@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "capaudit.cli.enrich",       # shards build, enrich, detect
     "capaudit.cli.filters",      # filter run/log, review export/import
     "capaudit.cli.downstream",   # train-downstream, caption
+    "capaudit.cli.plugins",      # plugins
 ]
 
 
