@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit.config import AuditConfig
+from capaudit.core.argtypes import checked_arguments
 from capaudit.core.table import ResultTable
 from capaudit.errors import InputError, worded_for_api
 
@@ -34,6 +35,7 @@ RESULT_COLUMNS = ("set", "metric", "group", "value", "n", "ci_low", "ci_high", "
                   "status")
 
 
+@checked_arguments
 def demo_file(name: str) -> Path:
     """Path of a file of the bundled 1,000-image COCO demo sample.
 
@@ -80,7 +82,17 @@ def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
     return AuditConfig.resolve(config, given)
 
 
+def _checked_methods(cls):
+    """Class decorator: every public method (and the constructor) checks its arguments
+    against its annotations (:func:`capaudit.core.argtypes.checked_arguments`)."""
+    for name, value in list(vars(cls).items()):
+        if callable(value) and (not name.startswith("_") or name == "__init__"):
+            setattr(cls, name, checked_arguments(value))
+    return cls
+
+
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
+@_checked_methods  # a wrong type is one UsageError naming the argument (capaudit.open(3))
 class AuditStore:
     """A capaudit DuckDB store; get one with :func:`capaudit.open`."""
 
@@ -286,6 +298,7 @@ def comparison_table(cmp) -> ResultTable:
     return ResultTable(RESULT_COLUMNS, rows, cmp.run_id)
 
 
+@checked_arguments
 def open(path: str | Path = "capaudit.duckdb") -> AuditStore:  # noqa: A001 - the API's verb
     """Open (create on first write) the capaudit store at ``path``.
 
