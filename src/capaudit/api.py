@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit.config import AuditConfig
-from capaudit.core.argtypes import checked_arguments
+from capaudit.core.argtypes import checked_arguments, checked_methods
 from capaudit.core.table import ResultTable
 from capaudit.errors import InputError, worded_for_api
 
@@ -82,17 +82,8 @@ def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
     return AuditConfig.resolve(config, given)
 
 
-def _checked_methods(cls):
-    """Class decorator: every public method (and the constructor) checks its arguments
-    against its annotations (:func:`capaudit.core.argtypes.checked_arguments`)."""
-    for name, value in list(vars(cls).items()):
-        if callable(value) and (not name.startswith("_") or name == "__init__"):
-            setattr(cls, name, checked_arguments(value))
-    return cls
-
-
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
-@_checked_methods  # a wrong type is one UsageError naming the argument (capaudit.open(3))
+@checked_methods  # a wrong type is one UsageError naming the argument (capaudit.open(3))
 class AuditStore:
     """A capaudit DuckDB store; get one with :func:`capaudit.open`."""
 

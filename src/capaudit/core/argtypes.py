@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from capaudit.errors import UsageError
 
-__all__ = ["checked_arguments", "matches", "describe"]
+__all__ = ["checked_arguments", "checked_methods", "matches", "describe"]
 
 
 def _args(hint) -> tuple:
@@ -118,3 +118,12 @@ def checked_arguments(fn: Callable) -> Callable:
         return fn(*args, **kwargs)
 
     return call
+
+
+def checked_methods(cls):
+    """Class decorator: every public method (and the constructor) of ``cls`` checks its
+    arguments against its annotations (:func:`checked_arguments`)."""
+    for name, value in list(vars(cls).items()):
+        if callable(value) and (not name.startswith("_") or name == "__init__"):
+            setattr(cls, name, checked_arguments(value))
+    return cls
