@@ -59,12 +59,15 @@ def db_path(db: Path | None, default: str = "capaudit.duckdb") -> Path:
 
 
 def open_store(db: Path | None, read_only: bool = False, *, create: bool = False,
-               sandbox: bool = False):
-    """The store behind ``--db``. Only commands that add data pass ``create=True``; the
-    others report a missing file instead of creating an empty store."""
+               sandbox: bool = False, external: bool | None = None, allow_paths: tuple = ()):
+    """The store behind ``--db``, through the one opener (:mod:`capaudit.store.opener`).
+    Only commands that add data pass ``create=True``; the others report a missing file
+    instead of creating an empty store. ``sandbox``: no files, network or settings (the
+    user's SQL, listings); ``external``/``allow_paths``: see :class:`~capaudit.store.Store`."""
     from capaudit.store import Store
 
-    return Store(db_path(db), read_only=read_only, create=create, sandbox=sandbox)
+    return Store(db_path(db), read_only=read_only, create=create, sandbox=sandbox,
+                 external=external, allow_paths=allow_paths)
 
 
 _INTERRUPT_NOTE: list[str] = []

@@ -68,9 +68,11 @@ class Store(SetQueries, RunLog):
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
-                 create: bool = True, sandbox: bool = False, external: bool | None = None):
+                 create: bool = True, sandbox: bool = False, external: bool | None = None,
+                 allow_paths: tuple = ()):
         """``external``: DuckDB may read and write files and scan Python tables (the
-        writers' Arrow inserts, ``read_parquet``, ``COPY``); default: unless ``sandbox``."""
+        writers' Arrow inserts, ``read_parquet``, ``COPY``); default: unless ``sandbox``.
+        ``allow_paths``: the files a store without external access may still write."""
         if path is _IN_MEMORY:
             self.path, self.con = Path(MEMORY), duckdb.connect(MEMORY, config=dict(BASE_CONFIG))
             migrate(self.con)
@@ -88,6 +90,7 @@ class Store(SetQueries, RunLog):
                              "the store is empty", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
         external = not sandbox if external is None else external
+        self._allow = tuple(allow_paths)
         self.con = self._connect(real, read_only, external, sandbox)
         _OPEN.add(self)
         self._protect_sources()
@@ -95,7 +98,8 @@ class Store(SetQueries, RunLog):
     def _connect(self, real: Path, read_only: bool, external: bool, sandbox: bool):
         """The checked connection: a capaudit store (or a new one), undamaged, migrated."""
         try:
-            con = connect(real, read_only=read_only, external=external, sandbox=sandbox)
+            con = connect(real, read_only=read_only, external=external, sandbox=sandbox,
+                          allow_paths=self._allow if read_only else ())
         except duckdb.Error as exc:
             raise _open_error(real, exc) from None
         try:

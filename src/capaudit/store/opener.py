@@ -141,16 +141,26 @@ def check_file_kind(real: Path) -> bool:
                     path=real, fix="pass a capaudit .duckdb store with --db, or a new file name")
 
 
-def connect(real: Path, *, read_only: bool, external: bool, sandbox: bool):
-    """DuckDB's connection to the checked file ``real`` (see the module's steps 1-3)."""
+def connect(real: Path, *, read_only: bool, external: bool, sandbox: bool,
+            allow_paths: tuple = ()):
+    """DuckDB's connection to the checked file ``real`` (see the module's steps 1-3).
+    ``allow_paths``: files the connection may still write with external access off (the
+    one writer's temporary file of ``capaudit query --out``); DuckDB takes them only while
+    access is on, so access is switched off after, then the settings are locked."""
     import duckdb
 
     config = dict(BASE_CONFIG)
-    if not external:
+    if not external and not allow_paths:
         config["enable_external_access"] = False
-    if sandbox:
+    if sandbox and not allow_paths:
         config["lock_configuration"] = True
-    return duckdb.connect(str(real), read_only=read_only, config=config)
+    con = duckdb.connect(str(real), read_only=read_only, config=config)
+    if allow_paths:
+        con.execute("SET allowed_paths = ?", [[str(p) for p in allow_paths]])
+        con.execute("SET enable_external_access = false")
+        if sandbox:
+            con.execute("SET lock_configuration = true")
+    return con
 
 
 class StoreState:
