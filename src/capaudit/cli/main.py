@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "capaudit.cli.filters",      # filter run/log, review export/import
     "capaudit.cli.downstream",   # train-downstream, caption
     "capaudit.cli.plugins",      # plugins
+    "capaudit.cli.store",        # store check
 ]
 
 

@@ -36,6 +36,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
 
     lb = payload["leaderboard"]
     sets, cols = lb["sets"], lb["columns"]
+    heads = " | ".join(s.replace("|", "\\|") for s in sets)   # a '|' in a name: one cell
     ns = lb.get("n") or [[None] * len(cols) for _ in sets]
     st = lb.get("status") or [[""] * len(cols) for _ in sets]
     why = lb.get("status_notes") or [[""] * len(cols) for _ in sets]
@@ -45,7 +46,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
         return f" {t}" if t else ""
     out: list[str] = []
     plain = [j for j, c in enumerate(cols) if not c.get("by")]
-    out += ["| metric | criterion | " + " | ".join(sets) + " |",
+    out += ["| metric | criterion | " + heads + " |",
             "|---|---|" + "---:|" * len(sets)]
     for j in plain:
         c = cols[j]
@@ -58,7 +59,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
     if gaps:
         out += ["", "Gaps (signed, the direction named; 95% interval; n = images of the smaller "
                 "group; the N-avg uses |gap|):", "",
-                "| gap | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+                "| gap | " + heads + " |", "|---|" + "---:|" * len(sets)]
         for j in gaps:
             c = cols[j]
             cells = []
@@ -76,7 +77,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                 cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))
             way = c.get("gap") or c["by"]
             out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
-    out += ["", "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+    out += ["", "| profile | " + heads + " |", "|---|" + "---:|" * len(sets)]
     for p, r in lb["profiles"].items():
         ri, fs = r.get("rank_interval"), r.get("first_share")
         out.append(f"| {p} | " + " | ".join(
