@@ -139,11 +139,11 @@ def check_folder_target(path: str | Path) -> Path:
     path = Path(path)
     if str(path) in ("", ".", "/") or path.name in ("", ".", ".."):
         raise InputError("the output folder is the working folder or the file-system root",
-                         path=path, fix="give a new folder, e.g. --out export_dir")
+                         path=path, fix="give a new folder name, e.g. export_dir")
     resolved, cwd = path.resolve(), Path.cwd().resolve()
     if resolved == cwd or resolved in cwd.parents or resolved == Path.home().resolve():
         raise InputError("the output folder holds the working folder or is the home folder",
-                         path=path, fix="give a new folder, e.g. --out export_dir")
+                         path=path, fix="give a new folder name, e.g. export_dir")
     if _is_link(path):
         raise InputError("the output is a symbolic link; capaudit does not write through "
                          "links", path=path, fix="remove the link, or choose another path")
