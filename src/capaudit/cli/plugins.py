@@ -25,7 +25,8 @@ REGISTRIES = {"capaudit.metrics": "capaudit.metrics.base:METRICS",
 def plugin_rows() -> list[tuple[str, str, str, str, str]]:
     """``(group, name, package, target, status)`` of every capaudit entry point installed;
     status ``ok``, ``broken: ERROR`` or ``unknown group`` (no registry reads it)."""
-    from capaudit.core.registry import BROKEN, RegistryError, _capaudit_entry_points
+    from capaudit.core.registry import BROKEN, _capaudit_entry_points
+    from capaudit.errors import CapauditError
 
     rows = []
     for group, eps in sorted(_capaudit_entry_points().items()):
@@ -39,11 +40,13 @@ def plugin_rows() -> list[tuple[str, str, str, str, str]]:
             status = "unknown group (no capaudit registry reads it)"
             if registry is not None:
                 try:
-                    registry.get(ep.name)
-                    status = "ok"
-                except RegistryError as exc:
-                    broken = BROKEN.get((group, ep.name))
-                    status = f"broken: {broken[2] if broken else exc}"
+                    if (group, ep.name) not in BROKEN:   # left out earlier in this process
+                        registry.get(ep.name)
+                        status = "ok"
+                except CapauditError as exc:
+                    status = f"broken: {exc}"
+                if (group, ep.name) in BROKEN:
+                    status = f"broken: {BROKEN[(group, ep.name)][2]}"
             rows.append((group.removeprefix("capaudit."), ep.name, dist, ep.value, status))
     return rows
 

@@ -158,6 +158,10 @@ class Registry(Generic[T]):
         if name not in self._entries:  # plugins are scanned only for a name not built in
             self.load_plugins()
         if name not in self._entries:
+            broken = BROKEN.get((ENTRY_POINT_PREFIX + (self.group or ""), name))
+            if broken:   # a plugin left out earlier in this process: say why, again
+                raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
+                                    f"{broken[1]} of package {broken[0]} ({broken[2]})")
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f"did you mean '{close[0]}'?" if close else \
                 f"choose one of: {', '.join(self.names())}"
