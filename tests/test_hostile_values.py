@@ -200,3 +200,14 @@ def test_yaml_bool_settings_of_the_judge_are_checked(judged, capsys):
     code, _, err = cli(["audit", "capscore", "nic", "--reference", "nic", "--config", "b.yaml",
                         "--dry-run", "--db", judged], capsys)
     assert code == 2 and "judge logprobs must be true or false" in one_line_error(err)
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "０.５"])
+def test_a_filter_override_goes_through_the_one_number_parser(tmp_path, capsys, raw):
+    db = tmp_path / "s.duckdb"
+    assert cli(["sets", "add", "nic", NIC, "--db", db], capsys)[0] == 0
+    code, _, err = cli(["filter", "run", "nic", "--filter", "gender-balance", "--out", "b",
+                        "--filter.tolerance", raw, "--db", db], capsys)
+    assert code == 2 and f"--filter.tolerance expects a number, got '{raw}'" in \
+        one_line_error(err)
+    assert [s.name for s in capaudit.open(db).sets()] == ["nic"]

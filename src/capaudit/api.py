@@ -145,7 +145,7 @@ class AuditStore:
         >>> [s.name for s in store.sets()]
         ['nic']
         """
-        with self._open(read_only=True) as store:
+        with self._open(read_only=True, sandbox=True) as store:
             return store.list_sets()
 
     def audit(self, targets: str | Sequence[str], metrics: str | Sequence[str] | None = None,
