@@ -198,3 +198,15 @@ def test_a_pipe_in_a_set_name_stays_in_its_cell_of_the_leaderboard_table(tmp_pat
     for b in blocks:   # every row has as many cells as its header: the pipe split none
         widths = {ln.replace("\\|", "").count("|") for ln in b}
         assert widths == {b[0].replace("\\|", "").count("|")}, b
+
+
+def test_reliability_doc_lists_every_test_of_the_third_pass():
+    import re
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    doc = (here.parent / "docs" / "reliability.md").read_text()
+    names = [n for f in ("test_hostile_store.py", "test_hostile_values.py",
+                         "test_hostile_output.py")
+             for n in re.findall(r"^def (test_\w+)", (here / f).read_text(), flags=re.M)]
+    assert [n for n in names if f"`{n}`" not in doc and "reliability_doc" not in n] == []
