@@ -29,7 +29,7 @@ def _number_types() -> tuple[type, type]:
     return types.IntParamType, types.FloatParamType
 
 
-def _checked(param, kind: type, integer: bool):
+def _checked(param, integer: bool):
     """A copy of ``param``'s type whose conversion is :func:`number_problem` with its range."""
     from capaudit.core.ranges import OPTION_RANGES, number_problem
 
@@ -59,6 +59,6 @@ def guard_numbers(command) -> None:
         todo.extend(getattr(cmd, "commands", {}).values())
         for param in cmd.params:
             if isinstance(param.type, float_type):
-                param.type = _checked(param, float_type, integer=False)
+                param.type = _checked(param, integer=False)
             elif isinstance(param.type, int_type):
-                param.type = _checked(param, int_type, integer=True)
+                param.type = _checked(param, integer=True)

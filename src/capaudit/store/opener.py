@@ -155,7 +155,9 @@ def connect(real: Path, *, read_only: bool, external: bool, sandbox: bool,
     if sandbox and not allow_paths:
         config["lock_configuration"] = True
     con = duckdb.connect(str(real), read_only=read_only, config=config)
-    if allow_paths:
+    if allow_paths:   # a COPY of the user's query: one thread writes it in order and in
+        # bounded memory (4 threads kept out-of-order chunks: 397 MB at 3M rows, 89 MB now)
+        con.execute("SET threads = 1")
         con.execute("SET allowed_paths = ?", [[str(p) for p in allow_paths]])
         con.execute("SET enable_external_access = false")
         if sandbox:
