@@ -138,8 +138,10 @@ class Store(SetQueries, RunLog):
         from capaudit.core.safe_write import protect
 
         try:
-            rows = self.con.execute("SELECT name, source_path FROM caption_sets "
-                                    "WHERE source_path IS NOT NULL").fetchall()
+            # sources registered with their checksum (sets add): the files whose identity
+            # capaudit holds; an enrich/filter set's inputs are recorded, not registered
+            rows = self.con.execute("SELECT name, source_path FROM caption_sets WHERE "
+                                    "source_path IS NOT NULL AND sha256 IS NOT NULL").fetchall()
         except duckdb.Error:   # a store from before the schema: nothing registered yet
             return
         for name, source in rows:
