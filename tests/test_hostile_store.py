@@ -56,18 +56,23 @@ def victim(tmp_path):
 @pytest.mark.parametrize("through", ["direct", "linked-folder"])
 def test_a_link_at_the_stores_side_file_is_refused_and_not_written_through(
         tmp_path, capsys, victim, side, through):
+    """On main, a link planted at ``s.duckdb.wal`` beside an existing store had the next
+    small write's log (1,202 bytes) written into the victim, then the link removed."""
     real = tmp_path / "real"
     real.mkdir()
+    assert cli(["sets", "add", "nic", NIC, "--db", real / "s.duckdb"], capsys)[0] == 0
+    store_sha = tree_sha(real / "s.duckdb")
     (real / f"s.duckdb{side}").symlink_to(victim if side == ".wal" else tmp_path)
     db = real / "s.duckdb"
     if through == "linked-folder":
         (tmp_path / "link").symlink_to(real)
         db = tmp_path / "link" / "s.duckdb"
-    code, _, err = cli(["sets", "add", "x", NIC, "--db", db], capsys)
+    (tmp_path / "five.jsonl").write_text(FIVE)
+    code, _, err = cli(["sets", "add", "five", tmp_path / "five.jsonl", "--db", db], capsys)
     line = one_line_error(err)
     assert code == 2 and f"the store's {side} file is a symbolic link" in line
     assert victim.read_bytes() == b"the user's own file\n"
-    assert not (real / "s.duckdb").exists()   # nothing created either
+    assert tree_sha(real / "s.duckdb") == store_sha and (real / f"s.duckdb{side}").is_symlink()
 
 
 def test_the_store_itself_a_link_or_a_folder_is_refused(tmp_path, capsys, victim):
