@@ -575,7 +575,7 @@ def mem_store():
     and a failure must leave the store as it was."""
     from capaudit.store import Store
 
-    s = Store(":memory:")
+    s = Store.in_memory()
     yield s
     s.close()
 

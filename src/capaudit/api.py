@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from capaudit.api_audits import LeaderboardCardLic, _audit_cfg
+from capaudit.core.argtypes import checked_arguments, checked_methods
 from capaudit.core.table import (RESULT_COLUMNS, ResultTable, audit_table as _audit_table,
                                  disparity_rows as _disparity_rows, metric_rows as _metric_rows)
 from capaudit.errors import InputError, worded_for_api
 
 __all__ = ["AuditStore", "ResultTable", "open", "demo_file"]
 
+@checked_arguments
 def demo_file(name: str) -> Path:
     """Path of a file of the bundled 1,000-image COCO demo sample.
 
@@ -46,6 +48,7 @@ def demo_file(name: str) -> Path:
 
 
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
+@checked_methods  # a wrong type is one UsageError naming the argument (capaudit.open(3))
 class AuditStore(LeaderboardCardLic):
     """A capaudit DuckDB store; get one with :func:`capaudit.open`. Its leaderboard and LIC
     calls live in :mod:`capaudit.api_audits`."""
@@ -108,7 +111,7 @@ class AuditStore(LeaderboardCardLic):
         >>> [s.name for s in store.sets()]
         ['nic']
         """
-        with self._open(read_only=True) as store:
+        with self._open(read_only=True, sandbox=True) as store:
             return store.list_sets()
 
     def audit(self, targets: str | Sequence[str], metrics: str | Sequence[str] | None = None,
@@ -255,6 +258,7 @@ def comparison_table(cmp) -> ResultTable:
     return ResultTable(RESULT_COLUMNS, rows, cmp.run_id)
 
 
+@checked_arguments
 def open(path: str | Path = "capaudit.duckdb") -> AuditStore:  # noqa: A001 - the API's verb
     """Open (create on first write) the capaudit store at ``path``.
 

@@ -48,6 +48,16 @@ class InputError(CapauditError):
         self.path, self.row, self.fix = path, row, fix
 
 
+class UsageError(InputError):
+    """A value given to a command or an API call that it cannot take (a wrong type, a number
+    out of range, a name that means nothing here): the fix is in the call itself."""
+
+
+class DataError(InputError):
+    """A file or store whose content is not what it should be (not a capaudit store, a
+    damaged one, a file that is not the format it claims): the fix is in the data."""
+
+
 class MissingExtraError(CapauditError):
     """An optional dependency is missing; the message names the extra to install."""
 

@@ -89,6 +89,8 @@ class AuditConfig(Mapping):
                          flag="--" + key.replace("_", "-"))
         for f in fields(self):
             _check_type(f.name, f.type, getattr(self, f.name))
+        for key in ("metrics", "disparity"):
+            _check_names(key, getattr(self, key))
 
     # -- the read-only mapping of the settings (plus "_lotus" once prepared) --
 
@@ -167,6 +169,21 @@ def _check_type(key: str, kind: str, value: Any) -> None:
                          fix=f"give {key} {want}")
 
 
+def _check_names(key: str, value: Any) -> None:
+    """A list of names given but naming none (``--metrics ''``, ``metrics: []``, ``' , '``)
+    is refused: it was taken as "not given" and ran every metric."""
+    if value is None:
+        return
+    names = value.split(",") if isinstance(value, str) else list(value)
+    if not [n for n in names if str(n).strip()]:
+        from capaudit.errors import UsageError
+
+        flag = "--" + key.replace("_", "-")
+        raise UsageError(f"{key} ({flag}) names nothing ({value!r})",
+                         fix=f"name at least one, comma-separated, or leave {flag} out for "
+                         "the default (list: capaudit audit metrics)")
+
+
 def check_keys(values: Mapping[str, Any]) -> None:
     """One line naming the keys that are no audit setting (the API's ``**options``)."""
     unknown = sorted(str(k) for k in values if k not in _DEFAULTS and k != LOTUS_KEY)
@@ -181,7 +198,7 @@ RANGES: dict[str, tuple] = {
     "workers": (1, 1024, True, False), "chunk_size": (1, None, True, True),
     "min_images": (0, None, True, False), "min_coverage": (0.0, 1.0, False, False),
     "lic_seeds": (1, 10, True, False), "lic_epochs": (1, 10_000, True, True),
-    "worst": (0, 100_000, True, False),
+    "worst": (0, 100_000, True, False), "min_n": (0, None, True, False),
 }
 
 _KEYS: tuple[str, ...] = tuple(f.name for f in fields(AuditConfig) if f.name != "lotus")

@@ -29,7 +29,19 @@ class _DataConsole(Console):
     def render_str(self, text: str, **kwargs):
         from capaudit.errors import shown
 
-        return super().render_str(shown(text), **kwargs)
+        return super().render_str(_encodable(shown(text), self.encoding), **kwargs)
+
+
+def _encodable(text: str, encoding: str) -> str:
+    """``text`` with what the terminal's encoding cannot show written as escapes (``é`` as
+    ``\\xe9`` under ``PYTHONIOENCODING=ascii``), before rich measures it: tables stay
+    aligned, and nothing reaches the stream that it would refuse."""
+    if encoding.lower().replace("-", "") in ("utf8", "utf16", "utf32"):
+        return text
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text
 
 
 console = _DataConsole(markup=False, emoji=False)
@@ -47,12 +59,15 @@ def db_path(db: Path | None, default: str = "capaudit.duckdb") -> Path:
 
 
 def open_store(db: Path | None, read_only: bool = False, *, create: bool = False,
-               sandbox: bool = False):
-    """The store behind ``--db``. Only commands that add data pass ``create=True``; the
-    others report a missing file instead of creating an empty store."""
+               sandbox: bool = False, external: bool | None = None, allow_paths: tuple = ()):
+    """The store behind ``--db``, through the one opener (:mod:`capaudit.store.opener`).
+    Only commands that add data pass ``create=True``; the others report a missing file
+    instead of creating an empty store. ``sandbox``: no files, network or settings (the
+    user's SQL, listings); ``external``/``allow_paths``: see :class:`~capaudit.store.Store`."""
     from capaudit.store import Store
 
-    return Store(db_path(db), read_only=read_only, create=create, sandbox=sandbox)
+    return Store(db_path(db), read_only=read_only, create=create, sandbox=sandbox,
+                 external=external, allow_paths=allow_paths)
 
 
 _INTERRUPT_NOTE: list[str] = []

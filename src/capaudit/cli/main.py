@@ -30,6 +30,8 @@ COMMAND_MODULES = [
     "capaudit.cli.enrich",       # shards build, enrich, detect
     "capaudit.cli.filters",      # filter run/log, review export/import
     "capaudit.cli.downstream",   # train-downstream, caption
+    "capaudit.cli.plugins",      # plugins
+    "capaudit.cli.store",        # store check
 ]
 
 
@@ -178,24 +180,42 @@ def _end_start_up() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _printable_streams() -> None:
+    """Whatever the terminal's encoding (``PYTHONIOENCODING=ascii``, a C locale), every
+    message prints: a character it cannot show is written as an escape (``\\xe9``). A
+    set name ``café`` ended ``sets add`` in a UnicodeEncodeError traceback, after the set
+    was stored."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding not in ("utf8", "utf16", "utf32") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a detached or closed stream: leave it
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI: user errors print one line on stderr and exit 2, usage errors the usual
     usage message and exit 2, Ctrl-C one line and exit 130; never a traceback for those."""
     import duckdb
 
     from capaudit.cli.common import keep_on_interrupt
+    from capaudit.cli.numbers import guard_numbers
     from capaudit.core.config import set_command
     from capaudit.core.names import check_path_text
     from capaudit.errors import CapauditError, shown
 
     args = list(argv if argv is not None else sys.argv[1:])
+    _printable_streams()
     set_command(args)
     keep_on_interrupt(None)  # what an earlier command in this process kept is not ours
     try:
         _end_start_up()
         for arg in args:
             check_path_text(arg)  # the store keeps the command line and paths as text
-        code = _asked_app(args)(args=args, standalone_mode=False, prog_name="capaudit")
+        command = typer.main.get_command(_asked_app(args))
+        guard_numbers(command)   # every int/float option: one parser, finite, in range
+        code = command.main(args=args, standalone_mode=False, prog_name="capaudit")
     except CapauditError as exc:   # credentials masked here too: the last line of defence
         from capaudit.core.redact import redact
 

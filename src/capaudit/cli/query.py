@@ -1,45 +1,86 @@
-"""``capaudit query`` (plain SQL over the store) and ``capaudit demo``."""
+"""``capaudit query`` (plain SQL over the store) and ``capaudit demo``.
+
+The result is streamed: printed (a table, ``--csv`` or ``--print-json`` lines) one batch at a
+time, or written with ``--out FILE`` by DuckDB's ``COPY`` into the one writer's temporary
+file (:mod:`capaudit.core.safe_write`: never a link, the store or a registered source);
+memory does not grow with the number of rows.
+"""
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
-from rich.table import Table
 
 from capaudit.cli.common import DbOption, console, db_path, open_store
+from capaudit.cli.query_view import print_result
 from capaudit.demo import build_demo
-from capaudit.store.query import run_query
+from capaudit.store.query import query_stream
+
+_SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
+                   ".parquet": "parquet"}
+
+
+def _out_format(out: Path, as_csv: bool, as_json: bool) -> str:
+    from capaudit.errors import InputError
+
+    if as_csv or as_json:
+        return "csv" if as_csv else "json"
+    fmt = _SUFFIX_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise InputError("cannot tell the output format from the file name", path=out,
+                         fix="name it .csv, .jsonl or .parquet, or pass --csv or --print-json")
+    return fmt
+
+
+def _write_file(db, sql: str, out: Path, fmt: str) -> None:
+    """``COPY`` of the result into our temporary file beside ``out``, renamed into place."""
+    from capaudit.core.safe_write import atomic_path
+    from capaudit.store.query import copy_query
+
+    from capaudit.core.config import provenance_beside
+    from capaudit.core.safe_write import check_file_target, is_stream
+
+    if not is_stream(out):   # the provenance file beside it is checked before any work
+        check_file_target(out.with_name(out.name + ".provenance.json"))
+    with atomic_path(out) as tmp:
+        with open_store(db, read_only=True, sandbox=True, allow_paths=(tmp,)) as store:
+            copy_query(store, sql, str(tmp), fmt)
+    provenance_beside(out, {"sql": sql, "format": fmt})
+    console.print(f"wrote {out} ({fmt})")
 
 
 def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
-          as_csv: bool = typer.Option(False, "--csv", help="Print CSV"),
-          as_json: bool = typer.Option(False, "--print-json", help="Print JSON lines"),
+          as_csv: bool = typer.Option(False, "--csv", help="Print (or write) CSV"),
+          as_json: bool = typer.Option(False, "--print-json", help="Print (or write) JSON lines"),
           old_json: bool = typer.Option(False, "--json", hidden=True,
                                         help="Deprecated: --print-json"),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the result to "
+                                             "this file (.csv, .jsonl or .parquet, or as "
+                                             "--csv/--print-json say)"),
           write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
           db: Path = DbOption):
-    """Run SQL against the store (read-only unless --write)."""
+    """Run SQL against the store (read-only unless --write); rows are streamed."""
     from capaudit.cli.common import deprecated_spelling
+    from capaudit.errors import InputError
 
     as_json = as_json or deprecated_spelling(old_json, "query --json", "--print-json")
+    if as_csv and as_json:
+        raise InputError("--csv and --print-json exclude each other", fix="pass one of them")
+    if out is not None:
+        if write:
+            raise InputError("--out writes a query's result; --write changes the store",
+                             fix="run the change without --out, then query with --out")
+        from capaudit.core.safe_write import check_file_target
+
+        open_store(db, read_only=True, sandbox=True).close()  # the store and its sources
+        check_file_target(out)   # a link, a folder, the store or a source: refused first
+        _write_file(db, sql, out, _out_format(out, as_csv, as_json))
+        return
     store = open_store(db, read_only=not write, sandbox=True)
-    cols, rows = run_query(store, sql)
-    if as_csv:
-        w = csv.writer(sys.stdout)
-        w.writerow(cols)
-        w.writerows(rows)
-    elif as_json:
-        for r in rows:
-            sys.stdout.write(json.dumps(dict(zip(cols, r)), default=str) + "\n")
-    else:
-        table = Table(*cols)
-        for r in rows:
-            table.add_row(*["" if v is None else str(v) for v in r])
-        console.print(table)
+    cols, batches = query_stream(store, sql)
+    print_result(cols, batches, as_csv=as_csv, as_json=as_json)
 
 
 def demo(db: Path = typer.Option(None, "--db", help="Where to build the demo database "

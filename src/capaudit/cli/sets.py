@@ -146,7 +146,7 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
 @sets_app.command("remove")
 def remove(name: str, db: Path = DbOption):
     """Remove a set and its captions."""
-    store = open_store(db)
+    store = open_store(db, external=False)   # plain SQL: no file, no Python table
     with store.transaction():
         store.delete_set(name)
     console.print(f"removed {name}")

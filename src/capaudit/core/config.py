@@ -92,6 +92,16 @@ def _unique_keys_loader():
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
+        anchored: set[int] = set()
+
+        def compose_document(self):   # PyYAML's, keeping which nodes carried an anchor
+            self.get_event()
+            node = self.compose_node(None, None)
+            self.get_event()
+            self.anchored = {id(n) for n in self.anchors.values()}
+            self.anchors = {}
+            return node
+
         def construct_mapping(self, node, deep=False):
             seen = set()   # the keys written here; merged ones (<<: *anchor) may be overridden
             for key_node, _ in getattr(node, "value", ()):
@@ -115,7 +125,7 @@ def load_yaml(path: str | Path) -> dict:
         raise InputError("it is a folder, not a YAML file", path=path,
                          fix="pass the YAML file inside it")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_keys_loader()) or {}
+        data, anchors = _load(path.read_text(encoding="utf-8"))
     except _DuplicateKey as exc:
         raise InputError(f"the key '{exc.args[0]}' is given twice (line {exc.args[1]})",
                          path=path, fix="keep one of them: YAML would take the last silently") \
@@ -131,7 +141,51 @@ def load_yaml(path: str | Path) -> dict:
                          fix="replace the *alias with the values it should hold")
     if not isinstance(data, dict):
         raise InputError("config must be a mapping at top level", path=path)
-    return data
+    return YamlConfig(data, anchors)
+
+
+class YamlConfig(dict):
+    """A loaded config; ``anchor_keys``: its top-level keys whose value carries a YAML
+    anchor (``defaults: &d {...}``), kept only to be referred to (``*d``) elsewhere."""
+
+    def __init__(self, data: dict, anchor_keys=frozenset()):
+        super().__init__(data)
+        self.anchor_keys = frozenset(anchor_keys)
+
+
+def _load(text: str) -> tuple:
+    """``(data, top-level keys holding an anchor)`` of a YAML text."""
+    import yaml
+
+    loader = _unique_keys_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}, ()
+        keys = [k.value for k, v in node.value if isinstance(k, yaml.ScalarNode)
+                and id(v) in loader.anchored] if isinstance(node, yaml.MappingNode) else []
+        return loader.construct_document(node) or {}, keys
+    finally:
+        loader.dispose()
+
+
+# the top-level sections of a YAML config shared by the commands that read one section
+# each (audit run/compare/disparity: audit; audit leaderboard; filter run; train-downstream)
+SECTIONS = ("audit", "leaderboard", "filter", "train_downstream")
+
+
+def _check_sections(data: Mapping, path: str | Path) -> None:
+    """A top-level section no command reads (``filtres:``) is one line with a did-you-mean:
+    its settings were silently ignored and the run went on with the defaults."""
+    unknown = [str(k) for k in data if k not in SECTIONS
+               and k not in getattr(data, "anchor_keys", ())]   # anchors: kept for *refs
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise InputError(f"unknown section '{unknown[0]}' in the config", path=path,
+                         fix=f"{hint}the sections are: {', '.join(SECTIONS)}")
 
 
 def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
@@ -144,6 +198,7 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
     if yaml_path:
         data = load_yaml(yaml_path)
         if section:
+            _check_sections(data, yaml_path)
             data = data.get(section, {}) or {}
             if not isinstance(data, dict):
                 raise InputError(f"'{section}' must be a mapping of options", path=yaml_path,

@@ -21,7 +21,8 @@ MAX_NAME = 200
 
 
 def check_set_name(name: str) -> str:
-    """``name`` when it is a usable set name, else one line naming the rule it breaks."""
+    """``name`` in NFC when it is a usable set name, else one line naming the rule it
+    breaks."""
     fix = "use letters, digits, '-', '_', '.' or spaces, e.g. nic_filtered"
     if not isinstance(name, str) or not name.strip():
         raise InputError("the set name is empty", fix="give the set a name")
@@ -35,7 +36,8 @@ def check_set_name(name: str) -> str:
         raise InputError(f"the set name {name!r} is '.' or contains '..'", fix=fix)
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         raise InputError(f"the set name {name!r} contains a control character", fix=fix)
-    return name
+    # one Unicode form: 'café' typed as é (NFC) or as e + U+0301 (NFD) is one name
+    return unicodedata.normalize("NFC", name)
 
 
 def check_path_text(path) -> None:

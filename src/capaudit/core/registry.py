@@ -37,6 +37,7 @@ class Entry:
     description: str = ""
     extra: str | None = None  # optional-dependency extra needed by this entry
     plugin: bool = False      # came from an entry point of another package
+    origin: Any = None        # the entry point it came from (plugins)
 
 
 ENTRY_POINT_PREFIX = "capaudit."
@@ -134,7 +135,7 @@ class Registry(Generic[T]):
                                  f"already registered ({_where(self._entries[ep.name].target)}); "
                                  "the plugin must use another name")
             self._entries[ep.name] = Entry(ep.name, ep.value, description=f"plugin {ep.value}",
-                                           plugin=True)
+                                           plugin=True, origin=ep)
 
     def registered(self) -> list[str]:
         """Names in registration order (built-ins first, then plugins)."""
@@ -162,6 +163,10 @@ class Registry(Generic[T]):
         if name not in self._entries:  # plugins are scanned only for a name not built in
             self.load_plugins()
         if name not in self._entries:
+            broken = BROKEN.get((ENTRY_POINT_PREFIX + (self.group or ""), name))
+            if broken:   # a plugin left out earlier in this process: say why, again
+                raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
+                                    f"{broken[1]} of package {broken[0]} ({broken[2]})")
             close = difflib.get_close_matches(name, self._entries, n=1)
             hint = f"did you mean '{close[0]}'?" if close else \
                 f"choose one of: {', '.join(self.names())}"
@@ -169,30 +174,81 @@ class Registry(Generic[T]):
         return self._entries[name]
 
     def get(self, name: str) -> T:
-        """Return the implementation, importing it on first use."""
+        """Return the implementation, importing it on first use. A plugin that cannot be
+        imported (any error in its module) or is of the wrong kind is left out of this
+        registry for the process, named once in a warning (:func:`plugin_broken`)."""
         entry = self.entry(name)
         if isinstance(entry.target, str):
-            module_name, _, attr = entry.target.partition(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError as exc:
-                if entry.extra:
-                    from capaudit.errors import MissingExtraError
-                    raise MissingExtraError(exc.name or module_name, entry.extra,
-                                            f"{self.role} '{name}'") from exc
-                if entry.plugin:
-                    raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
-                                        f"{entry.target} ({exc})") from exc
-                raise
-            target = getattr(module, attr, None)
-            if target is None:
-                raise RegistryError(f"{self.role} '{name}': {module_name} has no '{attr}'")
-            self._validate(name, target)
-            entry.target = target
+            if entry.plugin:
+                try:
+                    entry.target = self._load(name, entry)
+                except Exception as exc:  # noqa: BLE001 - another package's code: anything
+                    self._entries.pop(name, None)
+                    raise plugin_broken(self.role, entry, exc) from None
+            else:
+                entry.target = self._load(name, entry)
         return entry.target
+
+    def _load(self, name: str, entry: Entry):
+        module_name, _, attr = entry.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if entry.extra:
+                from capaudit.errors import MissingExtraError
+                raise MissingExtraError(exc.name or module_name, entry.extra,
+                                        f"{self.role} '{name}'") from exc
+            raise
+        target = getattr(module, attr, None)
+        if target is None:
+            raise RegistryError(f"{self.role} '{name}': {module_name} has no '{attr}'")
+        self._validate(name, target)
+        return target
+
+    def available(self) -> list[T]:
+        """Every implementation in registration order, plugins that are broken left out
+        (each named once in a warning): what a command that lists or runs them all uses."""
+        out = []
+        for name in self.registered():
+            try:
+                out.append(self.get(name))
+            except RegistryError:
+                if name in self._entries:   # a built-in's fault is a bug: not hidden
+                    raise
+        return out
 
     def version(self, name: str) -> str:
         return self.entry(name).version
+
+
+# plugins left out in this process: (group, entry point name) -> (package, value, error)
+BROKEN: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+
+def plugin_broken(role: str, entry: Entry, exc: BaseException) -> RegistryError:
+    """Record a plugin that failed to load, warn once on stderr (package, entry point,
+    error), and return the one-line error for a command that asked for it by name.
+
+    Why: a plugin whose module raised at import (a RuntimeError, a missing dependency of its
+    own) ended every command that lists the metrics in a traceback; it is another
+    package's fault, so capaudit goes on without it and says so."""
+    import sys
+
+    from capaudit.errors import shown
+
+    ep = entry.origin
+    group = getattr(ep, "group", f"capaudit.{role}")
+    dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+    error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    error = shown(error.rstrip(": "), one_line=True)[:300]
+    key = (group, entry.name)
+    if key not in BROKEN:
+        BROKEN[key] = (dist, str(entry.target), error)
+        sys.stderr.write(f"capaudit: warning: plugin {entry.name!r} of package {dist} "
+                         f"(entry point {group}: {entry.target}) cannot be loaded ({error}); "
+                         "left out (see capaudit plugins)\n")
+    return RegistryError(f"{role} '{entry.name}': cannot import the plugin {entry.target} "
+                         f"of package {dist} ({error})")
 
 
 def _where(obj: Any) -> str:

@@ -29,6 +29,7 @@ from typing import IO, Iterator, NoReturn
 from capaudit.errors import InputError
 
 __all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "make_dirs", "protect",
+           "protected_as",
            "write_error", "check_file_target", "check_folder_target", "new_temp_file",
            "replace_with", "is_stream"]
 
@@ -66,20 +67,53 @@ def _is_link(path: Path) -> bool:
         return False
 
 
-_PROTECTED: dict[str, str] = {}   # resolved path -> what it is, for this process
+_PROTECTED: dict[str, str] = {}        # real path -> what it is, for this process
+_PROTECTED_DIRS: dict[str, str] = {}   # real folder (a registered source folder) -> what
+
+
+def _real(path: str | Path) -> str:
+    return os.path.realpath(os.fspath(path))
 
 
 def protect(path: str | Path, what: str) -> None:
-    """Mark ``path`` (and its DuckDB WAL) as never to be written over in this process: the
-    store registers itself when it opens, so no ``--out``/``--json``/``--report`` may
-    replace it."""
-    resolved = Path(path).resolve()
-    _PROTECTED[str(resolved)] = what
-    _PROTECTED[str(resolved) + ".wal"] = what
+    """Mark ``path`` as never to be written over or removed in this process: the store (and
+    its DuckDB WAL) registers itself when it opens, and every registered set's source (a
+    file, or a folder and everything in it); no ``--out``/``--json``/``--report`` may
+    replace them, by any name (links and ``..`` resolved)."""
+    real = _real(path)
+    if os.path.isdir(real):
+        _PROTECTED_DIRS[real] = what
+        return
+    _PROTECTED[real] = what
+    _PROTECTED[real + ".wal"] = what
+
+
+def protected_as(path: str | Path) -> str | None:
+    """What ``path`` is when this process must never write over or remove it (the store in
+    use, a registered source or a file in a source folder), else None. Compared by real
+    path, and by file identity (a hard link of the store is the store)."""
+    real = _real(path)
+    if real in _PROTECTED:
+        return _PROTECTED[real]
+    for folder, what in _PROTECTED_DIRS.items():
+        if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
+            return what
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    for other, what in _PROTECTED.items():
+        try:
+            ost = os.stat(other)
+        except OSError:
+            continue
+        if (ost.st_dev, ost.st_ino) == (st.st_dev, st.st_ino):
+            return what
+    return None
 
 
 def _refuse_protected_path(path: Path) -> None:
-    what = _PROTECTED.get(str(path.resolve()))
+    what = protected_as(path)
     if what:
         raise InputError(f"the output is {what}; writing it would destroy it", path=path,
                          fix="choose another output path")
@@ -122,11 +156,11 @@ def check_folder_target(path: str | Path) -> Path:
     path = Path(path)
     if str(path) in ("", ".", "/") or path.name in ("", ".", ".."):
         raise InputError("the output folder is the working folder or the file-system root",
-                         path=path, fix="give a new folder, e.g. --out export_dir")
+                         path=path, fix="give a new folder name, e.g. export_dir")
     resolved, cwd = path.resolve(), Path.cwd().resolve()
     if resolved == cwd or resolved in cwd.parents or resolved == Path.home().resolve():
         raise InputError("the output folder holds the working folder or is the home folder",
-                         path=path, fix="give a new folder, e.g. --out export_dir")
+                         path=path, fix="give a new folder name, e.g. export_dir")
     if _is_link(path):
         raise InputError("the output is a symbolic link; capaudit does not write through "
                          "links", path=path, fix="remove the link, or choose another path")

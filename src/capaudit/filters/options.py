@@ -133,8 +133,13 @@ def _scalar(kind: type, raw: str) -> Any:
         if low in _TRUE or low in _FALSE:
             return low in _TRUE
         raise ValueError(raw)
-    if kind in (int, float):
-        return kind(raw.strip())
+    if kind in (int, float):   # the one number parser: ASCII digits, finite (no nan)
+        from capaudit.core.ranges import number_problem
+
+        number, problem = number_problem(raw, integer=kind is int)
+        if problem:
+            raise ValueError(raw)
+        return kind(number)
     if kind is str:
         return raw
     raise ValueError(raw)  # a mapping or other structure: the YAML 'filter:' section

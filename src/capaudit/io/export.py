@@ -114,6 +114,7 @@ def _checked(store, out: Path, to: str) -> Path:
         check_folder_target(out)
         refuse_protected(store, out)
         return out
+    check_file_target(out)   # '.', '/' or a folder: refused before names are made from it
     beside = [out.with_name(out.name + ".provenance.json")] + \
         ([out.with_name(out.name + ".changes.jsonl")] if to == "original" else [])
     for path in (out, *beside):

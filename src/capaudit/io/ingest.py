@@ -166,7 +166,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
         from capaudit.core.local_copy import local_copy
         from capaudit.core.urls import shown_url
 
-        check_set_name(name)
+        name = check_set_name(name)
         with local_copy(str(path)) as local:
             return _add(store, name, local, fmt, replace, id_col, caption_col, namespace,
                         on_batch, reader_options, source=shown_url(path))
@@ -176,7 +176,7 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
 
 def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, caption_col,
          namespace, on_batch, reader_options: dict, source: str | None = None) -> AddResult:
-    check_set_name(name)
+    name = check_set_name(name)   # NFC: one Unicode form of a name
     check_path_text(path)
     hub = fmt == "hf" and not path.exists()   # a Hub dataset id, read from the local cache
     if not path.exists() and not hub:

@@ -65,9 +65,10 @@ def resolve_target(store, target: str) -> StreamTarget:
     """Like :func:`load_target` (same checks and names) but reads nothing yet."""
     if store is not None:
         info = store.find_set(target)
-        if info is not None:
-            return StreamTarget(target, f"set:{target}", target,
-                                lambda: _batches_rows(store.iter_captions(target)), info.n_captions)
+        if info is not None:   # the stored name (one Unicode form), not the typed one
+            name = info.name
+            return StreamTarget(name, f"set:{name}", name,
+                                lambda: _batches_rows(store.iter_captions(name)), info.n_captions)
     if _is_remote(target):
         return _named_by_url(resolve_target(None, _remote_copy(target)), target)
     path = _target_path(store, target)
@@ -165,6 +166,7 @@ def _target_path(store, target: str) -> Path:
 def load_target(store, target: str) -> Target:
     """A registered set, else a caption file read with the sniffed reader."""
     if store is not None and store.find_set(target) is not None:
+        target = store.find_set(target).name   # the stored name (one Unicode form)
         tbl = store.captions(target, "image_id, caption")
         return Target(target, tbl.column("image_id").to_pylist(),
                       tbl.column("caption").to_pylist(), f"set:{target}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from capaudit.errors import InputError
+from capaudit.errors import InputError, UsageError
 
 __all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats"]
 
@@ -18,6 +18,20 @@ STATUSES = ("ok", "unparsed", "failed", "not-judged", "dry-run")
 
 class ParseError(ValueError):
     """The answer does not have the required format."""
+
+
+# setting: (lowest, highest, whole number, may be None); all must be finite
+_RANGES = (("concurrency", 1, 1024, True, False), ("timeout_s", 0.001, 1e6, False, False),
+           ("deadline_s", 0.001, 1e6, False, True), ("max_retries", 0, 100, True, False),
+           ("max_calls", 0, None, True, True), ("max_cost", 0, None, False, True),
+           ("chars_per_token", 0.1, 1000, False, False), ("image_tokens", 0, 1e6, True, False))
+_FLAGS = {"max_calls": "--max-calls", "max_cost": "--max-cost"}
+
+
+def _short(value) -> str:
+    import reprlib
+
+    return reprlib.repr(value)
 
 
 @dataclass
@@ -42,6 +56,38 @@ class JudgeConfig:
     image_tokens: int = 765          # dry-run estimate per image (a 512px tile on GPT-4o class)
     evidence: str = "image"          # image | reference-captions
     prompts: dict = field(default_factory=dict)  # template name -> path override
+
+    def __post_init__(self):
+        """Every setting checked once, whatever set it (YAML, CLI, API): a list or number
+        under ``params:``, ``chars_per_token: 0`` or a malformed ``url`` reached the code
+        as a TypeError, a ZeroDivisionError or a ValueError traceback."""
+        from capaudit.core.ranges import check_number
+
+        for key, lo, hi, integer, optional in _RANGES:
+            check_number(key, getattr(self, key), lo, hi, integer=integer, optional=optional,
+                         flag=_FLAGS.get(key, key))
+        for key in ("params", "prices", "prompts"):
+            if not isinstance(getattr(self, key), dict):
+                raise UsageError(f"judge {key} must be a mapping of name: value, not "
+                                 f"{type(getattr(self, key)).__name__} "
+                                 f"{_short(getattr(self, key))}",
+                                 fix=f"write {key}: followed by indented name: value lines")
+        for model, price in self.prices.items():
+            if not isinstance(price, dict):
+                raise UsageError(f"judge prices of {model!r} must be a mapping "
+                                 "{input: $/Mtok, output: $/Mtok}", fix="e.g. prices: "
+                                 "{gpt-4o: {input: 2.5, output: 10}}")
+            for side in ("input", "output"):
+                check_number(f"judge prices {model} {side}", price.get(side, 0), 0, None,
+                             integer=False)
+        for key in ("logprobs", "dry_run"):
+            if not isinstance(getattr(self, key), bool):
+                raise UsageError(f"judge {key} must be true or false, not "
+                                 f"{_short(getattr(self, key))}", fix=f"{key}: true")
+        if self.backend == "openai":
+            from capaudit.llm.openai import check_base_url
+
+            check_base_url(self.url, "--judge-url")
 
     def cache_path(self) -> str | None:
         """The response cache file: ``cache`` as given, or for ``"default"`` capaudit's user

@@ -36,6 +36,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
 
     lb = payload["leaderboard"]
     sets, cols = lb["sets"], lb["columns"]
+    heads = " | ".join(s.replace("|", "\\|") for s in sets)   # a '|' in a name: one cell
     ns = lb.get("n") or [[None] * len(cols) for _ in sets]
     st = lb.get("status") or [[""] * len(cols) for _ in sets]
     why = lb.get("status_notes") or [[""] * len(cols) for _ in sets]
@@ -48,7 +49,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
         return (f" {t}" if t else "") + (f" ({said})" if said else "")
     out: list[str] = []
     plain = [j for j, c in enumerate(cols) if not c.get("by")]
-    out += ["| metric | criterion | " + " | ".join(sets) + " |",
+    out += ["| metric | criterion | " + heads + " |",
             "|---|---|" + "---:|" * len(sets)]
     for j in plain:
         c = cols[j]
@@ -61,7 +62,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
     if gaps:
         out += ["", "Gaps (signed, the direction named; 95% interval; n = images of the smaller "
                 "group; the N-avg uses |gap|):", "",
-                "| gap | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+                "| gap | " + heads + " |", "|---|" + "---:|" * len(sets)]
         for j in gaps:
             c = cols[j]
             cells = []
@@ -96,7 +97,8 @@ def profiles_markdown(profiles: Mapping[str, Any], sets: list[str]) -> list[str]
     from capaudit.leaderboard.ranking import rank_label
 
     out = ["", "Ranks: `=k` marks sets tied at rank k (their 95% rank intervals overlap).", "",
-           "| profile | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+           "| profile | " + " | ".join(s.replace("|", "\\|") for s in sets) + " |",
+           "|---|" + "---:|" * len(sets)]
     for p, r in profiles.items():
         ri, fs = r.get("rank_interval"), r.get("first_share")
         out.append(f"| {p} | " + " | ".join(

@@ -29,7 +29,7 @@ def all_metrics() -> list[str]:
     """Every metric the caption audit computes (GCE and LOTUS), in registration order."""
     from capaudit.metrics import METRICS
 
-    return [n for n in METRICS.registered() if METRICS.get(n).streams]
+    return [m.name for m in METRICS.available() if m.streams]
 
 
 def evaluate_set(store, spec, annotations, cfg: AuditConfig | Mapping,

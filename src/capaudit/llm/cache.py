@@ -8,11 +8,40 @@ for those. Keys are sha256 hex digests computed by the backend.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 from pathlib import Path
+from typing import Iterator
 
 from capaudit.errors import InputError
+
+
+@contextlib.contextmanager
+def _setup_lock(path: Path) -> Iterator[None]:
+    """Held while a process switches the cache to WAL and creates its table.
+
+    Why: SQLite does not call its busy handler for ``PRAGMA journal_mode=WAL`` (the switch
+    needs the file's exclusive lock while the connection already reads it, and waiting
+    there could deadlock), so two workers opening a new cache at the same moment failed at
+    once with "database is locked" instead of waiting out ``timeout`` (#37: the flaky
+    ``test_sigint_during_enrich_against_a_dripping_server[2]``; 18 of 1,200 opens by four
+    processes at once). The openers now take turns on an ``flock`` of the cache's folder:
+    not of the file, since closing any descriptor of the file would drop the POSIX locks
+    SQLite holds on it in this process. The switch happens once per file; later openers
+    find it in WAL mode and pass straight through."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; SQLite's own locks only
+        yield
+        return
+    fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the descriptor releases the flock
 
 
 class ResponseCache:
@@ -27,12 +56,13 @@ class ResponseCache:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 con = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
-                con.execute("PRAGMA journal_mode=WAL")
+                with _setup_lock(self.path):
+                    con.execute("PRAGMA journal_mode=WAL")
+                    con.execute("CREATE TABLE IF NOT EXISTS responses "
+                                "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 # WAL + NORMAL: a committed answer survives SIGKILL of the process (only an OS
                 # crash may lose the last ones); FULL would fsync every answer (~8 ms each)
                 con.execute("PRAGMA synchronous=NORMAL")
-                con.execute("CREATE TABLE IF NOT EXISTS responses "
-                            "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             except (sqlite3.Error, OSError) as exc:
                 raise InputError(f"not a usable response cache ({exc})", path=self.path,
                                  fix="pass another --cache file (SQLite), or delete this one")

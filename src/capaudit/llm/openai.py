@@ -114,6 +114,19 @@ def parse_reply(raw: bytes) -> tuple[str, int | None, int | None, list | None] |
             _tokens(usage.get("completion_tokens")), lp[:8] if isinstance(lp, list) else None)
 
 
+def check_base_url(url, flag: str = "--base-url"):
+    """The parts of an http(s) server URL, or one line naming ``flag``: a malformed one
+    (``http://[::1/v1``) was a ValueError traceback from ``urllib``."""
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise InputError(f"{flag} {str(url)!r} is not an http(s) URL",
+                         fix="e.g. http://127.0.0.1:8000/v1")
+    return parts
+
 @dataclass
 class OpenAIBackend(Backend):
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -132,10 +145,7 @@ class OpenAIBackend(Backend):
     def __post_init__(self):
         super().__post_init__()
         check_api_key_env(self.api_key_env)
-        parts = urllib.parse.urlsplit(str(self.base_url))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError(f"--base-url {self.base_url!r} is not an http(s) URL",
-                             fix="e.g. http://127.0.0.1:8000/v1")
+        parts = check_base_url(self.base_url)
         # a loopback server is never reached through $http_proxy (which would also see the
         # bearer token); other hosts follow the proxy variables, no_proxy included
         self._proxies = {} if is_loopback(parts.hostname) else None

@@ -230,6 +230,9 @@ def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None
     from capaudit.report import write_report
 
     cfg = AuditConfig.of(cfg)
+    if report_dir is not None:   # '/', the working or home folder, a link: before any work
+        from capaudit.core.safe_write import check_folder_target
+        check_folder_target(report_dir)
     cmp = compare_sets(store, sets, cfg, same_images=same_images, **hooks)
     if report_dir is not None:
         from capaudit.io.annotation_store import annotation_provenance

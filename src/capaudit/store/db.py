@@ -12,6 +12,7 @@ from :class:`~capaudit.store.sets.SetQueries`, the runs' and metric rows' from
 from __future__ import annotations
 
 import json
+import os
 import weakref
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -19,9 +20,11 @@ from typing import Iterator, Mapping
 
 import duckdb
 
-from capaudit.errors import InputError
+from capaudit.errors import DataError, InputError
+from capaudit.store.opener import (BASE_CONFIG, MEMORY, check_file_kind, check_side_files,
+                                   connect, damaged, damaged_error, real_store_path, recognise)
 from capaudit.store.runs import RunLog, jsonable
-from capaudit.store.schema import migrate
+from capaudit.store.schema import SCHEMA_VERSION, migrate, needs_migration
 from capaudit.store.sets import SetInfo, SetQueries
 
 # SetInfo is imported from here by callers of the Store (and named so in the API docs)
@@ -34,6 +37,7 @@ BULK_WRITE_MEMORY = "32MB"   # 64 MB held ~22 MB more at 810k captions; 16 MB sp
 
 
 _OPEN: "weakref.WeakSet[Store]" = weakref.WeakSet()
+_IN_MEMORY = object()   # Store.in_memory()
 
 
 def interrupt_open_stores() -> None:
@@ -45,13 +49,6 @@ def interrupt_open_stores() -> None:
             store.con.interrupt()
         except Exception:  # closed meanwhile  # noqa: BLE001
             pass
-
-
-def _on_disk(con) -> bool:
-    """DuckDB opens an existing JSON/CSV/parquet file given as the database as an in-memory
-    database: everything "stored" there was lost at exit, with exit code 0."""
-    return con.execute("SELECT file FROM pragma_database_list "
-                       "WHERE name = current_database()").fetchone()[0] is not None
 
 
 # A store opened for user SQL (``capaudit query``) or for reading only needs no file but
@@ -71,45 +68,89 @@ class Store(SetQueries, RunLog):
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
-                 create: bool = True, sandbox: bool = False):
+                 create: bool = True, sandbox: bool = False, external: bool | None = None,
+                 allow_paths: tuple = ()):
+        """``external``: DuckDB may read and write files and scan Python tables (the
+        writers' Arrow inserts, ``read_parquet``, ``COPY``); default: unless ``sandbox``.
+        ``allow_paths``: the files a store without external access may still write."""
+        if path is _IN_MEMORY:
+            self.path, self.con = Path(MEMORY), duckdb.connect(MEMORY, config=dict(BASE_CONFIG))
+            migrate(self.con)
+            _OPEN.add(self)
+            return
         self.path = Path(path)
+        real = real_store_path(self.path)
+        self.real_path = real
         from capaudit.core.safe_write import protect
 
-        protect(self.path, "the store")   # no output of this process may land on it
-        if (read_only or not create) and not self.path.exists():
-            raise InputError("database not found", path=self.path,
+        protect(real, "the store")   # no output of this process may land on it
+        exists = check_side_files(real) and check_file_kind(real)
+        if (read_only or not create) and not exists:
+            raise InputError("database not found" if not real.exists() else
+                             "the store is empty", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only,
-                                      config=dict(SANDBOX) if sandbox else {})
-        except duckdb.Error as exc:
-            raise _open_error(self.path, exc) from None
-        if str(path) != ":memory:" and not _on_disk(self.con):
-            self.con.close()
-            raise InputError("it is not a DuckDB store (DuckDB would keep nothing of what "
-                             "is stored)", path=self.path,
-                             fix="pass the .duckdb store with --db, or a new file name")
+        external = not sandbox if external is None else external
+        self._allow = tuple(allow_paths)
+        self.con = self._connect(real, read_only, external, sandbox)
         _OPEN.add(self)
-        if not read_only:
-            try:
-                migrate(self.con)
-            except duckdb.Error as exc:
-                raise _open_error(self.path, exc) from None
         self._protect_sources()
+
+    def _connect(self, real: Path, read_only: bool, external: bool, sandbox: bool):
+        """The checked connection: a capaudit store (or a new one), undamaged, migrated."""
+        try:
+            con = connect(real, read_only=read_only, external=external, sandbox=sandbox,
+                          allow_paths=self._allow if read_only else ())
+        except duckdb.Error as exc:
+            raise _open_error(real, exc) from None
+        try:
+            state = recognise(con, real, SCHEMA_VERSION)
+            why = None if state.new else damaged(con, real)
+            if why:
+                raise damaged_error(real, why)
+            if state.new and read_only:
+                raise DataError("not a capaudit store: an empty DuckDB database", path=real,
+                                fix="add a caption set first (capaudit sets add) or pass --db")
+            if not needs_migration(state):
+                return con
+            if not read_only:
+                migrate(con, state)
+                return con
+        except duckdb.Error as exc:
+            con.close()
+            raise damaged_error(real, _first_line(exc)) from None
+        except BaseException:
+            con.close()
+            raise
+        con.close()   # read-only and older: migrated by a short writer, then read
+        self._connect(real, False, False, False).close()
+        return self._connect(real, read_only, external, sandbox)
+
+    @classmethod
+    def in_memory(cls) -> "Store":
+        """A throwaway store in memory, for programs and tests that want one: everything in
+        it is lost when it closes (``--db :memory:`` is refused for that reason)."""
+        return cls(_IN_MEMORY)
 
     def _protect_sources(self) -> None:
         """The registered sources are never an output of this process (``--out``, ``--json``,
-        a review file): ``sets export --to original`` needs them unchanged."""
+        a review file, a folder export's ``--overwrite``): ``sets export --to original``
+        needs them unchanged, and a changed source can never be exported again."""
         from capaudit.core.safe_write import protect
 
         try:
-            rows = self.con.execute("SELECT name, source_path FROM caption_sets "
-                                    "WHERE source_path IS NOT NULL").fetchall()
+            # sources registered with their checksum (sets add): the files whose identity
+            # capaudit holds; an enrich/filter set's inputs are recorded, not registered
+            rows = self.con.execute("SELECT name, source_path FROM caption_sets WHERE "
+                                    "source_path IS NOT NULL AND sha256 IS NOT NULL").fetchall()
         except duckdb.Error:   # a store from before the schema: nothing registered yet
             return
         for name, source in rows:
-            if not str(source).startswith(("filter:", "hf:")) and Path(source).is_file():
+            if str(source).startswith(("filter:", "hf:")):
+                continue
+            if os.path.isfile(source):
                 protect(source, f"the source file of set '{name}'")
+            elif os.path.isdir(source):   # webdataset shards, a parquet folder: every file
+                protect(source, f"the source folder of set '{name}'")
 
     # -- plumbing -------------------------------------------------------------
     def close(self) -> None:
@@ -204,10 +245,13 @@ def _commit_error(path: Path, exc: Exception) -> InputError:
                       fix="check free disk space and that the store's folder is writable")
 
 
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _open_error(path: Path, exc: Exception) -> InputError:
-    """One line for a store that cannot be opened: locked by another process, or not a
-    (whole) capaudit database."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """One line for a store that cannot be opened: locked by another process, or damaged."""
+    first = _first_line(exc)
     if "Conflicting lock" in first:
         import re
 
@@ -215,6 +259,10 @@ def _open_error(path: Path, exc: Exception) -> InputError:
         pid = found.group(1) if found else "?"
         return InputError(f"another capaudit process (pid {pid}) holds the store", path=path,
                           fix="wait for it to finish, or pass another --db")
-    return InputError(f"cannot open the database ({first[:200]})", path=path,
-                      fix="pass a capaudit .duckdb file with --db; a truncated or damaged "
-                          "store must be restored from a copy or rebuilt")
+    for words, why, fix in (("Permission denied", "permission denied", "use a store you may "
+                             "read and write (--db)"),
+                            ("Read-only file system", "the file system is read-only",
+                             "put the store on a writable disk (--db)")):
+        if words in first:
+            return InputError(f"cannot open the store: {why}", path=path, fix=fix)
+    return damaged_error(path, first)

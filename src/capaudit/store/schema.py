@@ -180,25 +180,44 @@ NAMESPACE_DDL = [
 ]
 
 
-def migrate(con) -> None:
-    """Create missing tables and columns and record the schema version.
-
-    A store whose ``meta`` holds the hash of this exact DDL has had all of it run: opening
-    it then costs one query, not ~40 statements and a write (~0.03 s of every command).
-    Any change to the DDL changes the hash, so the statements run again once."""
+def _ddl_digest() -> str:
     import hashlib
 
-    ddl = DDL + NAMESPACE_DDL
-    digest = hashlib.sha256("\n".join(ddl).encode()).hexdigest()
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
-                   "AND table_name = 'meta'").fetchone()[0]:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_ddl'").fetchone()
-        if row and row[0] == digest:
-            return
-    for stmt in ddl:
-        con.execute(stmt)
-    con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('schema_ddl', ?)",
-                [str(SCHEMA_VERSION), digest])
+    return hashlib.sha256("\n".join(DDL + NAMESPACE_DDL).encode()).hexdigest()
+
+
+def needs_migration(state) -> bool:
+    """Whether a store found by :func:`capaudit.store.opener.recognise` lacks some of this
+    DDL: a new database, or one whose ``meta`` holds another DDL hash (an older capaudit)."""
+    return state.new or state.ddl != _ddl_digest()
+
+
+def migrate(con, state=None) -> None:
+    """Create missing tables and columns and record the schema version, in one transaction.
+
+    A store whose ``meta`` holds the hash of this exact DDL has had all of it run: opening
+    it then costs no statement (the opener has read the hash). Any change to the DDL changes
+    the hash, so the statements run again once. Every statement is idempotent (``IF NOT
+    EXISTS``); run in one transaction, an interrupted migration leaves the store as it was."""
+    digest = _ddl_digest()
+    if state is None:   # a caller without the opener's reading (Store.in_memory)
+        if con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
+                       "AND table_name = 'meta'").fetchone()[0]:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_ddl'").fetchone()
+            if row and row[0] == digest:
+                return
+    elif not needs_migration(state):
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for stmt in DDL + NAMESPACE_DDL:
+            con.execute(stmt)
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), "
+                    "('schema_ddl', ?)", [str(SCHEMA_VERSION), digest])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 # engine details column -> caption_details column

@@ -52,12 +52,23 @@ def _set_from_row(row) -> SetInfo:
     return SetInfo(*vals)
 
 
+def _nfc(name: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFC", name)
+
+
 class SetQueries:
     """Caption-set methods of :class:`~capaudit.store.db.Store` (a mixin over its connection)."""
 
     def find_set(self, name: str) -> SetInfo | None:
-        row = self.one(f"SELECT {_SET_COLS} FROM caption_sets WHERE name = ?",
-                               [name])
+        """The set called ``name``, its Unicode form aside: ``café`` typed as one code point
+        (NFC) or as ``e`` + a combining accent (NFD) is one name (they were two sets)."""
+        if not isinstance(name, str):
+            return None
+        row = self.one(f"SELECT {_SET_COLS} FROM caption_sets WHERE name = ? OR "
+                       "nfc_normalize(name) = ? ORDER BY name = ? DESC LIMIT 1",
+                       [name, _nfc(name), _nfc(name)])
         return _set_from_row(row) if row else None
 
     def get_set(self, name: str) -> SetInfo:
@@ -81,7 +92,10 @@ class SetQueries:
         checked here, where every way of making a set passes (add, filter, enrich, caption)."""
         from capaudit.core.names import check_set_name
 
-        check_set_name(name)
+        name = check_set_name(name)   # NFC: names are stored in one Unicode form
+        if self.find_set(name) is not None:
+            raise InputError(f"a caption set named '{name}' already exists",
+                             fix="choose another name or pass --replace")
         set_id = self.one("SELECT nextval('set_id_seq')")[0]
         self.con.execute(
             "INSERT INTO caption_sets (set_id, name, source_path, format, sha256, n_captions, "
@@ -147,6 +161,7 @@ class SetQueries:
         """Register captions produced by capaudit itself (enrich, filter, caption)."""
         with self.transaction():
             if self.find_set(name) is not None:
+                name = self.find_set(name).name
                 if not replace:
                     raise InputError(f"a caption set named '{name}' already exists",
                                      fix="choose another name or pass --replace")
