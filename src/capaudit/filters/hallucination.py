@@ -33,7 +33,12 @@ object is in the image, and are logged but not judged:
 
 The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
 only on sentences with an unsupported mention and a word some rule needs
-(:func:`capaudit.filters.parse.mention_notes`).
+(:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes the
+captions in batches of :data:`BATCH`: it analyses each caption once
+(:func:`capaudit.filters.mention_scan.scan_caption`) and parses the batch's sentences that
+need it together (:class:`capaudit.filters.parse.SentenceNotes`), then scores and decides
+caption by caption, so results come one per caption, in order, and memory is bounded by the
+batch.
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
 unsupported mention (a caption left with no sentence leaves the set);
@@ -48,6 +53,7 @@ with reason ``no-evidence`` (``missing="drop"`` drops them instead).
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 from typing import Mapping
 
 from capaudit.errors import InputError
@@ -56,17 +62,18 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
                                    SentenceScore)
 from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
                                        resolve_evidence)
-from capaudit.filters.negation import negated_positions
+from capaudit.filters.mention_scan import ScanCache
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
-from capaudit.filters.parse import mention_notes, parser_available
+from capaudit.filters.parse import SentenceNotes, parser_available
 from capaudit.filters.referents import flag_orphans
-from capaudit.text.mentions import caption_mentions
 from capaudit.text.objects import MODES
 
 __all__ = ["HallucinationFilter", "load_evidence", "load_detections", "resolve_evidence",
            "EVIDENCE_KINDS"]
 
 HALLU_ACTIONS = ("drop-sentence", "drop-caption", "flag")
+#: captions scored per batch by :meth:`HallucinationFilter.apply` (their parses run together)
+BATCH = 512
 
 
 # -- the filter -----------------------------------------------------------------
@@ -87,7 +94,8 @@ class HallucinationFilter(Filter):
                                  fix=f"use one of {', '.join(allowed)}")
         self.evidence = evidence_map
         self.source = "given" if evidence_map is not None else None
-        self._cache: dict[str, tuple] = {}
+        self._scans = ScanCache(o["object_mode"], bool(o["negation"]))
+        self._notes = SentenceNotes(o["object_mode"], self._modifiers, self._non_visual)
         self._counts: Counter = Counter()
         self._images: set = set()
         self._covered: set = set()
@@ -139,31 +147,41 @@ class HallucinationFilter(Filter):
             parser_available()  # fail now, naming the extra, not at the first hallucination
         self._counts, self._images, self._covered = Counter(), set(), set()
 
-    def _analyse(self, caption: str):
-        hit = self._cache.get(caption)
-        if hit is None:
-            sents, ments = caption_mentions(caption, self.options["object_mode"])
-            neg = [negated_positions(s) for s in sents] if self.options["negation"] else None
-            hit = (sents, ments, neg)
-            if len(self._cache) > 200_000:
-                self._cache.clear()
-            self._cache[caption] = hit
-        return hit
+    def _support(self, doc: CaptionDoc) -> dict | None:
+        """The evidence of the caption's image (None: not covered, or another namespace)."""
+        if doc.image_id is None or doc.image_id in self._foreign:
+            return None
+        return self.evidence.get(doc.image_id)
 
-    def _notes(self, sent: list[str], ments) -> tuple:
-        """Parse notes (modifier / non-visual) for the mentions of one sentence."""
-        if not (self._modifiers or self._non_visual):
-            return (None,) * len(ments)
-        return mention_notes(tuple(sent), tuple(m.token_idx for m in ments),
-                             self.options["object_mode"], self._modifiers, self._non_visual)
+    def _parsed(self, sms, sups, negated) -> bool:
+        """Could a parse change this sentence's judgement? Only with an unsupported claim."""
+        thr = self.threshold
+        return (self._modifiers or self._non_visual) and any(
+            sup < thr and not n for sup, n in zip(sups, negated))
+
+    def _prepare(self, docs: list[CaptionDoc]) -> None:
+        """Analyse a batch of captions and parse, together, the sentences scoring will ask
+        about (the same questions :meth:`score` asks, in the same way)."""
+        self._scans.new_batch()
+        wanted = []
+        for doc in docs:
+            support = self._support(doc)
+            if support is None:
+                continue
+            scan = self._scans.get(doc.caption)
+            for si, sms in scan.by_sent.items():
+                neg = scan.negated.get(si, ())
+                if self._parsed(sms, [support.get(m.category, 0.0) for m in sms],
+                                [m.token_idx in neg for m in sms]):
+                    wanted.append((scan.sents[si], tuple(m.token_idx for m in sms)))
+        self._notes.fill(wanted)
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
         n_spans = len(doc.spans)
         scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
                                          "non_visual": [], "modifier": []})
                   for i in range(n_spans)]
-        support = self.evidence.get(doc.image_id) if doc.image_id is not None \
-            and doc.image_id not in self._foreign else None
+        support = self._support(doc)
         if doc.image_id is not None:
             self._images.add(doc.image_id)
         else:
@@ -173,18 +191,16 @@ class HallucinationFilter(Filter):
                 s.score, s.facts["no_evidence"] = None, True
             return scores
         self._covered.add(doc.image_id)
-        sents, ments, neg = self._analyse(doc.caption)
-        aligned = len(sents) == n_spans
+        scan = self._scans.get(doc.caption)
+        aligned = len(scan.sents) == n_spans
         thr = self.threshold
-        by_sent: dict[int, list] = {}
-        for m in ments:
-            by_sent.setdefault(m.sentence_idx, []).append(m)
-        for si, sms in by_sent.items():
+        for si, sms in scan.by_sent.items():
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
             sups = [support.get(m.category, 0.0) for m in sms]
-            negated = [neg is not None and m.token_idx in neg[si] for m in sms]
-            parse = any(sup < thr and not n for sup, n in zip(sups, negated))
-            notes = self._notes(sents[si], sms) if parse else (None,) * len(sms)
+            neg = scan.negated.get(si, ())
+            negated = [m.token_idx in neg for m in sms]
+            notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
+                if self._parsed(sms, sups, negated) else (None,) * len(sms)
             for m, sup, is_neg, note in zip(sms, sups, negated, notes):
                 if is_neg:
                     target.facts["negated"].append(m.word)
@@ -241,7 +257,12 @@ class HallucinationFilter(Filter):
         return result
 
     def apply(self, docs):
-        yield from super().apply(docs)
+        """Score and decide in batches of :data:`BATCH` (one result per caption, in order)."""
+        it = iter(docs)
+        while batch := list(islice(it, BATCH)):
+            self._prepare(batch)
+            for doc in batch:
+                yield self.decide(doc, self.score(doc))
         self.report = self._report()
 
     def _report(self) -> dict:

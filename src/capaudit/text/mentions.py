@@ -10,10 +10,10 @@ re-implements a rule, it only converts positions.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import NamedTuple
+
+from capaudit.text.sentences import sentence_spans
 
 __all__ = ["sentence_spans", "caption_mentions", "ObjectMention", "CaptionDoc"]
 
@@ -27,34 +27,6 @@ class ObjectMention(NamedTuple):
     token_idx: int       # token index within that sentence
 
 
-def sentence_spans(caption: str) -> list[tuple[int, int]]:
-    """Character spans of the caption's sentences, as the audit tokenizer splits them.
-
-    The audit tokenizer (:mod:`capaudit.text.tokenize`) splits the lowercased
-    caption with an untrained Punkt model; the spans here come from the same
-    model, so sentence ``i`` here is sentence ``i`` of every mention's
-    ``sentence_idx``. Whitespace between sentences belongs to no span.
-    """
-    text = caption.lower()
-    if len(text) != len(caption):  # rare unicode whose lowercase changes length
-        text = caption
-    out = []
-    for a, b in _punkt().span_tokenize(text):
-        while a < b and caption[a].isspace():
-            a += 1
-        while b > a and caption[b - 1].isspace():
-            b -= 1
-        out.append((a, b))
-    return out
-
-
-@lru_cache(maxsize=1)
-def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    return PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
-
-
 def caption_mentions(caption: str, mode: str = "reference"
                      ) -> tuple[list[list[str]], list[ObjectMention]]:
     """``(sentence tokens, mentions)`` of one caption, mentions in caption order.
@@ -66,7 +38,7 @@ def caption_mentions(caption: str, mode: str = "reference"
     filters need.
     """
     from capaudit.text.objects import get_lexicon
-    from capaudit.text.records import analyse_caption
+    from capaudit.text.records import sentence_objects
     from capaudit.text.tokenize import tokenize_caption
 
     sents, _line = tokenize_caption(caption)
@@ -75,11 +47,8 @@ def caption_mentions(caption: str, mode: str = "reference"
         starts.append(acc)
         acc += len(s)
     lex = get_lexicon(mode)
-    out = []
-    for w, c, t, s in analyse_caption(caption, mode).mentions:
-        if s >= len(sents):  # defensive: positions past the split (should not happen)
-            s = bisect_right(starts, t) - 1
-        out.append(ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s]))
+    out = [ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s])
+           for w, c, t, s in sentence_objects(sents, mode)]
     return sents, out
 
 

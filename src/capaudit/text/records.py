@@ -46,7 +46,8 @@ from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 # ``_DEFER`` on it would silently do nothing: every worker would import NLTK itself)
 _tok = importlib.import_module("capaudit.text.tokenize")
 
-__all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
+__all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption",
+           "sentence_objects", "POSTING_CAP"]
 
 CHUNK = 4096                # captions per work unit
 
@@ -71,6 +72,17 @@ def analyse_caption(caption: str, mode: str = "reference", distinct: bool = True
     ``distinct=False`` (no vocabulary asked for) leaves the distinct tokens ``None``.
     """
     sents, line = tokenize_caption(caption)
+    ments = sentence_objects(sents, mode)
+    if not distinct:
+        return CaptionAnalysis(len(line), len(sents), gender_code(line), ments, None)
+    toks = frozenset(line)
+    return CaptionAnalysis(len(line), len(sents), gender_code(toks), ments, toks)
+
+
+def sentence_objects(sents: list[list[str]], mode: str = "reference") -> tuple:
+    """The CHAIR mentions of a caption's sentence tokens: ``(word id, category, caption token
+    index, sentence index)`` each, in caption order (shared by :func:`analyse_caption` and the
+    filters' :func:`~capaudit.text.mentions.caption_mentions`, which tokenize once)."""
     if len(sents) == 1:
         flat = sents[0]
     else:
@@ -86,13 +98,8 @@ def analyse_caption(caption: str, mode: str = "reference", distinct: bool = True
         for s in sents:
             acc += len(s)
             ends.append(acc)
-        ments = tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
-    else:
-        ments = tuple((w, c, t, 0) for w, c, t in found)
-    if not distinct:
-        return CaptionAnalysis(len(line), len(sents), gender_code(line), ments, None)
-    toks = frozenset(line)
-    return CaptionAnalysis(len(line), len(sents), gender_code(toks), ments, toks)
+        return tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
+    return tuple((w, c, t, 0) for w, c, t in found)
 
 
 def _process_chunk(args: tuple[Sequence[str], np.ndarray, str, bool]) -> CaptionRecords:
