@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from capaudit.text.fast_tokenize import _problem
 from capaudit.text.mentions import sentence_spans as mention_spans
-from capaudit.text.sentences import _fast_spans, sentence_spans
+from capaudit.text.nltk_tokenize import nltk_tokenize_sentences
+from capaudit.text.sentences import _fast_spans, caption_sentences, sentence_spans
 from capaudit.text.tokenize import tokenize_caption
 
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
@@ -52,6 +53,9 @@ def _check(caption: str) -> None:
     ref = punkt_reference(caption)
     assert sentence_spans(caption) == ref, repr(caption)
     assert mention_spans(caption) == ref, repr(caption)
+    # one pass: Punkt's spans and NLTK's own sentence tokens (Punkt, then its word tokenizer)
+    assert caption_sentences(caption) == (ref, nltk_tokenize_sentences(caption.lower())), \
+        repr(caption)
 
 
 def _files_captions() -> list[str]:

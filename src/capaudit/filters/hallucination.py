@@ -177,21 +177,23 @@ class HallucinationFilter(Filter):
         self._notes.fill(wanted)
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
-        n_spans = len(doc.spans)
-        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
-                                         "non_visual": [], "modifier": []})
-                  for i in range(n_spans)]
         support = self._support(doc)
         if doc.image_id is not None:
             self._images.add(doc.image_id)
         else:
             self._counts["no_image_id"] += 1
-        if support is None:
+        scan = None if support is None else self._scans.get(doc.caption)
+        if scan is not None:
+            doc.adopt_spans(scan.spans)  # split once, for the spans and the tokens
+        n_spans = len(doc.spans)
+        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
+                                         "non_visual": [], "modifier": []})
+                  for i in range(n_spans)]
+        if scan is None:
             for s in scores:
                 s.score, s.facts["no_evidence"] = None, True
             return scores
         self._covered.add(doc.image_id)
-        scan = self._scans.get(doc.caption)
         aligned = len(scan.sents) == n_spans
         thr = self.threshold
         for si, sms in scan.by_sent.items():

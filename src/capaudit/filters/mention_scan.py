@@ -3,8 +3,9 @@
 Why apart from the filter: the analysis is the filter's per-caption cost, done once per
 caption and shared by the batch step that gathers the sentences to parse and by the
 scoring that reads the notes (:class:`capaudit.filters.hallucination.HallucinationFilter`).
-It is the audit's own view (:func:`capaudit.text.mentions.caption_mentions`: tokenized once,
-the CHAIR mentions), grouped by sentence, with the negation scope computed only for the
+It is the audit's own view (the sentence spans and tokens of
+:func:`capaudit.text.sentences.caption_sentences`, split once; the CHAIR mentions of
+:func:`capaudit.text.mentions.sentence_mentions`), grouped by sentence, with the negation scope computed only for the
 sentences that have a mention (the only ones whose scope is read).
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from capaudit.filters.negation import negated_positions
-from capaudit.text.mentions import ObjectMention, caption_mentions
+from capaudit.text.mentions import ObjectMention, sentence_mentions
+from capaudit.text.sentences import caption_sentences
 
 __all__ = ["CaptionScan", "scan_caption", "ScanCache"]
 
@@ -21,6 +23,7 @@ __all__ = ["CaptionScan", "scan_caption", "ScanCache"]
 class CaptionScan(NamedTuple):
     """What the filter reads of one caption."""
 
+    spans: list[tuple[int, int]]               # ``sentence_spans(caption)``
     sents: list[list[str]]                     # the tokenizer's sentence tokens
     by_sent: dict[int, list[ObjectMention]]    # mentions by sentence, sentences in order
     negated: dict[int, set[int]]               # negated token positions, per sentence with a
@@ -28,13 +31,14 @@ class CaptionScan(NamedTuple):
 
 
 def scan_caption(caption: str, mode: str, negation: bool) -> CaptionScan:
-    """The caption's sentence tokens and mentions by sentence, with their negation scopes."""
-    sents, ments = caption_mentions(caption, mode)
+    """The caption's sentence spans and tokens (one pass), mentions by sentence, and their
+    negation scopes."""
+    spans, sents = caption_sentences(caption)
     by_sent: dict[int, list[ObjectMention]] = {}
-    for m in ments:
+    for m in sentence_mentions(sents, mode):
         by_sent.setdefault(m.sentence_idx, []).append(m)
     negated = {si: negated_positions(sents[si]) for si in by_sent} if negation else {}
-    return CaptionScan(sents, by_sent, negated)
+    return CaptionScan(spans, sents, by_sent, negated)
 
 
 class ScanCache:

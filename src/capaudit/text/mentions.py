@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from capaudit.text.sentences import sentence_spans
 
-__all__ = ["sentence_spans", "caption_mentions", "ObjectMention", "CaptionDoc"]
+__all__ = ["sentence_spans", "caption_mentions", "sentence_mentions", "ObjectMention", "CaptionDoc"]
 
 
 class ObjectMention(NamedTuple):
@@ -37,19 +37,26 @@ def caption_mentions(caption: str, mode: str = "reference"
     a position within the sentence, which negation scope and sentence-level
     filters need.
     """
-    from capaudit.text.objects import get_lexicon
-    from capaudit.text.records import sentence_objects
     from capaudit.text.tokenize import tokenize_caption
 
-    sents, _line = tokenize_caption(caption)
+    sents = tokenize_caption(caption)[0]
+    return sents, sentence_mentions(sents, mode)
+
+
+def sentence_mentions(sents: list[list[str]], mode: str = "reference") -> list[ObjectMention]:
+    """The mentions of a caption given as its sentence tokens (see :func:`caption_mentions`;
+    a caller that already has the tokens, e.g. from
+    :func:`~capaudit.text.sentences.caption_sentences`, does not tokenize again)."""
+    from capaudit.text.objects import get_lexicon
+    from capaudit.text.records import sentence_objects
+
     starts, acc = [], 0
     for s in sents:
         starts.append(acc)
         acc += len(s)
     lex = get_lexicon(mode)
-    out = [ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s])
-           for w, c, t, s in sentence_objects(sents, mode)]
-    return sents, out
+    return [ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s])
+            for w, c, t, s in sentence_objects(sents, mode)]
 
 
 @dataclass
@@ -71,6 +78,13 @@ class CaptionDoc:
             if not self._spans:  # empty / blank caption: one empty sentence
                 self._spans = [(0, len(self.caption))]
         return self._spans
+
+    def adopt_spans(self, spans: list[tuple[int, int]]) -> None:
+        """Take ``sentence_spans(self.caption)`` computed elsewhere (a filter that split the
+        caption once for spans and tokens, :func:`~capaudit.text.sentences.caption_sentences`),
+        unless the spans are known already."""
+        if self._spans is None:
+            self._spans = spans or [(0, len(self.caption))]
 
     @property
     def sentences(self) -> list[str]:
