@@ -1,7 +1,8 @@
 """The hallucination filter's per-caption cost: ``capaudit filter run`` as a user runs it.
 
     PYTHONPATH=src python benchmarks/bench_filter_cost.py [--n 8333 100000] [--profile]
-        [--importtime] [--work /tmp/capaudit-bench-filter] [-- EXTRA FILTER OPTIONS]
+        [--importtime] [--src OTHER/src] [--work /tmp/capaudit-bench-filter]
+        [-- EXTRA FILTER OPTIONS]
 
 For each N: the data of :mod:`benchmarks.filter_data` (N distinct ShareGPT4V-length
 captions, chair-gt evidence for each copy's image), a fresh store with the set registered
@@ -14,7 +15,9 @@ It prints CPU-seconds (user + system: the machine may be shared, so wall time is
 comparable), captions per CPU-second, peak RSS and wall time, one JSON line per N.
 ``--profile`` runs the same command under cProfile instead and prints the top 30 by
 cumulative and by own time; ``--importtime`` prints the ``-X importtime`` total and the
-slowest imports of the same command. Options after ``--`` go to ``filter run`` (e.g.
+slowest imports of the same command. ``--src`` runs another checkout's sources (before /
+after on the same machine: ``git archive BASE src | tar -x -C /tmp/base``, then
+``--src /tmp/base/src``). Options after ``--`` go to ``filter run`` (e.g.
 ``-- --object-mode corrected --non-visual flag``).
 """
 
@@ -37,9 +40,12 @@ from filter_data import DEFAULT_SHARED, make_filter_data  # noqa: E402
 _CLI = "from capaudit.cli.main import run; run()"
 
 
+SRC = [ROOT / "src"]  # --src: another checkout's sources (e.g. the code before a change)
+
+
 def _env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC[0]), env.get("PYTHONPATH", "")])
     return env
 
 
@@ -111,7 +117,10 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     ap.add_argument("--profile", action="store_true", help="cProfile instead of timing")
     ap.add_argument("--importtime", action="store_true", help="python -X importtime as well")
+    ap.add_argument("--src", type=Path, default=SRC[0],
+                    help="the package sources to run (default: this checkout's src/)")
     a = ap.parse_args(argv)
+    SRC[0] = a.src.resolve()
     for n in a.n:
         args, db = prepare(n, a.work, a.shared)
         args += extra

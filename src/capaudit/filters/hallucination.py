@@ -62,7 +62,7 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
                                    SentenceScore)
 from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
                                        resolve_evidence)
-from capaudit.filters.mention_scan import ScanCache
+from capaudit.filters.mention_scan import ScanCache, add_facts, no_cyclic_gc
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import SentenceNotes, parser_available
 from capaudit.filters.referents import flag_orphans
@@ -153,9 +153,9 @@ class HallucinationFilter(Filter):
             return None
         return self.evidence.get(doc.image_id)
 
-    def _parsed(self, sms, sups, negated) -> bool:
-        """Could a parse change this sentence's judgement? Only with an unsupported claim."""
-        thr = self.threshold
+    def _parsed(self, sups: list[float], negated: list[bool], thr: float) -> bool:
+        """Could a parse change this sentence's judgement? Only with an unsupported claim,
+        and only when a parse rule is on."""
         return (self._modifiers or self._non_visual) and any(
             sup < thr and not n for sup, n in zip(sups, negated))
 
@@ -163,7 +163,7 @@ class HallucinationFilter(Filter):
         """Analyse a batch of captions and parse, together, the sentences scoring will ask
         about (the same questions :meth:`score` asks, in the same way)."""
         self._scans.new_batch()
-        wanted = []
+        thr, wanted = self.threshold, []
         for doc in docs:
             support = self._support(doc)
             if support is None:
@@ -171,8 +171,8 @@ class HallucinationFilter(Filter):
             scan = self._scans.get(doc.caption)
             for si, sms in scan.by_sent.items():
                 neg = scan.negated.get(si, ())
-                if self._parsed(sms, [support.get(m.category, 0.0) for m in sms],
-                                [m.token_idx in neg for m in sms]):
+                if self._parsed([support.get(m.category, 0.0) for m in sms],
+                                [m.token_idx in neg for m in sms], thr):
                     wanted.append((scan.sents[si], tuple(m.token_idx for m in sms)))
         self._notes.fill(wanted)
 
@@ -202,69 +202,62 @@ class HallucinationFilter(Filter):
             neg = scan.negated.get(si, ())
             negated = [m.token_idx in neg for m in sms]
             notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
-                if self._parsed(sms, sups, negated) else (None,) * len(sms)
-            for m, sup, is_neg, note in zip(sms, sups, negated, notes):
-                if is_neg:
-                    target.facts["negated"].append(m.word)
-                    continue
-                named = f"{m.word}->{m.category}"
-                if note is not None and sup < thr:
-                    kind, why = note
-                    if kind == "modifier":  # "passenger" of "passenger airplanes"
-                        target.facts["modifier"].append(f"{named} (modifies {why})")
-                        continue
-                    target.facts["non_visual"].append(f"{named} ({why})")
-                    if self._non_visual:
-                        continue
-                target.score = min(target.score, sup)
-                target.facts["unsupported" if sup < thr else "supported"].append(named)
+                if self._parsed(sups, negated, thr) else (None,) * len(sms)
+            add_facts(target, zip(sms, sups, negated, notes), thr, self._non_visual)
         if not aligned:
             for s in scores:
                 s.facts["whole_caption"] = True
         return scores
 
     def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
-        action = self.options["action"]
+        opts = self.options
         if scores and scores[0].facts.get("no_evidence"):
-            act = "drop" if self.options["missing"] == "drop" else "keep"
+            act = "drop" if opts["missing"] == "drop" else "keep"
             return CaptionResult(doc, [Decision(s.sentence_idx, act, "no-evidence")
                                        for s in scores])
         bad = [s for s in scores if s.facts["unsupported"]]
         whole = bool(scores and scores[0].facts.get("whole_caption"))
-        caption_bad = bool(bad)
+        drop_all = bool(bad) and (opts["action"] == "drop-caption" or whole)
+        bad_act = "flag" if opts["action"] == "flag" else "drop"
+        flag_nv = opts["non_visual"] == "flag"
+        seen = [0, 0, 0, 0]  # non-visual / modifier mentions, then sentences kept with them
         decisions = []
         for s in scores:
             f = s.facts
-            self._counts["non_visual_mentions"] += len(f["non_visual"])
-            self._counts["modifier_mentions"] += len(f["modifier"])
-            u = f["unsupported"]
-            notes = _notes_text(f, ("non_visual", "modifier", "negated"))
+            nv, mod, u = f["non_visual"], f["modifier"], f["unsupported"]
+            seen[0] += len(nv)
+            seen[1] += len(mod)
             if u:
-                reason = "; ".join(["unsupported: " + ", ".join(u)] + notes)
-            elif caption_bad and (action == "drop-caption" or whole):
+                reason = "; ".join(["unsupported: " + ", ".join(u)] + _notes_text(f, _NOTES))
+            elif drop_all:
                 reason = "caption-has-unsupported: " + ", ".join(
                     x for b in bad for x in b.facts["unsupported"])
             else:
-                for k in ("non_visual", "modifier"):
-                    self._counts[f"{k}_sentences"] += bool(f[k])
-                reason = "; ".join(notes + _notes_text(f, ("supported",))) or "no object mention"
-                act = "flag" if f["non_visual"] and self.options["non_visual"] == "flag" \
-                    else "keep"
-                decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
+                seen[2] += bool(nv)
+                seen[3] += bool(mod)
+                reason = "; ".join(_notes_text(f, _NOTES_KEPT)) or "no object mention"
+                decisions.append(Decision(s.sentence_idx, "flag" if nv and flag_nv else "keep",
+                                          reason, score=s.score))
                 continue
-            act = "flag" if action == "flag" else "drop"
-            decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
-        result, orphans = flag_orphans(CaptionResult(doc, decisions), doc.sentences)
-        self._counts["review_sentences"] += orphans  # "These ..." after a dropped sentence
+            decisions.append(Decision(s.sentence_idx, bad_act, reason, score=s.score))
+        for key, n in zip(("non_visual_mentions", "modifier_mentions", "non_visual_sentences",
+                           "modifier_sentences"), seen):
+            self._counts[key] += n
+        result = CaptionResult(doc, decisions)
+        if bad_act == "drop" and bad:  # "These ..." right after a dropped sentence
+            result, orphans = flag_orphans(result, doc.sentences)
+            self._counts["review_sentences"] += orphans
         return result
 
     def apply(self, docs):
         """Score and decide in batches of :data:`BATCH` (one result per caption, in order)."""
         it = iter(docs)
         while batch := list(islice(it, BATCH)):
-            self._prepare(batch)
-            for doc in batch:
-                yield self.decide(doc, self.score(doc))
+            with no_cyclic_gc():
+                self._prepare(batch)
+                results = [self.decide(doc, self.score(doc)) for doc in batch]
+                self._scans.new_batch()  # freed before the collector runs again
+            yield from results
         self.report = self._report()
 
     def _report(self) -> dict:
@@ -295,6 +288,10 @@ class HallucinationFilter(Filter):
         cfg["evidence"], cfg["threshold"] = self.kind, self.threshold
         cfg["evidence_source"] = self.source
         return cfg
+
+
+_NOTES = ("non_visual", "modifier", "negated")      # noted beside an unsupported mention
+_NOTES_KEPT = (*_NOTES, "supported")                # and in a kept sentence's reason
 
 
 def _notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:

@@ -152,8 +152,9 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
     return None if _problem(text) >= 0 else _proven(text)
 
 
-def _proven(text: str) -> tuple[list[list[str]], list[str]]:
-    """The fast path's tokens for a ``text`` with no :func:`_problem`."""
+def _proven(text: str, with_line: bool = True) -> tuple[list[list[str]], list[str]]:
+    """The fast path's tokens for a ``text`` with no :func:`_problem` (``with_line=False``:
+    the sentence tokens only, and an empty line)."""
     if "." not in text:
         toks = _spaced(text).split()
         return ([toks] if toks else []), toks
@@ -173,6 +174,8 @@ def _proven(text: str) -> tuple[list[list[str]], list[str]]:
     last = sents.pop()
     if len(last) > 1:
         sents.append(last[:-1])
+    if not with_line:
+        return ([[_RUNS.get(t, t) for t in s] for s in sents] if runs else sents), []
     if text.endswith("."):
         line = text[:-1].split()
         line.append(".")

@@ -55,7 +55,8 @@ def sentence_mentions(sents: list[list[str]], mode: str = "reference") -> list[O
         starts.append(acc)
         acc += len(s)
     lex = get_lexicon(mode)
-    return [ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s])
+    cats, words = lex.categories, lex.words
+    return [ObjectMention(cats[c], words[w], s, t - starts[s])  # (Python ints: no numpy here)
             for w, c, t, s in sentence_objects(sents, mode)]
 
 

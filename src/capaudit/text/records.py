@@ -30,7 +30,7 @@ import importlib
 import multiprocessing as mp
 from collections import Counter
 from bisect import bisect_right
-from itertools import islice
+from itertools import chain, islice
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -86,12 +86,14 @@ def sentence_objects(sents: list[list[str]], mode: str = "reference") -> tuple:
     if len(sents) == 1:
         flat = sents[0]
     else:
-        flat = [t for s in sents for t in s]
+        flat = list(chain.from_iterable(sents))
     cache = SINGULAR_CACHE.get(mode) or SINGULAR_CACHE["corrected"]  # user lexicons: corrected
     sing = list(map(cache.get, flat))
-    if None in sing:
+    if None in sing:  # singularize the new tokens only (each call fills ``cache``)
         sg = singularize if mode == "reference" else singularize_corrected
-        sing = [sg(t) for t in flat]
+        for t in set(flat).difference(cache):
+            sg(t)
+        sing = list(map(cache.get, flat))
     found = get_lexicon(mode).find(sing)
     if found and len(sents) > 1:
         ends, acc = [], 0

@@ -36,7 +36,11 @@ from capaudit.text.tokenize import _segments, tokenize_caption
 __all__ = ["sentence_spans", "caption_sentences", "punkt_spans"]
 
 # a sentence-ending period of a fast-path text: not in a run of periods, no letter after it
-_BREAK = re.compile(r"(?<!\.)\.(?![a-z.])")
+# (the literal first, so the scan looks for periods only; then the whitespace after it: the
+# next sentence starts where the match ends)
+_BREAK = re.compile(r"\.(?<!\.\.)(?![a-z.])\s*")
+# where untrained Punkt may end a sentence at all
+_SENTENCE_END = re.compile(r"[.?!]")
 
 
 def sentence_spans(caption: str) -> list[tuple[int, int]]:
@@ -49,10 +53,10 @@ def sentence_spans(caption: str) -> list[tuple[int, int]]:
     text = caption.lower()
     if len(text) != len(caption):  # rare unicode whose lowercase changes length
         text = caption
-    raw: list[tuple[int, int]] = []
+    out: list[tuple[int, int]] = []
     for lo, hi, fast in _pieces(text, _problem(text)):
-        raw += _fast_spans(text, lo, hi) if fast else _punkt_piece(text, lo, hi)
-    return [_strip(caption, a, b) for a, b in raw]
+        out += _fast_spans(text, lo, hi) if fast else _stripped(caption, _punkt_piece(text, lo, hi))
+    return out
 
 
 def caption_sentences(caption: str) -> tuple[list[tuple[int, int]], list[list[str]]]:
@@ -66,50 +70,63 @@ def caption_sentences(caption: str) -> tuple[list[tuple[int, int]], list[list[st
     text = caption.lower()
     if len(text) != len(caption):
         return sentence_spans(caption), tokenize_caption(caption)[0]
-    raw: list[tuple[int, int]] = []
+    out: list[tuple[int, int]] = []
     sents: list[list[str]] = []
     for lo, hi, fast in _pieces(text, _problem(text)):
         if fast:
-            raw += _fast_spans(text, lo, hi)
-            sents += _proven(text[lo:hi])[0]
+            out += _fast_spans(text, lo, hi)
+            sents += _proven(text[lo:hi], with_line=False)[0]
         else:
             spans = _punkt_piece(text, lo, hi)
-            raw += spans
+            out += _stripped(caption, spans)
             sents += [word_tokens(text[a:b]) for a, b in spans]
-    return [_strip(caption, a, b) for a, b in raw], sents
+    return out, sents
 
 
-def _strip(caption: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and caption[a].isspace():
-        a += 1
-    while b > a and caption[b - 1].isspace():
-        b -= 1
-    return a, b
+def _stripped(caption: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` without the whitespace at either end (the fast rule's spans have none: a
+    fast piece is ASCII, where the caption and its lowercase have the same spaces)."""
+    out = []
+    for a, b in spans:
+        while a < b and caption[a].isspace():
+            a += 1
+        while b > a and caption[b - 1].isspace():
+            b -= 1
+        out.append((a, b))
+    return out
 
 
 def _fast_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
-    """Punkt's spans of ``text[lo:hi]`` (shifted by ``lo``), for a piece with no problem.
+    """Punkt's spans of ``text[lo:hi]`` (shifted by ``lo``), for a piece with no problem,
+    already stripped of whitespace.
 
     A period followed only by whitespace is not a break (Punkt needs a token after it):
     the last sentence runs to the last non-space character."""
-    end = lo + len(text[lo:hi].rstrip())
-    if end == lo:
+    piece = text[lo:hi]
+    end = lo + len(piece.rstrip())
+    start = lo + len(piece) - len(piece.lstrip())
+    if end <= start:
         return []
-    out, start = [], lo
-    for m in _BREAK.finditer(text, lo, end):
-        b = m.end()
+    out = []
+    for m in _BREAK.finditer(text, start, end):
+        b = m.start() + 1
         if b == end:  # the last character: nothing follows it
             break
         out.append((start, b))
-        start = b
-        while text[start].isspace():  # a token follows: the break is before the last char
-            start += 1
+        start = m.end()  # a token follows: the whitespace ends before ``end``
     out.append((start, end))
     return out
 
 
 def _punkt_piece(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
-    return [(lo + a, lo + b) for a, b in punkt_spans(text[lo:hi])]
+    """Punkt's spans of ``text[lo:hi]``, shifted by ``lo``. A piece with no ``.?!`` before
+    its last non-space character is one sentence to Punkt (it considers a break only after
+    one of those, and only with a token after it): Punkt is not run for it."""
+    piece = text[lo:hi]
+    end = len(piece.rstrip())
+    if end and _SENTENCE_END.search(piece, 0, end - 1) is None:
+        return [(lo, lo + end)]
+    return [(lo + a, lo + b) for a, b in punkt_spans(piece)]
 
 
 def _pieces(text: str, problem: int) -> Iterator[tuple[int, int, bool]]:
