@@ -33,12 +33,10 @@ object is in the image, and are logged but not judged:
 
 The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
 only on sentences with an unsupported mention and a word some rule needs
-(:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes the
-captions in batches of :data:`BATCH`: it analyses each caption once
-(:func:`capaudit.filters.mention_scan.scan_caption`) and parses the batch's sentences that
-need it together (:class:`capaudit.filters.parse.SentenceNotes`), then scores and decides
-caption by caption, so results come one per caption, in order, and memory is bounded by the
-batch.
+(:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes
+:data:`BATCH` captions at a time: each is analysed once (:mod:`capaudit.filters.mention_scan`),
+the batch's sentences to parse are parsed together (:class:`capaudit.filters.parse.SentenceNotes`),
+then each caption is scored and decided: one result per caption, in order, memory bounded.
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
 unsupported mention (a caption left with no sentence leaves the set);
@@ -53,7 +51,7 @@ with reason ``no-evidence`` (``missing="drop"`` drops them instead).
 from __future__ import annotations
 
 from collections import Counter
-from itertools import islice
+from itertools import islice, repeat
 from typing import Mapping
 
 from capaudit.errors import InputError
@@ -195,15 +193,15 @@ class HallucinationFilter(Filter):
             return scores
         self._covered.add(doc.image_id)
         aligned = len(scan.sents) == n_spans
-        thr = self.threshold
+        thr, skip_nv = self.threshold, self._non_visual
         for si, sms in scan.by_sent.items():
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
             sups = [support.get(m.category, 0.0) for m in sms]
-            neg = scan.negated.get(si, ())
-            negated = [m.token_idx in neg for m in sms]
+            neg = scan.negated.get(si)
+            negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
             notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
-                if self._parsed(sups, negated, thr) else (None,) * len(sms)
-            add_facts(target, zip(sms, sups, negated, notes), thr, self._non_visual)
+                if self._parsed(sups, negated, thr) else repeat(None)
+            add_facts(target, zip(sms, sups, negated, notes), thr, skip_nv)
         if not aligned:
             for s in scores:
                 s.facts["whole_caption"] = True
@@ -221,25 +219,28 @@ class HallucinationFilter(Filter):
         bad_act = "flag" if opts["action"] == "flag" else "drop"
         flag_nv = opts["non_visual"] == "flag"
         seen = [0, 0, 0, 0]  # non-visual / modifier mentions, then sentences kept with them
-        decisions = []
+        decisions, bad_reason = [], None
         for s in scores:
             f = s.facts
             nv, mod, u = f["non_visual"], f["modifier"], f["unsupported"]
             seen[0] += len(nv)
             seen[1] += len(mod)
             if u:
+                act = bad_act
                 reason = "; ".join(["unsupported: " + ", ".join(u)] + _notes_text(f, _NOTES))
             elif drop_all:
-                reason = "caption-has-unsupported: " + ", ".join(
-                    x for b in bad for x in b.facts["unsupported"])
+                act = bad_act
+                if bad_reason is None:
+                    bad_reason = "caption-has-unsupported: " + ", ".join(
+                        x for b in bad for x in b.facts["unsupported"])
+                reason = bad_reason
             else:
                 seen[2] += bool(nv)
                 seen[3] += bool(mod)
-                reason = "; ".join(_notes_text(f, _NOTES_KEPT)) or "no object mention"
-                decisions.append(Decision(s.sentence_idx, "flag" if nv and flag_nv else "keep",
-                                          reason, score=s.score))
-                continue
-            decisions.append(Decision(s.sentence_idx, bad_act, reason, score=s.score))
+                act = "flag" if nv and flag_nv else "keep"
+                reason = "; ".join(_notes_text(f, _NOTES_KEPT)) \
+                    if nv or mod or f["negated"] or f["supported"] else "no object mention"
+            decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
         for key, n in zip(("non_visual_mentions", "modifier_mentions", "non_visual_sentences",
                            "modifier_sentences"), seen):
             self._counts[key] += n
