@@ -2,8 +2,9 @@
 
 LLM-written captions use it often (151 of the 238 segments of the 890 GPT-4V captions
 that left the fast path did so for a ``*``), and the slow path costs ~100x the fast one per
-sentence. NLTK pads every ``*`` with spaces and untrained Punkt never ends a sentence at one;
-a ``*`` right before or after a period is still left to NLTK. Checked against NLTK itself.
+sentence. NLTK pads every ``*`` with spaces and untrained Punkt never ends a sentence at one
+(``**red car**.``: the period is a Punkt token alone, always a break); a ``*`` right after a
+period, or in a word before one (``*x.``), is still left to NLTK. Checked against NLTK itself.
 """
 
 from __future__ import annotations
@@ -34,7 +35,19 @@ def test_emphasis_takes_the_fast_path_with_nltks_tokens(text, sentences):
     assert fast == _nltk(text)
 
 
-@pytest.mark.parametrize("text", ["a **red**. the car", "a car.** x", "a car .*"])
+@pytest.mark.parametrize("text, sentences", [
+    ("a **red car**. the cup", [["a", "*", "*", "red", "car", "*", "*", "."], ["the", "cup"]]),
+    ("**one**. **two**. x", [["*", "*", "one", "*", "*", "."], ["*", "*", "two", "*", "*", "."],
+                             ["x"]]),
+])
+def test_emphasis_closing_a_sentence_takes_the_fast_path(text, sentences):
+    """'**.': Punkt splits the stars off, so the period is a token alone, always a break."""
+    fast = fast_tokenize_caption(text)
+    assert fast is not None and fast[0] == sentences
+    assert fast == _nltk(text)
+
+
+@pytest.mark.parametrize("text", ["a car.** x", "a car .*", "a *x. the car", "a **b**c. the car"])
 def test_a_star_touching_a_period_is_left_to_nltk(text):
     assert fast_tokenize_caption(text) is None
     assert tokenize_caption(text) == _nltk(text)

@@ -44,7 +44,10 @@ _RUNS = {"\x01": "..", "\x02": "..."}
 # ('ball,.', '".' after its '"', '?.') is neither a number nor an initial.
 # (the charset's characters outside [a-z-.,"?!] and whitespace, listed: a positive class
 # scans ~2x faster; patterns that start on a literal are searched only if it occurs)
-_CHUNK_0 = re.compile(r"[0-9'<>/:;@#$%&*()\[\]{}]\S*\.\s").search
+_CHUNK_0 = re.compile(r"[0-9'<>/:;@#$%&()\[\]{}]\S*\.\s").search
+# a '*' in the chunk is harmless only right before the period ('**red car**.': Punkt splits the
+# '*'s off, the period is a token of its own and always a break), not earlier ('*x.': 'x.')
+_CHUNK_STAR = re.compile(r"\*\S*[^*\s]\.\s").search
 _CHUNK_MARK = tuple((c, re.compile(re.escape(c) + r"(?:(?!\.\s)\S*\.\s|(?<![a-z]" + re.escape(c) + r")\.\s)").search)
                     for c in ',"?!')
 _CHUNK_1 = re.compile(r"-(?:\.\s|(?<!\S-)[a-z\-]*\.\s)").search
@@ -68,7 +71,8 @@ _DOT_CLOSE = re.compile(r'\.[\s>)\]}"]*[>)\]}"][\s>)\]}"]*$')  # '. )' at the en
 _QUOTE_OPEN = re.compile(r'(?:^|(?<=[ (\[{<]))"')
 _BAD_QUOTE = re.compile(r'"(?<=[\t\n\r]")')
 # ('*': markdown emphasis, "**a red car**", common in LLM captions; NLTK pads each '*', and
-# Punkt ends no sentence at one: a '*' just before or after a period is left to NLTK)
+# Punkt ends no sentence at one; a '*' right after a period is left to NLTK, and one inside a
+# chunk before a period unless it is the period's neighbour, see _CHUNK_STAR)
 _SPLIT_ALWAYS = re.compile(r"[;@#$%&*()\[\]{}<>?!]")
 # '?' and '!' end a Punkt sentence before whitespace or punctuation: taken only in 'word?.'
 _BAD_MARK = re.compile(r"[?!](?:(?<![a-z][?!])|(?!\.))")
@@ -138,6 +142,8 @@ def _problem(text: str) -> int:
     for c, bad in _CHUNK_MARK:
         if c in body and (m := bad(body)) is not None:
             return lead + m.start()
+    if "*" in body and (m := _CHUNK_STAR(body)) is not None:
+        return lead + m.start()
     return -1
 
 
