@@ -151,27 +151,24 @@ class HallucinationFilter(Filter):
             return None
         return self.evidence.get(doc.image_id)
 
-    def _parsed(self, sups: list[float], negated: list[bool], thr: float) -> bool:
-        """Could a parse change this sentence's judgement? Only with an unsupported claim,
-        and only when a parse rule is on."""
-        return (self._modifiers or self._non_visual) and any(
-            sup < thr and not n for sup, n in zip(sups, negated))
+    def _judged(self, doc: CaptionDoc, scan, support: dict) -> list[tuple]:
+        """Per sentence with a mention: ``(index, mentions, supports, negated, parse?)``,
+        computed once per caption and image in a batch (for the parse, then for the score)."""
+        return self._scans.judged(doc, scan, support, self.threshold,
+                                  self._modifiers or self._non_visual)
 
     def _prepare(self, docs: list[CaptionDoc]) -> None:
         """Analyse a batch of captions and parse, together, the sentences scoring will ask
         about (the same questions :meth:`score` asks, in the same way)."""
         self._scans.new_batch()
-        thr, wanted = self.threshold, []
+        wanted = []
         for doc in docs:
             support = self._support(doc)
             if support is None:
                 continue
             scan = self._scans.get(doc.caption)
-            for si, sms in scan.by_sent.items():
-                neg = scan.negated.get(si, ())
-                if self._parsed([support.get(m.category, 0.0) for m in sms],
-                                [m.token_idx in neg for m in sms], thr):
-                    wanted.append((scan.sents[si], tuple(m.token_idx for m in sms)))
+            wanted += [(scan.sents[si], tuple(m.token_idx for m in sms))
+                       for si, sms, _, _, parse in self._judged(doc, scan, support) if parse]
         self._notes.fill(wanted)
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
@@ -194,13 +191,10 @@ class HallucinationFilter(Filter):
         self._covered.add(doc.image_id)
         aligned = len(scan.sents) == n_spans
         thr, skip_nv = self.threshold, self._non_visual
-        for si, sms in scan.by_sent.items():
+        for si, sms, sups, negated, parse in self._judged(doc, scan, support):
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
-            sups = [support.get(m.category, 0.0) for m in sms]
-            neg = scan.negated.get(si)
-            negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
             notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
-                if self._parsed(sups, negated, thr) else repeat(None)
+                if parse else repeat(None)
             add_facts(target, zip(sms, sups, negated, notes), thr, skip_nv)
         if not aligned:
             for s in scores:

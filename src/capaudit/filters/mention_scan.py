@@ -45,7 +45,7 @@ def scan_caption(caption: str, mode: str, negation: bool) -> CaptionScan:
 
 class ScanCache:
     """Scans by caption text for the batch being scored (a caption repeated in the batch is
-    analysed once). :meth:`new_batch` forgets the last batch: scans are large (every token),
+    analysed once), and their judgements against an image's evidence (:meth:`judged`). :meth:`new_batch` forgets the last batch: scans are large (every token),
     and kept longer they cost the cyclic collector more than re-analysing a caption that
     recurs later (tested on 100k distinct long captions); memory stays bounded by the batch.
     :meth:`get` also starts over beyond ``limit`` scans, for a caller that scores caption
@@ -54,9 +54,30 @@ class ScanCache:
     def __init__(self, mode: str, negation: bool, limit: int = 1024):
         self.mode, self.negation, self.limit = mode, negation, limit
         self.scans: dict[str, CaptionScan] = {}
+        self.judgements: dict[tuple, list] = {}
 
     def new_batch(self) -> None:
         self.scans.clear()
+        self.judgements.clear()
+
+    def judged(self, doc, scan: CaptionScan, support: dict, thr: float, parse_rules: bool
+               ) -> list[tuple]:
+        """Per sentence with a mention, ``(index, mentions, supports, negated flags, parse?)``
+        (``parse?``: some mention is unsupported and not negated, and a parse rule is on),
+        kept per (caption, image) like the scans."""
+        key = (doc.caption, doc.image_id)
+        hit = self.judgements.get(key)
+        if hit is None:
+            if len(self.judgements) >= self.limit:
+                self.judgements.clear()
+            hit = self.judgements[key] = []
+            for si, sms in scan.by_sent.items():
+                sups = [support.get(m.category, 0.0) for m in sms]
+                neg = scan.negated.get(si)
+                negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
+                parse = parse_rules and any(s < thr and not n for s, n in zip(sups, negated))
+                hit.append((si, sms, sups, negated, parse))
+        return hit
 
     def get(self, caption: str) -> CaptionScan:
         hit = self.scans.get(caption)
