@@ -30,9 +30,9 @@ from capaudit.text.tokenize import tokenize_caption
 _PARSES: dict[tuple[str, ...], object] = {}
 
 
-def punkt_spans(caption: str) -> list[tuple[int, int]]:
-    """Sentence spans as computed before: untrained Punkt on the lowercased caption, stripped;
-    a caption with none is one empty sentence (as ``CaptionDoc.spans``)."""
+def punkt_reference(caption: str) -> list[tuple[int, int]]:
+    """Sentence spans as computed before: untrained Punkt's ``span_tokenize`` on the
+    lowercased caption, each span stripped of whitespace."""
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
     text = caption.lower()
@@ -45,7 +45,12 @@ def punkt_spans(caption: str) -> list[tuple[int, int]]:
         while b > a and caption[b - 1].isspace():
             b -= 1
         out.append((a, b))
-    return out or [(0, len(caption))]
+    return out
+
+
+def punkt_spans(caption: str) -> list[tuple[int, int]]:
+    """A caption's sentences as ``CaptionDoc.spans`` had them (no sentence: one empty one)."""
+    return punkt_reference(caption) or [(0, len(caption))]
 
 
 def parse_one(tokens: list[str]):

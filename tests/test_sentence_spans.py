@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,28 +26,13 @@ from capaudit.text.nltk_tokenize import nltk_tokenize_sentences
 from capaudit.text.sentences import _fast_spans, caption_sentences, sentence_spans
 from capaudit.text.tokenize import tokenize_caption
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hallucination_reference import punkt_reference  # noqa: E402
+
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
 DATA = SHARED / "data"
 needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA} "
                                   "(set CAPAUDIT_SHARED)")
-
-
-def punkt_reference(caption: str) -> list[tuple[int, int]]:
-    """The spans as computed before: untrained Punkt's ``span_tokenize`` on the lowercased
-    caption, each span stripped of whitespace."""
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    text = caption.lower()
-    if len(text) != len(caption):
-        text = caption
-    out = []
-    for a, b in PunktSentenceTokenizer().span_tokenize(text):
-        while a < b and caption[a].isspace():
-            a += 1
-        while b > a and caption[b - 1].isspace():
-            b -= 1
-        out.append((a, b))
-    return out
 
 
 def _check(caption: str) -> None:
@@ -59,21 +45,9 @@ def _check(caption: str) -> None:
 
 
 def _files_captions() -> list[str]:
-    caps: dict[str, None] = {}
-    for f in sorted((DATA / "captioners").glob("*.jsonl")):
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                caps[json.loads(line)["caption"]] = None
-    coco = json.loads((DATA / "coco2014" / "captions_val2014_subset.json").read_text("utf-8"))
-    caps.update(dict.fromkeys(a["caption"] for a in coco["annotations"]))
-    real = DATA / "real"
-    with open(real / "llava_coco2014_val_gpt4_qa_30x3.jsonl", encoding="utf-8") as fh:
-        caps.update(dict.fromkeys(json.loads(line)["output"] for line in fh))
-    for row in json.loads((real / "capsfusion_example_data.json").read_text("utf-8")):
-        caps.update(dict.fromkeys(v for v in row.values() if isinstance(v, str)))
-    for conv in json.loads((real / "llamafactory_mllm_demo.json").read_text("utf-8")):
-        caps.update(dict.fromkeys(m["content"] for m in conv["messages"]))
-    return list(caps)
+    from test_tokenize_exact import _shared_captions  # every shared caption, distinct
+
+    return _shared_captions()
 
 
 def _gpt4v_captions() -> list[str]:
@@ -94,8 +68,6 @@ def test_every_shared_caption_has_punkts_spans():
 def test_gpt4v_captions_and_their_copies_have_punkts_spans():
     """The 890 long GPT-4V captions (14% off the fast path: markdown, quotes, times) and
     rotated copies of them, as the filter benchmark makes them."""
-    import sys
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from filter_data import copy_caption
 
