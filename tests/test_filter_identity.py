@@ -67,6 +67,14 @@ def corpus() -> tuple[list[CaptionDoc], dict]:
     foreign += ["", "   ", "no dog .", "A dog. These are cats. It is a bus!", "a cat" * 40,
                 "The umbrellas are placed to protect people from sunlight. Passenger jets."]
     rows += [(gpt[i % len(gpt)][0], cap) for i, cap in enumerate(foreign)]
+    # image 208549 (chair, cow, person): sentence-initial negation, a dropped referent, a
+    # modifier, a purpose clause, repeated captions on two images
+    rows += [(208549, cap) for cap in (
+        "No dog is in the picture. A cow stands by a chair.",
+        "A dog sleeps on the chair. It looks tired. The cow grazes.",
+        "Passenger jets fly over the cow. Umbrellas are placed to protect people from rain.",
+        "A man sits on a chair. A man sits on a chair.")]
+    rows += [(25, "A man sits on a chair. A man sits on a chair.")]  # giraffe, person
     docs = [CaptionDoc(i, iid, cap) for i, (iid, cap) in enumerate(rows)]
     docs.append(CaptionDoc(len(docs), None, "A dog without an image id."))
     docs.append(CaptionDoc(len(docs), 999_999_999_999, "A dog on an image no evidence has."))
