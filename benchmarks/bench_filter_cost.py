@@ -1,7 +1,7 @@
 """The hallucination filter's per-caption cost: ``capaudit filter run`` as a user runs it.
 
     PYTHONPATH=src python benchmarks/bench_filter_cost.py [--n 8333 100000] [--profile]
-        [--importtime] [--src OTHER/src] [--work /tmp/capaudit-bench-filter]
+        [--importtime] [--per-caption] [--src OTHER/src] [--work /tmp/capaudit-bench-filter]
         [-- EXTRA FILTER OPTIONS]
 
 For each N: the data of :mod:`benchmarks.filter_data` (N distinct ShareGPT4V-length
@@ -18,7 +18,9 @@ cumulative and by own time; ``--importtime`` prints the ``-X importtime`` total 
 slowest imports of the same command. ``--src`` runs another checkout's sources (before /
 after on the same machine: ``git archive BASE src | tar -x -C /tmp/base``, then
 ``--src /tmp/base/src``). Options after ``--`` go to ``filter run`` (e.g.
-``-- --object-mode corrected --non-visual flag``).
+``-- --object-mode corrected --non-visual flag``). ``--per-caption`` times the filter alone
+in a fresh process after start-up (``HallucinationFilter.apply`` on the same captions, no
+store): the per-caption cost without imports, the spaCy load and the runner.
 """
 
 from __future__ import annotations
@@ -107,6 +109,43 @@ def import_time(args: list[str], top: int = 15) -> None:
         print(f"{cum / 1e6:8.2f} s  {name}")
 
 
+_PER_CAPTION = """
+import gc, json, sys, time
+from capaudit.filters.base import CaptionDoc
+from capaudit.filters.evidence import load_evidence
+from capaudit.filters.hallucination import HallucinationFilter
+captions, chair_gt = sys.argv[1], sys.argv[2]
+rows = json.load(open(captions))
+ev = load_evidence("chair-gt", chair_gt)
+gc.freeze(); gc.set_threshold(20_000, 10, 10)  # as the CLI process runs (cli/main.py)
+out = {}
+for name in ("first_pass", "second_pass"):  # the second: spaCy's parses already cached
+    docs = [CaptionDoc(i, int(r["id"]), r["conversations"][1]["value"])
+            for i, r in enumerate(rows)]
+    filt = HallucinationFilter(ev)
+    filt.setup(None)
+    t = time.process_time()
+    for res in filt.apply(docs):
+        res.text()
+    out[name + "_us_per_caption"] = round(1e6 * (time.process_time() - t) / len(docs), 1)
+print(json.dumps(out))
+"""
+
+
+def per_caption(n: int, work: Path, shared: Path) -> dict:
+    """The filter alone, in one fresh process after start-up: CPU per caption of
+    ``HallucinationFilter.apply`` (and each result's text), without imports, the spaCy
+    load or the store. The first pass includes the spaCy parses of the distinct sentences;
+    the second (a new filter) finds them cached, as both the code before and after keep
+    parse notes per process."""
+    data = make_filter_data(n, work / "data", shared)
+    proc = subprocess.run([sys.executable, "-c", _PER_CAPTION, str(data.captions),
+                           str(data.chair_gt)], env=_env(), capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"per-caption run failed: {proc.stderr[-2000:]}")
+    return {"n": n, **json.loads(proc.stdout.strip().splitlines()[-1])}
+
+
 def main() -> None:
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -117,11 +156,16 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     ap.add_argument("--profile", action="store_true", help="cProfile instead of timing")
     ap.add_argument("--importtime", action="store_true", help="python -X importtime as well")
+    ap.add_argument("--per-caption", action="store_true",
+                    help="the filter alone, in-process: CPU microseconds per caption")
     ap.add_argument("--src", type=Path, default=SRC[0],
                     help="the package sources to run (default: this checkout's src/)")
     a = ap.parse_args(argv)
     SRC[0] = a.src.resolve()
     for n in a.n:
+        if a.per_caption:
+            print(json.dumps(per_caption(n, a.work, a.shared)), flush=True)
+            continue
         args, db = prepare(n, a.work, a.shared)
         args += extra
         if a.profile:
