@@ -195,18 +195,23 @@ class SentenceNotes:
 
     :meth:`fill` takes the sentences a batch of captions will ask about and parses those the
     cache lacks and the gate lets through; :meth:`get` answers one sentence (parsing it alone
-    if :meth:`fill` did not see it). The key is the sentence's tokens joined by a space (no
-    token holds whitespace) and the mentions' first tokens."""
+    if :meth:`fill` did not see it). The key is the sentence's tokens joined by a space (one
+    string, not a tuple of them: tokens come from ``str.split``, so none holds a space and the
+    join is one-to-one) and the mentions' first tokens."""
 
     def __init__(self, mode: str, modifiers: bool, non_visual: bool):
         self.setting = (mode, modifiers, non_visual)
         self.cache = _NOTES.setdefault(self.setting, {})
 
     def get(self, tokens: list[str], starts: tuple[int, ...]) -> tuple:
-        hit = self.cache.get((" ".join(tokens), starts))
-        if hit is None:
+        key = (" ".join(tokens), starts)
+        hit = self.cache.get(key)
+        if hit is None:  # a caller scoring without :meth:`fill`: one sentence, one parse
+            if len(self.cache) > NOTES_LIMIT:
+                self.cache.clear()
             mode, modifiers, non_visual = self.setting
-            hit = mention_notes(tuple(tokens), starts, mode, modifiers, non_visual)
+            hit = self.cache[key] = mention_notes(tuple(tokens), starts, mode, modifiers,
+                                                  non_visual)
         return hit
 
     def fill(self, sentences) -> None:
