@@ -35,7 +35,10 @@ object is in the image, and are logged but not judged:
 
 The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
 only on sentences with an unsupported mention and a word some rule needs
-(:func:`capaudit.filters.parse.mention_notes`).
+(:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes
+:data:`BATCH` captions at a time: each is analysed once (:mod:`capaudit.filters.mention_scan`),
+the batch's sentences to parse are parsed together (:class:`capaudit.filters.parse.SentenceNotes`),
+then each caption is scored and decided: one result per caption, in order, memory bounded.
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
 unsupported mention (a caption left with no sentence leaves the set);
@@ -50,6 +53,7 @@ with reason ``no-evidence`` (``missing="drop"`` drops them instead).
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice, repeat
 from typing import Mapping
 
 from capaudit.errors import InputError
@@ -58,17 +62,18 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
                                    SentenceScore)
 from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
                                        resolve_evidence)
-from capaudit.filters.negation import negated_positions
+from capaudit.filters.mention_scan import ScanCache, add_facts, no_cyclic_gc
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
-from capaudit.filters.parse import mention_notes, parser_available
+from capaudit.filters.parse import SentenceNotes, parser_available
 from capaudit.filters.referents import flag_orphans
-from capaudit.text.mentions import caption_mentions
 from capaudit.text.objects import MODES
 
 __all__ = ["HallucinationFilter", "load_evidence", "load_detections", "resolve_evidence",
            "EVIDENCE_KINDS"]
 
 HALLU_ACTIONS = ("drop-sentence", "drop-caption", "flag")
+#: captions scored per batch by :meth:`HallucinationFilter.apply` (their parses run together)
+BATCH = 512
 
 
 # -- the filter -----------------------------------------------------------------
@@ -89,7 +94,8 @@ class HallucinationFilter(Filter):
                                  fix=f"use one of {', '.join(allowed)}")
         self.evidence = evidence_map
         self.source = "given" if evidence_map is not None else None
-        self._cache: dict[str, tuple] = {}
+        self._scans = ScanCache(o["object_mode"], bool(o["negation"]))
+        self._notes = SentenceNotes(o["object_mode"], self._modifiers, self._non_visual)
         self._counts: Counter = Counter()
         self._images: set = set()
         self._covered: set = set()
@@ -144,109 +150,114 @@ class HallucinationFilter(Filter):
             parser_available()  # fail now, naming the extra, not at the first hallucination
         self._counts, self._images, self._covered = Counter(), set(), set()
 
-    def _analyse(self, caption: str):
-        hit = self._cache.get(caption)
-        if hit is None:
-            sents, ments = caption_mentions(caption, self.options["object_mode"])
-            neg = [negated_positions(s) for s in sents] if self.options["negation"] else None
-            hit = (sents, ments, neg)
-            if len(self._cache) > 200_000:
-                self._cache.clear()
-            self._cache[caption] = hit
-        return hit
+    def _support(self, doc: CaptionDoc) -> dict | None:
+        """The evidence of the caption's image (None: not covered, or another namespace)."""
+        if doc.image_id is None or doc.image_id in self._foreign:
+            return None
+        return self.evidence.get(doc.image_id)
 
-    def _notes(self, sent: list[str], ments) -> tuple:
-        """Parse notes (modifier / non-visual) for the mentions of one sentence."""
-        if not (self._modifiers or self._non_visual):
-            return (None,) * len(ments)
-        return mention_notes(tuple(sent), tuple(m.token_idx for m in ments),
-                             self.options["object_mode"], self._modifiers, self._non_visual)
+    def _judged(self, doc: CaptionDoc, scan, support: dict) -> list[tuple]:
+        """Per sentence with a mention: ``(index, mentions, supports, negated, parse?)``,
+        computed once per caption and image in a batch (for the parse, then for the score)."""
+        return self._scans.judged(doc, scan, support, self.threshold,
+                                  self._modifiers or self._non_visual)
+
+    def _prepare(self, docs: list[CaptionDoc]) -> None:
+        """Analyse a batch of captions and parse, together, the sentences scoring will ask
+        about (the same questions :meth:`score` asks, in the same way)."""
+        self._scans.new_batch()
+        wanted = []
+        for doc in docs:
+            support = self._support(doc)
+            if support is None:
+                continue
+            scan = self._scans.get(doc.caption)
+            wanted += [(scan.sents[si], tuple(m.token_idx for m in sms))
+                       for si, sms, _, _, parse in self._judged(doc, scan, support) if parse]
+        self._notes.fill(wanted)
 
     def score(self, doc: CaptionDoc) -> list[SentenceScore]:
-        n_spans = len(doc.spans)
-        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
-                                         "non_visual": [], "modifier": []})
-                  for i in range(n_spans)]
-        support = self.evidence.get(doc.image_id) if doc.image_id is not None \
-            and doc.image_id not in self._foreign else None
+        support = self._support(doc)
         if doc.image_id is not None:
             self._images.add(doc.image_id)
         else:
             self._counts["no_image_id"] += 1
-        if support is None:
+        scan = None if support is None else self._scans.get(doc.caption)
+        if scan is not None:
+            doc.adopt_spans(scan.spans)  # split once, for the spans and the tokens
+        n_spans = len(doc.spans)
+        scores = [SentenceScore(i, 1.0, {"unsupported": [], "negated": [], "supported": [],
+                                         "non_visual": [], "modifier": []})
+                  for i in range(n_spans)]
+        if scan is None:
             for s in scores:
                 s.score, s.facts["no_evidence"] = None, True
             return scores
         self._covered.add(doc.image_id)
-        sents, ments, neg = self._analyse(doc.caption)
-        aligned = len(sents) == n_spans
-        thr = self.threshold
-        by_sent: dict[int, list] = {}
-        for m in ments:
-            by_sent.setdefault(m.sentence_idx, []).append(m)
-        for si, sms in by_sent.items():
+        aligned = len(scan.sents) == n_spans
+        thr, skip_nv = self.threshold, self._non_visual
+        for si, sms, sups, negated, parse in self._judged(doc, scan, support):
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
-            sups = [support.get(m.category, 0.0) for m in sms]
-            negated = [neg is not None and m.token_idx in neg[si] for m in sms]
-            parse = any(sup < thr and not n for sup, n in zip(sups, negated))
-            notes = self._notes(sents[si], sms) if parse else (None,) * len(sms)
-            for m, sup, is_neg, note in zip(sms, sups, negated, notes):
-                if is_neg:
-                    target.facts["negated"].append(m.word)
-                    continue
-                named = f"{m.word}->{m.category}"
-                if note is not None and sup < thr:
-                    kind, why = note
-                    if kind == "modifier":  # "passenger" of "passenger airplanes"
-                        target.facts["modifier"].append(f"{named} (modifies {why})")
-                        continue
-                    target.facts["non_visual"].append(f"{named} ({why})")
-                    if self._non_visual:
-                        continue
-                target.score = min(target.score, sup)
-                target.facts["unsupported" if sup < thr else "supported"].append(named)
+            notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
+                if parse else repeat(None)
+            add_facts(target, zip(sms, sups, negated, notes), thr, skip_nv)
         if not aligned:
             for s in scores:
                 s.facts["whole_caption"] = True
         return scores
 
     def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
-        action = self.options["action"]
+        opts = self.options
         if scores and scores[0].facts.get("no_evidence"):
-            act = "drop" if self.options["missing"] == "drop" else "keep"
+            act = "drop" if opts["missing"] == "drop" else "keep"
             return CaptionResult(doc, [Decision(s.sentence_idx, act, "no-evidence")
                                        for s in scores])
         bad = [s for s in scores if s.facts["unsupported"]]
         whole = bool(scores and scores[0].facts.get("whole_caption"))
-        caption_bad = bool(bad)
-        decisions = []
+        drop_all = bool(bad) and (opts["action"] == "drop-caption" or whole)
+        bad_act = "flag" if opts["action"] == "flag" else "drop"
+        flag_nv = opts["non_visual"] == "flag"
+        seen = [0, 0, 0, 0]  # non-visual / modifier mentions, then sentences kept with them
+        decisions, bad_reason = [], None
         for s in scores:
             f = s.facts
-            self._counts["non_visual_mentions"] += len(f["non_visual"])
-            self._counts["modifier_mentions"] += len(f["modifier"])
-            u = f["unsupported"]
-            notes = _notes_text(f, ("non_visual", "modifier", "negated"))
+            nv, mod, u = f["non_visual"], f["modifier"], f["unsupported"]
+            seen[0] += len(nv)
+            seen[1] += len(mod)
             if u:
-                reason = "; ".join(["unsupported: " + ", ".join(u)] + notes)
-            elif caption_bad and (action == "drop-caption" or whole):
-                reason = "caption-has-unsupported: " + ", ".join(
-                    x for b in bad for x in b.facts["unsupported"])
+                act = bad_act
+                reason = "; ".join(["unsupported: " + ", ".join(u)] + _notes_text(f, _NOTES))
+            elif drop_all:
+                act = bad_act
+                if bad_reason is None:
+                    bad_reason = "caption-has-unsupported: " + ", ".join(
+                        x for b in bad for x in b.facts["unsupported"])
+                reason = bad_reason
             else:
-                for k in ("non_visual", "modifier"):
-                    self._counts[f"{k}_sentences"] += bool(f[k])
-                reason = "; ".join(notes + _notes_text(f, ("supported",))) or "no object mention"
-                act = "flag" if f["non_visual"] and self.options["non_visual"] == "flag" \
-                    else "keep"
-                decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
-                continue
-            act = "flag" if action == "flag" else "drop"
+                seen[2] += bool(nv)
+                seen[3] += bool(mod)
+                act = "flag" if nv and flag_nv else "keep"
+                reason = "; ".join(_notes_text(f, _NOTES_KEPT)) \
+                    if nv or mod or f["negated"] or f["supported"] else "no object mention"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
-        result, orphans = flag_orphans(CaptionResult(doc, decisions), doc.sentences)
-        self._counts["review_sentences"] += orphans  # "These ..." after a dropped sentence
+        for key, n in zip(("non_visual_mentions", "modifier_mentions", "non_visual_sentences",
+                           "modifier_sentences"), seen):
+            self._counts[key] += n
+        result = CaptionResult(doc, decisions)
+        if bad_act == "drop" and bad:  # "These ..." right after a dropped sentence
+            result, orphans = flag_orphans(result, doc.sentences)
+            self._counts["review_sentences"] += orphans
         return result
 
     def apply(self, docs):
-        yield from super().apply(docs)
+        """Score and decide in batches of :data:`BATCH` (one result per caption, in order)."""
+        it = iter(docs)
+        while batch := list(islice(it, BATCH)):
+            with no_cyclic_gc():
+                self._prepare(batch)
+                results = [self.decide(doc, self.score(doc)) for doc in batch]
+                self._scans.new_batch()  # freed before the collector runs again
+            yield from results
         self.report = self._report()
 
     def _report(self) -> dict:
@@ -278,6 +289,10 @@ class HallucinationFilter(Filter):
         cfg["evidence_source"] = self.source
         cfg["evidence_sha256"] = getattr(self, "evidence_sha256", None)
         return cfg
+
+
+_NOTES = ("non_visual", "modifier", "negated")      # noted beside an unsupported mention
+_NOTES_KEPT = (*_NOTES, "supported")                # and in a kept sentence's reason
 
 
 def _notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:

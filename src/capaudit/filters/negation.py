@@ -66,6 +66,8 @@ def _is_cue(tokens: list[str], i: int) -> bool:
 def negated_positions(tokens: list[str], max_scope: int = MAX_SCOPE) -> set[int]:
     """Indices of the tokens of one sentence that lie inside a negation scope."""
     out: set[int] = set()
+    if NEGATION_CUES.isdisjoint(tokens):  # most sentences: no cue, nothing to scan
+        return out
     n = len(tokens)
     for i in range(n):
         if not _is_cue(tokens, i):

@@ -24,8 +24,8 @@ from functools import lru_cache
 
 from capaudit.errors import InputError
 
-__all__ = ["parse_tokens", "parser_available", "mention_span", "modifier_heads", "mention_notes",
-           "MODIFIER_DEPS", "SPACY_MODELS"]
+__all__ = ["parse_tokens", "parse_many", "parser_available", "mention_span", "modifier_heads",
+           "mention_notes", "SentenceNotes", "MODIFIER_DEPS", "SPACY_MODELS"]
 
 #: installed spaCy English pipelines, tried in order (the second is the PyPI build the
 #: ``nlp`` extra installs)
@@ -67,8 +67,20 @@ def parse_tokens(tokens: list[str]):
     from spacy.tokens import Doc
 
     nlp = _nlp()
-    words = [t if t and not t.isspace() else "_" for t in tokens]  # spaCy refuses empty words
-    return nlp(Doc(nlp.vocab, words=words))
+    return nlp(Doc(nlp.vocab, words=_words(tokens)))
+
+
+def parse_many(sentences: list[list[str]]) -> list:
+    """spaCy parses of many sentences, in order, with ``nlp.pipe`` (batched; the same parses
+    as :func:`parse_tokens` one by one)."""
+    from spacy.tokens import Doc
+
+    nlp = _nlp()
+    return list(nlp.pipe((Doc(nlp.vocab, words=_words(t)) for t in sentences), batch_size=256))
+
+
+def _words(tokens) -> list[str]:
+    return [t if t and not t.isspace() else "_" for t in tokens]  # spaCy refuses empty words
 
 
 def mention_span(tokens: list[str], index: int, mode: str) -> tuple[int, int]:
@@ -124,26 +136,40 @@ def modifier_heads(doc, spans: list[tuple[int, int]]) -> dict[int, int]:
     return out
 
 
-@lru_cache(maxsize=50_000)
 def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
                   modifiers: bool, non_visual: bool, gate: bool = True
                   ) -> tuple[tuple[str, str] | None, ...]:
     """For each mention (by first token) of one sentence: ``None``, ``("modifier", head word)``
-    or ``("non-visual", reason)``; cached per sentence, since captions repeat.
+    or ``("non-visual", reason)``.
 
     The parse is skipped when it could not change the answer: no mention is
     followed closely by another (no modifier possible) and no word of the
     sentence is one the non-visual rules need (:func:`~capaudit.filters.nonvisual.may_be_non_visual`).
+    The filter asks :class:`SentenceNotes` instead, which parses many sentences at once.
     """
-    from capaudit.filters.nonvisual import may_be_non_visual, non_visual_reason
+    spans, modifiers, non_visual = _parse_plan(tokens, starts, mode, modifiers, non_visual, gate)
+    if not (modifiers or non_visual):
+        return (None,) * len(starts)
+    return _notes_from(parse_tokens(list(tokens)), tokens, spans, modifiers, non_visual)
 
-    spans = [mention_span(list(tokens), i, mode) for i in starts]
+
+def _parse_plan(tokens, starts, mode: str, modifiers: bool, non_visual: bool, gate: bool = True
+                ) -> tuple[list[tuple[int, int]], bool, bool]:
+    """The mentions' token spans, and which rules need the parse (the gate: none, no parse)."""
+    from capaudit.filters.nonvisual import may_be_non_visual
+
+    spans = [mention_span(tokens, i, mode) for i in starts]
     if gate:
         modifiers = modifiers and any(_may_modify(tokens, b, a) for _, b in spans for a, _ in spans)
         non_visual = non_visual and may_be_non_visual(tokens)
-    if not (modifiers or non_visual):
-        return (None,) * len(starts)
-    doc = parse_tokens(list(tokens))
+    return spans, modifiers, non_visual
+
+
+def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_visual: bool
+                ) -> tuple[tuple[str, str] | None, ...]:
+    """The notes of a parsed sentence (see :func:`mention_notes`)."""
+    from capaudit.filters.nonvisual import non_visual_reason
+
     heads = modifier_heads(doc, spans) if modifiers else {}
     out: list[tuple[str, str] | None] = []
     for m, (_a, b) in enumerate(spans):
@@ -155,3 +181,55 @@ def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
         else:
             out.append(None)
     return tuple(out)
+
+
+#: notes of parsed sentences, per (mode, modifiers, non_visual): captions repeat sentences
+_NOTES: dict[tuple, dict] = {}
+NOTES_LIMIT = 20_000   # sentences kept per setting (a few MB); the cache restarts beyond it
+
+
+class SentenceNotes:
+    """Parse notes of sentences for one filter setting, cached by sentence text and parsed in
+    batches (``nlp.pipe``: on long captions, ~2x less CPU than one call per sentence, with
+    identical parses; ``tests/test_filter_identity.py``).
+
+    :meth:`fill` takes the sentences a batch of captions will ask about and parses those the
+    cache lacks and the gate lets through; :meth:`get` answers one sentence (parsing it alone
+    if :meth:`fill` did not see it). The key is the sentence's tokens joined by a space (one
+    string, not a tuple of them: tokens come from ``str.split``, so none holds a space and the
+    join is one-to-one) and the mentions' first tokens."""
+
+    def __init__(self, mode: str, modifiers: bool, non_visual: bool):
+        self.setting = (mode, modifiers, non_visual)
+        self.cache = _NOTES.setdefault(self.setting, {})
+
+    def get(self, tokens: list[str], starts: tuple[int, ...]) -> tuple:
+        key = (" ".join(tokens), starts)
+        hit = self.cache.get(key)
+        if hit is None:  # a caller scoring without :meth:`fill`: one sentence, one parse
+            if len(self.cache) > NOTES_LIMIT:
+                self.cache.clear()
+            mode, modifiers, non_visual = self.setting
+            hit = self.cache[key] = mention_notes(tuple(tokens), starts, mode, modifiers,
+                                                  non_visual)
+        return hit
+
+    def fill(self, sentences) -> None:
+        """Note ``(tokens, mention starts)`` pairs ahead of :meth:`get`, parsing in one batch."""
+        if len(self.cache) > NOTES_LIMIT:
+            self.cache.clear()
+        mode, modifiers, non_visual = self.setting
+        pending: dict[tuple, tuple] = {}
+        for tokens, starts in sentences:
+            key = (" ".join(tokens), starts)
+            if key in self.cache or key in pending:
+                continue
+            spans, mo, nv = _parse_plan(tokens, starts, mode, modifiers, non_visual)
+            if mo or nv:
+                pending[key] = (tokens, spans, mo, nv)
+            else:
+                self.cache[key] = (None,) * len(starts)
+        if pending:
+            docs = parse_many([p[0] for p in pending.values()])
+            for (key, (tokens, spans, mo, nv)), doc in zip(pending.items(), docs):
+                self.cache[key] = _notes_from(doc, tokens, spans, mo, nv)

@@ -7,7 +7,7 @@ names at import, so a call costs what it did when they lived beside it.
 
 :func:`~capaudit.text.tokenize.tokenize_caption` has a *fast path* for the character set that
 almost every caption uses -- ``a-z 0-9``, whitespace, commas, colons,
-hyphens, slashes, brackets, ``;@#$%&``, double quotes, clitics (``'s``,
+hyphens, slashes, brackets, ``;@#$%&*``, double quotes, clitics (``'s``,
 ``n't``, ...), sentence-final periods, ellipses, ``word?.``/``word,.``
 endings and periods inside words (``t.v``) -- where the NLTK rules reduce to
 "split sentences at a period followed by whitespace, pad commas, colons,
@@ -29,7 +29,7 @@ import re
 __all__ = ["fast_tokenize_caption", "fast_tokenize_sentences"]
 
 # Characters the fast path understands (input already lowercased).
-_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\"<>\-/:;@#$%&()\[\]{}?!]*")
+_SAFE = re.compile(r"[a-z0-9 \t\n\r,.'\"<>\-/:;@#$%&*()\[\]{}?!]*")
 # '3.5', '....', '.x' after a non-letter: a period not before whitespace, except in a run of
 # two or three ('..', '...'), which Punkt reads as an ellipsis (no sentence break before a
 # lowercase word), and between letters ('t.v', 'dogs.on'), where neither NLTK stage splits
@@ -45,6 +45,9 @@ _RUNS = {"\x01": "..", "\x02": "..."}
 # (the charset's characters outside [a-z-.,"?!] and whitespace, listed: a positive class
 # scans ~2x faster; patterns that start on a literal are searched only if it occurs)
 _CHUNK_0 = re.compile(r"[0-9'<>/:;@#$%&()\[\]{}]\S*\.\s").search
+# a '*' in the chunk is harmless only right before the period ('**red car**.': Punkt splits the
+# '*'s off, the period is a token of its own and always a break), not earlier ('*x.': 'x.')
+_CHUNK_STAR = re.compile(r"\*\S*[^*\s]\.\s").search
 _CHUNK_MARK = tuple((c, re.compile(re.escape(c) + r"(?:(?!\.\s)\S*\.\s|(?<![a-z]" + re.escape(c) + r")\.\s)").search)
                     for c in ',"?!')
 _CHUNK_1 = re.compile(r"-(?:\.\s|(?<!\S-)[a-z\-]*\.\s)").search
@@ -67,7 +70,10 @@ _DOT_CLOSE = re.compile(r'\.[\s>)\]}"]*[>)\]}"][\s>)\]}"]*$')  # '. )' at the en
 # '``' before that rule, which opens a second leading quote too: both left to NLTK)
 _QUOTE_OPEN = re.compile(r'(?:^|(?<=[ (\[{<]))"')
 _BAD_QUOTE = re.compile(r'"(?<=[\t\n\r]")')
-_SPLIT_ALWAYS = re.compile(r"[;@#$%&()\[\]{}<>?!]")
+# ('*': markdown emphasis, "**a red car**", common in LLM captions; NLTK pads each '*', and
+# Punkt ends no sentence at one; a '*' right after a period is left to NLTK, and one inside a
+# chunk before a period unless it is the period's neighbour, see _CHUNK_STAR)
+_SPLIT_ALWAYS = re.compile(r"[;@#$%&*()\[\]{}<>?!]")
 # '?' and '!' end a Punkt sentence before whitespace or punctuation: taken only in 'word?.'
 _BAD_MARK = re.compile(r"[?!](?:(?<![a-z][?!])|(?!\.))")
 _DOT = ["."]
@@ -75,7 +81,7 @@ _DOT = ["."]
 
 def _spaced(s: str) -> str:
     """``s`` with the treebank's local splits made spaces (quotes, commas, colons, clitics,
-    brackets and ``;@#$%&<>``), inside the fast-path charset; periods are left as they are."""
+    brackets and ``;@#$%&*<>``), inside the fast-path charset; periods are left as they are."""
     if "'" in s:  # every apostrophe starts a clitic here (_BAD_APOS): "n't" or "'s"-like
         s = s.replace("n't", "\0").replace("'", " '").replace("\0", " n't")
     if '"' in s:  # decided by the character before, as in the text NLTK's quote rules see
@@ -136,6 +142,8 @@ def _problem(text: str) -> int:
     for c, bad in _CHUNK_MARK:
         if c in body and (m := bad(body)) is not None:
             return lead + m.start()
+    if "*" in body and (m := _CHUNK_STAR(body)) is not None:
+        return lead + m.start()
     return -1
 
 
@@ -150,8 +158,9 @@ def fast_tokenize_caption(text: str) -> tuple[list[list[str]], list[str]] | None
     return None if _problem(text) >= 0 else _proven(text)
 
 
-def _proven(text: str) -> tuple[list[list[str]], list[str]]:
-    """The fast path's tokens for a ``text`` with no :func:`_problem`."""
+def _proven(text: str, with_line: bool = True) -> tuple[list[list[str]], list[str]]:
+    """The fast path's tokens for a ``text`` with no :func:`_problem` (``with_line=False``:
+    the sentence tokens only, and an empty line)."""
     if "." not in text:
         toks = _spaced(text).split()
         return ([toks] if toks else []), toks
@@ -171,6 +180,8 @@ def _proven(text: str) -> tuple[list[list[str]], list[str]]:
     last = sents.pop()
     if len(last) > 1:
         sents.append(last[:-1])
+    if not with_line:
+        return ([[_RUNS.get(t, t) for t in s] for s in sents] if runs else sents), []
     if text.endswith("."):
         line = text[:-1].split()
         line.append(".")

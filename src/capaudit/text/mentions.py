@@ -10,12 +10,12 @@ re-implements a rule, it only converts positions.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["sentence_spans", "caption_mentions", "ObjectMention", "CaptionDoc"]
+from capaudit.text.sentences import sentence_spans
+
+__all__ = ["sentence_spans", "caption_mentions", "sentence_mentions", "ObjectMention", "CaptionDoc"]
 
 
 class ObjectMention(NamedTuple):
@@ -25,34 +25,6 @@ class ObjectMention(NamedTuple):
     word: str            # the synonym as the lexicon lists it, e.g. "table"
     sentence_idx: int    # index into ``sentence_spans(caption)`` / the sentence tokens
     token_idx: int       # token index within that sentence
-
-
-def sentence_spans(caption: str) -> list[tuple[int, int]]:
-    """Character spans of the caption's sentences, as the audit tokenizer splits them.
-
-    The audit tokenizer (:mod:`capaudit.text.tokenize`) splits the lowercased
-    caption with an untrained Punkt model; the spans here come from the same
-    model, so sentence ``i`` here is sentence ``i`` of every mention's
-    ``sentence_idx``. Whitespace between sentences belongs to no span.
-    """
-    text = caption.lower()
-    if len(text) != len(caption):  # rare unicode whose lowercase changes length
-        text = caption
-    out = []
-    for a, b in _punkt().span_tokenize(text):
-        while a < b and caption[a].isspace():
-            a += 1
-        while b > a and caption[b - 1].isspace():
-            b -= 1
-        out.append((a, b))
-    return out
-
-
-@lru_cache(maxsize=1)
-def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-    return PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
 
 
 def caption_mentions(caption: str, mode: str = "reference"
@@ -65,22 +37,27 @@ def caption_mentions(caption: str, mode: str = "reference"
     a position within the sentence, which negation scope and sentence-level
     filters need.
     """
-    from capaudit.text.objects import get_lexicon
-    from capaudit.text.records import analyse_caption
     from capaudit.text.tokenize import tokenize_caption
 
-    sents, _line = tokenize_caption(caption)
+    sents = tokenize_caption(caption)[0]
+    return sents, sentence_mentions(sents, mode)
+
+
+def sentence_mentions(sents: list[list[str]], mode: str = "reference") -> list[ObjectMention]:
+    """The mentions of a caption given as its sentence tokens (see :func:`caption_mentions`;
+    a caller that already has the tokens, e.g. from
+    :func:`~capaudit.text.sentences.caption_sentences`, does not tokenize again)."""
+    from capaudit.text.objects import get_lexicon
+    from capaudit.text.records import sentence_objects
+
     starts, acc = [], 0
     for s in sents:
         starts.append(acc)
         acc += len(s)
     lex = get_lexicon(mode)
-    out = []
-    for w, c, t, s in analyse_caption(caption, mode).mentions:
-        if s >= len(sents):  # defensive: positions past the split (should not happen)
-            s = bisect_right(starts, t) - 1
-        out.append(ObjectMention(lex.categories[c], lex.words[w], int(s), int(t) - starts[s]))
-    return sents, out
+    cats, words = lex.categories, lex.words
+    return [ObjectMention(cats[c], words[w], s, t - starts[s])  # (Python ints: no numpy here)
+            for w, c, t, s in sentence_objects(sents, mode)]
 
 
 @dataclass
@@ -102,6 +79,13 @@ class CaptionDoc:
             if not self._spans:  # empty / blank caption: one empty sentence
                 self._spans = [(0, len(self.caption))]
         return self._spans
+
+    def adopt_spans(self, spans: list[tuple[int, int]]) -> None:
+        """Take ``sentence_spans(self.caption)`` computed elsewhere (a filter that split the
+        caption once for spans and tokens, :func:`~capaudit.text.sentences.caption_sentences`),
+        unless the spans are known already."""
+        if self._spans is None:
+            self._spans = spans or [(0, len(self.caption))]
 
     @property
     def sentences(self) -> list[str]:

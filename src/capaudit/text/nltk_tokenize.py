@@ -80,7 +80,19 @@ _CONTRACTION_NEED = re.compile(r"\(\?i\)(?:\\b| )\((\S+?)\)\(\?#X\)\((\S+?)\)(?:
 
 
 def _unbounded(rx):
-    """``rx.sub`` without NLTK's per-call ReDoS timeout (the same compiled pattern)."""
+    """``rx.sub`` without NLTK's per-call ReDoS timeout: the same pattern compiled by ``re``.
+
+    NLTK compiles its tokenizer's patterns with the ``regex`` package behind a timeout
+    (~10 us a call, the replacement template parsed anew each time). These fixed patterns
+    are linear, and :func:`word_tokens` applies them to ASCII text only, where ``re`` and
+    ``regex`` match alike (``tests/test_tokenize_exact.py`` checks every path against NLTK).
+    Where ``re`` cannot compile one (possessive quantifiers before Python 3.11), NLTK's own
+    compiled pattern is used without its timeout."""
+    flags = getattr(rx, "flags", 0) & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE)
+    try:
+        return re.compile(rx.pattern, flags).sub
+    except re.error:  # pragma: no cover - Python 3.10
+        pass
     try:
         rx.sub("", "", timeout=None)
     except TypeError:

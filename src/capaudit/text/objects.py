@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from itertools import compress, count
 from pathlib import Path
 
 __all__ = ["ObjectLexicon", "get_lexicon", "MODES", "LEXICON_PREFIX", "user_lexicon_mode"]
@@ -190,7 +191,9 @@ class ObjectLexicon:
         only visits tokens that are synonyms or start a multi-word entry.
         """
         word_cat, first, cand = self.word_cat, self.first, self._candidates
-        idx = [i for i, w in enumerate(toks) if w in cand]
+        if cand.isdisjoint(toks):
+            return []
+        idx = list(compress(count(), map(cand.__contains__, toks)))  # positions, looped in C
         if not idx:
             return []
         hits = []

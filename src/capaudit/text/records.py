@@ -29,7 +29,7 @@ import gc
 import importlib
 from collections import Counter
 from bisect import bisect_right
-from itertools import islice
+from itertools import chain, islice
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -45,7 +45,8 @@ from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 # ``_DEFER`` on it would silently do nothing: every worker would import NLTK itself)
 _tok = importlib.import_module("capaudit.text.tokenize")
 
-__all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption", "POSTING_CAP"]
+__all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption",
+           "sentence_objects", "POSTING_CAP"]
 
 CHUNK = 4096                # captions per work unit
 
@@ -70,28 +71,36 @@ def analyse_caption(caption: str, mode: str = "reference", distinct: bool = True
     ``distinct=False`` (no vocabulary asked for) leaves the distinct tokens ``None``.
     """
     sents, line = tokenize_caption(caption)
+    ments = sentence_objects(sents, mode)
+    if not distinct:
+        return CaptionAnalysis(len(line), len(sents), gender_code(line), ments, None)
+    toks = frozenset(line)
+    return CaptionAnalysis(len(line), len(sents), gender_code(toks), ments, toks)
+
+
+def sentence_objects(sents: list[list[str]], mode: str = "reference") -> tuple:
+    """The CHAIR mentions of a caption's sentence tokens: ``(word id, category, caption token
+    index, sentence index)`` each, in caption order (shared by :func:`analyse_caption` and the
+    filters' :func:`~capaudit.text.mentions.caption_mentions`, which tokenize once)."""
     if len(sents) == 1:
         flat = sents[0]
     else:
-        flat = [t for s in sents for t in s]
+        flat = list(chain.from_iterable(sents))
     cache = SINGULAR_CACHE.get(mode) or SINGULAR_CACHE["corrected"]  # user lexicons: corrected
     sing = list(map(cache.get, flat))
-    if None in sing:
+    if None in sing:  # singularize the new tokens only (each call fills ``cache``)
         sg = singularize if mode == "reference" else singularize_corrected
-        sing = [sg(t) for t in flat]
+        for t in set(flat).difference(cache):
+            sg(t)
+        sing = list(map(cache.get, flat))
     found = get_lexicon(mode).find(sing)
     if found and len(sents) > 1:
         ends, acc = [], 0
         for s in sents:
             acc += len(s)
             ends.append(acc)
-        ments = tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
-    else:
-        ments = tuple((w, c, t, 0) for w, c, t in found)
-    if not distinct:
-        return CaptionAnalysis(len(line), len(sents), gender_code(line), ments, None)
-    toks = frozenset(line)
-    return CaptionAnalysis(len(line), len(sents), gender_code(toks), ments, toks)
+        return tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
+    return tuple((w, c, t, 0) for w, c, t in found)
 
 
 def _process_chunk(args: tuple[Sequence[str], np.ndarray, str, bool]) -> CaptionRecords:
