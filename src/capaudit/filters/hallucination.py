@@ -54,8 +54,8 @@ from capaudit.errors import InputError
 from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
-from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
-                                       resolve_evidence)
+from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, load_detections,
+                                       load_evidence, resolve_evidence)
 from capaudit.filters.negation import negated_positions
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import mention_notes, parser_available
@@ -128,7 +128,8 @@ class HallucinationFilter(Filter):
                    "detector": self.options["detections"]}.get(kind)
             self.evidence, self.source = resolve_evidence(kind, ref,
                                                           context.store if context else None)
-        if context is not None and context.store is not None and context.set_name:
+        if context is not None and context.store is not None and context.set_name \
+                and not context.guarded:
             from capaudit.audit.annotation_coverage import guard_evidence
 
             _, self._foreign = guard_evidence(
@@ -249,7 +250,7 @@ class HallucinationFilter(Filter):
         from capaudit.text.category_coverage import category_coverage
 
         n, c = len(self._images), len(self._covered)
-        names = set().union(*(d.keys() for d in (self.evidence or {}).values()))
+        names = evidence_names(self.evidence)
         return {"evidence": {"kind": self.kind, "source": self.source,
                              # a category it never names: every mention of it is unsupported
                              "categories": category_coverage(

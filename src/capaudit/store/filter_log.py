@@ -12,8 +12,9 @@ import pyarrow as pa
 from capaudit.store.schema import FILTER_DDL
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["ensure_tables", "has_tables", "replace_log", "run_row", "log_rows",
-           "action_counts", "caption_counts"]
+__all__ = ["ensure_tables", "has_tables", "replace_log", "clear_log", "append_log",
+           "insert_run", "run_row", "log_rows", "action_counts", "caption_counts",
+           "caption_stream"]
 
 
 def ensure_tables(con) -> None:
@@ -32,11 +33,43 @@ def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
     """Inside the caller's transaction: drop any earlier log of ``set_name``, insert ``log``
     (columns of ``filter_log``) and its ``filter_runs`` row
     ``[parent, filter, version, run_id, config_json, summary_json]``."""
+    clear_log(con, set_name)
+    append_log(con, log)
+    insert_run(con, set_name, run_row)
+
+
+def clear_log(con, set_name: str) -> None:
+    """Inside the caller's transaction: drop any earlier log and run row of ``set_name``."""
     con.execute("DELETE FROM filter_log WHERE set_name = ?", [set_name])
     con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
-    execute_on(con, f"INSERT INTO filter_log SELECT * FROM {ARROW}", log)
+
+
+def append_log(con, log: pa.Table) -> None:
+    """Inside the caller's transaction: append one batch of log rows (``filter_log``'s
+    columns, in its order)."""
+    if log.num_rows:
+        execute_on(con, f"INSERT INTO filter_log SELECT * FROM {ARROW}", log)
+
+
+def insert_run(con, set_name: str, run_row: list) -> None:
+    """Inside the caller's transaction: the ``filter_runs`` row ``[parent, filter, version,
+    run_id, config_json, summary_json]`` of ``set_name``."""
+    con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
     con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
                 "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
+
+
+def caption_stream(store, set_id: int, batch_rows: int):
+    """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, as
+    Arrow batches of ``batch_rows``, read on a cursor of its own (the caller may write the
+    store meanwhile); the cursor closes when the generator does."""
+    cur = store.con.cursor()
+    try:
+        yield from cur.sql("SELECT row_idx, image_key, image_id, caption, meta, namespace "
+                           "FROM captions WHERE set_id = $sid ORDER BY row_idx",
+                           params={"sid": int(set_id)}).to_arrow_reader(batch_rows)
+    finally:
+        cur.close()
 
 
 def run_row(store, set_name: str) -> tuple | None:
