@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["caption_batches", "copy_to_parquet", "captions_by_image", "latest_audit_run",
-           "captions_with_details"]
+           "captions_with_details", "place_rows"]
+
+CHUNK_ROWS = 16_384
 
 
 def _rows_sql(set_id: int) -> str:
@@ -56,3 +58,29 @@ def captions_with_details(store, set_id: int, set_name: str, run_id: int | None)
         "caption_details d ON d.run_id = ? AND d.set_name = ? AND d.row_idx = c.row_idx "
         "WHERE c.set_id = ? ORDER BY c.row_idx",
         params=[run_id, set_name, set_id]).to_arrow_table()
+
+
+def place_rows(store, set_id: int, chunk_rows: int = CHUNK_ROWS):
+    """``(row_idx, src, turn, caption)`` of a set in row order, chunk by chunk (``src`` and
+    ``turn``: the row's ``meta.src`` / ``meta.turn`` (or ``sent``), as integers; NULL when
+    absent), as Arrow batches.
+
+    Why chunks of row ranges and not one ``ORDER BY``: sorting a million long captions holds
+    them all; a range of ``row_idx`` is read through DuckDB's zone maps (rows are stored in
+    the order they were added), each chunk sorted alone. A cursor of its own: the caller
+    may write the store meanwhile."""
+    top = store.one("SELECT max(row_idx) FROM captions WHERE set_id = ?", [int(set_id)])[0]
+    if top is None:
+        return
+    cur = store.con.cursor()
+    try:
+        for start in range(0, int(top) + 1, chunk_rows):
+            yield from cur.sql(
+                "SELECT row_idx, TRY_CAST(json_extract_string(meta, '$.src') AS BIGINT) AS src, "
+                "TRY_CAST(coalesce(json_extract_string(meta, '$.turn'), "
+                "json_extract_string(meta, '$.sent')) AS INTEGER) AS turn, caption "
+                "FROM captions WHERE set_id = $sid AND row_idx >= $a AND row_idx < $b "
+                "ORDER BY row_idx", params={"sid": int(set_id), "a": start,
+                                            "b": start + chunk_rows}).to_arrow_table().to_batches()
+    finally:
+        cur.close()

@@ -59,46 +59,21 @@ def insert_run(con, set_name: str, run_row: list) -> None:
                 "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
 
 
-def caption_stream(store, set_id: int, batch_rows: int):
+def caption_stream(store, set_id: int, chunk_rows: int):
     """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, as
-    Arrow batches of ``batch_rows``, read on a cursor of its own (the caller may write the
-    store meanwhile); the cursor closes when the generator does."""
+    Arrow batches of at most ``chunk_rows`` rows: ranges of ``row_idx``, each sorted alone
+    (one ``ORDER BY`` over a million long captions holds them all; a range is read through
+    DuckDB's zone maps), on a cursor of its own (the caller may write the store meanwhile)."""
+    top = store.one("SELECT max(row_idx) FROM captions WHERE set_id = ?", [int(set_id)])[0]
+    if top is None:
+        return
     cur = store.con.cursor()
     try:
-        yield from cur.sql("SELECT row_idx, image_key, image_id, caption, meta, namespace "
-                           "FROM captions WHERE set_id = $sid ORDER BY row_idx",
-                           params={"sid": int(set_id)}).to_arrow_reader(batch_rows)
+        for start in range(0, int(top) + 1, chunk_rows):
+            yield from cur.sql(
+                "SELECT row_idx, image_key, image_id, caption, meta, namespace FROM captions "
+                "WHERE set_id = $sid AND row_idx >= $a AND row_idx < $b ORDER BY row_idx",
+                params={"sid": int(set_id), "a": start, "b": start + chunk_rows}
+            ).to_arrow_table().to_batches()
     finally:
         cur.close()
-
-
-def run_row(store, set_name: str) -> tuple | None:
-    """``(parent, filter, version, run_id, config, summary, created_at)`` or None."""
-    return store.one("SELECT parent, filter, version, run_id, config, summary, created_at "
-                     "FROM filter_runs WHERE set_name = ?", [set_name])
-
-
-def log_rows(store, set_name: str, actions: tuple[str, ...] | None, limit: int | None) -> pa.Table:
-    """Log rows of ``set_name`` with one of ``actions`` (all when empty), in caption order."""
-    where, params = "set_name = $s", {"s": set_name}
-    if actions:
-        names = {f"a{i}": a for i, a in enumerate(actions)}
-        where += " AND action IN (" + ", ".join(f"${k}" for k in names) + ")"
-        params.update(names)
-    q = f"SELECT * FROM filter_log WHERE {where} ORDER BY row_idx, sentence_idx"
-    if limit:
-        q += f" LIMIT {int(limit)}"
-    return store.con.sql(q, params=params).to_arrow_table()
-
-
-def action_counts(store, set_name: str) -> dict[str, int]:
-    rows = store.sql("SELECT action, count(*) FROM filter_log WHERE set_name = ? GROUP BY action",
-                     [set_name])
-    return {a: int(n) for a, n in rows}
-
-
-def caption_counts(store, set_name: str) -> tuple[int, int]:
-    """Distinct parent rows judged and output rows written."""
-    row = store.one("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
-                    "FROM filter_log WHERE set_name = ?", [set_name])
-    return int(row[0]), int(row[1])
