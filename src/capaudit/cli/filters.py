@@ -121,10 +121,12 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
 
 @filter_app.command("run", cls=OverridesCommand, epilog=OVERRIDES_HELP)
 @with_filter_options(after="out")
-def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption set"),
+def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input caption set (or "
+                                       "--shards)"),
         filter_name: str = typer.Option(..., "--filter", help="hallucination, gender-neutral, "
                                         "gender-balance or critique-revise"),
-        out: str = typer.Option(..., "--out", help="Name of the new (filtered) set"),
+        out: str = typer.Option(..., "--out", help="Name of the new (filtered) set; with "
+                                "--shards, the folder of the cleaned shards"),
         score_evidence: str = typer.Option(
             None, "--score-evidence", help="Also score the set before and after with this "
             "evidence (chair-gt, instances, detector, KIND=FILE or a detector JSONL): the "
@@ -132,9 +134,48 @@ def run(set_name: str = typer.Argument(..., metavar="SET", help="Input caption s
         seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1),
         config: Path = typer.Option(None, "--config", help="YAML with a 'filter' section"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
+        shards: str = typer.Option(None, "--shards", help="Clean a corpus instead: one file, a "
+                                   "folder, a glob or a brace list (shard-{00000..00099}.tar) "
+                                   "of webdataset tars, parquet or JSON/JSONL shards"),
+        executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
+        workers: int = typer.Option(1, "--workers", min=1, help="--shards: processes (Ray "
+                                    "tasks) at most"),
+        address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
+        work_dir: Path = typer.Option(None, "--work-dir", help="--shards: markers (default "
+                                      "STORE.work/DST.filter-work); a rerun resumes"),
+        skip_bad: bool = typer.Option(False, "--skip-bad-shards", help="--shards: report and "
+                                      "skip unreadable shards"),
+        keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
+                                       "folder after success"),
+        fmt: str = typer.Option(None, "--format", help="--shards: the shards' format (default: "
+                                "by suffix, JSON sniffed as sets add does)"),
+        caption_col: str = typer.Option(None, "--caption-col", help="--shards: caption field "
+                                        "or column"),
+        id_col: str = typer.Option(None, "--id-col", help="--shards: image id field or column"),
+        turns: str = typer.Option(None, "--turns", help="--shards: first, all or join"),
+        where: str = typer.Option(None, "--where", help="--shards: records to filter"),
         db: Path = DbOption, **options):
-    """Filter SET into a new set NEWSET linked to its parent; every change is logged."""
+    """Filter SET into a new set NEWSET linked to its parent, or a corpus's shards (--shards)
+    into cleaned shards of the same layout; every change is logged."""
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
+    from capaudit.errors import InputError
+
+    if (shards is None) == (set_name is None):
+        raise InputError("give either a set name or --shards",
+                         fix="capaudit filter run SET ... or capaudit filter run --shards SRC "
+                             "--out DST ...")
+    if shards is not None:
+        from capaudit.cli.filter_shards import run_shards
+
+        if score_evidence or replace:
+            raise InputError(f"{'--score-evidence' if score_evidence else '--replace'} applies "
+                             "to a registered set only", fix="drop it with --shards")
+        return run_shards(shards, out, filter_name, given_options(options), config=config,
+                          seed=seed, overrides=current_overrides(), executor=executor,
+                          workers=workers, address=address, work_dir=work_dir,
+                          skip_bad=skip_bad, keep_work=keep_work, fmt=fmt,
+                          reader={"caption_col": caption_col, "id_col": id_col, "turns": turns,
+                                  "where": where}, db=db)
     from capaudit.filters.runner import filter_set
 
     store = open_store(db)

@@ -57,35 +57,25 @@ class Record:
 
 def caption_edits(before: str, after: str) -> list[list]:
     """``[[offset in before, removed, inserted], ...]``: what turned ``before`` into ``after``,
-    at sentence grain (a dropped sentence is one edit), never the whole caption again."""
-    start = 0
-    limit = min(len(before), len(after))
-    while start < limit and before[start] == after[start]:
-        start += 1
-    end = 0
-    while end < limit - start and before[-1 - end] == after[-1 - end]:
-        end += 1
-    old, new = before[start:len(before) - end], after[start:len(after) - end]
-    if not old or not new:
-        return [[start, old, new]]
-    a, b = _segments(old), _segments(new)
-    out, pos = [], [0]
+    at sentence grain (a dropped sentence is one edit, its offset where it began), never the
+    whole caption again."""
+    a, b = _segments(before), _segments(after)
+    pos = [0]
     for seg in a:
         pos.append(pos[-1] + len(seg))
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
-            out.append([start + pos[i1], "".join(a[i1:i2]), "".join(b[j1:j2])])
-    return out
+    return [[pos[i1], "".join(a[i1:i2]), "".join(b[j1:j2])] for tag, i1, i2, j1, j2 in
+            difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
 
 
 def _segments(text: str) -> list[str]:
-    """``text`` cut after each sentence's end and its whitespace (concatenated: ``text``)."""
+    """``text`` cut before the whitespace that follows each sentence's end (so a sentence
+    carries the space before it; concatenated: ``text``)."""
     out, last = [], 0
     for m in _SEGMENT.finditer(text):
-        out.append(text[last:m.end()])
-        last = m.end()
-    if last < len(text):
-        out.append(text[last:])
+        if m.start() > last:
+            out.append(text[last:m.start()])
+            last = m.start()
+    out.append(text[last:])
     return out
 
 
