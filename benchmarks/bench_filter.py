@@ -182,7 +182,10 @@ def main() -> None:
                 if args.before is None:
                     raise SystemExit("--runs before needs --before DIR")
                 src = args.before / "src"
-            env = {**os.environ, "PYTHONPATH": str(src), "CAPAUDIT_DB": str(work / "x.duckdb")}
+            # every worker asked for starts (the machine's load does not decide): the scale-out
+            # is what is measured
+            env = {**os.environ, "PYTHONPATH": str(src), "CAPAUDIT_DB": str(work / "x.duckdb"),
+                   "CAPAUDIT_WORKER_MB": "0"}
             if run in ("set", "before"):
                 got = run_set(data, work, env, run)
             elif run == "file":

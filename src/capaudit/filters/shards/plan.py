@@ -39,7 +39,8 @@ def summary_path(out: str) -> str:
 
 def shard_format(path: str, fmt: str | None) -> str:
     """A shard's format: ``fmt`` when given, else by suffix (tar, parquet, CSV/TSV) or, for
-    JSON/JSONL, by sniffing as ``sets add`` does."""
+    JSON/JSONL, by sniffing as ``sets add`` does; a JSON list of records no reader claims
+    (COCO results: ``[{"image_id", "caption"}]``) is ``json-list``, flat records."""
     if fmt and fmt != "auto":
         return "parquet-shard" if fmt == "parquet" else fmt
     suffix = os.path.splitext(path)[1].lower()
@@ -47,9 +48,15 @@ def shard_format(path: str, fmt: str | None) -> str:
         return _BY_SUFFIX[suffix]
     from pathlib import Path
 
-    from capaudit.io.readers.base import detect_format
+    from capaudit.io.json_stream import is_json_array
+    from capaudit.io.readers.base import detect_format, read_head
 
-    return detect_format(Path(path))
+    try:
+        return detect_format(Path(path))
+    except InputError:
+        if is_json_array(read_head(Path(path), 4096)):   # a JSON list of flat records
+            return "json-list"
+        raise
 
 
 def run_key(filter_name: str, version: str, options: dict, evidence: dict, reader: dict,

@@ -1,0 +1,106 @@
+"""``filter run --shards`` (#31): every format back in its own layout, byte for byte where
+nothing changed; the expected captions derived by hand from the evidence
+(:mod:`shard_fixtures`)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from shard_fixtures import (CAPTIONS, run_cli, tar_members, write_evidence, write_tar)
+
+
+def _run(tmp_path, src, out, *extra):
+    return run_cli("filter", "run", "--shards", src, "--out", out, "--filter", "hallucination",
+                   "--chair-gt", write_evidence(tmp_path / "gt.jsonl"),
+                   "--db", tmp_path / "s.duckdb", *extra)
+
+
+@pytest.mark.parametrize("caption_in", ["txt", "json"])
+def test_tar_members_preserved_byte_for_byte(tmp_path, caption_in):
+    src = write_tar(tmp_path / "in" / "shard-00000.tar", caption_in=caption_in)
+    assert _run(tmp_path, tmp_path / "in", tmp_path / "out") == 0
+    before, after = tar_members(src), tar_members(tmp_path / "out" / "shard-00000.tar")
+    expected = {f"{iid:09d}": kept for iid, _, kept in CAPTIONS}
+    want = []
+    for m in before:
+        key, ext = m[0].split(".", 1)
+        if expected[key] is None:
+            continue                     # the caption went whole: the sample with its image
+        caption_member = ext == caption_in
+        if caption_member and caption_in == "txt":
+            m = m[:-1] + (expected[key].encode(),)
+        elif caption_member:
+            meta = json.loads(m[-1])
+            assert after[len(want)][:-1] == m[:-1]
+            assert json.loads(after[len(want)][-1]) == {**meta, "caption": expected[key]}
+            m = after[len(want)]          # the JSON's bytes: checked as JSON above
+        want.append(m)
+    assert after == want                 # names, modes, mtimes, owners, image bytes, order
+    assert sum(1 for m in after if m[0].endswith(".jpg")) == 4
+
+
+def test_parquet_schema_metadata_and_order_preserved(tmp_path):
+    rows = CAPTIONS * 3                  # 15 rows, two row groups
+    table = pa.table({"uid": [f"u{i:03d}" for i in range(len(rows))],
+                      "image_id": [r[0] for r in rows],
+                      "caption": [r[1] for r in rows],
+                      "width": pa.array([640 + i for i in range(len(rows))], pa.int32()),
+                      "tags": [[f"t{i}"] * (i % 3) for i in range(len(rows))]})
+    table = table.replace_schema_metadata({b"origin": b"img2dataset", b"x": b"1"})
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "part-0.parquet", row_group_size=8,
+                   compression="zstd")
+    assert _run(tmp_path, tmp_path / "in" / "part-0.parquet", tmp_path / "out") == 0
+    got = pq.read_table(tmp_path / "out" / "part-0.parquet")
+    assert got.schema == table.schema and got.schema.metadata == table.schema.metadata
+    kept = [(i, r) for i, r in enumerate(rows) if r[2] is not None]
+    assert got.column("uid").to_pylist() == [f"u{i:03d}" for i, _ in kept]     # order
+    assert got.column("caption").to_pylist() == [r[2] for _, r in kept]
+    assert got.column("width").to_pylist() == [640 + i for i, _ in kept]
+    assert got.column("tags").to_pylist() == [[f"t{i}"] * (i % 3) for i, _ in kept]
+    meta = pq.ParquetFile(tmp_path / "out" / "part-0.parquet").metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_jsonl_and_json_array_records_in_place(tmp_path):
+    (tmp_path / "in").mkdir()
+    lines = [json.dumps({"image_id": iid, "caption": cap, "extra": [iid, "é"]},
+                        ensure_ascii=False) for iid, cap, _ in CAPTIONS]
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(lines) + "\n\n", "utf-8")
+    recs = [{"image_id": iid, "caption": cap} for iid, cap, _ in CAPTIONS]
+    (tmp_path / "in" / "b.json").write_text(json.dumps(recs, indent=4), "utf-8")
+    assert _run(tmp_path, tmp_path / "in", tmp_path / "out") == 0
+    out_lines = (tmp_path / "out" / "a.jsonl").read_text("utf-8").split("\n")
+    kept = [(line, r) for line, r in zip(lines, CAPTIONS) if r[2] is not None]
+    for got, (line, (_, cap, new)) in zip(out_lines, kept):
+        if cap == new:
+            assert got == line                                  # untouched: byte for byte
+        else:
+            assert json.loads(got) == {**json.loads(line), "caption": new}
+    assert out_lines[len(kept):] == ["", ""]                    # the blank line kept
+    want = [{"image_id": iid, "caption": new} for iid, _, new in CAPTIONS if new is not None]
+    assert (tmp_path / "out" / "b.json").read_text("utf-8") == json.dumps(want, indent=4)
+
+
+def test_summary_counts_and_the_log(tmp_path):
+    write_tar(tmp_path / "in" / "s.tar")
+    assert _run(tmp_path, tmp_path / "in", tmp_path / "out") == 0
+    record = json.loads((tmp_path / "out.summary.json").read_text())
+    s = record["summary"]
+    # by hand: 5 captions, 2+1+1+3+1 = 8 sentences; 3 dropped (giraffe, giraffe, truck), the
+    # "It is sunny." after the truck kept but flagged for review; 1 sample gone whole
+    assert (s["captions_in"], s["captions_out"], s["sentences_in"]) == (5, 4, 8)
+    assert s["sentences_dropped"] == 3 and s["sentences_kept"] == 5
+    assert s["actions"] == {"keep": 4, "flag": 1, "revise": 0, "drop": 3}
+    assert s["records"] == {"records_in": 5, "records_out": 4, "records_dropped": 1}
+    assert s["evidence"]["covered"] == 5 and s["reasons"]["unsupported"] == 3
+    assert record["provenance"]["config"]["filter"] == "hallucination"
+    log = pq.read_table(tmp_path / "out.log" / "s.tar.log.parquet").to_pylist()
+    assert len(log) == 8 and [r["action"] for r in log].count("drop") == 3
+    dropped = [(r["record"], r["original"]) for r in log if r["action"] == "drop"]
+    assert dropped == [(0, "A giraffe stands nearby."), (2, "A giraffe eats leaves from a tree."),
+                       (3, "A truck waits behind them.")]
