@@ -75,6 +75,9 @@ class HallucinationFilter(Filter):
 
     name = "hallucination"
     version = "2"
+    # analyses of recent captions kept for repeats: ~17 KB each at ShareGPT4V length, so the
+    # cache, not the stream, would hold the memory (200,000 of them: 3.4 GB, #31)
+    CACHE_CAPTIONS = 4096
     defaults: Mapping = DEFAULTS["hallucination"]  # declared in capaudit.filters.declared
 
     def __init__(self, evidence_map: dict[int, dict[str, float]] | None = None, **options):
@@ -146,7 +149,7 @@ class HallucinationFilter(Filter):
             sents, ments = caption_mentions(caption, self.options["object_mode"])
             neg = [negated_positions(s) for s in sents] if self.options["negation"] else None
             hit = (sents, ments, neg)
-            if len(self._cache) > 200_000:
+            if len(self._cache) >= self.CACHE_CAPTIONS:
                 self._cache.clear()
             self._cache[caption] = hit
         return hit

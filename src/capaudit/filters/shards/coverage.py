@@ -82,8 +82,9 @@ def coverage_shard(task: dict) -> dict:
                              fix="rerun once the shard is no longer being written")
         fp = {**before, "sha256": sha or files.fingerprint(task["path"])["sha256"]}
     except (InputError, OSError) as exc:
-        return {"shard": task["rel"], "index": task["index"], "status": "failed",
-                "error": " ".join(str(exc).split())}
+        from capaudit.filters.shards.task import failure
+
+        return failure(task, exc)
     files.write_json(task["ids_marker"], {"key": task["ids_hash"], "input": fp,
                                           "coverage": cov})
     return {**cov, "shard": task["rel"], "index": task["index"], "status": "done",

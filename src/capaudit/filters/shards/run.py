@@ -66,9 +66,10 @@ def _run_pass(fn, tasks: list[dict], executor: str, workers: int, address: str |
             if on_shard:
                 on_shard(result)
             if result["status"] == "failed" and not skip_bad:
+                fix = result.get("fix")
                 raise InputError(f"shard {result['shard']} failed: {result['error']}",
-                                 fix=None if "(fix:" in result["error"]
-                                 else "repair it or pass --skip-bad-shards")
+                                 fix=(f"{fix}; or " if fix else "") + "pass --skip-bad-shards "
+                                     "to leave it out and list it")
     finally:
         ex.close()
     return done

@@ -23,7 +23,7 @@ import time
 from capaudit.errors import InputError
 from capaudit.io import shard_files as files
 
-__all__ = ["filter_shard", "worker_filter", "shard_docs", "foreign_namespace"]
+__all__ = ["filter_shard", "worker_filter", "shard_docs", "foreign_namespace", "failure"]
 
 _WORKER: dict = {}          # this process's evidence and filters, by content / configuration
 
@@ -77,6 +77,16 @@ def shard_docs(records, row0: int, ann_ns: str | None):
     return docs, places
 
 
+def failure(task: dict, exc: Exception) -> dict:
+    """A failed shard's summary: its one-line error and the fix apart (the driver adds
+    ``--skip-bad-shards`` to it)."""
+    text, fix = " ".join(str(exc).split()), getattr(exc, "fix", None)
+    if fix and text.endswith(f" (fix: {' '.join(fix.split())})"):
+        text = text[:-len(f" (fix: {' '.join(fix.split())})")]
+    return {"shard": task["rel"], "index": task["index"], "status": "failed", "error": text,
+            "fix": fix}
+
+
 def _done(task: dict, fp: dict, marker: dict | None) -> bool:
     if not marker or marker.get("config_hash") != task["cfg_hash"]:
         return False
@@ -100,8 +110,7 @@ def filter_shard(task: dict) -> dict:
             return {**marker["summary"], "status": "resumed", "seconds": 0.0}
         summary = _filter(task, fp)
     except (InputError, OSError) as exc:
-        return {"shard": task["rel"], "index": task["index"], "status": "failed",
-                "error": " ".join(str(exc).split())}
+        return failure(task, exc)
     summary.update(shard=task["rel"], index=task["index"])
     files.write_json(task["marker"], {"config_hash": task["cfg_hash"], "input": fp,
                                       "summary": summary})
