@@ -104,3 +104,30 @@ def test_summary_counts_and_the_log(tmp_path):
     dropped = [(r["record"], r["original"]) for r in log if r["action"] == "drop"]
     assert dropped == [(0, "A giraffe stands nearby."), (2, "A giraffe eats leaves from a tree."),
                        (3, "A truck waits behind them.")]
+
+
+def test_filter_log_review_export_and_query_read_the_shard_logs(tmp_path, capsys):
+    write_tar(tmp_path / "in" / "s.tar")
+    assert _run(tmp_path, tmp_path / "in", tmp_path / "out") == 0
+    db = tmp_path / "s.duckdb"
+    capsys.readouterr()
+    assert run_cli("filter", "log", tmp_path / "out", "--all", "--db", db) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "8 sentences = 5 kept + 3 dropped (adds up)" in printed
+    assert "truck" in printed and "s.tar#3" in printed
+    assert run_cli("filter", "log", tmp_path / "out", "--json", "--db", db) == 0
+    counts = json.loads(capsys.readouterr().out)["log_counts"]
+    assert counts["ok"] and (counts["captions_in"], counts["captions_out"]) == (5, 4)
+    # review: the one caption with a flagged sentence ("It is sunny." after the truck)
+    assert run_cli("review", "export", tmp_path / "out", "--out", tmp_path / "r.jsonl",
+                   "--db", db) == 0
+    rows = [json.loads(x) for x in open(tmp_path / "r.jsonl")]
+    assert [(r["shard"], r["record"], r["caption"]) for r in rows] == \
+        [("s.tar", 3, "Two people ride bicycles. It is sunny.")]
+    capsys.readouterr()
+    assert run_cli("query", "SELECT action, count(*) AS n FROM filter_log_shards GROUP BY "
+                   "action ORDER BY action", "--csv", "--db", db) == 0
+    assert capsys.readouterr().out.split() == ["action,n", "drop,3", "flag,1", "keep,4"]
+    # the sandbox still refuses every other file
+    assert run_cli("query", f"SELECT * FROM read_parquet('{tmp_path / 'in' / 's.tar'}')",
+                   "--db", db) == 2

@@ -41,7 +41,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
                overrides, executor: str, workers: int, address: str | None,
                work_dir: Path | None, skip_bad: bool, keep_work: bool, fmt: str | None,
                reader: dict, db: Path | None) -> None:
-    from capaudit.cli.filters import _print_summary
+    from capaudit.cli.filter_summary import _print_summary
     from capaudit.filters.shards.plan import log_dir, summary_path
     from capaudit.filters.shards.run import run_sharded_filter
 

@@ -30,8 +30,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.store import filter_log as _log
-from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
-                                   FilterContext, FilterSummary)
+from capaudit.filters.base import FILTERS, CaptionDoc, Filter, FilterContext, FilterSummary
 from capaudit.filters.stream import BATCH_CAPTIONS, LOG_SCHEMA, FilteredBatch, filter_batches
 
 __all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",

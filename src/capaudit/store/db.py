@@ -80,8 +80,9 @@ class Store(SetQueries, RunLog):
             raise InputError("database not found", path=self.path,
                              fix="add a caption set first (capaudit sets add) or pass --db")
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only,
-                                      config=dict(SANDBOX) if sandbox else {})
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            if sandbox:
+                self._sandbox()
         except duckdb.Error as exc:
             raise _open_error(self.path, exc) from None
         if str(path) != ":memory:" and not _on_disk(self.con):
@@ -96,6 +97,15 @@ class Store(SetQueries, RunLog):
             except duckdb.Error as exc:
                 raise _open_error(self.path, exc) from None
         self._protect_sources()
+
+    def _sandbox(self) -> None:
+        """Lock the connection into :data:`SANDBOX`; first, the sharded filter runs' log
+        folders are allowed and viewed (``filter_log_shards``), the only files it may read."""
+        from capaudit.store.filter_log import attach_shard_logs
+
+        attach_shard_logs(self.con)
+        for key, value in sorted(SANDBOX.items(), key=lambda kv: kv[0] == "lock_configuration"):
+            self.con.execute(f"SET {key} = {str(value).lower()}")   # the lock last
 
     def _protect_sources(self) -> None:
         """The registered sources are never an output of this process (``--out``, ``--json``,

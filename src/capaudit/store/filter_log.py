@@ -14,7 +14,9 @@ from capaudit.store.arrow_scan import ARROW, execute_on
 
 __all__ = ["ensure_tables", "has_tables", "replace_log", "clear_log", "append_log",
            "insert_run", "run_row", "log_rows", "action_counts", "caption_counts",
-           "caption_stream"]
+           "caption_stream", "shard_log_dirs", "attach_shard_logs", "SHARD_LOG_VIEW"]
+
+SHARD_LOG_VIEW = "filter_log_shards"   # the sharded runs' logs, for capaudit query
 
 
 def ensure_tables(con) -> None:
@@ -59,6 +61,38 @@ def insert_run(con, set_name: str, run_row: list) -> None:
                 "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
 
 
+def run_row(store, set_name: str) -> tuple | None:
+    """``(parent, filter, version, run_id, config, summary, created_at)`` or None."""
+    return store.one("SELECT parent, filter, version, run_id, config, summary, created_at "
+                     "FROM filter_runs WHERE set_name = ?", [set_name])
+
+
+def log_rows(store, set_name: str, actions: tuple[str, ...] | None, limit: int | None) -> pa.Table:
+    """Log rows of ``set_name`` with one of ``actions`` (all when empty), in caption order."""
+    where, params = "set_name = $s", {"s": set_name}
+    if actions:
+        names = {f"a{i}": a for i, a in enumerate(actions)}
+        where += " AND action IN (" + ", ".join(f"${k}" for k in names) + ")"
+        params.update(names)
+    q = f"SELECT * FROM filter_log WHERE {where} ORDER BY row_idx, sentence_idx"
+    if limit:
+        q += f" LIMIT {int(limit)}"
+    return store.con.sql(q, params=params).to_arrow_table()
+
+
+def action_counts(store, set_name: str) -> dict[str, int]:
+    rows = store.sql("SELECT action, count(*) FROM filter_log WHERE set_name = ? GROUP BY action",
+                     [set_name])
+    return {a: int(n) for a, n in rows}
+
+
+def caption_counts(store, set_name: str) -> tuple[int, int]:
+    """Distinct parent rows judged and output rows written."""
+    row = store.one("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
+                    "FROM filter_log WHERE set_name = ?", [set_name])
+    return int(row[0]), int(row[1])
+
+
 def caption_stream(store, set_id: int, chunk_rows: int):
     """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, as
     Arrow batches of at most ``chunk_rows`` rows: ranges of ``row_idx``, each sorted alone
@@ -77,3 +111,36 @@ def caption_stream(store, set_id: int, chunk_rows: int):
             ).to_arrow_table().to_batches()
     finally:
         cur.close()
+
+
+def shard_log_dirs(con) -> list[str]:
+    """The log folders of the sharded filter runs recorded in the store that still exist."""
+    import os
+
+    try:
+        rows = con.execute("SELECT json_extract_string(config, '$.log_dir') FROM filter_runs "
+                           "WHERE json_extract_string(config, '$.log_dir') IS NOT NULL "
+                           "ORDER BY created_at").fetchall()
+    except Exception:   # noqa: BLE001 - a store without the filter tables: no sharded run
+        return []
+    return [d for d, in rows if d and os.path.isdir(d)]
+
+
+def attach_shard_logs(con) -> list[str]:
+    """Before the query sandbox is locked: allow reading the sharded runs' log folders (and
+    nothing else) and make :data:`SHARD_LOG_VIEW` over their parquet files (one row per
+    sentence, as ``filter_log``, with the shard's place columns and the file's name).
+    Returns the folders; no view when there are none."""
+    import os
+
+    dirs = shard_log_dirs(con)
+    files = sorted(os.path.join(root, f) for d in dirs for root, _, names in os.walk(d)
+                   for f in names if f.endswith(".log.parquet"))
+    if not files:
+        return []
+    con.execute("SET allowed_directories = $dirs",
+                {"dirs": [os.path.join(os.path.realpath(d), "") for d in dirs]})
+    listed = ", ".join("'" + os.path.realpath(f).replace("'", "''") + "'" for f in files)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {SHARD_LOG_VIEW} AS SELECT * FROM "
+                f"read_parquet([{listed}], filename = true, union_by_name = true)")
+    return dirs
