@@ -77,7 +77,7 @@ class HallucinationFilter(Filter):
     version = "2"
     # analyses of recent captions kept for repeats: ~17 KB each at ShareGPT4V length, so the
     # cache, not the stream, would hold the memory (200,000 of them: 3.4 GB, #31)
-    CACHE_CAPTIONS = 4096
+    CACHE_CAPTIONS = 2048
     defaults: Mapping = DEFAULTS["hallucination"]  # declared in capaudit.filters.declared
 
     def __init__(self, evidence_map: dict[int, dict[str, float]] | None = None, **options):
@@ -141,7 +141,9 @@ class HallucinationFilter(Filter):
                 bool(self.options["allow_partial"]))
         if self._modifiers or self._non_visual:
             parser_available()  # fail now, naming the extra, not at the first hallucination
-        self._counts, self._images, self._covered = Counter(), set(), set()
+        from capaudit.filters.stream import DistinctIds   # ~8 bytes per image, not a set's ~60
+
+        self._counts, self._images, self._covered = Counter(), DistinctIds(), DistinctIds()
 
     def _analyse(self, caption: str):
         hit = self._cache.get(caption)

@@ -23,9 +23,9 @@ import pyarrow as pa
 from capaudit.filters.base import CaptionDoc, CaptionResult, Filter, FilterSummary
 
 __all__ = ["LOG_SCHEMA", "SHARD_LOG_SCHEMA", "LogColumns", "FilteredBatch", "filter_batches",
-           "BATCH_CAPTIONS"]
+           "BATCH_CAPTIONS", "DistinctIds"]
 
-BATCH_CAPTIONS = 2048   # captions per batch: ~2 MB of ShareGPT4V-length text and its log
+BATCH_CAPTIONS = 1024   # captions per batch: ~1 MB of ShareGPT4V-length text, ~20 MB as results
 
 LOG_SCHEMA = pa.schema([("set_name", pa.string()), ("filter", pa.string()),
                         ("run_id", pa.int32()), ("row_idx", pa.int64()),
@@ -117,3 +117,33 @@ def filter_batches(filt: Filter, docs: Iterable[CaptionDoc], summary: FilterSumm
             tick(len(results))
     summary.extra.update(getattr(filt, "report", {}) or {})
     summary.check()
+
+
+class DistinctIds:
+    """A count of distinct image ids in ~8 bytes per id (a Python ``set`` of a million ids
+    holds ~60 MB; a filter's report counts the images it saw and those it judged).
+    ``add`` and ``len`` as a set; ids are kept in an array and deduplicated as it fills."""
+
+    def __init__(self, compact_at: int = 1 << 20):
+        from array import array
+
+        self._ids = array("q")
+        self._compact_at = compact_at
+
+    def add(self, iid: int) -> None:
+        self._ids.append(iid)
+        if len(self._ids) >= self._compact_at:
+            self._compact()
+
+    def _compact(self) -> None:
+        import numpy as np
+
+        from array import array
+
+        unique = np.unique(np.frombuffer(self._ids, np.int64))
+        self._ids = array("q", unique.tobytes())
+        self._compact_at = max(self._compact_at, 2 * len(self._ids))
+
+    def __len__(self) -> int:
+        self._compact()
+        return len(self._ids)

@@ -35,9 +35,11 @@ def _count(task: dict) -> dict:
     from capaudit.io.rewrite import ChangeLog, open_rewriter
     from capaudit.io.rewrite.formats import buffered
 
+    from capaudit.filters.stream import DistinctIds
+
     evidence = worker_evidence(task["evidence"])
     ann_ns = task["evidence"].get("namespace")
-    ids, covered, namespaces, no_id, hidden = set(), set(), set(), 0, 0
+    ids, covered, namespaces, no_id, hidden = DistinctIds(), DistinctIds(), set(), 0, 0
     columnar = task["fmt"] == "parquet-shard"
     with files.open_input(task["path"]) as raw:
         src = raw if columnar else files.HashingReader(raw)
@@ -58,7 +60,8 @@ def _count(task: dict) -> dict:
                     elif p.image_id in evidence:
                         covered.add(p.image_id)
         sha = None if columnar else src.finish()
-    return {"n_images": len(ids) + no_id, "n_with_ids": len(ids),
+    n_ids = len(ids)
+    return {"n_images": n_ids + no_id, "n_with_ids": n_ids,
             "covered": {LABEL[task["evidence"]["kind"]]: len(covered)},
             "namespaces": sorted(namespaces, key=str), "hidden_captions": hidden}, sha
 

@@ -137,11 +137,18 @@ def _filter(task: dict, fp: dict) -> dict:
             files.open_input(task["path"]) as raw:
         log_fh, out = files.HashingWriter(log_raw), files.HashingWriter(out_raw)
         src = raw if columnar else files.HashingReader(raw)
-        log = pq.ParquetWriter(log_fh, SHARD_LOG_SCHEMA, compression="zstd")
-        writer = open_rewriter(task["fmt"], task["reader"], src if columnar else buffered(src),
-                               out, task["path"], changelog)
-        _stream(task, filt, writer, log, summary)
-        writer.finish()
+        log, writer = pq.ParquetWriter(log_fh, SHARD_LOG_SCHEMA, compression="zstd"), None
+        try:
+            writer = open_rewriter(task["fmt"], task["reader"],
+                                   src if columnar else buffered(src), out, task["path"],
+                                   changelog)
+            _stream(task, filt, writer, log, summary)
+            writer.finish()
+        except BaseException:
+            if writer is not None:   # the temporary files go; their writers end first
+                writer.abort()
+            log.close()
+            raise
         log.close()
         _check_unchanged(task, fp, src, columnar)
     counts = changelog.counts

@@ -147,6 +147,10 @@ class Rewriter:
     def finish(self) -> None:
         """Close the output's structure (a JSON array's bracket, a parquet footer)."""
 
+    def abort(self) -> None:
+        """Let go of the output after a failure (its temporary file is removed by its
+        opener): a writer that would write on its own when collected is closed here."""
+
 
 def own_changes(rec: Record, changes: Changes) -> dict:
     """``{turn: new text or None}`` of the record's captions that changed."""

@@ -133,3 +133,8 @@ class ParquetRewriter(Rewriter):
 
     def finish(self) -> None:
         self._writer().close()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
