@@ -27,7 +27,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 __all__ = ["Place", "Record", "Rewriter", "ChangeLog", "caption_edits", "Changes",
            "BATCH_RECORDS", "BATCH_BYTES"]
 
-BATCH_RECORDS = 2048          # records per batch at most ...
+BATCH_RECORDS = 1024          # records per batch at most ...
 BATCH_BYTES = 16 << 20        # ... and about this much of their raw bytes (tar images)
 
 Changes = Mapping[tuple[int, Any], "str | None"]
