@@ -131,3 +131,29 @@ def test_filter_log_review_export_and_query_read_the_shard_logs(tmp_path, capsys
     # the sandbox still refuses every other file
     assert run_cli("query", f"SELECT * FROM read_parquet('{tmp_path / 'in' / 's.tar'}')",
                    "--db", db) == 2
+
+
+def test_a_list_of_captions_loses_only_its_dropped_entries(tmp_path):
+    """A webdataset JSON with ``captions`` (``shards build``'s layout) and a parquet column of
+    caption lists: each entry is its own caption (its turn), a dropped one leaves the list."""
+    import io
+    import tarfile
+
+    (tmp_path / "in").mkdir()
+    lists = {1: [CAPTIONS[0][1], "A dog sleeps."], 3: [CAPTIONS[2][1]]}   # by hand below
+    with tarfile.open(tmp_path / "in" / "c.tar", "w") as tf:
+        for iid, caps in lists.items():
+            data = json.dumps({"image_id": iid, "captions": caps}).encode()
+            info = tarfile.TarInfo(f"{iid:09d}.json")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    pq.write_table(pa.table({"image_id": list(lists), "captions": list(lists.values())}),
+                   tmp_path / "in" / "c.parquet")
+    assert _run(tmp_path, tmp_path / "in", tmp_path / "out") == 0
+    with tarfile.open(tmp_path / "out" / "c.tar") as tf:
+        got = [json.loads(tf.extractfile(m).read()) for m in tf]
+    # image 1: the giraffe sentence goes, "A dog sleeps." stays; image 3: its one caption
+    # loses its one sentence, so the sample goes
+    assert got == [{"image_id": 1, "captions": ["A dog runs on the grass.", "A dog sleeps."]}]
+    table = pq.read_table(tmp_path / "out" / "c.parquet")
+    assert table.to_pylist() == got

@@ -94,23 +94,12 @@ def caption_counts(store, set_name: str) -> tuple[int, int]:
 
 
 def caption_stream(store, set_id: int, chunk_rows: int):
-    """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, as
-    Arrow batches of at most ``chunk_rows`` rows: ranges of ``row_idx``, each sorted alone
-    (one ``ORDER BY`` over a million long captions holds them all; a range is read through
-    DuckDB's zone maps), on a cursor of its own (the caller may write the store meanwhile)."""
-    top = store.one("SELECT max(row_idx) FROM captions WHERE set_id = ?", [int(set_id)])[0]
-    if top is None:
-        return
-    cur = store.con.cursor()
-    try:
-        for start in range(0, int(top) + 1, chunk_rows):
-            yield from cur.sql(
-                "SELECT row_idx, image_key, image_id, caption, meta, namespace FROM captions "
-                "WHERE set_id = $sid AND row_idx >= $a AND row_idx < $b ORDER BY row_idx",
-                params={"sid": int(set_id), "a": start, "b": start + chunk_rows}
-            ).to_arrow_table().to_batches()
-    finally:
-        cur.close()
+    """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, in
+    chunks (:func:`capaudit.store.exports.row_chunks`)."""
+    from capaudit.store.exports import row_chunks
+
+    yield from row_chunks(store, set_id, "row_idx, image_key, image_id, caption, meta, "
+                                         "namespace", chunk_rows)
 
 
 def shard_log_dirs(con) -> list[str]:

@@ -100,6 +100,19 @@ class ChangeLog:
     def revised(self, record: int, before: str, after: str, **where) -> None:
         self.entry(record, "revised", **where, edits=caption_edits(before, after))
 
+    def revised_list(self, record: int, captions: list, changes: dict) -> list:
+        """A record's list of captions (``captions`` of a webdataset JSON, a parquet list
+        cell) with ``changes`` ``{turn: text or None}`` applied and listed."""
+        caps = list(captions)
+        for turn, text in sorted(changes.items(), reverse=True):
+            if text is None:
+                self.entry(record, "turn dropped", turn=turn, chars=len(caps[turn]))
+                del caps[turn]
+            else:
+                self.revised(record, caps[turn], text, turn=turn)
+                caps[turn] = text
+        return caps
+
     def dropped(self, record: int, why: str | None = None, chars: int | None = None,
                 **where) -> None:
         self.counts["records_dropped"] += 1

@@ -106,14 +106,7 @@ class ParquetRewriter(Rewriter):
             else:
                 self.log.revised(rec.index, value, text, field=self.cap)
             return text
-        caps = list(value)
-        for turn, text in sorted(mine.items(), reverse=True):
-            if text is None:
-                self.log.entry(rec.index, "turn dropped", turn=turn, chars=len(caps[turn]))
-                del caps[turn]
-            else:
-                self.log.revised(rec.index, caps[turn], text, turn=turn)
-                caps[turn] = text
+        caps = self.log.revised_list(rec.index, value, mine)
         if not caps:
             self.log.dropped(rec.index, why="every caption dropped")
             return None

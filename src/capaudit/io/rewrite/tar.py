@@ -160,14 +160,7 @@ class TarRewriter(Rewriter):
             raw = _member(rec.raw[0], "json")
             meta = {**meta, self.caption_key: text}
             return dumps_like(meta, raw.decode("utf-8"), "").encode("utf-8")
-        caps = list(meta["captions"])
-        for turn, text in sorted(mine.items(), reverse=True):
-            if text is None:
-                self.log.entry(rec.index, "turn dropped", turn=turn, chars=len(caps[turn]))
-                del caps[turn]
-            else:
-                self.log.revised(rec.index, caps[turn], text, turn=turn)
-                caps[turn] = text
+        caps = self.log.revised_list(rec.index, meta["captions"], mine)
         if not caps:
             return None
         raw = _member(rec.raw[0], "json")
