@@ -157,3 +157,22 @@ def test_a_list_of_captions_loses_only_its_dropped_entries(tmp_path):
     assert got == [{"image_id": 1, "captions": ["A dog runs on the grass.", "A dog sleeps."]}]
     table = pq.read_table(tmp_path / "out" / "c.parquet")
     assert table.to_pylist() == got
+
+
+def test_the_coverage_guard_stops_before_any_shard_is_written(tmp_path, capsys):
+    write_tar(tmp_path / "in" / "a.tar", CAPTIONS[:3])
+    write_tar(tmp_path / "in" / "b.tar", CAPTIONS[3:])
+    gt = write_evidence(tmp_path / "few.jsonl", {1: ["dog"], 99: ["cat"]})   # 1 of 5 images
+    args = ["filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out", "--filter",
+            "hallucination", "--chair-gt", gt, "--db", tmp_path / "s.duckdb"]
+    capsys.readouterr()
+    assert run_cli(*args) == 2
+    err = capsys.readouterr().err
+    assert "only 1 of the 5 images" in err and "--allow-partial" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.log").exists()
+    assert run_cli(*args, "--allow-partial") == 0
+    s = json.loads((tmp_path / "out.summary.json").read_text())["summary"]
+    assert (s["evidence"]["set_images"], s["evidence"]["covered"]) == (5, 1)
+    # image 1: the giraffe goes; images 2-5 (1+1+3+1 sentences) are kept unjudged
+    assert s["reasons"] == {"unsupported": 1}
+    assert s["actions"] == {"keep": 7, "flag": 0, "revise": 0, "drop": 1}
