@@ -34,7 +34,10 @@ def _outputs(out: Path) -> dict:
 
 
 def _kill_when(cmd: list[str], work: Path, folder: str, n: int, cwd: Path) -> None:
-    """Start ``cmd``, SIGKILL it once ``n`` markers are in ``work/*folder*`` (or it ends)."""
+    """Start ``cmd``, SIGKILL it once ``n`` markers are in ``work/*folder*`` (or it ends):
+    ``coverage-`` (the coverage pass's markers, in the work folder) or ``claims`` (a shard's
+    claim, written as its filtering starts, beside the outputs: ``work`` is then the log
+    folder)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "capaudit.cli.main", *cmd], cwd=cwd,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -61,8 +64,10 @@ def test_sigkill_at_several_points_then_resume_gives_the_same_output(corpus, sha
     work = tmp_path / "work"
     cmd = _args(corpus, tmp_path / "out", gt, tmp_path / "s.duckdb", "--work-dir", work)
     # killed in the coverage pass, then twice in the filter pass (after 2 and 5 shards)
-    for folder, n in (("coverage-", 3), ("claims", 1), ("claims", 4)):
-        _kill_when(cmd, work, folder, n, tmp_path)
+    logs = tmp_path / "out.log"
+    for where, folder, n in ((work, "coverage-", 3), (logs, ".claims", 1),
+                             (logs, ".claims", 4)):
+        _kill_when(cmd, where, folder, n, tmp_path)
     assert not (tmp_path / "out.summary.json").exists()          # no run finished yet
     assert run_cli(*cmd) == 0
     assert _outputs(tmp_path / "out") == want

@@ -25,6 +25,7 @@ __all__ = ["shard_format", "run_key", "make_tasks", "check_out", "claim", "LOG_S
            "MANIFEST", "log_dir", "summary_path"]
 
 LOG_SUFFIX = ".log.parquet"
+CLAIMS = ".claims"                  # DST.log/.claims: outputs being written by a run
 MANIFEST = ".capaudit-files.json"   # the files a run wrote (core/safe_folder's name)
 _BY_SUFFIX = {".tar": "webdataset", ".parquet": "parquet-shard", ".csv": "csv", ".tsv": "csv"}
 
@@ -92,7 +93,9 @@ def make_tasks(shards: list[tuple[str, str]], out: str, work_root: str, key: str
                       "log_rel": rel + LOG_SUFFIX, "log_path": os.path.join(logs, rel + LOG_SUFFIX),
                       "marker": _marker(work_root, key, rel),
                       "ids_marker": _marker(work_root, "coverage-" + ids_key, rel),
-                      "claim": _marker(work_root, "claims", rel),
+                      # beside the outputs, not in the (node-local) work folder: the driver
+                      # reads it when a killed run resumes
+                      "claim": os.path.join(logs, CLAIMS, quote(rel, safe="") + ".json"),
                       "cfg_hash": key, "ids_hash": ids_key})
     return tasks
 
@@ -142,3 +145,15 @@ def write_manifest(folder: str, names: list[str]) -> None:
     """Add ``names`` to the folder's manifest (what later runs may replace)."""
     files.write_json(os.path.join(folder, MANIFEST),
                      {"files": sorted(_manifest(folder) | set(names) | {MANIFEST})})
+
+
+def drop_claims(out: str, tasks: list[dict]) -> None:
+    """After the manifests list the outputs: the claims of ``tasks`` go (and their folder,
+    once empty)."""
+    for t in tasks:
+        if files.is_file(t["claim"]):
+            os.unlink(t["claim"])
+    try:
+        os.rmdir(os.path.join(log_dir(out), CLAIMS))
+    except OSError:
+        pass   # claims of shards not finished (a skipped shard) stay for the next run

@@ -140,8 +140,7 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
         second = _run_pass(filter_shard, ok, executor, n, address, skip_bad, on_shard)
         results = _finish(store, run_id, cfg, seed, out, tasks, first, second, cov, evidence)
     if not keep_work:
-        for folder in ("claims", "coverage-" + ids_key):
-            remove_work(os.path.join(str(root), folder))
+        remove_work(os.path.join(str(root), "coverage-" + ids_key))
         if files.is_file(evidence["path"]):
             os.unlink(evidence["path"])
         remove_work(os.path.join(str(root), key), up_to=up_to)
@@ -172,6 +171,7 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
             ("done", "resumed")]
     plan.write_manifest(out, [t["rel"] for t in kept])
     plan.write_manifest(plan.log_dir(out), [t["log_rel"] for t in kept])
+    plan.drop_claims(out, kept)
     record = {"summary": summary, "run_id": run_id, "log_dir": plan.log_dir(out),
               "shards": [{k: s.get(k) for k in ("shard", "status", "captions_in",
                                                 "captions_out", "output", "log", "error")}
