@@ -176,3 +176,22 @@ def test_the_coverage_guard_stops_before_any_shard_is_written(tmp_path, capsys):
     # image 1: the giraffe goes; images 2-5 (1+1+3+1 sentences) are kept unjudged
     assert s["reasons"] == {"unsupported": 1}
     assert s["actions"] == {"keep": 7, "flag": 0, "revise": 0, "drop": 1}
+
+
+def test_detector_evidence_with_its_scores(tmp_path):
+    """Detector output (``capaudit detect --json``): a category below ``--min-score`` (0.5
+    for a detector) does not support its mention."""
+    write_tar(tmp_path / "in" / "d.tar", CAPTIONS[:2])
+    dets = tmp_path / "dets.jsonl"
+    dets.write_text(json.dumps({"image_id": 1, "detections": [
+        {"label": "dog", "score": 0.9}, {"label": "giraffe", "score": 0.3}]}) + "\n" +
+        json.dumps({"image_id": 2, "detections": [{"label": "cat", "score": 0.8},
+                                                  {"label": "bed", "score": 0.6}]}) + "\n")
+    args = ["filter", "run", "--shards", tmp_path / "in", "--filter", "hallucination",
+            "--evidence", "detector", "--detections", dets, "--db", tmp_path / "s.duckdb"]
+    assert run_cli(*args, "--out", tmp_path / "out") == 0
+    caps = [m[-1] for m in tar_members(tmp_path / "out" / "d.tar") if m[0].endswith(".txt")]
+    assert caps == [b"A dog runs on the grass.", b"A cat sleeps on a bed."]
+    assert run_cli(*args, "--out", tmp_path / "low", "--min-score", "0.2") == 0   # giraffe 0.3
+    caps = [m[-1] for m in tar_members(tmp_path / "low" / "d.tar") if m[0].endswith(".txt")]
+    assert caps == [CAPTIONS[0][1].encode(), b"A cat sleeps on a bed."]
