@@ -128,9 +128,12 @@ def test_filter_log_review_export_and_query_read_the_shard_logs(tmp_path, capsys
     assert run_cli("query", "SELECT action, count(*) AS n FROM filter_log_shards GROUP BY "
                    "action ORDER BY action", "--csv", "--db", db) == 0
     assert capsys.readouterr().out.split() == ["action,n", "drop,3", "flag,1", "keep,4"]
-    # the sandbox still refuses every other file
+    # the sandbox still refuses every other file, one beside the logs too
     assert run_cli("query", f"SELECT * FROM read_parquet('{tmp_path / 'in' / 's.tar'}')",
                    "--db", db) == 2
+    pq.write_table(pa.table({"secret": [1]}), tmp_path / "out.log" / "other.parquet")
+    assert run_cli("query", "SELECT * FROM read_parquet("
+                   f"'{tmp_path / 'out.log' / 'other.parquet'}')", "--db", db) == 2
 
 
 def test_a_list_of_captions_loses_only_its_dropped_entries(tmp_path):

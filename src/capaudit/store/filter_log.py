@@ -116,20 +116,20 @@ def shard_log_dirs(con) -> list[str]:
 
 
 def attach_shard_logs(con) -> list[str]:
-    """Before the query sandbox is locked: allow reading the sharded runs' log folders (and
-    nothing else) and make :data:`SHARD_LOG_VIEW` over their parquet files (one row per
+    """Before the query sandbox is locked: allow reading the sharded runs' log files (each
+    ``*.log.parquet`` file itself, nothing else: a store's rows name the folders, and a
+    store may come from anyone) and make :data:`SHARD_LOG_VIEW` over them (one row per
     sentence, as ``filter_log``, with the shard's place columns and the file's name).
-    Returns the folders; no view when there are none."""
+    Returns the files; no view when there are none."""
     import os
 
-    dirs = shard_log_dirs(con)
-    files = sorted(os.path.join(root, f) for d in dirs for root, _, names in os.walk(d)
-                   for f in names if f.endswith(".log.parquet"))
+    files = sorted(os.path.realpath(os.path.join(root, f)) for d in shard_log_dirs(con)
+                   for root, _, names in os.walk(d) for f in names
+                   if f.endswith(".log.parquet"))
     if not files:
         return []
-    con.execute("SET allowed_directories = $dirs",
-                {"dirs": [os.path.join(os.path.realpath(d), "") for d in dirs]})
-    listed = ", ".join("'" + os.path.realpath(f).replace("'", "''") + "'" for f in files)
+    con.execute("SET allowed_paths = $files", {"files": files})
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     con.execute(f"CREATE OR REPLACE TEMP VIEW {SHARD_LOG_VIEW} AS SELECT * FROM "
                 f"read_parquet([{listed}], filename = true, union_by_name = true)")
-    return dirs
+    return files
