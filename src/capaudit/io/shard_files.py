@@ -26,9 +26,11 @@ from typing import IO, Iterator
 
 from capaudit.errors import InputError
 
-__all__ = ["SHARD_SUFFIXES", "expand_braces", "list_shards", "open_input", "HashingReader", "HashingWriter",
-           "atomic_output", "fingerprint", "read_json", "write_json", "file_size",
-           "is_file", "make_dirs", "clean_tmp", "listed_files", "same_file"]
+__all__ = ["SHARD_SUFFIXES", "expand_braces", "list_shards", "open_input", "HashingReader",
+           "HashingWriter", "atomic_output", "fingerprint", "stat_of", "read_json", "write_json",
+           "file_size", "is_file", "clean_tmp", "path_kind", "real_path", "absolute",
+           "remove_file", "remove_empty_dir", "check_out_folder", "work_folder", "work_lock",
+           "remove_work_folder"]
 
 SHARD_SUFFIXES = (".tar", ".parquet", ".json", ".jsonl", ".ndjson", ".csv", ".tsv")
 _BRACE = re.compile(r"\{([^{}]*)\}")
@@ -216,28 +218,6 @@ def is_file(path: str) -> bool:
     return os.path.isfile(path) and not os.path.islink(path)
 
 
-def make_dirs(path: str) -> None:
-    from capaudit.core.safe_write import make_dirs as _make
-
-    _make(path)
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file (also through links or a second name)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def listed_files(folder: str) -> list[str]:
-    """Every file under ``folder``, relative to it (none when it does not exist)."""
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.path.relpath(str(p), folder) for p in Path(folder).rglob("*")
-                  if p.is_file() or p.is_symlink())
-
-
 def clean_tmp(folder: str, names: list[str]) -> int:
     """Remove what killed writers left of ``names`` (``.NAME.tmp-PID-RANDOM``, the one
     writer's temporary names); returns how many."""
@@ -250,3 +230,66 @@ def clean_tmp(folder: str, names: list[str]) -> int:
                 os.unlink(p)
                 n += 1
     return n
+
+
+# -- the output folder and the work folder ----------------------------------------------
+def path_kind(path: str) -> str:
+    """``missing``, ``link``, ``dir`` or ``file`` (a link is never followed)."""
+    if os.path.islink(path):
+        return "link"
+    if os.path.isdir(path):
+        return "dir"
+    return "file" if os.path.exists(path) else "missing"
+
+
+def real_path(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def absolute(path: str) -> str:
+    return os.path.abspath(path)
+
+
+def remove_file(path: str) -> None:
+    """Remove a file capaudit wrote (never a link's target, never a folder)."""
+    if is_file(path):
+        os.unlink(path)
+
+
+def remove_empty_dir(path: str) -> None:
+    """Remove a folder only if it is empty."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def check_out_folder(path: str) -> None:
+    """The one writer's rules for a folder output (not ``/``, the working folder or a
+    link; a file of that name refused)."""
+    from capaudit.core.safe_write import check_folder_target
+
+    check_folder_target(path)
+
+
+def work_folder(store_path: str, name: str) -> str:
+    """The default work folder of a run named ``name`` beside the store."""
+    from capaudit.io.work_dir import default_work_dir
+
+    return str(default_work_dir(store_path, name, "filter-work"))
+
+
+@contextmanager
+def work_lock(path: str) -> Iterator[str]:
+    """The work folder held by this run alone (:func:`capaudit.io.work_dir.work_dir_lock`)."""
+    from capaudit.io.work_dir import work_dir_lock
+
+    with work_dir_lock(path) as root:
+        yield str(root)
+
+
+def remove_work_folder(made: str, up_to: str | None = None) -> None:
+    """What a successful run made in its work folder (:func:`capaudit.io.work_dir.remove_work`)."""
+    from capaudit.io.work_dir import remove_work
+
+    remove_work(made, up_to=up_to)

@@ -86,7 +86,10 @@ def read_evidence(path: str, digest: str):
     from capaudit.errors import InputError
     from capaudit.filters.evidence import SupportSets
 
-    table = pq.read_table(path, read_dictionary=["name"])
+    from capaudit.io import shard_files as files
+
+    with files.open_input(path) as fh:
+        table = pq.read_table(fh, read_dictionary=["name"])
     if evidence_digest(table) != digest:
         raise InputError("the run's evidence file changed", path=path,
                          fix="rerun: the driver writes it again")

@@ -114,27 +114,26 @@ def _manifest(folder: str) -> set[str]:
 
 def check_out(out: str, tasks: list[dict], inputs: list[str]) -> None:
     """Refuse an output that would overwrite an input or a file capaudit did not write."""
-    from capaudit.core.safe_write import check_folder_target
-
-    check_folder_target(out)
+    files.check_out_folder(out)
     for folder in (out, log_dir(out)):
-        real = os.path.realpath(folder)
+        real = files.real_path(folder)
         for path in inputs:
-            src = os.path.realpath(path)
+            src = files.real_path(path)
             if src == real or src.startswith(real + os.sep):
                 raise InputError("the output folder holds the input shards: cleaning would "
                                  "write over them", path=folder, fix="choose a new --out")
     for folder, name_of in ((out, "rel"), (log_dir(out), "log_rel")):
-        if os.path.exists(folder) and not os.path.isdir(folder):
+        if files.path_kind(folder) not in ("missing", "dir"):
             raise InputError("the output exists and is a file, not a folder", path=folder,
                              fix="choose a new --out")
         ours = _manifest(folder)
         for t in tasks:
             target = os.path.join(folder, t[name_of])
-            if os.path.islink(target) or os.path.isdir(target):
+            kind = files.path_kind(target)
+            if kind in ("link", "dir"):
                 raise InputError("a link or a folder is where a cleaned shard goes",
                                  path=target, fix="choose a new --out")
-            if os.path.exists(target) and t[name_of] not in ours and \
+            if kind == "file" and t[name_of] not in ours and \
                     files.read_json(t["claim"]) is None:
                 raise InputError("a file is already where a cleaned shard goes, and capaudit "
                                  "did not write it", path=target,
@@ -151,9 +150,6 @@ def drop_claims(out: str, tasks: list[dict]) -> None:
     """After the manifests list the outputs: the claims of ``tasks`` go (and their folder,
     once empty)."""
     for t in tasks:
-        if files.is_file(t["claim"]):
-            os.unlink(t["claim"])
-    try:
-        os.rmdir(os.path.join(log_dir(out), CLAIMS))
-    except OSError:
-        pass   # claims of shards not finished (a skipped shard) stay for the next run
+        files.remove_file(t["claim"])
+    # claims of shards not finished (a skipped shard) stay for the next run
+    files.remove_empty_dir(os.path.join(log_dir(out), CLAIMS))

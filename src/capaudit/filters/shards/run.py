@@ -105,21 +105,20 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     from capaudit.filters.shards import plan
     from capaudit.filters.shards.coverage import check_coverage, coverage_shard
     from capaudit.filters.shards.task import filter_shard
-    from capaudit.io.work_dir import default_work_dir, remove_work, work_dir_lock
-
     opts, kind = _options(filter_name, given, config, overrides, seed)
-    out = os.path.abspath(str(out))
+    out = files.absolute(str(out))
     shards = files.list_shards(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
-    work = str(work_dir or default_work_dir(store.path, os.path.basename(out), "filter-work"))
-    up_to = os.path.dirname(work) if work_dir is None else None if os.path.exists(work) else work
+    work = str(work_dir or files.work_folder(str(store.path), os.path.basename(out)))
+    up_to = os.path.dirname(work) if work_dir is None else \
+        None if files.path_kind(work) != "missing" else work
     worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
                    "detections": None}
     cfg = {"command": "filter run --shards", "shards": str(spec), "out": out,
            "filter": filter_name, "version": FILTERS.version(filter_name), "options": opts,
            "format": fmt, "reader": reader, "executor": executor}
-    with recorded_run(store, cfg, seed) as run_id, work_dir_lock(work) as root:
-        evidence = _evidence(store, kind, opts, str(root))
+    with recorded_run(store, cfg, seed) as run_id, files.work_lock(work) as root:
+        evidence = _evidence(store, kind, opts, root)
         key, ids_key = plan.run_key(filter_name, FILTERS.version(filter_name), worker_opts,
                                     evidence, reader, fmt)
         tasks = plan.make_tasks(shards, out, str(root), key, ids_key, {
@@ -140,10 +139,9 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
         second = _run_pass(filter_shard, ok, executor, n, address, skip_bad, on_shard)
         results = _finish(store, run_id, cfg, seed, out, tasks, first, second, cov, evidence)
     if not keep_work:
-        remove_work(os.path.join(str(root), "coverage-" + ids_key))
-        if files.is_file(evidence["path"]):
-            os.unlink(evidence["path"])
-        remove_work(os.path.join(str(root), key), up_to=up_to)
+        files.remove_work_folder(os.path.join(root, "coverage-" + ids_key))
+        files.remove_file(evidence["path"])
+        files.remove_work_folder(os.path.join(root, key), up_to=up_to)
     return results
 
 
