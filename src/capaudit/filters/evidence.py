@@ -174,7 +174,13 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
                          fix=f"pass an existing file (or a stored annotation source) to {option}")
     if kind == "detector":
         return load_detections(path), f"file:{path}"
+    from capaudit.io.annotation_columns import stream_name_sets
     from capaudit.io.annotation_files import load_chair_gt, load_instances
 
-    sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
+    # the plain JSONL shape read block by block (a corpus's evidence may name an image per
+    # caption); any other file by its loader, which names a bad row
+    sets = stream_name_sets(path, "objects" if kind == "chair-gt" else "categories") \
+        if path.is_file() and path.suffix.lower() != ".json" else None
+    if sets is None:
+        sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
     return SupportSets(sets), f"file:{path}"

@@ -28,15 +28,21 @@ WORKER_MB_ENV, DEFAULT_WORKER_MB = "CAPAUDIT_WORKER_MB", 4
 
 def _evidence(store, kind: str, opts: dict, folder: str) -> dict:
     """The run's evidence, resolved as ``filter run SET`` resolves it, written in columnar
-    form into the work folder: ``{kind, source, namespace, path, sha256}``."""
+    form into the work folder: ``{kind, source, namespace, path, sha256}``. A file is read in
+    a child process (its parse's transient memory stays out of the driver); a source stored
+    with ``annotations add`` is read here, from the store's tables."""
     from capaudit.audit.annotation_coverage import source_namespace
     from capaudit.filters.evidence import resolve_evidence
-    from capaudit.filters.shards.evidence_file import write_evidence
+    from capaudit.filters.shards.evidence_file import convert_in_child, write_evidence
 
     ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
            "detector": opts.get("detections")}.get(kind)
-    evidence, source = resolve_evidence(kind, ref, store)
-    path, digest = write_evidence(evidence, folder)
+    if ref is not None and files.is_file(str(ref)):
+        path, digest, source = convert_in_child(kind, str(ref), folder)
+    else:
+        evidence, source = resolve_evidence(kind, ref, store)
+        path, digest = write_evidence(evidence, folder)
+        del evidence
     return {"kind": kind, "source": source, "path": path, "sha256": digest,
             "namespace": source_namespace(store, source.removeprefix("file:"))}
 
