@@ -13,7 +13,10 @@ from capaudit.filters.base import FILTERS
 
 # run() parameters that are not filter options
 _NOT_OPTIONS = {"set_name", "filter_name", "out", "score_evidence", "config", "replace", "db",
-                "seed"}
+                "seed",
+                # filter run --shards: the corpus, its executor and how its shards are read
+                "shards", "executor", "workers", "address", "work_dir", "skip_bad",
+                "keep_work", "fmt", "caption_col", "id_col", "turns", "where"}
 
 
 def _flags() -> set[str]:

@@ -224,7 +224,10 @@ FILTERS.base = Filter
 
 @dataclass
 class FilterContext:
-    """What the runner hands a filter at setup: the store and the input set's name."""
+    """What the runner hands a filter at setup: the store and the input set's name.
+    ``guarded``: the engine has held the evidence's coverage of the input already (a
+    sharded corpus, counted shard by shard before any output), so setup does not."""
 
     store: Any = None
     set_name: str | None = None
+    guarded: bool = False

@@ -25,11 +25,13 @@ set's images.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
 
-__all__ = ["EVIDENCE_KINDS", "load_evidence", "resolve_evidence", "load_detections"]
+__all__ = ["EVIDENCE_KINDS", "load_evidence", "resolve_evidence", "load_detections",
+           "SupportSets", "evidence_names"]
 
 EVIDENCE_KINDS = ("chair-gt", "instances", "detector")
 _LABEL_ALIASES = {"tvmonitor": "tv", "tv monitor": "tv", "motorbike": "motorcycle",
@@ -78,8 +80,9 @@ def load_detections(path: str | Path) -> dict[int, dict[str, float]]:
     return out
 
 
-def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
-    """A source stored with ``capaudit annotations add`` (None when there is none)."""
+def _stored(store, kind: str, name: str):
+    """A source stored with ``capaudit annotations add`` (None when there is none), read in
+    its columnar form (:func:`capaudit.store.annotations.source_sets`)."""
     if store is None:
         return None
     table, col = {"chair-gt": ("chair_gt", "object"),
@@ -88,21 +91,59 @@ def _stored(store, kind: str, name: str) -> dict[int, dict[str, float]] | None:
         return None
     import duckdb
 
-    from capaudit.store.annotations import source_rows
+    from capaudit.store.annotations import source_sets
 
     try:
-        rows = source_rows(store, table, col, name)
+        sets = source_sets(store, table, col, name)
     except duckdb.CatalogException:  # table missing in an old store
         return None
-    if not rows:
-        return None
-    out: dict[int, dict[str, float]] = {}
-    for iid, obj in rows:
-        if obj is not None:
-            out.setdefault(int(iid), {})[obj] = 1.0
-        else:
-            out.setdefault(int(iid), {})
-    return out
+    return None if sets is None else SupportSets(sets)
+
+
+class SupportSets(Mapping):
+    """``{image_id: {name: 1.0}}`` over a ``{image_id: names}`` mapping, made per lookup.
+
+    Why not the dict itself: a pretraining corpus has an image per caption, and a dict of
+    dicts holds ~400 bytes per image (1.2M images: ~0.5 GB); over the loaders' columnar sets
+    (:class:`~capaudit.core.columnar.ColumnarSets`) the evidence costs ~30 bytes per image,
+    and a lookup builds the one small dict the filter reads."""
+
+    def __init__(self, sets):
+        self.sets = sets
+
+    def __getitem__(self, key) -> dict[str, float]:
+        return dict.fromkeys(self.sets[key], 1.0)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key) -> bool:
+        return key in self.sets
+
+    def __iter__(self):
+        return iter(self.sets)
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def names(self) -> set[str]:
+        """Every name the evidence uses (without building a dict per image)."""
+        names = getattr(self.sets, "names", None)
+        if names is not None:
+            return set(names)
+        return set().union(*self.sets.values())
+
+
+def evidence_names(evidence) -> set[str]:
+    """The category names an evidence mapping uses (columnar: its name table)."""
+    if evidence is None:
+        return set()
+    if hasattr(evidence, "names"):
+        return evidence.names()
+    return set().union(*(d.keys() for d in evidence.values()))
 
 
 def load_evidence(kind: str, ref: str | Path | None, store=None) -> dict[int, dict[str, float]]:
@@ -133,7 +174,13 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
                          fix=f"pass an existing file (or a stored annotation source) to {option}")
     if kind == "detector":
         return load_detections(path), f"file:{path}"
+    from capaudit.io.annotation_columns import stream_name_sets
     from capaudit.io.annotation_files import load_chair_gt, load_instances
 
-    sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
-    return {iid: dict.fromkeys(objs, 1.0) for iid, objs in sets.items()}, f"file:{path}"
+    # the plain JSONL shape read block by block (a corpus's evidence may name an image per
+    # caption); any other file by its loader, which names a bad row
+    sets = stream_name_sets(path, "objects" if kind == "chair-gt" else "categories") \
+        if path.is_file() and path.suffix.lower() != ".json" else None
+    if sets is None:
+        sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
+    return SupportSets(sets), f"file:{path}"

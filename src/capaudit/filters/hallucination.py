@@ -60,8 +60,8 @@ from capaudit.errors import InputError
 from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
-from capaudit.filters.evidence import (EVIDENCE_KINDS, load_detections, load_evidence,
-                                       resolve_evidence)
+from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, load_detections,
+                                       load_evidence, resolve_evidence)
 from capaudit.filters.mention_scan import ScanCache, add_facts, no_cyclic_gc
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import SentenceNotes, parser_available
@@ -139,7 +139,8 @@ class HallucinationFilter(Filter):
         from capaudit.io.annotation_store import source_sha256   # the lineage's identity (#34.3)
 
         self.evidence_sha256 = source_sha256(context.store if context else None, self.source)
-        if context is not None and context.store is not None and context.set_name:
+        if context is not None and context.store is not None and context.set_name \
+                and not context.guarded:
             from capaudit.audit.annotation_coverage import guard_evidence
 
             _, self._foreign = guard_evidence(
@@ -148,7 +149,9 @@ class HallucinationFilter(Filter):
                 bool(self.options["allow_partial"]))
         if self._modifiers or self._non_visual:
             parser_available()  # fail now, naming the extra, not at the first hallucination
-        self._counts, self._images, self._covered = Counter(), set(), set()
+        from capaudit.filters.stream import DistinctIds   # ~8 bytes per image, not a set's ~60
+
+        self._counts, self._images, self._covered = Counter(), DistinctIds(), DistinctIds()
 
     def _support(self, doc: CaptionDoc) -> dict | None:
         """The evidence of the caption's image (None: not covered, or another namespace)."""
@@ -265,7 +268,7 @@ class HallucinationFilter(Filter):
         from capaudit.text.category_coverage import category_coverage
 
         n, c = len(self._images), len(self._covered)
-        names = set().union(*(d.keys() for d in (self.evidence or {}).values()))
+        names = evidence_names(self.evidence)
         return {"evidence": {"kind": self.kind, "source": self.source,
                              # a category it never names: every mention of it is unsupported
                              "categories": category_coverage(

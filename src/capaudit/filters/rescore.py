@@ -25,7 +25,8 @@ from capaudit.errors import InputError
 from capaudit.filters.base import CaptionDoc
 from capaudit.filters.evidence import EVIDENCE_KINDS
 
-__all__ = ["chair_scores", "independent_chair", "parse_score_evidence", "circular"]
+__all__ = ["chair_scores", "independent_chair", "parse_score_evidence", "circular",
+           "ChairTally", "IndependentTally"]
 
 
 def parse_score_evidence(value: str, files: dict[str, str | None] | None = None
@@ -46,26 +47,70 @@ def parse_score_evidence(value: str, files: dict[str, str | None] | None = None
                      fix=f"use {' | '.join(EVIDENCE_KINDS)}, KIND=FILE, or a detector JSONL file")
 
 
+class ChairTally:
+    """CHAIR_s, CHAIR_i and mentions per caption, counted caption by caption (a stream)."""
+
+    def __init__(self, evidence, threshold: float = 1.0):
+        from capaudit.filters.hallucination import HallucinationFilter
+
+        self.evidence = evidence
+        self.judge = HallucinationFilter(evidence, negation=False, non_visual="judge",
+                                         object_mode="reference", min_score=threshold)
+        self.n = self.bad = self.ment = self.halluc = 0
+
+    def add(self, doc: CaptionDoc) -> None:
+        if doc.image_id is None or doc.image_id not in self.evidence:
+            return
+        scores = self.judge.score(doc)
+        u = sum(len(s.facts["unsupported"]) for s in scores)
+        self.n += 1
+        self.bad += u > 0
+        self.halluc += u
+        self.ment += u + sum(len(s.facts["supported"]) for s in scores)
+
+    def result(self) -> dict:
+        n, ment = self.n, self.ment
+        return {"captions": n,
+                "chair_s": round(100 * self.bad / n, 3) if n else None,
+                "chair_i": round(100 * self.halluc / ment, 3) if ment else None,
+                "mentions_per_caption": round(ment / n, 3) if n else None}
+
+
 def chair_scores(docs: Iterable[CaptionDoc], evidence: dict, threshold: float = 1.0) -> dict:
     """CHAIR_s, CHAIR_i and mentions per caption over the captions ``evidence`` covers."""
-    from capaudit.filters.hallucination import HallucinationFilter
-
-    judge = HallucinationFilter(evidence, negation=False, non_visual="judge",
-                                object_mode="reference", min_score=threshold)
-    n = bad = ment = halluc = 0
+    tally = ChairTally(evidence, threshold)
     for doc in docs:
-        if doc.image_id is None or doc.image_id not in evidence:
-            continue
-        scores = judge.score(doc)
-        u = sum(len(s.facts["unsupported"]) for s in scores)
-        n += 1
-        bad += u > 0
-        halluc += u
-        ment += u + sum(len(s.facts["supported"]) for s in scores)
-    return {"captions": n,
-            "chair_s": round(100 * bad / n, 3) if n else None,
-            "chair_i": round(100 * halluc / ment, 3) if ment else None,
-            "mentions_per_caption": round(ment / n, 3) if n else None}
+        tally.add(doc)
+    return tally.result()
+
+
+class IndependentTally:
+    """:func:`independent_chair` fed as the filter streams: each input caption, and each
+    output caption, as they pass (memory: the set's distinct image ids)."""
+
+    def __init__(self, kind: str, evidence, source: str, threshold: float | None = None):
+        self.kind, self.evidence, self.source = kind, evidence, source
+        self.thr = threshold if threshold is not None else (0.5 if kind == "detector" else 1.0)
+        self.images: set = set()
+        self.before, self.after = ChairTally(evidence, self.thr), ChairTally(evidence, self.thr)
+
+    def add(self, before: CaptionDoc, after: CaptionDoc | None) -> None:
+        if before.image_id is not None:
+            self.images.add(before.image_id)
+        self.before.add(before)
+        if after is not None:
+            self.after.add(after)
+
+    def result(self, filter_kind: str | None = None, filter_source: str | None = None) -> dict:
+        """The scores; ``circular`` when the filter used this very evidence (its kind and
+        source, from its report)."""
+        return {"evidence": self.kind, "source": self.source, "threshold": self.thr,
+                "set_images": len(self.images),
+                "covered": sum(1 for i in self.images if i in self.evidence),
+                "circular": bool(filter_kind) and circular(filter_kind, filter_source,
+                                                           self.kind, self.source),
+                "before": self.before.result(),
+                "after": self.after.result()}
 
 
 def circular(filter_kind: str, filter_source: str | None, kind: str, source: str | None) -> bool:
@@ -77,11 +122,9 @@ def independent_chair(before: list[CaptionDoc], after: list[CaptionDoc], kind: s
                       evidence: dict, source: str, *, filter_kind: str | None = None,
                       filter_source: str | None = None, threshold: float | None = None) -> dict:
     """Before/after CHAIR of a filtered set under ``evidence`` of ``kind`` from ``source``."""
-    thr = threshold if threshold is not None else (0.5 if kind == "detector" else 1.0)
-    images = {d.image_id for d in before if d.image_id is not None}
-    covered = sum(1 for i in images if i in evidence)
-    return {"evidence": kind, "source": source, "threshold": thr,
-            "set_images": len(images), "covered": covered,
-            "circular": bool(filter_kind) and circular(filter_kind, filter_source, kind, source),
-            "before": chair_scores(before, evidence, thr),
-            "after": chair_scores(after, evidence, thr)}
+    tally = IndependentTally(kind, evidence, source, threshold)
+    for doc in before:
+        tally.add(doc, None)
+    for doc in after:
+        tally.after.add(doc)
+    return tally.result(filter_kind, filter_source)

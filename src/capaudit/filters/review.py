@@ -105,22 +105,35 @@ def _review_rows(store, set_name: str, all_rows: bool) -> list[dict]:
 
 def export_review(store, set_name: str, path: str | Path, *, fmt: str | None = None,
                   all_rows: bool = False) -> int:
-    """Write the captions to review; returns how many rows were written."""
+    """Write the captions to review; returns how many rows were written. ``set_name`` may
+    also be the ``--out`` folder of a sharded run: its captions come from the shards' logs
+    (:func:`capaudit.filters.logs.shard_review_rows`, with their shard, record and turn)."""
     path = Path(path)
     fmt = _fmt(path, fmt)
-    rows = _review_rows(store, set_name, all_rows)
+    columns, rows = REVIEW_COLUMNS, None
+    if store.find_set(set_name) is None:
+        from capaudit.filters.logs import shard_review_rows, sharded_run
+
+        info = sharded_run(store, set_name)
+        if info is not None:
+            columns = REVIEW_COLUMNS + ["shard", "record", "turn"]
+            rows = shard_review_rows(info, all_rows)
+    if rows is None:
+        rows = _review_rows(store, set_name, all_rows)
     from capaudit.core.safe_write import atomic_open
 
+    n = 0
     with atomic_open(path, newline="" if fmt == "csv" else None, parents=True) as fh:
-        if fmt == "csv":
-            w = csv.DictWriter(fh, fieldnames=REVIEW_COLUMNS)
+        w = csv.DictWriter(fh, fieldnames=columns) if fmt == "csv" else None
+        if w is not None:
             w.writeheader()
-            for r in rows:
-                w.writerow({k: ("" if r[k] is None else csv_safe(r[k])) for k in REVIEW_COLUMNS})
-        else:
-            for r in rows:
+        for r in rows:
+            n += 1
+            if w is not None:
+                w.writerow({k: ("" if r[k] is None else csv_safe(r[k])) for k in columns})
+            else:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    return len(rows)
+    return n
 
 
 def read_review_file(path: str | Path, fmt: str | None = None) -> list[tuple[int, dict]]:

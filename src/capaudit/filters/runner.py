@@ -24,25 +24,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.store import filter_log as _log
-from capaudit.filters.base import (FILTERS, KEPT_ACTIONS, CaptionDoc, CaptionResult, Filter,
-                                   FilterContext, FilterSummary)
+from capaudit.filters.base import FILTERS, CaptionDoc, Filter, FilterContext, FilterSummary
+from capaudit.filters.stream import BATCH_CAPTIONS, LOG_SCHEMA, FilteredBatch, filter_batches
 
 __all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",
-           "filter_run_info", "FilterOutput", "write_filtered_set"]
+           "filter_run_info", "FilterOutput", "write_filtered_set", "iter_docs"]
 
-_LOG_SCHEMA = pa.schema([("set_name", pa.string()), ("filter", pa.string()),
-                         ("run_id", pa.int32()), ("row_idx", pa.int64()),
-                         ("new_row_idx", pa.int64()), ("image_id", pa.int64()),
-                         ("sentence_idx", pa.int32()), ("action", pa.string()),
-                         ("reason", pa.string()), ("original", pa.string()),
-                         ("revised", pa.string()), ("critique", pa.string()),
-                         ("score", pa.float64())])
+_LOG_SCHEMA = LOG_SCHEMA
 _OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                          ("caption", pa.string()), ("meta", pa.string())])
 
@@ -52,139 +46,187 @@ ensure_tables = _log.ensure_tables  # DDL in capaudit.store.schema; older stores
 
 @dataclass
 class FilterOutput:
-    """Everything a run produced, before it is written."""
+    """Everything a run produced, held in memory (:func:`apply_filter`: small sets, tests)."""
 
     captions: pa.Table       # image_key, image_id, caption, meta
     log: dict[str, list]     # columns of filter_log (without set_name / run_id)
     summary: FilterSummary
 
 
+def _meta(meta) -> dict:
+    try:
+        m = json.loads(meta) if meta else {}
+    except (TypeError, ValueError):
+        m = {}
+    return m if isinstance(m, dict) else {}
+
+
+def iter_docs(store, set_name: str, batch_rows: int = BATCH_CAPTIONS) -> Iterator[CaptionDoc]:
+    """The set's captions in row order, read in row ranges (8 x ``batch_rows``: few queries)
+    and turned into Python objects ``batch_rows`` at a time (never the whole set)."""
+    for chunk in _log.caption_stream(store, store.get_set(set_name).set_id, 8 * batch_rows):
+        for start in range(0, chunk.num_rows, batch_rows):
+            cols = chunk.slice(start, batch_rows).to_pydict()
+            for r, key, iid, cap, meta in zip(cols["row_idx"], cols["image_key"],
+                                              cols["image_id"], cols["caption"], cols["meta"]):
+                yield CaptionDoc(int(r), iid, cap or "", key, _meta(meta))
+
+
 def load_docs(store, set_name: str) -> list[CaptionDoc]:
-    tbl = store.captions(set_name, columns="row_idx, image_key, image_id, caption, meta")
-    cols = tbl.to_pydict()
-    docs = []
-    for r, key, iid, cap, meta in zip(cols["row_idx"], cols["image_key"], cols["image_id"],
-                                      cols["caption"], cols["meta"]):
-        try:
-            m = json.loads(meta) if meta else {}
-        except (TypeError, ValueError):
-            m = {}
-        docs.append(CaptionDoc(int(r), iid, cap or "", key, m if isinstance(m, dict) else {}))
-    return docs
+    """Every caption of the set, in memory (``review import``, which looks rows up)."""
+    return list(iter_docs(store, set_name))
 
 
-def apply_filter(filt: Filter, docs: list[CaptionDoc], context: FilterContext | None = None,
+def _output_rows(filter_name: str, fb: FilteredBatch) -> pa.Table:
+    """The kept captions of one batch as output rows (meta: the parent's, the parent row,
+    the filter, any flags)."""
+    out = {k: [] for k in ("image_key", "image_id", "caption", "meta")}
+    for res in fb.results:
+        if not res.kept:
+            continue
+        doc = res.doc
+        meta = {**doc.meta, **res.meta, "parent_row": doc.row_idx, "filter": filter_name}
+        flags = [d.reason for d in res.decisions if d.action == "flag"]
+        if flags:
+            meta["flags"] = flags
+        out["image_key"].append(doc.image_key)
+        out["image_id"].append(doc.image_id)
+        out["caption"].append(res.text())
+        out["meta"].append(json.dumps(meta, default=str))
+    return pa.Table.from_pydict(out, schema=_OUT_SCHEMA)
+
+
+def apply_filter(filt: Filter, docs: Iterable[CaptionDoc], context: FilterContext | None = None,
                  tick: Callable[[int], None] | None = None) -> FilterOutput:
-    """Run ``filt`` over ``docs`` (no store writes); returns the new captions, log and summary."""
+    """Run ``filt`` over ``docs`` (no store writes), everything kept in memory: for small
+    inputs and tests; :func:`run_filter` streams."""
     filt.setup(context)
     summary = FilterSummary(filt.name)
-    out = {k: [] for k in ("image_key", "image_id", "caption", "meta")}
-    log = {k: [] for k in ("filter", "row_idx", "new_row_idx", "image_id", "sentence_idx",
-                           "action", "reason", "original", "revised", "critique", "score")}
-    results: Iterator[CaptionResult] = filt.apply(docs)
-    for n, res in enumerate(results, 1):
-        doc = res.doc
-        if len(res.decisions) != len(doc.spans):
-            raise AssertionError(f"filter {filt.name} decided {len(res.decisions)} sentences of "
-                                 f"row {doc.row_idx}, which has {len(doc.spans)}")
-        summary.add(res)
-        new_row = None
-        if res.kept:
-            new_row = len(out["caption"])
-            meta = {**doc.meta, **res.meta, "parent_row": doc.row_idx, "filter": filt.name}
-            flags = [d.reason for d in res.decisions if d.action == "flag"]
-            if flags:
-                meta["flags"] = flags
-            out["image_key"].append(doc.image_key)
-            out["image_id"].append(doc.image_id)
-            out["caption"].append(res.text())
-            out["meta"].append(json.dumps(meta, default=str))
-        sents = doc.sentences
-        for d in res.decisions:
-            log["filter"].append(filt.name)
-            log["row_idx"].append(doc.row_idx)
-            log["new_row_idx"].append(new_row)
-            log["image_id"].append(doc.image_id)
-            log["sentence_idx"].append(d.sentence_idx)
-            log["action"].append(d.action)
-            log["reason"].append(d.reason or None)
-            log["original"].append(sents[d.sentence_idx])
-            log["revised"].append(d.revised)
-            log["critique"].append(d.critique)
-            log["score"].append(None if d.score is None else float(d.score))
-        if tick is not None and n % 1000 == 0:
-            tick(1000)
-    summary.extra.update(getattr(filt, "report", {}) or {})
-    summary.check()
-    return FilterOutput(pa.Table.from_pydict(out, schema=_OUT_SCHEMA), log, summary)
+    tables, log = [], {k: [] for k in LOG_SCHEMA.names if k not in ("set_name", "run_id")}
+    for fb in filter_batches(filt, docs, summary, tick=tick):
+        tables.append(_output_rows(filt.name, fb))
+        for k in log:
+            log[k] += fb.log.cols[k]
+    return FilterOutput(pa.concat_tables(tables) if tables else _OUT_SCHEMA.empty_table(),
+                        log, summary)
+
+
+def _check_out(store, parent: str, out_name: str, replace: bool) -> None:
+    if out_name == parent:
+        raise InputError("--out must differ from the input set", fix="choose a new name")
+    if store.find_set(out_name) is not None and not replace:
+        raise InputError(f"a caption set named '{out_name}' already exists",
+                         fix="choose another --out name or pass --replace")
 
 
 def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, *,
                        filter_name: str, version: str, config: Mapping[str, Any],
                        run_id: int | None = None, replace: bool = False):
-    """Register the output set and its log atomically; returns the new set's info."""
-    ensure_tables(store.con)
+    """Register an in-memory output set and its log atomically; returns the new set's info."""
     n = len(output.log["row_idx"])
     log_cols = {"set_name": [out_name] * n, "run_id": [run_id] * n, **output.log}
-    log_tbl = pa.Table.from_pydict({f.name: log_cols[f.name] for f in _LOG_SCHEMA},
-                                   schema=_LOG_SCHEMA)
-    meta = {"filter": filter_name, "version": version, "config": dict(config),
-            "summary": output.summary.as_dict()}
-    if out_name == parent:
-        raise InputError("--out must differ from the input set", fix="choose a new name")
-    with store.transaction() as con:
-        if store.find_set(out_name) is not None:
-            if not replace:
-                raise InputError(f"a caption set named '{out_name}' already exists",
-                                 fix="choose another --out name or pass --replace")
-            store.delete_set(out_name)
-        set_id = store.create_set(out_name, source_path=f"filter:{filter_name}", format="filter",
-                                  sha256=None, parent=parent, options=dict(config), meta=meta)
+    log_tbl = pa.Table.from_pydict({f.name: log_cols[f.name] for f in LOG_SCHEMA},
+                                   schema=LOG_SCHEMA)
+    _check_out(store, parent, out_name, replace)
+    with _new_set(store, parent, out_name, filter_name, config, replace) as (con, set_id):
         store.append_captions(set_id, output.captions, 0)
-        store.finalize_set(set_id)
-        _log.replace_log(con, out_name, log_tbl, [
-            parent, filter_name, version, run_id, json.dumps(dict(config), default=str),
-            output.summary.to_json()])
+        _log.append_log(con, log_tbl)
+        _finish_set(store, con, set_id, parent, out_name, filter_name, version, config,
+                    run_id, output.summary)
     return store.get_set(out_name)
+
+
+class _new_set:
+    """The output set created inside a bulk transaction (an earlier one of that name
+    dropped when ``replace``): ``with _new_set(...) as (con, set_id)``."""
+
+    def __init__(self, store, parent, out_name, filter_name, config, replace):
+        self.args = (store, parent, out_name, filter_name, config, replace)
+
+    def __enter__(self):
+        store, parent, out_name, filter_name, config, replace = self.args
+        ensure_tables(store.con)
+        self.tx = store.bulk_transaction()
+        con = self.tx.__enter__()
+        if store.find_set(out_name) is not None:
+            store.delete_set(out_name)
+        _log.clear_log(con, out_name)
+        set_id = store.create_set(out_name, source_path=f"filter:{filter_name}",
+                                  format="filter", sha256=None, parent=parent,
+                                  options=dict(config))
+        return con, set_id
+
+    def __exit__(self, *exc):
+        return self.tx.__exit__(*exc)
+
+
+def _finish_set(store, con, set_id, parent, out_name, filter_name, version, config, run_id,
+                summary: FilterSummary) -> None:
+    store.update_set_meta(set_id, {"filter": filter_name, "version": version,
+                                   "config": dict(config), "summary": summary.as_dict()})
+    store.finalize_set(set_id)
+    _log.insert_run(con, out_name, [parent, filter_name, version, run_id,
+                                    json.dumps(dict(config), default=str), summary.to_json()])
+
+
+def _scoring(store, score_evidence):
+    if score_evidence is None:
+        return None
+    from capaudit.filters.evidence import resolve_evidence
+
+    kind = score_evidence[0]   # loaded first: a bad file fails before the filter runs
+    return (kind, *resolve_evidence(kind, score_evidence[1], store))
 
 
 def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any] | None = None,
                out: str | None = None, *, replace: bool = False, run_id: int | None = None,
                filt: Filter | None = None, tick: Callable[[int], None] | None = None,
                score_evidence: tuple[str, str | None] | None = None):
-    """Filter a stored set into ``out``; returns ``(SetInfo, FilterSummary)``.
+    """Filter a stored set into ``out``, streaming: the set is read, filtered and written
+    (new captions, log rows) in batches inside one transaction, so memory does not grow
+    with the set. Returns ``(SetInfo, FilterSummary)``.
 
     ``score_evidence`` (``(kind, file or stored source)``) scores the set before
-    and after with that evidence (:func:`capaudit.filters.rescore.independent_chair`);
+    and after with that evidence (:class:`capaudit.filters.rescore.IndependentTally`);
     the result is stored in the summary as ``independent``.
     """
     if not out:
         raise InputError("no output set name", fix="pass --out NEWSET")
     store.get_set(set_name)  # clear error for an unknown input set
+    _check_out(store, set_name, out, replace)
     if filt is None:
         cls = FILTERS.get(filter_name)
         filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
-    scoring = None
-    if score_evidence is not None:
-        from capaudit.filters.evidence import resolve_evidence
-        from capaudit.filters.rescore import independent_chair
-
-        kind = score_evidence[0]   # loaded first: a bad file fails before the filter runs
-        scoring = (kind, *resolve_evidence(kind, score_evidence[1], store))
-    docs = load_docs(store, set_name)
-    output = apply_filter(filt, docs, FilterContext(store, set_name), tick)
+    scoring = _scoring(store, score_evidence)
+    filt.setup(FilterContext(store, set_name))
+    tally = None
     if scoring is not None:
-        used = output.summary.extra.get("evidence") or {}
-        after = [CaptionDoc(i, iid, cap) for i, (iid, cap) in enumerate(zip(
-            output.captions.column("image_id").to_pylist(),
-            output.captions.column("caption").to_pylist()))]
-        output.summary.extra["independent"] = independent_chair(
-            docs, after, *scoring, filter_kind=used.get("kind"),
-            filter_source=used.get("source"))
-    info = write_filtered_set(store, set_name, out, output, filter_name=filt.name,
-                              version=filt.version, config=filt.config(), run_id=run_id,
-                              replace=replace)
-    return info, output.summary
+        from capaudit.filters.rescore import IndependentTally
+
+        tally = IndependentTally(*scoring)
+    summary = FilterSummary(filt.name)
+    config = filt.config()
+    with _new_set(store, set_name, out, filt.name, config, replace) as (con, set_id):
+        start = 0
+        for fb in filter_batches(filt, iter_docs(store, set_name), summary, tick=tick):
+            rows = _output_rows(filt.name, fb)
+            start += store.append_captions(set_id, rows, start)
+            _log.append_log(con, fb.log.table(out, run_id))
+            if tally is not None:
+                _tally(tally, fb, rows)
+        if tally is not None:
+            used = summary.extra.get("evidence") or {}
+            summary.extra["independent"] = tally.result(used.get("kind"), used.get("source"))
+        _finish_set(store, con, set_id, set_name, out, filt.name, filt.version, config,
+                    run_id, summary)
+    return store.get_set(out), summary
+
+
+def _tally(tally, fb: FilteredBatch, rows: pa.Table) -> None:
+    texts = iter(rows.column("caption").to_pylist())
+    for res, new_row in zip(fb.results, fb.new_rows):
+        after = None if new_row is None else CaptionDoc(new_row, res.doc.image_id, next(texts))
+        tally.add(res.doc, after)
 
 
 def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[str, Any],
@@ -221,48 +263,5 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
                           run_id=run_id, tick=tick, score_evidence=scoring)
 
 
-# -- reading back ------------------------------------------------------------------
-_has_tables = _log.has_tables
-
-
-def filter_run_info(store, set_name: str) -> dict | None:
-    """The ``filter_runs`` row of an output set (None when it is not a filtered set)."""
-    if not _has_tables(store):
-        return None
-    row = _log.run_row(store, set_name)
-    if row is None:
-        return None
-    p, f, v, r, c, s, t = row
-    return {"set_name": set_name, "parent": p, "filter": f, "version": v, "run_id": r,
-            "config": json.loads(c) if c else {}, "summary": json.loads(s) if s else {},
-            "created_at": t}
-
-
-def read_log(store, set_name: str, actions: tuple[str, ...] | None = ("flag", "revise", "drop"),
-             limit: int | None = None) -> pa.Table:
-    """Log rows of ``set_name`` (default: everything but plain keeps)."""
-    if not _has_tables(store):
-        return pa.Table.from_pylist([], schema=_LOG_SCHEMA)
-    return _log.log_rows(store, set_name, actions, limit)
-
-
-def log_counts(store, set_name: str) -> dict:
-    """Counts recomputed from the stored log; ``ok`` says whether in = kept + dropped."""
-    if not _has_tables(store):
-        return {}
-    by = _log.action_counts(store, set_name)
-    n_in = sum(by.values())
-    kept = sum(by.get(a, 0) for a in KEPT_ACTIONS)
-    dropped = by.get("drop", 0)
-    caps = _log.caption_counts(store, set_name)
-    out = {"sentences_in": n_in, "kept": kept, "dropped": dropped, "actions": by,
-           "captions_in": int(caps[0]), "captions_out": int(caps[1])}
-    ok = n_in == kept + dropped and set(by) <= set(KEPT_ACTIONS) | {"drop"}
-    info = store.find_set(set_name)
-    if info is not None:  # the log must also agree with the stored sets
-        ok = ok and info.n_captions == out["captions_out"]
-        parent = store.find_set(info.parent) if info.parent else None
-        if parent is not None:
-            ok = ok and parent.n_captions == out["captions_in"]
-    out["ok"] = ok
-    return out
+# reading back: capaudit.filters.logs (re-exported: the CLI and review import them from here)
+from capaudit.filters.logs import filter_run_info, log_counts, read_log  # noqa: E402

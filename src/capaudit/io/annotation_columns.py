@@ -20,7 +20,7 @@ from pathlib import Path
 
 from capaudit.core.columnar import ColumnarSets
 
-__all__ = ["read_name_sets"]
+__all__ = ["read_name_sets", "stream_name_sets"]
 
 _MAX_ID = 10**18  # as parse_image_id: 0 <= id < 10**18
 
@@ -91,3 +91,103 @@ def _to_sets(table) -> ColumnarSets | None:
     return ColumnarSets.from_pairs(np.concatenate([np.repeat(kept_ids, lengths), kept_ids]),
                                    np.concatenate([picked, np.full(len(kept_ids), -1)]),
                                    sorted(names))
+
+
+def stream_name_sets(path: Path, names_field: str, block: int = 1 << 22) -> ColumnarSets | None:
+    """:func:`read_name_sets` in bounded memory: the file is parsed block by block (pyarrow's
+    streaming JSON reader) into arrays of ids and name codes, never held whole.
+
+    Why a twin: a corpus's evidence can name an image per caption (1.2M lines); the whole-file
+    read held the bytes, their lines and the parsed table at once (~630 MB at 1.2M lines).
+    Accepted files are a subset of :func:`read_name_sets`' (the plain shape, each id once:
+    with an id repeated the whole-file rule "last line wins" applies, so ``None`` here and the
+    caller reads it the usual way), and give the same table."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from capaudit.core.arrays import to_numpy
+
+    if _blank_or_bom(path, block):
+        return None
+    schema = pa.schema([("image_id", pa.int64()), (names_field, pa.list_(pa.string()))])
+    vocab: dict[str, int] = {}
+    ids, widths, codes, rows = [], [], [], 0
+    try:
+        reader = pj.open_json(str(path), read_options=pj.ReadOptions(use_threads=False,
+                                                                     block_size=block),
+                              parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                            unexpected_field_behavior="error"))
+        for batch in reader:
+            col, names = batch.column(0), batch.column(1)
+            if col.null_count or names.null_count or names.values.null_count:
+                return None
+            encoded = names.values.dictionary_encode()
+            local = np.array([vocab.setdefault(n, len(vocab))
+                              for n in encoded.dictionary.to_pylist()], np.int64)
+            ids.append(to_numpy(col).astype(np.int64))
+            widths.append(np.diff(to_numpy(names.offsets).astype(np.int64)))
+            codes.append(local[to_numpy(encoded.indices)] if len(local) else
+                         np.zeros(0, np.int64))
+            rows += batch.num_rows
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        return None
+    if not rows or rows != _lines(path, block):
+        return None
+    all_ids = np.concatenate(ids)
+    if all_ids.min() < 0 or all_ids.max() >= _MAX_ID or len(np.unique(all_ids)) != rows:
+        return None
+    names = sorted(vocab)
+    rank = np.empty(len(vocab), np.int64)
+    rank[[vocab[n] for n in names]] = np.arange(len(names))
+    flat = np.concatenate(codes)
+    return _csr(all_ids, np.concatenate(widths), rank[flat] if len(flat) else flat, names)
+
+
+def _csr(ids, widths, codes, names: list[str]) -> ColumnarSets:
+    """Columnar sets of unique ``ids`` (file order), each with ``widths[i]`` name ``codes``:
+    sorted by id, each image's codes sorted and deduplicated, one sort of one key (a few
+    arrays the size of the codes, not of Python objects)."""
+    import numpy as np
+
+    order = np.argsort(ids, kind="stable")
+    position = np.empty(len(ids), np.int64)
+    position[order] = np.arange(len(ids))
+    key = np.repeat(position, widths) * (len(names) + 1) + codes
+    key.sort()
+    if len(key) > 1:
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+    image, code = np.divmod(key, len(names) + 1)
+    offsets = np.zeros(len(ids) + 1, np.int64)
+    np.cumsum(np.bincount(image, minlength=len(ids)), out=offsets[1:])
+    return ColumnarSets(ids[order], offsets, code, names)
+
+
+def _blank_or_bom(path: Path, block: int) -> bool:
+    """A BOM, or bytes that are not UTF-8 (the row loader names the row of a bad byte)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as fh:
+            first = True
+            while chunk := fh.read(block):
+                if first and chunk.startswith(b"\xef\xbb\xbf"):
+                    return True
+                first = False
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except (OSError, UnicodeDecodeError):
+        return True
+    return False
+
+
+def _lines(path: Path, block: int) -> int:
+    """Non-blank lines of the file (a line holding two objects makes more rows than lines)."""
+    n, tail = 0, b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            parts = (tail + chunk).split(b"\n")
+            tail = parts.pop()
+            n += sum(1 for line in parts if line.strip())
+    return n + bool(tail.strip())

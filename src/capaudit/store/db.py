@@ -97,9 +97,9 @@ class Store(SetQueries, RunLog):
 
     def _connect(self, real: Path, read_only: bool, external: bool, sandbox: bool):
         """The checked connection: a capaudit store (or a new one), undamaged, migrated."""
-        try:
-            con = connect(real, read_only=read_only, external=external, sandbox=sandbox,
-                          allow_paths=self._allow if read_only else ())
+        try:   # a sandbox is sealed after the checks (_seal): its log files allowed first
+            con = connect(real, read_only=read_only, sandbox=False, allow_paths=(),
+                          external=external or sandbox or bool(read_only and self._allow))
         except duckdb.Error as exc:
             raise _open_error(real, exc) from None
         try:
@@ -110,11 +110,10 @@ class Store(SetQueries, RunLog):
             if state.new and read_only:
                 raise DataError("not a capaudit store: an empty DuckDB database", path=real,
                                 fix="add a caption set first (capaudit sets add) or pass --db")
-            if not needs_migration(state):
-                return con
-            if not read_only:
-                migrate(con, state)
-                return con
+            if not needs_migration(state) or not read_only:
+                if needs_migration(state):
+                    migrate(con, state)
+                return self._seal(con, external, sandbox, read_only)
         except duckdb.Error as exc:
             con.close()
             raise damaged_error(real, _first_line(exc)) from None
@@ -124,6 +123,26 @@ class Store(SetQueries, RunLog):
         con.close()   # read-only and older: migrated by a short writer, then read
         self._connect(real, False, False, False).close()
         return self._connect(real, read_only, external, sandbox)
+
+    def _seal(self, con, external: bool, sandbox: bool, read_only: bool):
+        """External access as the command needs it, then (a sandbox) the settings locked.
+        A sandbox may still read the sharded filter runs' ``*.log.parquet`` files (the view
+        ``filter_log_shards``) and write the one writer's file of ``query --out``
+        (``allow_paths``): DuckDB takes ``allowed_paths`` only while access is on."""
+        allow = [str(p) for p in self._allow] if read_only else []
+        if sandbox:
+            from capaudit.store.filter_log import attach_shard_logs
+
+            attach_shard_logs(con, also=allow)
+        elif allow:
+            con.execute("SET allowed_paths = ?", [allow])
+        if allow:   # a COPY of the user's query: one thread writes it in order and in
+            con.execute("SET threads = 1")   # bounded memory (4 threads: 397 MB at 3M rows)
+        if not external or allow:
+            con.execute("SET enable_external_access = false")
+        if sandbox:
+            con.execute("SET lock_configuration = true")
+        return con
 
     @classmethod
     def in_memory(cls) -> "Store":

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["caption_batches", "copy_to_parquet", "captions_by_image", "latest_audit_run",
-           "captions_with_details"]
+           "captions_with_details", "place_rows", "row_chunks"]
+
+CHUNK_ROWS = 16_384
 
 
 def _rows_sql(set_id: int, meta: bool = False) -> str:
@@ -58,3 +60,35 @@ def captions_with_details(store, set_id: int, set_name: str, run_id: int | None)
         "caption_details d ON d.run_id = ? AND d.set_name = ? AND d.row_idx = c.row_idx "
         "WHERE c.set_id = ? ORDER BY c.row_idx",
         params=[run_id, set_name, set_id]).to_arrow_table()
+
+
+def row_chunks(store, set_id: int, columns: str, chunk_rows: int = CHUNK_ROWS):
+    """``columns`` of a set's rows in row order, as Arrow batches of at most ``chunk_rows``.
+
+    Why ranges of ``row_idx`` and not one ``ORDER BY``: sorting a million long captions holds
+    them all; a range is read through DuckDB's zone maps (rows are stored in the order they
+    were added), each chunk sorted alone. On a cursor of its own: the caller may write the
+    store meanwhile (``filter run SET`` appends the new set while it reads the old one)."""
+    top = store.one("SELECT max(row_idx) FROM captions WHERE set_id = ?", [int(set_id)])[0]
+    if top is None:
+        return
+    cur = store.con.cursor()
+    try:
+        for start in range(0, int(top) + 1, chunk_rows):
+            yield from cur.sql(
+                f"SELECT {columns} FROM captions WHERE set_id = $sid AND row_idx >= $a AND "
+                f"row_idx < $b ORDER BY row_idx",
+                params={"sid": int(set_id), "a": start, "b": start + chunk_rows}
+            ).to_arrow_table().to_batches()
+    finally:
+        cur.close()
+
+
+def place_rows(store, set_id: int, chunk_rows: int = CHUNK_ROWS):
+    """``(row_idx, src, turn, caption)`` of a set in row order (:func:`row_chunks`); ``src``
+    and ``turn``: the row's ``meta.src`` / ``meta.turn`` (or ``sent``) as integers, NULL when
+    absent."""
+    yield from row_chunks(
+        store, set_id, "row_idx, TRY_CAST(json_extract_string(meta, '$.src') AS BIGINT) AS "
+        "src, TRY_CAST(coalesce(json_extract_string(meta, '$.turn'), json_extract_string("
+        "meta, '$.sent')) AS INTEGER) AS turn, caption", chunk_rows)

@@ -12,8 +12,11 @@ import pyarrow as pa
 from capaudit.store.schema import FILTER_DDL
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["ensure_tables", "has_tables", "replace_log", "run_row", "log_rows",
-           "action_counts", "caption_counts"]
+__all__ = ["ensure_tables", "has_tables", "replace_log", "clear_log", "append_log",
+           "insert_run", "run_row", "log_rows", "action_counts", "caption_counts",
+           "caption_stream", "shard_log_dirs", "attach_shard_logs", "SHARD_LOG_VIEW"]
+
+SHARD_LOG_VIEW = "filter_log_shards"   # the sharded runs' logs, for capaudit query
 
 
 def ensure_tables(con) -> None:
@@ -32,9 +35,28 @@ def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
     """Inside the caller's transaction: drop any earlier log of ``set_name``, insert ``log``
     (columns of ``filter_log``) and its ``filter_runs`` row
     ``[parent, filter, version, run_id, config_json, summary_json]``."""
+    clear_log(con, set_name)
+    append_log(con, log)
+    insert_run(con, set_name, run_row)
+
+
+def clear_log(con, set_name: str) -> None:
+    """Inside the caller's transaction: drop any earlier log and run row of ``set_name``."""
     con.execute("DELETE FROM filter_log WHERE set_name = ?", [set_name])
     con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
-    execute_on(con, f"INSERT INTO filter_log SELECT * FROM {ARROW}", log)
+
+
+def append_log(con, log: pa.Table) -> None:
+    """Inside the caller's transaction: append one batch of log rows (``filter_log``'s
+    columns, in its order)."""
+    if log.num_rows:
+        execute_on(con, f"INSERT INTO filter_log SELECT * FROM {ARROW}", log)
+
+
+def insert_run(con, set_name: str, run_row: list) -> None:
+    """Inside the caller's transaction: the ``filter_runs`` row ``[parent, filter, version,
+    run_id, config_json, summary_json]`` of ``set_name``."""
+    con.execute("DELETE FROM filter_runs WHERE set_name = ?", [set_name])
     con.execute("INSERT INTO filter_runs (set_name, parent, filter, version, run_id, config, "
                 "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", [set_name, *run_row])
 
@@ -69,3 +91,47 @@ def caption_counts(store, set_name: str) -> tuple[int, int]:
     row = store.one("SELECT count(DISTINCT row_idx), count(DISTINCT new_row_idx) "
                     "FROM filter_log WHERE set_name = ?", [set_name])
     return int(row[0]), int(row[1])
+
+
+def caption_stream(store, set_id: int, chunk_rows: int):
+    """``(row_idx, image_key, image_id, caption, meta, namespace)`` of a set in row order, in
+    chunks (:func:`capaudit.store.exports.row_chunks`)."""
+    from capaudit.store.exports import row_chunks
+
+    yield from row_chunks(store, set_id, "row_idx, image_key, image_id, caption, meta, "
+                                         "namespace", chunk_rows)
+
+
+def shard_log_dirs(con) -> list[str]:
+    """The log folders of the sharded filter runs recorded in the store that still exist."""
+    import os
+
+    try:
+        rows = con.execute("SELECT json_extract_string(config, '$.log_dir') FROM filter_runs "
+                           "WHERE json_extract_string(config, '$.log_dir') IS NOT NULL "
+                           "ORDER BY created_at").fetchall()
+    except Exception:   # noqa: BLE001 - a store without the filter tables: no sharded run
+        return []
+    return [d for d, in rows if d and os.path.isdir(d)]
+
+
+def attach_shard_logs(con, also: list[str] | tuple = ()) -> list[str]:
+    """Before the query sandbox is locked: allow reading the sharded runs' log files (each
+    ``*.log.parquet`` file itself, nothing else: a store's rows name the folders, and a
+    store may come from anyone) and make :data:`SHARD_LOG_VIEW` over them (one row per
+    sentence, as ``filter_log``, with the shard's place columns and the file's name).
+    ``also``: other files the sandbox may touch (``query --out``'s temporary file). Returns
+    the log files; no view when there are none."""
+    import os
+
+    files = sorted(os.path.realpath(os.path.join(root, f)) for d in shard_log_dirs(con)
+                   for root, _, names in os.walk(d) for f in names
+                   if f.endswith(".log.parquet"))
+    if files or also:
+        con.execute("SET allowed_paths = $files", {"files": files + list(also)})
+    if not files:
+        return []
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {SHARD_LOG_VIEW} AS SELECT * FROM "
+                f"read_parquet([{listed}], filename = true, union_by_name = true)")
+    return files

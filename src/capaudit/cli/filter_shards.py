@@ -1,0 +1,68 @@
+"""``capaudit filter run --shards SRC --out DST``: the thin CLI over
+:func:`capaudit.filters.shards.run.run_sharded_filter`.
+
+A progress bar counts shard tasks (the coverage pass, then the filter pass), then the run's
+summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
+failed with their one-line reason) and where the cleaned shards, logs and summary are.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from capaudit.cli.common import console, esc, open_store, progress
+
+
+class _Progress:
+    def __init__(self):
+        self.bar, self.task, self.t0, self.caps = progress(), None, time.perf_counter(), 0
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def start(self, n: int, workers: int) -> None:
+        self.workers = workers
+        self.task = self.bar.add_task(f"shards: coverage, then filter ({workers} worker(s))",
+                                      total=2 * n)
+
+    def shard(self, summary: dict) -> None:
+        self.caps += summary.get("captions_in") or 0
+        rate = self.caps / max(time.perf_counter() - self.t0, 1e-9)
+        self.bar.update(self.task, advance=1, description=f"shards ({self.caps:,} captions "
+                                                          f"filtered, {rate:,.0f}/s)")
+
+
+def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, seed: int,
+               overrides, executor: str, workers: int, address: str | None,
+               work_dir: Path | None, skip_bad: bool, keep_work: bool, fmt: str | None,
+               reader: dict, db: Path | None) -> None:
+    from capaudit.cli.filter_summary import _print_summary
+    from capaudit.filters.shards.plan import log_dir, summary_path
+    from capaudit.filters.shards.run import run_sharded_filter
+
+    store = open_store(db, create=True)
+    t0 = time.perf_counter()
+    with _Progress() as bar:
+        summary, shards_done, cov = run_sharded_filter(
+            store, shards, out, filter_name, given, config=config, seed=seed,
+            overrides=overrides, executor=executor, workers=workers, address=address,
+            work_dir=str(work_dir) if work_dir else None, skip_bad=skip_bad, fmt=fmt,
+            reader=reader, keep_work=keep_work, on_start=bar.start, on_shard=bar.shard)
+    wall = time.perf_counter() - t0
+    console.print(cov.line())
+    _print_summary(summary, out, shards)
+    s, rec = summary["shards"], summary.get("records") or {}
+    console.print(f"{s['total']} shards: {s['filtered']} filtered, {s['resumed']} resumed, "
+                  f"{len(s['failed'])} failed; records {rec.get('records_in', 0):,} in, "
+                  f"{rec.get('records_out', 0):,} out ({rec.get('records_dropped', 0):,} "
+                  f"dropped whole: every caption gone, a tar sample with its image); "
+                  f"{summary.get('captions_in', 0):,} captions in {wall:.1f} s")
+    for f in s["failed"]:
+        console.print(f"  [red]skipped[/] {esc(f['shard'])}: {esc(f['error'])}", markup=True)
+    console.print(f"cleaned shards: {out}; logs: {log_dir(str(Path(out).absolute()))}; "
+                  f"summary: {summary_path(str(Path(out).absolute()))}")

@@ -1,0 +1,111 @@
+"""The coverage guard of a sharded filter run: counted shard by shard, summed, held to the
+single-set rule before any cleaned shard is written.
+
+Why a first pass of its own: the sharded audit holds its coverage before its merge, when
+nothing has been stored; a filter writes its outputs shard by shard, so the only point that
+comes before every output is before the filter pass. This pass reads each shard once (the
+same reader, no sentence analysis, no output) for its images and how many of them the
+evidence covers, and hashes it on the way: its marker, keyed by the evidence and the reading
+options and by the input's sha256, lets a resumed run skip it and lets the filter pass reuse
+the hash while the file's stat is unchanged. Its cost is one read of each shard: a fraction
+of the filter's (no parsing of sentences), and a guard that refuses a corpus the evidence
+does not cover saves the whole filter pass.
+
+Counts as the sharded audit's (:func:`capaudit.audit.shards.outputs.shard_coverage`): a
+shard's images are its distinct image ids plus its captions without one; an image whose
+captions lie in two shards counts once per shard (shards partition the images).
+"""
+
+from __future__ import annotations
+
+import time
+
+from capaudit.errors import InputError
+from capaudit.io import shard_files as files
+
+__all__ = ["coverage_shard", "check_coverage", "LABEL"]
+
+LABEL = {"chair-gt": "chair_gt", "instances": "instances", "detector": "detector"}
+
+
+def _count(task: dict) -> dict:
+    """Read the shard once: its images, those the evidence covers, its sha256."""
+    from capaudit.filters.shards.task import foreign_namespace, worker_evidence
+    from capaudit.io.imageids import infer_namespace
+    from capaudit.io.rewrite import ChangeLog, open_rewriter
+    from capaudit.io.rewrite.formats import buffered
+
+    from capaudit.filters.stream import DistinctIds
+
+    evidence = worker_evidence(task["evidence"])
+    ann_ns = task["evidence"].get("namespace")
+    ids, covered, namespaces, no_id, hidden = DistinctIds(), DistinctIds(), set(), 0, 0
+    columnar = task["fmt"] == "parquet-shard"
+    with files.open_input(task["path"]) as raw:
+        src = raw if columnar else files.HashingReader(raw)
+        reader = open_rewriter(task["fmt"], task["reader"], src if columnar else buffered(src),
+                               None, task["path"], ChangeLog(None))
+        for records in reader.batches():
+            for rec in records:
+                for p in rec.places:
+                    if p.image_id is None:
+                        no_id += 1
+                        continue
+                    ns = None if p.image_key is None or p.image_key.isdigit() \
+                        else infer_namespace(p.image_key)
+                    namespaces.add(ns)
+                    ids.add(p.image_id)
+                    if foreign_namespace(p.image_key, ann_ns):
+                        hidden += 1
+                    elif p.image_id in evidence:
+                        covered.add(p.image_id)
+        sha = None if columnar else src.finish()
+    n_ids = len(ids)
+    return {"n_images": n_ids + no_id, "n_with_ids": n_ids,
+            "covered": {LABEL[task["evidence"]["kind"]]: len(covered)},
+            "namespaces": sorted(namespaces, key=str), "hidden_captions": hidden}, sha
+
+
+def coverage_shard(task: dict) -> dict:
+    """One shard's coverage counts (or its marker's); ``status`` failed with the one-line
+    error for a shard that cannot be read."""
+    t0 = time.perf_counter()
+    marker = files.read_json(task["ids_marker"])
+    try:
+        fp = files.fingerprint(task["path"], (marker or {}).get("input")) \
+            if marker else None
+        if marker and marker.get("key") == task["ids_hash"] and fp["sha256"] == \
+                marker.get("input", {}).get("sha256"):
+            return {**marker["coverage"], "shard": task["rel"], "index": task["index"],
+                    "status": "resumed"}
+        before = files.stat_of(task["path"])
+        cov, sha = _count(task)
+        if files.stat_of(task["path"]) != before:
+            raise InputError("the shard changed while it was read", path=task["path"],
+                             fix="rerun once the shard is no longer being written")
+        fp = {**before, "sha256": sha or files.fingerprint(task["path"])["sha256"]}
+    except (InputError, OSError) as exc:
+        from capaudit.filters.shards.task import failure
+
+        return failure(task, exc)
+    files.write_json(task["ids_marker"], {"key": task["ids_hash"], "input": fp,
+                                          "coverage": cov})
+    return {**cov, "shard": task["rel"], "index": task["index"], "status": "done",
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def check_coverage(name: str, parts: list[dict], kind: str, ann_ns: str | None,
+                   min_coverage: float, allow_partial: bool):
+    """The shards' counts summed into one coverage, held to the filter's rule on a stored
+    set (:func:`capaudit.audit.annotation_coverage.guard_evidence`): under ``min_coverage``
+    of the images, or none at all, the run stops with the audit's one line unless
+    ``allow_partial``. Returns the coverage."""
+    from capaudit.audit.annotation_coverage import refusal
+    from capaudit.audit.shards.outputs import merged_coverage
+
+    label = LABEL[kind]
+    cov = merged_coverage(name, parts, {label: ann_ns})
+    partial = "--allow-partial keeps the uncovered captions unjudged"
+    if not allow_partial and (cov.covered[label] == 0 or cov.share(label) < min_coverage):
+        raise refusal(cov, label, min_coverage, partial)
+    return cov

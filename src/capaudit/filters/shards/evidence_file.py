@@ -1,0 +1,171 @@
+"""The evidence of a sharded run, written once by the driver in columnar form, read once per
+worker.
+
+Why a file: the evidence comes from a file or from the store's annotation tables, and a
+worker (a local process or a Ray task) cannot open the store the driver holds. It is written
+once as the arrays a worker looks images up in (sorted image ids, CSR offsets into name
+codes, a score per code for a detector; an ``.npz`` read with ``allow_pickle=False``), named
+by the sha256 of those arrays, and each worker maps it into a :class:`ColumnarSupport`
+(~30 bytes per image; a dict of dicts held ~400) once, for every shard it filters.
+
+An evidence *file* is converted in a short-lived child process: parsing a 1.2M-image file
+has a transient peak of a few hundred MB that would otherwise stay in the driver's heap (a
+Python process rarely gives freed memory back) for the whole run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+__all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_in_child"]
+
+_ARRAYS = ("ids", "offsets", "codes", "scores", "names")
+
+
+class ColumnarSupport(Mapping):
+    """``{image_id: {name: support}}`` held as arrays; a lookup builds the one small dict
+    the filter reads (support 1.0 for annotations, the detector's score otherwise)."""
+
+    def __init__(self, ids, offsets, codes, names, scores=None):
+        self.ids, self.offsets, self.codes = ids, offsets, codes
+        self.scores = scores
+        self._names = [str(n) for n in names]
+
+    def _pos(self, key) -> int:
+        import numpy as np
+
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
+            return -1
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else -1
+
+    def __getitem__(self, key) -> dict[str, float]:
+        i = self._pos(key)
+        if i < 0:
+            raise KeyError(key)
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        names = self._names
+        if self.scores is None:
+            return dict.fromkeys((names[c] for c in self.codes[a:b].tolist()), 1.0)
+        return {names[c]: s for c, s in zip(self.codes[a:b].tolist(),
+                                             self.scores[a:b].tolist())}
+
+    def __contains__(self, key) -> bool:
+        return self._pos(key) >= 0
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def names(self) -> set[str]:
+        return set(self._names)
+
+
+def _arrays(evidence) -> dict:
+    """The CSR arrays of an evidence mapping (columnar sets as they are, no dict per image)."""
+    import numpy as np
+
+    sets = getattr(evidence, "sets", None)
+    if sets is not None and hasattr(sets, "offsets"):
+        return {"ids": sets.ids, "offsets": sets.offsets, "codes": sets.codes.astype(np.int32),
+                "scores": np.zeros(0), "names": np.array(sets.names, dtype=str)}
+    names = sorted({n for iid in evidence for n in (evidence.get(iid) or {})})
+    code = {n: i for i, n in enumerate(names)}
+    ids, offsets, codes, scores = sorted(evidence), [0], [], []
+    for iid in ids:
+        support = evidence.get(iid) or {}
+        for name in sorted(support):
+            codes.append(code[name])
+            scores.append(float(support[name]))
+        offsets.append(len(codes))
+    return {"ids": np.array(ids, np.int64), "offsets": np.array(offsets, np.int64),
+            "codes": np.array(codes, np.int32), "scores": np.array(scores, np.float64),
+            "names": np.array(names, dtype=str)}
+
+
+def _digest(arrays: dict) -> str:
+    h = hashlib.sha256()
+    for key in _ARRAYS:
+        h.update(key.encode() + str(arrays[key].dtype).encode() + arrays[key].tobytes())
+    return h.hexdigest()
+
+
+def write_evidence(evidence, folder: str) -> tuple[str, str]:
+    """Write ``evidence`` into ``folder``; returns ``(path, sha256 of its arrays)``."""
+    import numpy as np
+
+    from capaudit.io import shard_files as files
+
+    arrays = _arrays(evidence)
+    digest = _digest(arrays)
+    path = f"{folder}/evidence-{digest[:16]}.npz"
+    if files.file_size(path) is None:
+        with files.atomic_output(path) as fh:
+            np.savez(fh, **arrays)
+    return path, digest
+
+
+def read_evidence(path: str, digest: str) -> ColumnarSupport:
+    """The evidence :func:`write_evidence` wrote, checked against its sha256 (a file changed
+    under the run stops it with one line)."""
+    import numpy as np
+
+    from capaudit.errors import InputError
+    from capaudit.io import shard_files as files
+
+    with files.open_input(path) as fh, np.load(fh, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in _ARRAYS}
+    if _digest(arrays) != digest:
+        raise InputError("the run's evidence file changed", path=path,
+                         fix="rerun: the driver writes it again")
+    scores = arrays["scores"] if len(arrays["scores"]) else None
+    return ColumnarSupport(arrays["ids"], arrays["offsets"], arrays["codes"], arrays["names"],
+                           scores)
+
+
+def _convert(kind: str, ref: str, folder: str, queue) -> None:
+    """In the child: resolve the evidence file, write it, hand back (path, digest, source).
+    Ctrl-C is the parent's to answer (the child dies with it)."""
+    import signal
+
+    from capaudit.errors import CapauditError
+    from capaudit.filters.evidence import resolve_evidence
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        evidence, source = resolve_evidence(kind, ref, None)
+        queue.put(("ok", *write_evidence(evidence, folder), source))
+    except CapauditError as exc:
+        queue.put(("error", str(exc)))
+
+
+def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:
+    """:func:`write_evidence` of the evidence file ``ref`` in a child process; its one-line
+    error is raised here."""
+    import multiprocessing as mp
+
+    from capaudit.errors import CapauditError
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_convert, args=(kind, ref, folder, queue), daemon=True)
+    child.start()
+    import queue as queues
+
+    try:
+        while True:
+            try:
+                result = queue.get(timeout=1.0)
+                break
+            except queues.Empty:
+                if not child.is_alive():   # killed (out of memory): one line, not a hang
+                    raise CapauditError(f"reading the evidence {ref} stopped the process "
+                                        f"that read it (exit {child.exitcode})") from None
+    finally:
+        child.join(5)
+    if result[0] == "error":
+        raise CapauditError(result[1])
+    return result[1], result[2], result[3]

@@ -1,0 +1,155 @@
+"""The plan of a sharded filter run: its shards (a manifest listed once), their tasks, the
+keys their markers carry, and the output's rules.
+
+A task is one input shard; its output's name is the input's name relative to the listing's
+root (datatrove's lesson: striding ``rank::world_size`` reassigns work when the list
+changes), under DST, and its log is ``DST.log/NAME.log.parquet``. Its markers live in the
+work folder, one sub-folder per configuration (:func:`run_key`), so configurations do not
+evict each other, as in the sharded audit.
+
+The output follows the one writer's rules (:mod:`capaudit.core.safe_write`): DST is a folder
+(never a link, the working folder or the input's), and a file already at an output's name is
+replaced only when capaudit wrote it: listed in DST's manifest by an earlier run, or claimed
+in the work folder by this run before it was written (a killed run resumed).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import quote
+
+from capaudit.errors import InputError
+from capaudit.io import shard_files as files
+
+__all__ = ["shard_format", "run_key", "make_tasks", "check_out", "claim", "LOG_SUFFIX",
+           "MANIFEST", "log_dir", "summary_path"]
+
+LOG_SUFFIX = ".log.parquet"
+CLAIMS = ".claims"                  # DST.log/.claims: outputs being written by a run
+MANIFEST = ".capaudit-files.json"   # the files a run wrote (core/safe_folder's name)
+_BY_SUFFIX = {".tar": "webdataset", ".parquet": "parquet-shard", ".csv": "csv", ".tsv": "csv"}
+
+
+def log_dir(out: str) -> str:
+    return out.rstrip("/\\") + ".log"
+
+
+def summary_path(out: str) -> str:
+    return out.rstrip("/\\") + ".summary.json"
+
+
+def shard_format(path: str, fmt: str | None) -> str:
+    """A shard's format: ``fmt`` when given, else by suffix (tar, parquet, CSV/TSV) or, for
+    JSON/JSONL, by sniffing as ``sets add`` does; a JSON list of records no reader claims
+    (COCO results: ``[{"image_id", "caption"}]``) is ``json-list``, flat records."""
+    if fmt and fmt != "auto":
+        return "parquet-shard" if fmt == "parquet" else fmt
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in _BY_SUFFIX:
+        return _BY_SUFFIX[suffix]
+    from pathlib import Path
+
+    from capaudit.io.json_stream import is_json_array
+    from capaudit.io.readers.base import detect_format, read_head
+
+    try:
+        return detect_format(Path(path))
+    except InputError:
+        if is_json_array(read_head(Path(path), 4096)):   # a JSON list of flat records
+            return "json-list"
+        raise
+
+
+def run_key(filter_name: str, version: str, options: dict, evidence: dict, reader: dict,
+            fmt: str | None) -> tuple[str, str]:
+    """``(configuration hash, coverage-pass hash)``: what a shard's two markers are keyed by
+    (with the input's sha256). A file option is keyed by the evidence's content, not its
+    path: the same evidence moved is the same run."""
+    from capaudit import __version__
+    from capaudit.io.markers import config_hash
+
+    ev = {"kind": evidence["kind"], "sha256": evidence["sha256"],
+          "namespace": evidence.get("namespace")}
+    ids = config_hash({"evidence": ev, "reader": reader, "format": fmt, "capaudit": __version__})
+    cfg = config_hash({"filter": filter_name, "version": version, "options": options,
+                       "evidence": {**ev, "source": evidence["source"]}, "reader": reader,
+                       "format": fmt, "capaudit": __version__})
+    return cfg, ids
+
+
+def _marker(work: str, folder: str, rel: str) -> str:
+    return os.path.join(work, folder, quote(rel, safe="") + ".json")
+
+
+def make_tasks(shards: list[tuple[str, str]], out: str, work_root: str, key: str, ids_key: str,
+               common: dict) -> list[dict]:
+    """One plain-dict task per shard (strings and numbers only: what a Ray task carries)."""
+    logs = log_dir(out)
+    tasks = []
+    for i, (path, rel) in enumerate(shards):
+        tasks.append({**common, "path": path, "rel": rel, "index": i,
+                      "fmt": shard_format(path, common.get("fmt")),
+                      "out_path": os.path.join(out, rel),
+                      "log_rel": rel + LOG_SUFFIX, "log_path": os.path.join(logs, rel + LOG_SUFFIX),
+                      "marker": _marker(work_root, key, rel),
+                      "ids_marker": _marker(work_root, "coverage-" + ids_key, rel),
+                      # beside the outputs, not in the (node-local) work folder: the driver
+                      # reads it when a killed run resumes
+                      "claim": os.path.join(logs, CLAIMS, quote(rel, safe="") + ".json"),
+                      "cfg_hash": key, "ids_hash": ids_key})
+    return tasks
+
+
+def claim(task: dict) -> None:
+    """Record, before its output is written, that this run writes it (a killed run's output
+    is then known as capaudit's when the run resumes)."""
+    files.write_json(task["claim"], {"out": task["out_path"], "log": task["log_path"]})
+
+
+def _manifest(folder: str) -> set[str]:
+    data = files.read_json(os.path.join(folder, MANIFEST)) or {}
+    names = data.get("files", [])
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+
+
+def check_out(out: str, tasks: list[dict], inputs: list[str]) -> None:
+    """Refuse an output that would overwrite an input or a file capaudit did not write."""
+    files.check_out_folder(out)
+    for folder in (out, log_dir(out)):
+        real = files.real_path(folder)
+        for path in inputs:
+            src = files.real_path(path)
+            if src == real or src.startswith(real + os.sep):
+                raise InputError("the output folder holds the input shards: cleaning would "
+                                 "write over them", path=folder, fix="choose a new --out")
+    for folder, name_of in ((out, "rel"), (log_dir(out), "log_rel")):
+        if files.path_kind(folder) not in ("missing", "dir"):
+            raise InputError("the output exists and is a file, not a folder", path=folder,
+                             fix="choose a new --out")
+        ours = _manifest(folder)
+        for t in tasks:
+            target = os.path.join(folder, t[name_of])
+            kind = files.path_kind(target)
+            if kind in ("link", "dir"):
+                raise InputError("a link or a folder is where a cleaned shard goes",
+                                 path=target, fix="choose a new --out")
+            if kind == "file" and t[name_of] not in ours and \
+                    files.read_json(t["claim"]) is None:
+                raise InputError("a file is already where a cleaned shard goes, and capaudit "
+                                 "did not write it", path=target,
+                                 fix="choose a new --out, or move the file away")
+
+
+def write_manifest(folder: str, names: list[str]) -> None:
+    """Add ``names`` to the folder's manifest (what later runs may replace)."""
+    files.write_json(os.path.join(folder, MANIFEST),
+                     {"files": sorted(_manifest(folder) | set(names) | {MANIFEST})})
+
+
+def drop_claims(out: str, tasks: list[dict]) -> None:
+    """After the manifests list the outputs: the claims of ``tasks`` go (and their folder,
+    once empty)."""
+    for t in tasks:
+        files.remove_file(t["claim"])
+    # claims of shards not finished (a skipped shard) stay for the next run
+    files.remove_empty_dir(os.path.join(log_dir(out), CLAIMS))

@@ -1,0 +1,133 @@
+"""Parquet back as parquet: the same schema (metadata included), every column, the row order.
+
+Read batch by batch; in each, only the caption column is rebuilt (a revised text in place;
+a list of captions loses its dropped entries) and rows whose caption went are taken out
+with a mask: every other column passes through as Arrow arrays, never as Python values.
+The writer uses the source's compression. A row's index (``meta.src``) is its row number,
+as ``sets add`` (one DuckDB scan) numbers it; a caption list's entries are its turns.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from capaudit.errors import InputError
+from capaudit.io.imageids import parse_image_id
+from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter
+
+__all__ = ["ParquetRewriter", "SHARD_CAPTIONS", "SHARD_IDS"]
+
+# the columns a parquet shard keeps its caption and id in (img2dataset, DataComp): the
+# sharded audit's own (capaudit.io.caption_shards)
+SHARD_CAPTIONS = ("caption", "text", "TEXT", "alt_text", "captions")
+SHARD_IDS = ("image_id", "key", "uid", "id", "image")
+
+
+class ParquetRewriter(Rewriter):
+    def __init__(self, *args, caption_col: str | None = None, id_col: str | None = None,
+                 caption_candidates=SHARD_CAPTIONS, id_candidates=SHARD_IDS, **kw):
+        super().__init__(*args, **kw)
+        import pyarrow.parquet as pq
+
+        try:
+            self.file = pq.ParquetFile(self.src)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"not a readable parquet shard ({str(exc).splitlines()[0]})",
+                             path=self.path, fix="rewrite the shard or pass "
+                                                 "--skip-bad-shards") from None
+        names = self.file.schema_arrow.names
+        self.cap = caption_col or next((c for c in caption_candidates if c in names), None)
+        if self.cap is None or self.cap not in names:
+            raise InputError(f"no caption column (looked for "
+                             f"{caption_col or ', '.join(caption_candidates)}; has "
+                             f"{', '.join(names[:12])})", path=self.path,
+                             fix="name it with --caption-col")
+        self.idc = id_col or next((c for c in id_candidates if c in names), None)
+        self.writer = None
+        self.row = 0
+
+    def batches(self) -> Iterator[list[Record]]:
+        try:
+            for batch in self.file.iter_batches(batch_size=self.batch_records):
+                yield self._records(batch)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"not a readable parquet shard ({str(exc).splitlines()[0]})",
+                             path=self.path, fix="rewrite the shard or pass "
+                                                 "--skip-bad-shards") from None
+
+    def _records(self, batch: pa.RecordBatch) -> list[Record]:
+        caps = batch.column(self.cap).to_pylist()
+        ids = batch.column(self.idc).to_pylist() if self.idc else [None] * len(caps)
+        out = []
+        for i, (cap, raw) in enumerate(zip(caps, ids)):
+            index = self.row + i
+            texts = list(enumerate(cap)) if isinstance(cap, list) else [(None, cap)]
+            key = str(index) if raw is None else str(raw)
+            places = []
+            for turn, text in texts:
+                if not isinstance(text, str):
+                    raise InputError("caption is missing or not text", path=self.path,
+                                     row=index + 1, fix="drop the row or fill its caption")
+                places.append(Place(turn, text, key, parse_image_id(raw)))
+            out.append(Record(index, places, (batch, i)))
+        self.row += batch.num_rows
+        return out
+
+    def write(self, records: list[Record], changes: Changes) -> None:
+        if not records:
+            return
+        batch = records[0].raw[0]
+        column = batch.column(self.cap).to_pylist()
+        keep = [True] * batch.num_rows
+        for rec in records:
+            i = rec.raw[1]
+            self.log.counts["records_in"] += 1
+            mine = {p.turn: changes[(rec.index, p.turn)] for p in rec.places
+                    if (rec.index, p.turn) in changes}
+            if mine:
+                column[i] = self._revised(rec, column[i], mine)
+                keep[i] = column[i] is not None
+            self.log.counts["records_out"] += keep[i]
+        col = batch.schema.field(self.cap)
+        arrays = [pa.array(column, type=col.type) if name == self.cap else batch.column(n)
+                  for n, name in enumerate(batch.schema.names)]
+        new = pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+        if not all(keep):
+            new = new.filter(pa.array(keep))
+        self._writer().write_batch(new)
+
+    def _revised(self, rec: Record, value, mine: dict):
+        if not isinstance(value, list):
+            text = mine[None]
+            if text is None:
+                self.log.dropped(rec.index, chars=len(value))
+            else:
+                self.log.revised(rec.index, value, text, field=self.cap)
+            return text
+        caps = self.log.revised_list(rec.index, value, mine)
+        if not caps:
+            self.log.dropped(rec.index, why="every caption dropped")
+            return None
+        return caps
+
+    def _writer(self):
+        if self.writer is None:
+            import pyarrow.parquet as pq
+
+            meta = self.file.metadata
+            codec = meta.row_group(0).column(0).compression if meta.num_row_groups and \
+                meta.num_columns else "snappy"
+            self.writer = pq.ParquetWriter(self.out, self.file.schema_arrow,
+                                           compression=codec.lower() if codec != "UNCOMPRESSED"
+                                           else "none")
+        return self.writer
+
+    def finish(self) -> None:
+        self._writer().close()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
