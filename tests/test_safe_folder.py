@@ -80,10 +80,11 @@ def test_a_manifest_naming_files_outside_the_folder_removes_none_of_them(tmp_pat
     victims = [tmp_path / "victim.txt", tmp_path / "abs_victim.txt", out / "sub" / "inner.txt"]
     for v in victims:
         v.write_text("not capaudit's")
-    _export(out, {"a.txt": "A"}, overwrite=True)
+    with pytest.raises(InputError, match="manifest cannot be trusted: it records no checksums"):
+        _export(out, {"a.txt": "A"}, overwrite=True)   # a name no export writes: forged
     for v in victims:
         assert v.read_text() == "not capaudit's", v
-    assert (out / "a.txt").read_text() == "A"
+    assert not (out / "a.txt").exists()
 
 
 def test_a_failed_build_leaves_no_trace(tmp_path):
@@ -140,8 +141,10 @@ def test_a_manifest_without_a_file_list_removes_nothing(tmp_path):
     _export(out, {"a.txt": "A"})
     (out / "mine.txt").write_text("user's")
     (out / MANIFEST).write_text(json.dumps({"written_by": "someone else"}))
-    _export(out, {"b.txt": "B"}, overwrite=True)
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt", "b.txt", "mine.txt"]
+    with pytest.raises(InputError, match="manifest cannot be trusted"):
+        _export(out, {"b.txt": "B"}, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt", "mine.txt"]
+    assert (out / "mine.txt").read_text() == "user's" and (out / "a.txt").read_text() == "A"
 
 
 def test_a_listed_name_with_a_backslash_is_never_capaudits(tmp_path):
@@ -150,8 +153,9 @@ def test_a_listed_name_with_a_backslash_is_never_capaudits(tmp_path):
     _export(out, {"x0.txt": "x"})
     (out / MANIFEST).write_text((out / MANIFEST).read_text().replace('"x0.txt"', '"a\\\\b.txt"'))
     (out / "a\\b.txt").write_text("user's")
-    _export(out, {"c.txt": "C"}, overwrite=True)
-    assert (out / "a\\b.txt").read_text() == "user's"
+    with pytest.raises(InputError, match="manifest cannot be trusted"):
+        _export(out, {"c.txt": "C"}, overwrite=True)
+    assert (out / "a\\b.txt").read_text() == "user's" and not (out / "c.txt").exists()
 
 
 def test_the_refusal_names_the_file_and_the_fix(tmp_path):

@@ -56,8 +56,8 @@ def open_rewriter(fmt: str, options: Mapping, src: IO[bytes], out: IO[bytes] | N
 
         extra = {}
         if fmt != "parquet-shard":   # a registered file: the tabular reader's columns
-            from capaudit.io.readers.tabular import CAPTION_CANDIDATES, ID_CANDIDATES, \
-                CapsFusionReader
+            from capaudit.io.readers.capsfusion import CapsFusionReader
+            from capaudit.io.readers.columns import CAPTION_CANDIDATES, ID_CANDIDATES
             reader = CapsFusionReader if fmt == "capsfusion" else None
             extra = {"caption_candidates": reader.caption_candidates if reader
                      else CAPTION_CANDIDATES,
@@ -68,7 +68,7 @@ def open_rewriter(fmt: str, options: Mapping, src: IO[bytes], out: IO[bytes] | N
         from pathlib import Path
 
         from capaudit.io.readers.rescan import csv_delimiter, csv_has_header
-        from capaudit.io.readers.tabular import CAPTION_CANDIDATES, ID_CANDIDATES
+        from capaudit.io.readers.columns import CAPTION_CANDIDATES, ID_CANDIDATES
         from capaudit.io.rewrite.text_lines import CsvRewriter
 
         return CsvRewriter(src, out, path, log, delimiter=csv_delimiter(Path(path)),
