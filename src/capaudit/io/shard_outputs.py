@@ -165,9 +165,10 @@ def clean_tmp(folder: str, names: list[str]) -> int:
 # -- the output folder and the work folder ----------------------------------------------
 def path_kind(path: str) -> str:
     """``missing``, ``link``, ``dir`` or ``file`` (a link is never followed); on object
-    storage ``file`` where an object has that name, else ``dir`` (a prefix is no thing)."""
+    storage ``file`` where an object has that name, else ``missing`` (a prefix is no
+    thing: nothing there to be overwritten)."""
     if is_remote(path):
-        return "file" if is_file(path) else "dir"
+        return "file" if is_file(path) else "missing"
     if os.path.islink(path):
         return "link"
     if os.path.isdir(path):
