@@ -178,3 +178,47 @@ def test_a_lost_task_is_retried(tmp_path, cluster):
                          text=True, timeout=300)
     assert "GOT ['second try']" in out.stdout, out.stdout + out.stderr
     assert (tmp_path / "f").read_text() == "died"     # the first try did die
+
+
+def test_two_nodes_filter_s3_shards_to_the_local_bytes(tmp_path, s3, cluster, cli):
+    """``filter run --shards`` S3 to S3 on two nodes: the cleaned shards and their logs are the
+    bytes of the local run; the evidence file reaches the second node under the work URL."""
+    from shard_fixtures import write_evidence, write_tar
+
+    from test_filter_shards_s3 import _corpus
+
+    shards = _corpus(tmp_path / "in") + [write_tar(tmp_path / "in" / "shard-00003.tar")]
+    gt = write_evidence(tmp_path / "gt.jsonl")
+    for p in shards:
+        s3.put_file(f"in/{p.name}", p)
+    s3.put_file("gt.jsonl", gt)
+    flags = ["--filter", "hallucination"]
+    local = cli("filter", "run", "--shards", str(tmp_path / "in"), "--out",
+                str(tmp_path / "ref"), *flags, "--chair-gt", str(gt), "--db",
+                str(tmp_path / "l.duckdb"))
+    assert local.returncode == 0, local.stderr
+    run = _capaudit(cluster, "filter", "run", "--shards", s3.url("in/"), "--out", s3.url("ref"),
+                    *flags, "--chair-gt", s3.url("gt.jsonl"), "--executor", "ray", "--address",
+                    "auto", "--workers", "2", "--work-dir", s3.url("work"), "--db",
+                    str(tmp_path / "r.duckdb"))
+    assert run.returncode == 0, run.stderr
+    assert "4 shards: 4 filtered" in " ".join(run.stdout.split())
+    for p in sorted((tmp_path / "ref").iterdir()) + sorted((tmp_path / "ref.log").iterdir()):
+        assert s3.cat(f"{p.parent.name}/{p.name}") == p.read_bytes(), p.name
+    assert s3.keys("work") == []
+    assert SECRET not in run.stdout + run.stderr and KEY_ID not in run.stdout + run.stderr
+
+
+def test_a_local_work_folder_for_the_filter_is_refused_on_two_nodes(tmp_path, cluster):
+    from shard_fixtures import write_evidence, write_tar
+
+    write_tar(tmp_path / "in" / "s.tar")
+    res = _capaudit(cluster, "filter", "run", "--shards", str(tmp_path / "in"), "--out",
+                    str(tmp_path / "out"), "--filter", "hallucination", "--chair-gt",
+                    str(write_evidence(tmp_path / "gt.jsonl")), "--executor", "ray",
+                    "--address", "auto", "--work-dir", str(tmp_path / "w"), "--db",
+                    str(tmp_path / "s.duckdb"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "2 nodes" in res.stderr and "--work-dir s3://" in res.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "out").exists()

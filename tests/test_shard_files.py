@@ -15,7 +15,7 @@ def test_brace_lists_expand_as_webdataset_writes_them():
     assert expand_braces("{a,b}/x-{0..1}.tar") == ["a/x-0.tar", "a/x-1.tar", "b/x-0.tar",
                                                     "b/x-1.tar"]
     assert expand_braces("plain.tar") == ["plain.tar"]
-    with pytest.raises(InputError, match="over 1,000,000 shards"):
+    with pytest.raises(InputError, match="over 1,000,000"):
         expand_braces("s-{0..9999999}.tar")
 
 

@@ -39,11 +39,12 @@ class _Progress:
 
 def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, seed: int,
                overrides, executor: str, workers: int, address: str | None,
-               work_dir: Path | None, skip_bad: bool, keep_work: bool, fmt: str | None,
+               work_dir: str | None, skip_bad: bool, keep_work: bool, fmt: str | None,
                reader: dict, db: Path | None) -> None:
     from capaudit.cli.filter_summary import _print_summary
     from capaudit.filters.shards.plan import log_dir, summary_path
     from capaudit.filters.shards.run import run_sharded_filter
+    from capaudit.io.shard_files import absolute, shown_url
 
     store = open_store(db, create=True)
     t0 = time.perf_counter()
@@ -55,7 +56,8 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
             reader=reader, keep_work=keep_work, on_start=bar.start, on_shard=bar.shard)
     wall = time.perf_counter() - t0
     console.print(cov.line())
-    _print_summary(summary, out, shards)
+    out = shown_url(out)
+    _print_summary(summary, out, shown_url(shards))
     s, rec = summary["shards"], summary.get("records") or {}
     console.print(f"{s['total']} shards: {s['filtered']} filtered, {s['resumed']} resumed, "
                   f"{len(s['failed'])} failed; records {rec.get('records_in', 0):,} in, "
@@ -64,5 +66,6 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
                   f"{summary.get('captions_in', 0):,} captions in {wall:.1f} s")
     for f in s["failed"]:
         console.print(f"  [red]skipped[/] {esc(f['shard'])}: {esc(f['error'])}", markup=True)
-    console.print(f"cleaned shards: {out}; logs: {log_dir(str(Path(out).absolute()))}; "
-                  f"summary: {summary_path(str(Path(out).absolute()))}")
+    full = absolute(out)
+    console.print(f"cleaned shards: {out}; logs: {log_dir(full)}; "
+                  f"summary: {summary_path(full)}")

@@ -44,8 +44,9 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
         workers: int = typer.Option(1, "--workers", min=1, help="--shards: processes (Ray "
                                     "tasks) at most"),
         address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
-        work_dir: Path = typer.Option(None, "--work-dir", help="--shards: markers (default "
-                                      "STORE.work/DST.filter-work); a rerun resumes"),
+        work_dir: str = typer.Option(None, "--work-dir", help="--shards: markers, a path or "
+                                     "URL (default STORE.work/DST.filter-work); a rerun "
+                                     "resumes"),
         skip_bad: bool = typer.Option(False, "--skip-bad-shards", help="--shards: report and "
                                       "skip unreadable shards"),
         keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "

@@ -55,9 +55,10 @@ class Entry:
 
 
 def list_files(spec, storage_options: dict | None = None, *,
-               manifest: bool = False) -> list[Entry]:
+               manifest: bool = False, recursive: bool = False) -> list[Entry]:
     """The files ``spec`` names (see the module doc), sorted; ``manifest``: a ``.txt`` spec is
-    a list of files (shards: never a ``.txt`` themselves)."""
+    a list of files (shards: never a ``.txt`` themselves); ``recursive``: a folder's files at
+    any depth (a corpus cut into sub-folders), not one level."""
     spec = str(spec)
     if manifest and spec.endswith(MANIFEST_SUFFIX) and not has_glob(spec) and "{" not in spec:
         return _from_manifest(spec, storage_options)
@@ -68,7 +69,7 @@ def list_files(spec, storage_options: dict | None = None, *,
         for e in _glob(pattern, storage_options):
             found[e.location] = e
     if len(explicit) == 1 and len(names) == 1:
-        for e in _one(explicit[0], storage_options):
+        for e in _one(explicit[0], storage_options, recursive):
             found[e.location] = e
     elif explicit:
         for e in _named(explicit, storage_options):
@@ -80,12 +81,13 @@ def _local_entry(path: Path) -> Entry:
     return Entry(str(path), path.stat().st_size)
 
 
-def _one(location: str, options) -> list[Entry]:
-    """A folder (its files, one level) or one file."""
+def _one(location: str, options, recursive: bool = False) -> list[Entry]:
+    """A folder (its files, one level or ``recursive``) or one file."""
     path = local_path(location)
     if path is not None:
         if path.is_dir():
-            return [_local_entry(p) for p in sorted(path.iterdir()) if p.is_file()]
+            found = path.rglob("*") if recursive else path.iterdir()
+            return [_local_entry(p) for p in sorted(found) if p.is_file()]
         if path.is_file():
             return [_local_entry(path)]
         raise InputError("no such file or folder", path=location, fix="check the path")
@@ -95,8 +97,11 @@ def _one(location: str, options) -> list[Entry]:
     info = retrying(lambda: fs.info(path), location)   # FileNotFoundError: one line
     if info.get("type") != "directory":
         return [Entry(location, info.get("size"), info_identity(info))]
-    items = retrying(lambda: fs.ls(path, detail=True), location)
-    return [_remote_entry(fs, i) for i in items if i.get("type") == "file"]
+    if recursive:
+        items = list(retrying(lambda: fs.find(path, detail=True), location).values())
+    else:
+        items = retrying(lambda: fs.ls(path, detail=True), location)
+    return [_remote_entry(fs, i) for i in items if i.get("type", "file") == "file"]
 
 
 def _remote_entry(fs, info: dict) -> Entry:

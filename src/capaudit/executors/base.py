@@ -39,17 +39,18 @@ def get_executor(name: str, workers: int = 1, **options) -> Executor:
     return EXECUTORS.get(name)(workers=workers, **options)
 
 
-def require_shared(executor, location) -> None:
-    """Refuse, in one line, a local path as the run folder of an executor whose workers share
-    no disk (a Ray cluster of several nodes: each shard's outputs would land on whichever
-    node ran it, where the driver never looks). ``file:///PATH`` says PATH is mounted on
-    every node."""
+def require_shared(executor, location, *, what: str = "work folder",
+                   flag: str = "--work-dir") -> None:
+    """Refuse, in one line, a local path as the run folder (``what``, given by ``flag``) of
+    an executor whose workers share no disk (a Ray cluster of several nodes: each shard's
+    outputs would land on whichever node ran it, where the driver never looks).
+    ``file:///PATH`` says PATH is mounted on every node."""
     from capaudit.core.urls import is_url, shown_url
     from capaudit.errors import InputError
 
     nodes = getattr(executor, "nodes", lambda: 1)()
     if nodes > 1 and not is_url(location):
         raise InputError(f"the Ray cluster has {nodes} nodes and they share no disk: a local "
-                         "work folder would be written on whichever node ran each shard",
-                         path=shown_url(location), fix="pass --work-dir s3://BUCKET/PREFIX (or "
+                         f"{what} would be written on whichever node ran each shard",
+                         path=shown_url(location), fix=f"pass {flag} s3://BUCKET/PREFIX (or "
                          "gs://...), or file:///PATH if every node mounts PATH")

@@ -44,7 +44,7 @@ def _count(task: dict) -> dict:
     with files.open_input(task["path"]) as raw:
         src = raw if columnar else files.HashingReader(raw)
         reader = open_rewriter(task["fmt"], task["reader"], src if columnar else buffered(src),
-                               None, task["path"], ChangeLog(None))
+                               None, files.shown_url(task["path"]), ChangeLog(None))
         for records in reader.batches():
             for rec in records:
                 for p in rec.places:
@@ -69,27 +69,31 @@ def _count(task: dict) -> dict:
 def coverage_shard(task: dict) -> dict:
     """One shard's coverage counts (or its marker's); ``status`` failed with the one-line
     error for a shard that cannot be read."""
+    from capaudit.io.markers import same_input
+
     t0 = time.perf_counter()
-    marker = files.read_json(task["ids_marker"])
+    path = task["path"]
+    marker = files.read_marker(task["ids_work"], task["rel"])
     try:
-        fp = files.fingerprint(task["path"], (marker or {}).get("input")) \
+        fp = files.fingerprint(path, (marker or {}).get("input"), task.get("identity") or None) \
             if marker else None
-        if marker and marker.get("key") == task["ids_hash"] and fp["sha256"] == \
-                marker.get("input", {}).get("sha256"):
+        if marker and marker.get("config_hash") == task["ids_hash"] and \
+                same_input(marker.get("input"), fp):
             return {**marker["coverage"], "shard": task["rel"], "index": task["index"],
                     "status": "resumed"}
-        before = files.stat_of(task["path"])
+        before = files.stat_of(path)
         cov, sha = _count(task)
-        if files.stat_of(task["path"]) != before:
-            raise InputError("the shard changed while it was read", path=task["path"],
+        if files.stat_of(path) != before:
+            raise InputError("the shard changed while it was read", path=files.shown_url(path),
                              fix="rerun once the shard is no longer being written")
-        fp = {**before, "sha256": sha or files.fingerprint(task["path"])["sha256"]}
+        fp = before if files.is_remote(path) else \
+            {**before, "sha256": sha or files.fingerprint(path)["sha256"]}
+        files.write_marker(task["ids_work"], task["rel"], task["ids_hash"],
+                           {"input": fp, "coverage": cov})
     except (InputError, OSError) as exc:
         from capaudit.filters.shards.task import failure
 
         return failure(task, exc)
-    files.write_json(task["ids_marker"], {"key": task["ids_hash"], "input": fp,
-                                          "coverage": cov})
     return {**cov, "shard": task["rel"], "index": task["index"], "status": "done",
             "seconds": round(time.perf_counter() - t0, 3)}
 

@@ -136,10 +136,25 @@ def _convert(kind: str, ref: str, folder: str, queue) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        evidence, source = resolve_evidence(kind, ref, None)
+        evidence, source = _resolve(kind, ref, resolve_evidence)
         queue.put(("ok", *write_evidence(evidence, folder), source))
     except CapauditError as exc:
         queue.put(("error", str(exc)))
+
+
+def _resolve(kind: str, ref: str, resolve):
+    """The evidence file ``ref``; a URL streamed to a private temporary copy first (its
+    loaders read paths; evidence is small beside a corpus), its source named by the URL (credentials masked): the run's key
+    holds the source, and a temporary name would change it every run."""
+    from capaudit.io import shard_files as files
+
+    if not files.is_remote(ref):
+        return resolve(kind, ref, None)
+    from capaudit.core.local_copy import local_copy
+
+    with local_copy(ref) as path:    # keeps the object's name: its suffix picks the loader
+        evidence, _ = resolve(kind, path, None)
+    return evidence, f"file:{files.shown_url(ref)}"
 
 
 def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:

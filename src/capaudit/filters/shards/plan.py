@@ -41,23 +41,28 @@ def summary_path(out: str) -> str:
 def shard_format(path: str, fmt: str | None) -> str:
     """A shard's format: ``fmt`` when given, else by suffix (tar, parquet, CSV/TSV) or, for
     JSON/JSONL, by sniffing as ``sets add`` does; a JSON list of records no reader claims
-    (COCO results: ``[{"image_id", "caption"}]``) is ``json-list``, flat records."""
-    if fmt and fmt != "auto":
-        return "parquet-shard" if fmt == "parquet" else fmt
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix in _BY_SUFFIX:
-        return _BY_SUFFIX[suffix]
+    (COCO results: ``[{"image_id", "caption"}]``) is ``json-list``, flat records. A remote
+    JSON shard is sniffed on a local copy of its head (never downloaded whole)."""
+    fmt = (("parquet-shard" if fmt == "parquet" else fmt) if fmt and fmt != "auto" else
+           _BY_SUFFIX.get(os.path.splitext(path)[1].lower()))
+    if fmt == "csv" and files.is_remote(path):
+        raise InputError("a CSV/TSV shard is read from a local path only (its header is "
+                         "sniffed from the file)", path=files.shown_url(path),
+                         fix="copy the CSV shards to a local folder, or convert them to JSONL")
+    if fmt:
+        return fmt
     from pathlib import Path
 
     from capaudit.io.json_stream import is_json_array
     from capaudit.io.readers.base import detect_format, read_head
 
-    try:
-        return detect_format(Path(path))
-    except InputError:
-        if is_json_array(read_head(Path(path), 4096)):   # a JSON list of flat records
-            return "json-list"
-        raise
+    with files.local_head(path) as local:
+        try:
+            return detect_format(Path(local))
+        except InputError:
+            if is_json_array(read_head(Path(local), 4096)):   # a JSON list of flat records
+                return "json-list"
+            raise
 
 
 def run_key(filter_name: str, version: str, options: dict, evidence: dict, reader: dict,
@@ -77,25 +82,24 @@ def run_key(filter_name: str, version: str, options: dict, evidence: dict, reade
     return cfg, ids
 
 
-def _marker(work: str, folder: str, rel: str) -> str:
-    return os.path.join(work, folder, quote(rel, safe="") + ".json")
-
-
-def make_tasks(shards: list[tuple[str, str]], out: str, work_root: str, key: str, ids_key: str,
+def make_tasks(shards: list[tuple], out: str, work_root: str, key: str, ids_key: str,
                common: dict) -> list[dict]:
-    """One plain-dict task per shard (strings and numbers only: what a Ray task carries)."""
+    """One plain-dict task per shard (strings, numbers and the store's identity of the input:
+    what a Ray task carries); ``shards``: ``(location, rel, size, identity)``. Its markers go
+    in the work folder (made here when local), one folder per configuration."""
     logs = log_dir(out)
+    work, ids_work = (files.make_folder(files.join(work_root, name))
+                      for name in (key, "coverage-" + ids_key))
     tasks = []
-    for i, (path, rel) in enumerate(shards):
-        tasks.append({**common, "path": path, "rel": rel, "index": i,
-                      "fmt": shard_format(path, common.get("fmt")),
-                      "out_path": os.path.join(out, rel),
-                      "log_rel": rel + LOG_SUFFIX, "log_path": os.path.join(logs, rel + LOG_SUFFIX),
-                      "marker": _marker(work_root, key, rel),
-                      "ids_marker": _marker(work_root, "coverage-" + ids_key, rel),
+    for i, (path, rel, size, ident) in enumerate(shards):
+        tasks.append({**common, "path": path, "rel": rel, "index": i, "size": size,
+                      "identity": ident, "fmt": shard_format(path, common.get("fmt")),
+                      "out_path": files.join(out, rel),
+                      "log_rel": rel + LOG_SUFFIX, "log_path": files.join(logs, rel + LOG_SUFFIX),
+                      "work": work, "ids_work": ids_work,
                       # beside the outputs, not in the (node-local) work folder: the driver
                       # reads it when a killed run resumes
-                      "claim": os.path.join(logs, CLAIMS, quote(rel, safe="") + ".json"),
+                      "claim": files.join(logs, CLAIMS, quote(rel, safe="") + ".json"),
                       "cfg_hash": key, "ids_hash": ids_key})
     return tasks
 
@@ -107,7 +111,7 @@ def claim(task: dict) -> None:
 
 
 def _manifest(folder: str) -> set[str]:
-    data = files.read_json(os.path.join(folder, MANIFEST)) or {}
+    data = files.read_json(files.join(folder, MANIFEST)) or {}
     names = data.get("files", [])
     return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
@@ -116,33 +120,32 @@ def check_out(out: str, tasks: list[dict], inputs: list[str]) -> None:
     """Refuse an output that would overwrite an input or a file capaudit did not write."""
     files.check_out_folder(out)
     for folder in (out, log_dir(out)):
-        real = files.real_path(folder)
-        for path in inputs:
-            src = files.real_path(path)
-            if src == real or src.startswith(real + os.sep):
-                raise InputError("the output folder holds the input shards: cleaning would "
-                                 "write over them", path=folder, fix="choose a new --out")
+        if any(files.inside(path, folder) for path in inputs):
+            raise InputError("the output folder holds the input shards: cleaning would "
+                             "write over them", path=files.shown_url(folder),
+                             fix="choose a new --out")
     for folder, name_of in ((out, "rel"), (log_dir(out), "log_rel")):
         if files.path_kind(folder) not in ("missing", "dir"):
-            raise InputError("the output exists and is a file, not a folder", path=folder,
+            raise InputError("the output exists and is a file, not a folder",
+                             path=files.shown_url(folder),
                              fix="choose a new --out")
         ours = _manifest(folder)
         for t in tasks:
-            target = os.path.join(folder, t[name_of])
+            target = files.join(folder, t[name_of])
             kind = files.path_kind(target)
             if kind in ("link", "dir"):
                 raise InputError("a link or a folder is where a cleaned shard goes",
-                                 path=target, fix="choose a new --out")
+                                 path=files.shown_url(target), fix="choose a new --out")
             if kind == "file" and t[name_of] not in ours and \
                     files.read_json(t["claim"]) is None:
                 raise InputError("a file is already where a cleaned shard goes, and capaudit "
-                                 "did not write it", path=target,
+                                 "did not write it", path=files.shown_url(target),
                                  fix="choose a new --out, or move the file away")
 
 
 def write_manifest(folder: str, names: list[str]) -> None:
     """Add ``names`` to the folder's manifest (what later runs may replace)."""
-    files.write_json(os.path.join(folder, MANIFEST),
+    files.write_json(files.join(folder, MANIFEST),
                      {"files": sorted(_manifest(folder) | set(names) | {MANIFEST})})
 
 
@@ -152,4 +155,4 @@ def drop_claims(out: str, tasks: list[dict]) -> None:
     for t in tasks:
         files.remove_file(t["claim"])
     # claims of shards not finished (a skipped shard) stay for the next run
-    files.remove_empty_dir(os.path.join(log_dir(out), CLAIMS))
+    files.remove_empty_dir(files.join(log_dir(out), CLAIMS))

@@ -14,6 +14,7 @@ listed. A killed run resumes with the shards that have no matching marker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Callable, Mapping
 
@@ -47,37 +48,47 @@ def _evidence(store, kind: str, opts: dict, folder: str) -> dict:
             "namespace": source_namespace(store, source.removeprefix("file:"))}
 
 
-def _workers(executor: str, asked: int, tasks: list[dict]) -> int:
+def _workers(executor: str, asked: int, shards: list[tuple]) -> int:
     """Local workers worth starting (idle cores, one per ``CAPAUDIT_WORKER_MB`` of shards,
-    no more than the shards); a Ray cluster's cores are its own."""
+    no more than the shards, their sizes as listed); a Ray cluster's cores are its own."""
     from capaudit.core.config import worker_count
     from capaudit.core.ranges import env_number
 
     per_mb = env_number(WORKER_MB_ENV, DEFAULT_WORKER_MB, 0, 1e6)
     if executor != "local" or per_mb == 0:
-        return max(1, min(asked, len(tasks)))
-    size = sum(files.file_size(t["path"]) or 0 for t in tasks)
-    return min(len(tasks) or 1, worker_count(asked, size, int(per_mb * 2 ** 20)))
+        return max(1, min(asked, len(shards)))
+    size = sum(s[2] or 0 for s in shards)
+    return min(len(shards) or 1, worker_count(asked, size, int(per_mb * 2 ** 20)))
 
 
-def _run_pass(fn, tasks: list[dict], executor: str, workers: int, address: str | None,
-              skip_bad: bool, on_shard: Callable | None) -> dict[int, dict]:
+def _executor(executor: str, workers: int, address: str | None, work: str, out: str):
+    """The executor of both passes; on a Ray cluster of several nodes (no shared disk) the
+    work folder and DST must be URLs every node reaches, else one line before any work."""
     from capaudit.executors import get_executor
+    from capaudit.executors.base import require_shared
 
-    done: dict[int, dict] = {}
     ex = get_executor(executor, workers=workers, address=address)
     try:
-        for task, result in ex.map_unordered(fn, tasks):
-            done[task["index"]] = result
-            if on_shard:
-                on_shard(result)
-            if result["status"] == "failed" and not skip_bad:
-                fix = result.get("fix")
-                raise InputError(f"shard {result['shard']} failed: {result['error']}",
-                                 fix=(f"{fix}; or " if fix else "") + "pass --skip-bad-shards "
-                                     "to leave it out and list it")
-    finally:
+        require_shared(ex, work)
+        require_shared(ex, out, what="output folder", flag="--out")
+    except BaseException:
         ex.close()
+        raise
+    return ex
+
+
+def _run_pass(fn, tasks: list[dict], ex, skip_bad: bool,
+              on_shard: Callable | None) -> dict[int, dict]:
+    done: dict[int, dict] = {}
+    for task, result in ex.map_unordered(fn, tasks):
+        done[task["index"]] = result
+        if on_shard:
+            on_shard(result)
+        if result["status"] == "failed" and not skip_bad:
+            fix = result.get("fix")
+            raise InputError(f"shard {result['shard']} failed: {result['error']}",
+                             fix=(f"{fix}; or " if fix else "") + "pass --skip-bad-shards "
+                                 "to leave it out and list it")
     return done
 
 
@@ -112,43 +123,60 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     from capaudit.filters.shards.coverage import check_coverage, coverage_shard
     from capaudit.filters.shards.task import filter_shard
     opts, kind = _options(filter_name, given, config, overrides, seed)
-    out = files.absolute(str(out))
-    shards = files.list_shards(str(spec))
+    given_out, out = str(out), files.absolute(str(out))
+    shards = files.list_shard_entries(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
-    work = str(work_dir or files.work_folder(str(store.path), os.path.basename(out)))
+    work = str(work_dir or files.work_folder(str(store.path), _name(out)))
     up_to = os.path.dirname(work) if work_dir is None else \
         None if files.path_kind(work) != "missing" else work
     worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
                    "detections": None}
-    cfg = {"command": "filter run --shards", "shards": str(spec), "out": out,
-           "filter": filter_name, "version": FILTERS.version(filter_name), "options": opts,
-           "format": fmt, "reader": reader, "executor": executor}
-    with recorded_run(store, cfg, seed) as run_id, files.work_lock(work) as root:
+    cfg = {"command": "filter run --shards", "shards": files.shown_url(str(spec)),
+           "out": files.shown_url(out), "filter": filter_name,
+           "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
+           "reader": reader, "executor": executor}
+    n = _workers(executor, workers, shards)
+    ex = _executor(executor, n, address, work, given_out)
+    with _closing(ex), recorded_run(store, cfg, seed) as run_id, files.work_lock(work) as root:
         evidence = _evidence(store, kind, opts, root)
         key, ids_key = plan.run_key(filter_name, FILTERS.version(filter_name), worker_opts,
                                     evidence, reader, fmt)
         tasks = plan.make_tasks(shards, out, str(root), key, ids_key, {
             "filter": filter_name, "options": worker_opts, "evidence": evidence,
             "reader": reader, "fmt": fmt})
-        plan.check_out(out, tasks, [p for p, _ in shards])
+        plan.check_out(out, tasks, [s[0] for s in shards])
         for folder, names in ((out, [t["rel"] for t in tasks]),
                               (plan.log_dir(out), [t["log_rel"] for t in tasks])):
             files.clean_tmp(folder, names)
-        n = _workers(executor, workers, tasks)
         if on_start:
             on_start(len(tasks), n)
-        first = _run_pass(coverage_shard, tasks, executor, n, address, skip_bad, on_shard)
+        first = _run_pass(coverage_shard, tasks, ex, skip_bad, on_shard)
         ok = [t for t in tasks if first[t["index"]]["status"] != "failed"]
-        cov = check_coverage(os.path.basename(out) or out, [first[t["index"]] for t in ok], kind,
+        cov = check_coverage(_name(out), [first[t["index"]] for t in ok], kind,
                              evidence["namespace"], float(opts["min_coverage"]),
                              bool(opts["allow_partial"]))
-        second = _run_pass(filter_shard, ok, executor, n, address, skip_bad, on_shard)
+        second = _run_pass(filter_shard, ok, ex, skip_bad, on_shard)
         results = _finish(store, run_id, cfg, seed, out, tasks, first, second, cov, evidence)
     if not keep_work:
-        files.remove_work_folder(os.path.join(root, "coverage-" + ids_key))
+        files.remove_work_folder(files.join(root, "coverage-" + ids_key))
         files.remove_file(evidence["path"])
-        files.remove_work_folder(os.path.join(root, key), up_to=up_to)
+        files.remove_work_folder(files.join(root, key), up_to=up_to)
     return results
+
+
+def _name(out: str) -> str:
+    """DST's last part (a URL's too): the run's name in lines and its default work folder."""
+    from capaudit.core.urls import name_of
+
+    return name_of(out) or out
+
+
+@contextlib.contextmanager
+def _closing(ex):
+    try:
+        yield ex
+    finally:
+        ex.close()
 
 
 def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict],
@@ -176,7 +204,8 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
     plan.write_manifest(out, [t["rel"] for t in kept])
     plan.write_manifest(plan.log_dir(out), [t["log_rel"] for t in kept])
     plan.drop_claims(out, kept)
-    record = {"summary": summary, "run_id": run_id, "log_dir": plan.log_dir(out),
+    shown = files.shown_url(out)     # what is stored and written: no credentials
+    record = {"summary": summary, "run_id": run_id, "log_dir": plan.log_dir(shown),
               "shards": [{k: s.get(k) for k in ("shard", "status", "captions_in",
                                                 "captions_out", "output", "log", "error")}
                          for s in shard_rows],
@@ -185,8 +214,8 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
     files.write_json(plan.summary_path(out), record)
     _log.ensure_tables(store.con)
     with store.transaction() as con:
-        _log.insert_run(con, out, [cfg["shards"], cfg["filter"], cfg["version"], run_id,
-                                   json.dumps({**cfg, "log_dir": plan.log_dir(out),
-                                               "summary_file": plan.summary_path(out)},
+        _log.insert_run(con, shown, [cfg["shards"], cfg["filter"], cfg["version"], run_id,
+                                     json.dumps({**cfg, "log_dir": plan.log_dir(shown),
+                                                 "summary_file": plan.summary_path(shown)},
                                               default=str), json.dumps(summary, default=str)])
     return summary, shard_rows, cov

@@ -80,7 +80,7 @@ def shard_docs(records, row0: int, ann_ns: str | None):
 def failure(task: dict, exc: Exception) -> dict:
     """A failed shard's summary: its one-line error and the fix apart (the driver adds
     ``--skip-bad-shards`` to it)."""
-    text, fix = " ".join(str(exc).split()), getattr(exc, "fix", None)
+    text, fix = files.shown_url(" ".join(str(exc).split())), getattr(exc, "fix", None)
     if fix and text.endswith(f" (fix: {' '.join(fix.split())})"):
         text = text[:-len(f" (fix: {' '.join(fix.split())})")]
     return {"shard": task["rel"], "index": task["index"], "status": "failed", "error": text,
@@ -88,9 +88,11 @@ def failure(task: dict, exc: Exception) -> dict:
 
 
 def _done(task: dict, fp: dict, marker: dict | None) -> bool:
+    from capaudit.io.markers import same_input
+
     if not marker or marker.get("config_hash") != task["cfg_hash"]:
         return False
-    if marker.get("input", {}).get("sha256") != fp["sha256"]:
+    if not same_input(marker.get("input"), fp):
         return False
     summary = marker.get("summary") or {}
     return files.file_size(task["out_path"]) == summary.get("output", {}).get("bytes") and \
@@ -101,19 +103,19 @@ def filter_shard(task: dict) -> dict:
     """Filter one shard (or find it done); its summary, never an exception for bad input:
     ``{"shard", "status": done|resumed|failed, ...}``."""
     t0 = time.perf_counter()
-    marker = files.read_json(task["marker"])
-    previous = (marker or {}).get("input") or (files.read_json(task["ids_marker"]) or
-                                               {}).get("input")
+    marker = files.read_marker(task["work"], task["rel"])
+    previous = (marker or {}).get("input") or (files.read_marker(task["ids_work"], task["rel"])
+                                               or {}).get("input")
     try:
-        fp = files.fingerprint(task["path"], previous)
+        fp = files.fingerprint(task["path"], previous, task.get("identity") or None)
         if _done(task, fp, marker):
             return {**marker["summary"], "status": "resumed", "seconds": 0.0}
         summary = _filter(task, fp)
+        summary.update(shard=task["rel"], index=task["index"])
+        files.write_marker(task["work"], task["rel"], task["cfg_hash"],
+                           {"input": fp, "summary": summary})
     except (InputError, OSError) as exc:
         return failure(task, exc)
-    summary.update(shard=task["rel"], index=task["index"])
-    files.write_json(task["marker"], {"config_hash": task["cfg_hash"], "input": fp,
-                                      "summary": summary})
     return {**summary, "status": "done", "seconds": round(time.perf_counter() - t0, 3)}
 
 
@@ -137,7 +139,8 @@ def _filter(task: dict, fp: dict) -> dict:
         log, writer = ShardLog(log_fh), None
         try:
             writer = open_rewriter(task["fmt"], task["reader"],
-                                   src if columnar else buffered(src), out, task["path"],
+                                   src if columnar else buffered(src), out,
+                                   files.shown_url(task["path"]),
                                    changelog)
             _stream(task, filt, writer, log, summary)
             writer.finish()
@@ -222,12 +225,9 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
 
 def _check_unchanged(task: dict, fp: dict, src, columnar: bool) -> None:
     """The shard filtered is the one the marker will name: its sha256 as read (a parquet
-    file, read by seeking, by its stat)."""
-    if columnar:
-        changed = files.stat_of(task["path"]) != {k: fp[k] for k in
-                                                   ("size", "mtime_ns", "ctime_ns", "ino")}
-    else:
-        changed = src.finish() != fp["sha256"]
-    if changed:
-        raise InputError("the shard changed while it was filtered", path=task["path"],
+    file, read by seeking, by its stat; an object by the identity its store reports)."""
+    sha = None if columnar or files.is_remote(task["path"]) else src.finish()
+    if files.changed(task["path"], fp, sha):
+        raise InputError("the shard changed while it was filtered",
+                         path=files.shown_url(task["path"]),
                          fix="rerun once the shard is no longer being written")

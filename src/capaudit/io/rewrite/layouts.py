@@ -56,10 +56,21 @@ class RecordLayout:
         # readers of flat records skip blank lines
         self.by_line = reader is not None and hasattr(reader, "captions")
 
+    def _kept(self, index: int) -> bool:
+        """Record ``index`` is kept by ``--where`` (a DuckDB expression the reader evaluates
+        over the whole file once: :meth:`RecordReader.where_mask`)."""
+        if getattr(self.reader, "where_expr", None) is None:
+            return True
+        if not hasattr(self, "_mask"):
+            from pathlib import Path
+
+            self._mask = self.reader.where_mask(Path(self.reader_path))
+        return index < len(self._mask) and bool(self._mask[index])
+
     def places(self, index: int, rec: Any) -> list[Place]:
         """The record's captions as ``sets add`` reads them (none when ``--where`` skips it)."""
         if self.by_line:
-            if not isinstance(rec, dict) or not self.reader.where(rec):
+            if not isinstance(rec, dict) or not self._kept(index):
                 return [] if isinstance(rec, dict) else self._not_object(index)
             return [Place(meta.get("turn"), text, str(key), parse_image_id(key))
                     for key, text, meta in self.reader.captions(self.reader_path, index + 1,
