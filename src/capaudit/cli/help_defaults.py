@@ -26,6 +26,7 @@ SHOWN: dict[str, str] = {
     "--html": "not written", "audit amplification:--report": "not written",
     "sets export:--out": "SET.<format> in the working folder",
     "annotations derive-demographics:--out": "not written",
+    "query:--out": "printed, not written", "filter run:--turns": "first",
     "annotations build-chair-gt:--out": "not written",
     # the LOTUS, annotation and set inputs
     "--reference": "none", "--lic-reference": "none: no LIC_D", "--clip-model": "none",

@@ -26,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import IO, Iterator, NoReturn
 
+from capaudit.core.protected import protect, protected_as   # re-exported: one writer's API
 from capaudit.errors import InputError
 
 __all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "make_dirs", "protect",
@@ -65,51 +66,6 @@ def _is_link(path: Path) -> bool:
         return stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-_PROTECTED: dict[str, str] = {}        # real path -> what it is, for this process
-_PROTECTED_DIRS: dict[str, str] = {}   # real folder (a registered source folder) -> what
-
-
-def _real(path: str | Path) -> str:
-    return os.path.realpath(os.fspath(path))
-
-
-def protect(path: str | Path, what: str) -> None:
-    """Mark ``path`` as never to be written over or removed in this process: the store (and
-    its DuckDB WAL) registers itself when it opens, and every registered set's source (a
-    file, or a folder and everything in it); no ``--out``/``--json``/``--report`` may
-    replace them, by any name (links and ``..`` resolved)."""
-    real = _real(path)
-    if os.path.isdir(real):
-        _PROTECTED_DIRS[real] = what
-        return
-    _PROTECTED[real] = what
-    _PROTECTED[real + ".wal"] = what
-
-
-def protected_as(path: str | Path) -> str | None:
-    """What ``path`` is when this process must never write over or remove it (the store in
-    use, a registered source or a file in a source folder), else None. Compared by real
-    path, and by file identity (a hard link of the store is the store)."""
-    real = _real(path)
-    if real in _PROTECTED:
-        return _PROTECTED[real]
-    for folder, what in _PROTECTED_DIRS.items():
-        if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
-            return what
-    try:
-        st = os.stat(real)
-    except OSError:
-        return None
-    for other, what in _PROTECTED.items():
-        try:
-            ost = os.stat(other)
-        except OSError:
-            continue
-        if (ost.st_dev, ost.st_ino) == (st.st_dev, st.st_ino):
-            return what
-    return None
 
 
 def _refuse_protected_path(path: Path) -> None:

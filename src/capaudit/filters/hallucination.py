@@ -4,17 +4,16 @@ Mentions come from the audit's own extractor
 (:func:`capaudit.text.mentions.caption_mentions` over the CHAIR rules, ``corrected`` mode
 by default: of the sentences each mode drops on the real captioner and VLM files, it drops
 12 that name only objects the image holds against 71 for ``reference``, docs/filters.md),
-so a sentence is judged by the words the CHAIR metric counts. With ``non_visual="judge"``
-and ``object_mode="reference"`` the
-filter judges exactly those words, and CHAIR_s of the output set is 0 under
-the same evidence (tested on every visible captioner set). That 0 is by
-construction: measuring the filter's gain needs *other* evidence
-(``capaudit filter run --score-evidence``; :mod:`capaudit.filters.rescore`).
+so a sentence is judged by the words the CHAIR metric counts. With ``non_visual="judge"`` and
+``object_mode="reference"`` the filter judges exactly those words, and CHAIR_s of the output
+set is 0 under the same evidence (tested on every visible captioner set). That 0 is by
+construction: measuring the filter's gain needs *other* evidence (``capaudit filter run
+--score-evidence``; :mod:`capaudit.filters.rescore`).
 
-Evidence (``evidence=``; when not given, the kind whose file is given):
-``chair-gt``, ``instances`` or ``detector`` (:mod:`capaudit.filters.evidence`,
-which also says when to use which). The filter reports the kind, where it was
-read from and how many of the set's images it covers.
+Evidence (``evidence=``; when not given, the kind whose file is given): ``chair-gt``,
+``instances`` or ``detector`` (:mod:`capaudit.filters.evidence`, which also says when to use
+which). The filter reports the kind, where it was read from and how many of the set's images
+it covers.
 
 **Scoring** (per sentence): every non-negated mention gets its support; the
 sentence score is the lowest support among the mentions it judges (1.0 when
@@ -62,7 +61,8 @@ from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, 
                                    SentenceScore)
 from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, load_detections,
                                        load_evidence, resolve_evidence)
-from capaudit.filters.mention_scan import ScanCache, add_facts, no_cyclic_gc
+from capaudit.filters.mention_scan import (NOTES, NOTES_KEPT, ScanCache, add_facts, no_cyclic_gc,
+                                           notes_text)
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import SentenceNotes, parser_available
 from capaudit.filters.referents import flag_orphans
@@ -229,7 +229,7 @@ class HallucinationFilter(Filter):
             seen[1] += len(mod)
             if u:
                 act = bad_act
-                reason = "; ".join(["unsupported: " + ", ".join(u)] + _notes_text(f, _NOTES))
+                reason = "; ".join(["unsupported: " + ", ".join(u)] + notes_text(f, NOTES))
             elif drop_all:
                 act = bad_act
                 if bad_reason is None:
@@ -240,7 +240,7 @@ class HallucinationFilter(Filter):
                 seen[2] += bool(nv)
                 seen[3] += bool(mod)
                 act = "flag" if nv and flag_nv else "keep"
-                reason = "; ".join(_notes_text(f, _NOTES_KEPT)) \
+                reason = "; ".join(notes_text(f, NOTES_KEPT)) \
                     if nv or mod or f["negated"] or f["supported"] else "no object mention"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
         for key, n in zip(("non_visual_mentions", "modifier_mentions", "non_visual_sentences",
@@ -293,11 +293,3 @@ class HallucinationFilter(Filter):
         cfg["evidence_sha256"] = getattr(self, "evidence_sha256", None)
         return cfg
 
-
-_NOTES = ("non_visual", "modifier", "negated")      # noted beside an unsupported mention
-_NOTES_KEPT = (*_NOTES, "supported")                # and in a kept sentence's reason
-
-
-def _notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:
-    """``["non-visual: person->person (purpose: to protect)", ...]`` for the facts present."""
-    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys if facts[key]]

@@ -19,7 +19,8 @@ from capaudit.filters.negation import negated_positions
 from capaudit.text.mentions import ObjectMention, sentence_mentions
 from capaudit.text.sentences import caption_sentences
 
-__all__ = ["CaptionScan", "scan_caption", "ScanCache", "add_facts", "no_cyclic_gc"]
+__all__ = ["CaptionScan", "scan_caption", "ScanCache", "add_facts", "no_cyclic_gc",
+           "NOTES", "NOTES_KEPT", "notes_text"]
 
 
 class CaptionScan(NamedTuple):
@@ -124,3 +125,12 @@ def no_cyclic_gc():
     finally:
         if was:
             gc.enable()
+
+
+NOTES = ("non_visual", "modifier", "negated")      # noted beside an unsupported mention
+NOTES_KEPT = (*NOTES, "supported")                # and in a kept sentence's reason
+
+
+def notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:
+    """``["non-visual: person->person (purpose: to protect)", ...]`` for the facts present."""
+    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys if facts[key]]

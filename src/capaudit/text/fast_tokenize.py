@@ -55,8 +55,8 @@ _CHUNK_2 = re.compile(r"\.(?<=\s[a-z]\.)\s").search
 _CHUNK_3 = re.compile(r"[a-z]\.\s").match
 _REALIGN = re.compile(r"\.\s+[\"')\]}]")              # Punkt moves closing brackets back
 _BAD_APOS = re.compile(                                 # only clitics: 's 'm 'd 'll 're 've n't
-    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z]))"  # (the quote first:
-    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.]|\.[a-z])))")  # a literal prefix scans fast) "woman's":
+    r"'(?:(?<![a-z0-9\s]')|(?<!n')(?!(?:s|m|d|ll|re|ve)(?![^\s,.]|[.,][a-z0-9]))"  # (the quote first:
+    r"|(?<=n')(?!(?:t|s|m|d|ll|re|ve)(?![^\s,.]|[.,][a-z0-9])))")  # a literal prefix scans fast) "woman's":
                                                       # "woman 's" like any word
 # ',,' ',:': NLTK's comma rule consumes the second as the character after the first
 _BAD_COMMA = (re.compile(r",[,:]").search, re.compile(r":[,:]").search)

@@ -30,9 +30,11 @@ def _layout(fmt: str, options: Mapping, path: str):
 
     reader = None
     if fmt in READERS.names():
-        keep = {k: options.get(k) for k in ("turns", "where", "skip_no_image")
-                if options.get(k) is not None} if fmt in CONVERSATION_FORMATS else {}
-        reader = get_reader(fmt, **keep)
+        reader = get_reader(fmt)
+        wanted = ("turns", "where", "skip_no_image", "id_col", "caption_col")
+        keep = {k: options.get(k) for k in wanted   # the options the set was read with
+                if options.get(k) is not None and k in getattr(reader, "accepts", ())}
+        reader = get_reader(fmt, **keep) if keep else reader
     layout = RecordLayout(fmt, reader, options.get("caption_col"), options.get("id_col"))
     layout.reader_path = path
     return layout

@@ -18,6 +18,7 @@ question so the record still matches its image (LLaVA counts them).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from capaudit.errors import InputError
@@ -62,7 +63,6 @@ class RecordLayout:
         if getattr(self.reader, "where_expr", None) is None:
             return True
         if not hasattr(self, "_mask"):
-            from pathlib import Path
 
             self._mask = self.reader.where_mask(Path(self.reader_path))
         return index < len(self._mask) and bool(self._mask[index])
@@ -73,7 +73,7 @@ class RecordLayout:
             if not isinstance(rec, dict) or not self._kept(index):
                 return [] if isinstance(rec, dict) else self._not_object(index)
             return [Place(meta.get("turn"), text, str(key), parse_image_id(key))
-                    for key, text, meta in self.reader.captions(self.reader_path, index + 1,
+                    for key, text, meta in self.reader.captions(Path(self.reader_path), index + 1,
                                                                  rec)]
         if not isinstance(rec, dict):
             return self._not_object(index)
