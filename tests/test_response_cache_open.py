@@ -8,7 +8,6 @@ opening a new cache together failed at once with "database is locked", which mad
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import sys
 
 import pytest
@@ -16,14 +15,17 @@ import pytest
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
 
 
-def _first_use(path: str) -> str:
-    """What an enrich worker does first with the cache: look up, then store an answer."""
+def _first_use(task: tuple[str, int]) -> str:
+    """What an enrich worker does first with the cache: look up, then store an answer (keyed
+    by the task, not the process: a pool may hand one process two of a round's tasks)."""
     from capaudit.llm.cache import ResponseCache
+
+    path, number = task
 
     cache = ResponseCache(path)
     try:
         cache.get("k")
-        cache.put(f"k{os.getpid()}", {"text": "x"})
+        cache.put(f"k{number}", {"text": "x"})
         return "ok"
     except Exception as exc:  # noqa: BLE001 - the message is the finding
         return str(exc)
@@ -41,6 +43,6 @@ def test_four_workers_opening_a_new_cache_at_once_all_succeed(tmp_path):
     with mp.get_context("fork").Pool(4) as pool:
         for round_ in range(100):
             path = str(tmp_path / f"r{round_}" / "cache.sqlite")
-            failures += [r for r in pool.map(_first_use, [path] * 4, chunksize=1) if r != "ok"]
+            failures += [r for r in pool.map(_first_use, [(path, i) for i in range(4)], chunksize=1) if r != "ok"]
             assert ResponseCache(path).size() == 4 or failures
     assert failures == []
