@@ -13,16 +13,7 @@ import pytest
 import capaudit
 from capaudit import api_audits
 from capaudit.cli.main import main
-
-
-@pytest.fixture()
-def demo(tmp_path):
-    store = capaudit.open(tmp_path / "a.duckdb")
-    store.add_set("nic", capaudit.demo_file("nic.jsonl"))
-    store.add_set("oscar", capaudit.demo_file("oscar.jsonl"))
-    store.add_annotations("chair-gt", capaudit.demo_file("chair_gt.jsonl"))
-    store.add_annotations("demographics", capaudit.demo_file("demographics.jsonl"))
-    return store
+from test_api import demo  # noqa: F401  (fixture: the demo store with both sets)
 
 
 @pytest.mark.slow

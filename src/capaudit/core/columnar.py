@@ -8,11 +8,37 @@ sits below all three.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["ColumnarSets"]
+__all__ = ["ColumnarSets", "SortedIdRows"]
 
 
-class ColumnarSets(Mapping):
+class SortedIdRows(Mapping):
+    """A read-only mapping keyed by the sorted int64 array ``self.ids`` (row ``i`` of CSR
+    arrays the subclass reads in ``__getitem__``): lookup by binary search, iteration and
+    length from the array. The annotation sets and the sharded filter's evidence share it."""
+
+    ids: Any
+
+    def _pos(self, key) -> int:
+        import numpy as np
+
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
+            return -1
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else -1
+
+    def __contains__(self, key) -> bool:
+        return self._pos(key) >= 0
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class ColumnarSets(SortedIdRows):
     """A read-only ``{image_id: frozenset(names)}`` held as arrays, as the store's parse cache
     returns it: sorted image ids, CSR ``offsets`` into ``codes``, and ``names[code]``.
 
@@ -57,26 +83,9 @@ class ColumnarSets(Mapping):
         np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=offsets[1:])
         return cls(ids[first], offsets, codes[named], names)
 
-    def _pos(self, key) -> int:
-        import numpy as np
-
-        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
-            return -1
-        i = int(np.searchsorted(self.ids, key))
-        return i if i < len(self.ids) and self.ids[i] == key else -1
-
     def __getitem__(self, key) -> frozenset[str]:
         i = self._pos(key)
         if i < 0:
             raise KeyError(key)
         names = self.names
         return frozenset(names[c] for c in self.codes[self.offsets[i]:self.offsets[i + 1]].tolist())
-
-    def __contains__(self, key) -> bool:
-        return self._pos(key) >= 0
-
-    def __iter__(self):
-        return iter(self.ids.tolist())
-
-    def __len__(self) -> int:
-        return len(self.ids)

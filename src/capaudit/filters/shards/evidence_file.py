@@ -16,14 +16,15 @@ Python process rarely gives freed memory back) for the whole run.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+
+from capaudit.core.columnar import SortedIdRows
 
 __all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_in_child"]
 
 _ARRAYS = ("ids", "offsets", "codes", "scores", "names")
 
 
-class ColumnarSupport(Mapping):
+class ColumnarSupport(SortedIdRows):
     """``{image_id: {name: support}}`` held as arrays; a lookup builds the one small dict
     the filter reads (support 1.0 for annotations, the detector's score otherwise)."""
 
@@ -31,14 +32,6 @@ class ColumnarSupport(Mapping):
         self.ids, self.offsets, self.codes = ids, offsets, codes
         self.scores = scores
         self._names = [str(n) for n in names]
-
-    def _pos(self, key) -> int:
-        import numpy as np
-
-        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not len(self.ids):
-            return -1
-        i = int(np.searchsorted(self.ids, key))
-        return i if i < len(self.ids) and self.ids[i] == key else -1
 
     def __getitem__(self, key) -> dict[str, float]:
         i = self._pos(key)
@@ -50,15 +43,6 @@ class ColumnarSupport(Mapping):
             return dict.fromkeys((names[c] for c in self.codes[a:b].tolist()), 1.0)
         return {names[c]: s for c, s in zip(self.codes[a:b].tolist(),
                                              self.scores[a:b].tolist())}
-
-    def __contains__(self, key) -> bool:
-        return self._pos(key) >= 0
-
-    def __iter__(self):
-        return iter(self.ids.tolist())
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
     def names(self) -> set[str]:
         return set(self._names)
