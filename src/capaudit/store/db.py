@@ -22,13 +22,14 @@ import duckdb
 
 from capaudit.errors import DataError, InputError
 from capaudit.store.opener import (BASE_CONFIG, MEMORY, check_file_kind, check_side_files,
-                                   connect, damaged, damaged_error, real_store_path, recognise)
+                                   connect, damaged, damaged_error, real_store_path, recognise,
+                                   seal)
 from capaudit.store.runs import RunLog, jsonable
 from capaudit.store.schema import SCHEMA_VERSION, migrate, needs_migration
 from capaudit.store.sets import SetInfo, SetQueries
 
 # SetInfo is imported from here by callers of the Store (and named so in the API docs)
-__all__ = ["DEFAULT_DB", "SANDBOX", "SetInfo", "Store"]
+__all__ = ["DEFAULT_DB", "SetInfo", "Store"]
 
 DEFAULT_DB = "capaudit.duckdb"
 
@@ -51,20 +52,15 @@ def interrupt_open_stores() -> None:
             pass
 
 
-# A store opened for user SQL (``capaudit query``) or for reading only needs no file but
-# its own and no network: DuckDB refuses read_csv/COPY TO/ATTACH/INSTALL, and the
-# locked configuration cannot be switched back from inside the SQL.
-SANDBOX = {"enable_external_access": False, "lock_configuration": True,
-           "autoload_known_extensions": False, "autoinstall_known_extensions": False}
-
-
 class Store(SetQueries, RunLog):
     """A capaudit database file.
 
     Only a command that adds data creates the file (``create=True``); a read
     command on a mistyped ``--db`` says it is not there instead of leaving an
-    empty database behind. ``sandbox=True`` opens it without file-system,
-    network or extension access (see :data:`SANDBOX`).
+    empty database behind. ``sandbox=True`` opens it for user SQL (``capaudit query``):
+    no file but its own (and the sharded runs' logs) and no network, so DuckDB refuses
+    read_csv/COPY TO/ATTACH/INSTALL, and the locked configuration cannot be switched back
+    from inside the SQL (:func:`capaudit.store.opener.seal`).
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
@@ -98,7 +94,7 @@ class Store(SetQueries, RunLog):
     def _connect(self, real: Path, read_only: bool, external: bool, sandbox: bool):
         """The checked connection: a capaudit store (or a new one), undamaged, migrated."""
         try:   # a sandbox is sealed after the checks (_seal): its log files allowed first
-            con = connect(real, read_only=read_only, sandbox=False, allow_paths=(),
+            con = connect(real, read_only=read_only, sandbox=False,
                           external=external or sandbox or bool(read_only and self._allow))
         except duckdb.Error as exc:
             raise _open_error(real, exc) from None
@@ -125,23 +121,18 @@ class Store(SetQueries, RunLog):
         return self._connect(real, read_only, external, sandbox)
 
     def _seal(self, con, external: bool, sandbox: bool, read_only: bool):
-        """External access as the command needs it, then (a sandbox) the settings locked.
-        A sandbox may still read the sharded filter runs' ``*.log.parquet`` files (the view
-        ``filter_log_shards``) and write the one writer's file of ``query --out``
-        (``allow_paths``): DuckDB takes ``allowed_paths`` only while access is on."""
+        """External access as the command needs it, then (a sandbox) the settings locked
+        (:func:`~capaudit.store.opener.seal`). A sandbox may still read the sharded filter
+        runs' ``*.log.parquet`` files (the view ``filter_log_shards``) and write the one
+        writer's file of ``query --out`` (``allow_paths``)."""
         allow = [str(p) for p in self._allow] if read_only else []
+        logs = []
         if sandbox:
             from capaudit.store.filter_log import attach_shard_logs
 
-            attach_shard_logs(con, also=allow)
-        elif allow:
-            con.execute("SET allowed_paths = ?", [allow])
-        if allow:   # a COPY of the user's query: one thread writes it in order and in
-            con.execute("SET threads = 1")   # bounded memory (4 threads: 397 MB at 3M rows)
-        if not external or allow:
-            con.execute("SET enable_external_access = false")
-        if sandbox:
-            con.execute("SET lock_configuration = true")
+            logs = attach_shard_logs(con)
+        seal(con, external=external, sandbox=sandbox, allowed=logs + allow,
+             one_thread=bool(allow))
         return con
 
     @classmethod

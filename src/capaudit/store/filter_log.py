@@ -115,20 +115,17 @@ def shard_log_dirs(con) -> list[str]:
     return [d for d, in rows if d and os.path.isdir(d)]
 
 
-def attach_shard_logs(con, also: list[str] | tuple = ()) -> list[str]:
-    """Before the query sandbox is locked: allow reading the sharded runs' log files (each
-    ``*.log.parquet`` file itself, nothing else: a store's rows name the folders, and a
-    store may come from anyone) and make :data:`SHARD_LOG_VIEW` over them (one row per
-    sentence, as ``filter_log``, with the shard's place columns and the file's name).
-    ``also``: other files the sandbox may touch (``query --out``'s temporary file). Returns
-    the log files; no view when there are none."""
+def attach_shard_logs(con) -> list[str]:
+    """Before the query sandbox is sealed: make :data:`SHARD_LOG_VIEW` over the sharded runs'
+    log files (one row per sentence, as ``filter_log``, with the shard's place columns and
+    the file's name) and return them, each ``*.log.parquet`` file itself: the sandbox allows
+    those files only, never their folders (a store's rows name the folders, and a store may
+    come from anyone). No view when there are none."""
     import os
 
     files = sorted(os.path.realpath(os.path.join(root, f)) for d in shard_log_dirs(con)
                    for root, _, names in os.walk(d) for f in names
                    if f.endswith(".log.parquet"))
-    if files or also:
-        con.execute("SET allowed_paths = $files", {"files": files + list(also)})
     if not files:
         return []
     listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)

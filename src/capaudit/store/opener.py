@@ -32,7 +32,7 @@ from pathlib import Path
 from capaudit.errors import DataError, InputError, UsageError
 
 __all__ = ["MEMORY", "real_store_path", "check_side_files", "check_file_kind", "connect",
-           "recognise", "damaged", "StoreState"]
+           "recognise", "damaged", "StoreState", "seal"]
 
 MEMORY = ":memory:"
 SIDE_FILES = (".wal", ".tmp")        # DuckDB's write-ahead log and its spill folder
@@ -141,28 +141,36 @@ def check_file_kind(real: Path) -> bool:
                     path=real, fix="pass a capaudit .duckdb store with --db, or a new file name")
 
 
-def connect(real: Path, *, read_only: bool, external: bool, sandbox: bool,
-            allow_paths: tuple = ()):
-    """DuckDB's connection to the checked file ``real`` (see the module's steps 1-3).
-    ``allow_paths``: files the connection may still write with external access off (the
-    one writer's temporary file of ``capaudit query --out``); DuckDB takes them only while
-    access is on, so access is switched off after, then the settings are locked."""
+def connect(real: Path, *, read_only: bool, external: bool, sandbox: bool):
+    """DuckDB's connection to the checked file ``real`` (see the module's steps 1-3), with
+    external access off unless ``external`` and the settings locked when ``sandbox``. A
+    connection that must first allow some files is opened with access on and then
+    :func:`seal`-ed."""
     import duckdb
 
     config = dict(BASE_CONFIG)
-    if not external and not allow_paths:
+    if not external:
         config["enable_external_access"] = False
-    if sandbox and not allow_paths:
+    if sandbox:
         config["lock_configuration"] = True
-    con = duckdb.connect(str(real), read_only=read_only, config=config)
-    if allow_paths:   # a COPY of the user's query: one thread writes it in order and in
-        # bounded memory (4 threads kept out-of-order chunks: 397 MB at 3M rows, 89 MB now)
+    return duckdb.connect(str(real), read_only=read_only, config=config)
+
+
+def seal(con, *, external: bool, sandbox: bool, allowed: list[str] = (),
+         one_thread: bool = False) -> None:
+    """Close a connection opened with external access on down to what the command needs:
+    ``allowed``, the only files it may still read or write (DuckDB takes ``allowed_paths``
+    only while access is on), then access off unless ``external``, then (``sandbox``) the
+    settings locked. ``one_thread``: a COPY of the user's query writes in order and in
+    bounded memory (4 threads kept out-of-order chunks: 397 MB at 3M rows, 89 MB on one)."""
+    if allowed:
+        con.execute("SET allowed_paths = ?", [list(allowed)])
+    if one_thread:
         con.execute("SET threads = 1")
-        con.execute("SET allowed_paths = ?", [[str(p) for p in allow_paths]])
+    if not external or allowed:
         con.execute("SET enable_external_access = false")
-        if sandbox:
-            con.execute("SET lock_configuration = true")
-    return con
+    if sandbox:
+        con.execute("SET lock_configuration = true")
 
 
 class StoreState:
