@@ -30,11 +30,9 @@ def _layout(fmt: str, options: Mapping, path: str):
 
     reader = None
     if fmt in READERS.names():
-        reader = get_reader(fmt)
-        wanted = ("turns", "where", "skip_no_image", "id_col", "caption_col")
-        keep = {k: options.get(k) for k in wanted   # the options the set was read with
-                if options.get(k) is not None and k in getattr(reader, "accepts", ())}
-        reader = get_reader(fmt, **keep) if keep else reader
+        accepts = READERS.get(fmt).accepts   # the options the set was read with, as sets add
+        reader = get_reader(fmt, **{k: v for k, v in options.items()   # gave them
+                                    if v is not None and k in accepts})
     layout = RecordLayout(fmt, reader, options.get("caption_col"), options.get("id_col"))
     layout.reader_path = path
     return layout
