@@ -9,6 +9,7 @@ import json
 import pytest
 
 from capaudit.core.safe_folder import MANIFEST, folder_output
+from capaudit.core.safe_write import write_text
 from capaudit.errors import InputError
 
 
@@ -134,6 +135,18 @@ def test_a_long_folder_name_builds_beside_it(tmp_path):
     out = tmp_path / ("x" * 240)
     _export(out, {"a.txt": "A"})
     assert (out / "a.txt").read_text() == "A"
+
+
+def test_a_long_name_of_four_byte_characters_builds_beside_it(tmp_path):
+    # 60 characters of 4 bytes: a legal 240-byte name; a cut at 120 *characters* kept all 240
+    # bytes and the staging name passed 255 (the export failed); the cut counts bytes
+    out = tmp_path / ("\U0001F600" * 60)
+    _export(out, {"a.txt": "A"})
+    assert (out / "a.txt").read_text() == "A"
+    target = tmp_path / ("\U0001F600" * 60 + ".json")
+    write_text(target, "{}")                      # the one file writer: the same cut
+    assert target.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == \
+        sorted([out.name, target.name])
 
 
 def test_a_manifest_without_a_file_list_removes_nothing(tmp_path):

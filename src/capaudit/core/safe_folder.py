@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterator
 
 from capaudit.core.safe_write import (check_folder_target, make_dirs, protected_as,
-                                      write_error, write_text)
+                                      temp_prefix, write_error, write_text)
 from capaudit.errors import InputError
 
 __all__ = ["folder_output", "MANIFEST", "file_record", "verified_names", "still_ours"]
@@ -38,7 +38,7 @@ MANIFEST_VERSION = 2                 # 1: a bare list of names (nothing verifiab
 
 def _new_dir(parent: Path, name: str) -> Path:
     while True:
-        tmp = parent / f".{name[:120]}.tmp-{os.getpid()}-{secrets.token_hex(6)}"
+        tmp = parent / f"{temp_prefix(name)}{os.getpid()}-{secrets.token_hex(6)}"
         try:
             os.mkdir(tmp, 0o777)
             return tmp

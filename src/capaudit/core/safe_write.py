@@ -32,7 +32,7 @@ from capaudit.errors import InputError
 __all__ = ["write_text", "write_bytes", "atomic_open", "atomic_path", "make_dirs", "protect",
            "protected_as",
            "write_error", "check_file_target", "check_folder_target", "new_temp_file",
-           "replace_with", "is_stream"]
+           "replace_with", "is_stream", "temp_prefix"]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
     getattr(os, "O_CLOEXEC", 0)
@@ -141,11 +141,19 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
+def temp_prefix(name: str) -> str:
+    """``.NAME.tmp-``, the start of every temporary name the one writer gives an output called
+    ``name`` (then ``PID-RANDOM``). NAME is cut to 120 *bytes* at a whole character: a file
+    name may hold 255 bytes, and a cut of 120 characters let a name of four-byte characters
+    make a temporary name too long to create."""
+    return "." + os.fsencode(name)[:120].decode("utf-8", "ignore") + ".tmp-"
+
+
 def _new_tmp(directory: Path, name: str) -> tuple[Path, int]:
     """A temporary file of our own in ``directory``: a fresh random name, created
     exclusively and never through a link."""
     while True:
-        tmp = directory / f".{name[:120]}.tmp-{os.getpid()}-{secrets.token_hex(6)}"
+        tmp = directory / f"{temp_prefix(name)}{os.getpid()}-{secrets.token_hex(6)}"
         try:
             return tmp, os.open(tmp, _FLAGS, 0o666)
         except FileExistsError:

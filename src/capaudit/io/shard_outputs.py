@@ -151,11 +151,13 @@ def clean_tmp(folder: str, names: list[str]) -> int:
     committed is never an object."""
     if is_remote(folder):
         return 0
+    from capaudit.core.safe_write import temp_prefix
+
     n = 0
     for name in names:
         head, tail = os.path.split(os.path.join(folder, name))
-        for p in glob.glob(os.path.join(glob.escape(head), "." + glob.escape(tail[:120])
-                                        + ".tmp-*")):
+        for p in glob.glob(os.path.join(glob.escape(head), glob.escape(temp_prefix(tail))
+                                        + "*")):
             if os.path.isfile(p) and not os.path.islink(p):
                 os.unlink(p)
                 n += 1
