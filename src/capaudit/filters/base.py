@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from capaudit.core.registry import Registry
@@ -189,6 +190,9 @@ class Filter:
     version: str = "1"
     #: options the filter understands, with defaults (CLI and YAML resolve over these)
     defaults: Mapping[str, Any] = {}
+    #: set-level facts the runner stores in the summary once the stream has ended (a filter
+    #: sets its own dict, or, where they cost work to count, defines a property)
+    report: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(self, **options):
         unknown = set(options) - set(self.defaults)
@@ -198,7 +202,6 @@ class Filter:
                              f"{', '.join(sorted(unknown))}",
                              fix=f"its options are: {', '.join(sorted(self.defaults)) or 'none'}")
         self.options = {**self.defaults, **options}
-        self.report: dict = {}   # set-level facts the runner stores in the summary
 
     # lifecycle
     def setup(self, context: "FilterContext | None" = None) -> None:

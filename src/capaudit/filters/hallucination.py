@@ -261,10 +261,14 @@ class HallucinationFilter(Filter):
                 results = [self.decide(doc, self.score(doc)) for doc in batch]
                 self._scans.new_batch()  # freed before the collector runs again
             yield from results
-        self.report = self._report()
 
-    def _report(self) -> dict:
-        """Set-level facts: which evidence, how much of the set it covers, what the parse spared."""
+    @property
+    def report(self) -> dict:
+        """Set-level facts: which evidence, how much of the set it covers, what the parse
+        spared; counted when read (the stream's end), never per batch: counting distinct
+        images sorts every id seen so far. Empty before :meth:`setup`."""
+        if not hasattr(self, "_counts"):
+            return {}
         from capaudit.text.category_coverage import category_coverage
 
         n, c = len(self._images), len(self._covered)

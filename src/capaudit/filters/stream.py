@@ -23,7 +23,7 @@ import pyarrow as pa
 from capaudit.filters.base import CaptionDoc, CaptionResult, Filter, FilterSummary
 
 __all__ = ["LOG_SCHEMA", "SHARD_LOG_SCHEMA", "LogColumns", "FilteredBatch", "filter_batches",
-           "BATCH_CAPTIONS", "DistinctIds"]
+           "finish", "BATCH_CAPTIONS", "DistinctIds"]
 
 BATCH_CAPTIONS = 1024   # captions per batch: ~1 MB of ShareGPT4V-length text, ~20 MB as results
 
@@ -91,11 +91,12 @@ def _checked(filt: Filter, res: CaptionResult) -> CaptionResult:
 
 def filter_batches(filt: Filter, docs: Iterable[CaptionDoc], summary: FilterSummary, *,
                    batch: int = BATCH_CAPTIONS, first_new_row: int = 0,
-                   tick: Callable[[int], None] | None = None) -> Iterator[FilteredBatch]:
+                   tick: Callable[[int], None] | None = None,
+                   last: bool = True) -> Iterator[FilteredBatch]:
     """Drain ``filt.apply(docs)`` in batches of ``batch`` results (the filter is set up by
     the caller); every result is counted in ``summary``. Output rows are numbered from
-    ``first_new_row`` in input order. When the stream ends, the filter's set-level report
-    goes into ``summary.extra`` and the sentence invariant is checked."""
+    ``first_new_row`` in input order. When the stream ends (``last``; a caller feeding one
+    stream in several calls passes False and calls :func:`finish` once), :func:`finish`."""
     new_row = first_new_row
     results: list[CaptionResult] = []
     rows: list[int | None] = []
@@ -115,6 +116,13 @@ def filter_batches(filt: Filter, docs: Iterable[CaptionDoc], summary: FilterSumm
         yield FilteredBatch(results, rows, log)
         if tick is not None:
             tick(len(results))
+    if last:
+        finish(filt, summary)
+
+
+def finish(filt: Filter, summary: FilterSummary) -> None:
+    """The stream has ended: the filter's set-level report goes into ``summary.extra`` and
+    the sentence invariant is checked."""
     summary.extra.update(getattr(filt, "report", {}) or {})
     summary.check()
 

@@ -200,7 +200,7 @@ class ShardLog:
 
 def _stream(task: dict, filt, writer, log, summary) -> None:
     """Every batch of records: filtered, written back with its changes, logged."""
-    from capaudit.filters.stream import filter_batches
+    from capaudit.filters.stream import filter_batches, finish
 
     row0 = new_row = 0
     ann_ns = task["evidence"].get("namespace")
@@ -209,7 +209,7 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
         row0 += len(docs)
         changes, cols = {}, {"shard": [], "record": [], "turn": []}
         for fb in filter_batches(filt, docs, summary, batch=len(docs) + 1,
-                                 first_new_row=new_row):
+                                 first_new_row=new_row, last=False):
             for res, place in zip(fb.results, places):
                 text = res.text() if res.kept else None
                 if text != res.doc.caption:
@@ -221,6 +221,7 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
             new_row += sum(r is not None for r in fb.new_rows)
             log.write_table(fb.log.table(None, None, cols))
         writer.write(records, changes)
+    finish(filt, summary)   # once per shard: the report counts every image seen
 
 
 def _check_unchanged(task: dict, fp: dict, src, columnar: bool) -> None:
