@@ -237,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
                          "truncated or damaged; restore it from a copy or rebuild it, and "
                          "check free disk space)\n")
         return 2
+    except duckdb.OutOfMemoryException as exc:   # nothing of the command's transaction stays
+        first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
+        sys.stderr.write(f"capaudit: error: {first} (fix: the store's unfinished transaction "
+                         "was rolled back; free memory and rerun, or clean a corpus this "
+                         "large with filter run --shards)\n")
+        return 2
     except OSError as exc:  # the terminal's own output failed (stdout on /dev/full, a pipe)
         if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
             raise

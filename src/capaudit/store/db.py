@@ -35,6 +35,7 @@ DEFAULT_DB = "capaudit.duckdb"
 
 # DuckDB's buffer pool while a command writes many rows (:meth:`Store.bounded_cache`)
 BULK_WRITE_MEMORY = "32MB"   # 64 MB held ~22 MB more at 810k captions; 16 MB spilled
+STATEMENT_MEMORY = "128MB"   # a set-level UPDATE of 1.2M rows ran (spilling) in this
 
 
 _OPEN: "weakref.WeakSet[Store]" = weakref.WeakSet()
@@ -62,6 +63,8 @@ class Store(SetQueries, RunLog):
     read_csv/COPY TO/ATTACH/INSTALL, and the locked configuration cannot be switched back
     from inside the SQL (:func:`capaudit.store.opener.seal`).
     """
+
+    _bounded = 0   # how many bounded_cache blocks are open on this connection
 
     def __init__(self, path: str | Path = DEFAULT_DB, read_only: bool = False,
                  create: bool = True, sandbox: bool = False, external: bool | None = None,
@@ -201,16 +204,28 @@ class Store(SetQueries, RunLog):
         about 150 bytes per caption (#24). Under a limit they are evicted (they are on
         disk: nothing is spilled, nothing is read back); only a single operation larger
         than the limit spills to DuckDB's temporary folder. The setting is the database's,
-        not the transaction's: it is reset afterwards (capaudit sets it nowhere else).
+        not the transaction's: it is reset afterwards (capaudit sets it nowhere else), or,
+        inside another bound, given back to that bound's value.
         """
+        outer = self.one("SELECT current_setting('memory_limit')")[0] if self._bounded else None
+        self._bounded += 1
         self.con.execute(f"SET memory_limit='{limit}'")
         try:
             yield
         finally:
+            self._bounded -= 1
             try:
-                self.con.execute("RESET memory_limit")
+                self.con.execute("RESET memory_limit" if outer is None
+                                 else f"SET memory_limit='{outer}'")
             except duckdb.Error:  # a connection DuckDB invalidated (full disk): the error
                 pass              # that invalidated it is the one to report
+
+    def statement_room(self):
+        """Room for one set-level statement inside a bulk write (:data:`STATEMENT_MEMORY`;
+        nothing changes outside one): an UPDATE joining 1.2M rows to their parent's could
+        not run in the writes' 32 MB at all (DuckDB's out-of-memory error), and spills in
+        this much."""
+        return self.bounded_cache(STATEMENT_MEMORY) if self._bounded else nullcontext()
 
     @contextmanager
     def bulk_transaction(self, bounded: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -119,6 +119,10 @@ class SetQueries:
         return n
 
     def finalize_set(self, set_id: int) -> None:
+        with self.statement_room():   # statements over every row of the set
+            self._finalize(set_id)
+
+    def _finalize(self, set_id: int) -> None:
         self.set_namespaces(set_id)
         self.con.execute(
             "UPDATE caption_sets SET n_captions = s.n, n_images = s.m FROM ("

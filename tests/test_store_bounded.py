@@ -1,0 +1,71 @@
+"""Set-level statements inside a bulk write (#31, found at 1.2M captions).
+
+``filter run SET`` writes its output set inside :meth:`Store.bulk_transaction`, whose
+buffer pool is bounded at 32 MB; the set's finalisation then joins every new row to its
+parent's rows for their namespace. At 200,000 rows that UPDATE failed with DuckDB's
+out-of-memory error (a traceback, nothing stored); 1.2M ShareGPT4V captions could not be
+filtered on the registered-set path at all."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from capaudit.store.db import Store
+
+N = 200_000
+
+
+def _rows(n: int) -> pa.Table:
+    return pa.table({"image_key": [f"COCO_val2014_{i:012d}.jpg" for i in range(n)],
+                     "image_id": list(range(n)), "caption": ["a dog on a bench."] * n})
+
+
+def _limit(store: Store) -> str:
+    return store.one("SELECT current_setting('memory_limit')")[0]
+
+
+def test_a_derived_set_of_many_rows_is_finalised_inside_the_write_bound(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    default = _limit(store)
+    with store.bulk_transaction():
+        parent = store.create_set("p", source_path="p.jsonl", format="jsonl", sha256=None)
+        store.append_captions(parent, _rows(N), 0)
+        store.con.execute("UPDATE captions SET namespace = 'coco2014' WHERE set_id = ?",
+                          [parent])
+        store.finalize_set(parent)
+    with store.bulk_transaction():
+        bound = _limit(store)
+        child = store.create_set("c", source_path="filter:x", format="filter", sha256=None,
+                                 parent="p")
+        store.append_captions(child, _rows(N), 0)
+        store.finalize_set(child)
+        assert _limit(store) == bound          # the write bound is back for what follows
+    assert _limit(store) == default            # and the default after the transaction
+    info = store.get_set("c")
+    assert (info.n_captions, info.n_images) == (N, N)
+    # every row took its parent's namespace (same image key), so the set's is that one
+    assert store.one("SELECT count(*) FROM captions c JOIN caption_sets s USING (set_id) "
+                     "WHERE s.name = 'c' AND c.namespace = 'coco2014'")[0] == N
+    assert store.one("SELECT namespace FROM caption_sets WHERE name = 'c'")[0] == "coco2014"
+
+
+def test_duckdb_out_of_memory_is_one_line_and_stores_nothing(tmp_path, capsys, monkeypatch):
+    import duckdb
+    from test_hostile import cli, one_line_error
+
+    import capaudit
+    from capaudit.store.sets import SetQueries
+
+    def no_room(self, set_id):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of "
+                                          "size 256.0 KiB (30.4 MiB/30.5 MiB used)")
+
+    monkeypatch.setattr(SetQueries, "finalize_set", no_room)
+    db = tmp_path / "s.duckdb"
+    code, _, err = cli(["sets", "add", "nic", capaudit.demo_file("nic.jsonl"), "--db", db],
+                       capsys)
+    line = one_line_error(err)
+    assert code == 2 and "Out of Memory Error: could not allocate" in line
+    assert "unfinished transaction was rolled back" in line
+    monkeypatch.undo()
+    assert Store(db).find_set("nic") is None
