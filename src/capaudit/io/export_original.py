@@ -117,7 +117,7 @@ def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
     check_file_target(sidecar)  # refused before writing
     pull = pulled(changes_of(store, root, store.get_set(name)))
     # two sets read whole: DuckDB's buffer pool would keep every block read (1.4 GB at 1.2M
-    # ShareGPT4V captions, 279 MB bounded), so the reads run under the bulk writes' bound
+    # ShareGPT4V captions, 513 MB bounded), so the reads run under the bulk writes' bound
     with store.bounded_cache(), open(src, "rb") as raw, atomic_open(out, "wb") as fh, \
             atomic_open(sidecar) as side:
         writer = open_rewriter(root.format, root.options or {}, buffered(raw), fh, str(src),

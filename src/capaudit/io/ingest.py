@@ -200,7 +200,7 @@ def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, c
         raise InputError(f"a caption set named '{name}' already exists with other content",
                          fix="pass --replace to overwrite it, or choose another name")
     # batches from a reader: written blocks evicted, not held (1.2M ShareGPT4V captions took
-    # 1.8 GB, 761 MB bounded); DuckDB reading a file itself needs its own room (32 MB blocks)
+    # 1.8 GB, 944 MB bounded); DuckDB reading a file itself needs its own room (32 MB blocks)
     with store.bulk_transaction(bounded=not hasattr(reader, "select_sql")):
         if existing is not None:
             store.delete_set(name)
