@@ -277,12 +277,13 @@ def _tune_gc() -> None:
 
 
 def run() -> None:  # pragma: no cover
+    from capaudit.core.lean_import import enable
+
+    enable()  # a process of our own: NLTK and spaCy without scipy/sklearn/pandas/torch
     _tune_gc()
     _handle_termination()
     sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover
-    _tune_gc()
-    _handle_termination()
-    sys.exit(main())
+    run()

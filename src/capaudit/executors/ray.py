@@ -22,6 +22,7 @@ is the shard's, and is reported). Ctrl-C cancels the running tasks at once.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterable, Iterator
 
 from capaudit.errors import require
@@ -75,7 +76,11 @@ class RayExecutor:
         return opts
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        from capaudit.core import lean_import
+
         ray = self.ray
+        if lean_import.enabled():   # Ray's workers are not our children: they are told
+            fn = functools.partial(_lean_call, fn)
         remote = ray.remote(**self._options())(fn)
         refs = {remote.remote(t): t for t in tasks}
         pending = list(refs)
@@ -109,6 +114,14 @@ class RayExecutor:
         if self._started and self.ray.is_initialized():
             self.ray.shutdown()
             self._started = False
+
+
+def _lean_call(fn: Callable[[Any], Any], task: Any) -> Any:
+    """Run one task in a Ray worker as in a process of capaudit's own (lean imports)."""
+    from capaudit.core.lean_import import enable
+
+    enable()
+    return fn(task)
 
 
 def _sigterm_handler():

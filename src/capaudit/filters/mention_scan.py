@@ -46,16 +46,20 @@ def scan_caption(caption: str, mode: str, negation: bool) -> CaptionScan:
 
 class ScanCache:
     """Scans by caption text for the batch being scored (a caption repeated in the batch is
-    analysed once), and their judgements against an image's evidence (:meth:`judged`). :meth:`new_batch` forgets the last batch: scans are large (every token),
+    analysed once; its sentences seen in any earlier batch are not analysed again:
+    :class:`~capaudit.filters.sentence_memo.SentenceMemo`), and their judgements against an image's evidence (:meth:`judged`). :meth:`new_batch` forgets the last batch: scans are large (every token),
     and kept longer they cost the cyclic collector more than re-analysing a caption that
     recurs later (tested on 100k distinct long captions); memory stays bounded by the batch.
     :meth:`get` also starts over beyond ``limit`` scans, for a caller that scores caption
     by caption without batches."""
 
     def __init__(self, mode: str, negation: bool, limit: int = 1024):
+        from capaudit.filters.sentence_memo import SentenceMemo
+
         self.mode, self.negation, self.limit = mode, negation, limit
         self.scans: dict[str, CaptionScan] = {}
         self.judgements: dict[tuple, list] = {}
+        self.memo = SentenceMemo(mode, negation)   # sentences outlive the batch: they recur
 
     def new_batch(self) -> None:
         self.scans.clear()
@@ -85,7 +89,9 @@ class ScanCache:
         if hit is None:
             if len(self.scans) >= self.limit:
                 self.scans.clear()
-            hit = self.scans[caption] = scan_caption(caption, self.mode, self.negation)
+            known = self.memo.scan(caption)
+            hit = self.scans[caption] = CaptionScan(*known) if known is not None else \
+                scan_caption(caption, self.mode, self.negation)
         return hit
 
 

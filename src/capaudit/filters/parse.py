@@ -41,15 +41,18 @@ _BREAKS = frozenset({"and", "or", "but", "nor", ",", ";", ":", ".", "with", "of"
 
 @lru_cache(maxsize=1)
 def _nlp():
+    from capaudit.core.lean_import import lean, lean_import
+
     try:
-        import spacy
+        spacy = lean_import("spacy")
     except ImportError:
         raise InputError("the hallucination filter's parse needs spaCy",
                          fix="pip install 'capaudit[nlp]', or pass --non-visual judge with "
                              "--object-mode reference to judge by the word rules alone") from None
     for name in SPACY_MODELS:
         try:
-            return spacy.load(name, exclude=["ner"])
+            with lean():
+                return spacy.load(name, exclude=["ner"])
         except OSError:  # not installed under this name
             continue
     raise InputError("no spaCy English model is installed (tried "
@@ -64,18 +67,18 @@ def parser_available() -> None:
 
 def parse_tokens(tokens: list[str]):
     """spaCy parse of one sentence given as the audit's tokens (one spaCy token each)."""
+    nlp = _nlp()   # first: spaCy is imported lean there
     from spacy.tokens import Doc
 
-    nlp = _nlp()
     return nlp(Doc(nlp.vocab, words=_words(tokens)))
 
 
 def parse_many(sentences: list[list[str]]) -> list:
     """spaCy parses of many sentences, in order, with ``nlp.pipe`` (batched; the same parses
     as :func:`parse_tokens` one by one)."""
+    nlp = _nlp()   # first: spaCy is imported lean there
     from spacy.tokens import Doc
 
-    nlp = _nlp()
     return list(nlp.pipe((Doc(nlp.vocab, words=_words(t)) for t in sentences), batch_size=256))
 
 

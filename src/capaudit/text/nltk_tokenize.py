@@ -24,9 +24,11 @@ __all__ = ["load_nltk", "nltk_loaded", "nltk_tokenize_sentences", "nltk_line_tok
 
 @lru_cache(maxsize=1)
 def _nltk():
-    from nltk.tokenize.destructive import NLTKWordTokenizer
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-    return PunktSentenceTokenizer(), NLTKWordTokenizer()
+    from capaudit.core.lean_import import lean_import
+
+    punkt = lean_import("nltk.tokenize.punkt")
+    destructive = lean_import("nltk.tokenize.destructive")
+    return punkt.PunktSentenceTokenizer(), destructive.NLTKWordTokenizer()
 
 
 def nltk_loaded() -> bool:

@@ -190,6 +190,13 @@ class ObjectLexicon:
         Same result as :meth:`merge_words` followed by the synonym lookup, but
         only visits tokens that are synonyms or start a multi-word entry.
         """
+        return self.caption_hits(self.word_hits(toks))
+
+    def word_hits(self, toks: list[str]) -> list[tuple[str, int]]:
+        """``(lexicon word, token index)`` of every mention, before the caption-level rule
+        (:meth:`caption_hits`). Each hit depends on its token and the two after it only,
+        so the hits of a text cut where no multi-word entry can start (:meth:`may_join`)
+        are those of its pieces, shifted."""
         word_cat, first, cand = self.word_cat, self.first, self._candidates
         if cand.isdisjoint(toks):
             return []
@@ -219,12 +226,31 @@ class ObjectLexicon:
                     continue
             if w in word_cat:
                 hits.append((w, i))
+        return hits
+
+    def caption_hits(self, hits: list[tuple[str, int]]) -> list[tuple[int, int, int]]:
+        """A caption's :meth:`word_hits` under the reference's one caption-wide rule (a
+        "seat" of a caption that names a "toilet" is the toilet's), as ``(word id,
+        category index, token index)``."""
         if len(hits) > 1:
             ws = {w for w, _ in hits}
             if "toilet" in ws and "seat" in ws:
                 hits = [h for h in hits if h[0] != "seat"]
-        wid = self.word_id
+        wid, word_cat = self.word_id, self.word_cat
         return [(wid[w], word_cat[w], i) for w, i in hits]
+
+    def may_join(self, toks: list[str]) -> bool:
+        """Could a multi-word entry that starts in these singularized tokens run on into the
+        tokens after them? Only one starting at the last token, or a three-word entry
+        starting at the last but one (a two-word entry there ends inside them)."""
+        if not toks:
+            return False
+        if toks[-1] in self.first:
+            return True
+        heads = self.__dict__.get("_heads")
+        if heads is None:
+            heads = self.__dict__["_heads"] = frozenset(t[:2] for t in self.triples)
+        return len(toks) > 1 and (toks[-2], toks[-1]) in heads
 
     @property
     def _candidates(self) -> frozenset[str]:

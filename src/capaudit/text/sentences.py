@@ -179,6 +179,6 @@ def punkt_spans(text: str) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=1)
 def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    from capaudit.core.lean_import import lean_import
 
-    return PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
+    return lean_import("nltk.tokenize.punkt").PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize

@@ -37,9 +37,12 @@ MULTIPROCESS_MIN = 20_000   # distinct texts before extra processes pay for thei
 
 @lru_cache(maxsize=2)
 def load_nlp(model: str = MODEL):
+    from capaudit.core.lean_import import lean, lean_import
+
     try:
-        import spacy
-        return spacy.load(model, disable=list(DISABLE))
+        spacy = lean_import("spacy")
+        with lean():
+            return spacy.load(model, disable=list(DISABLE))
     except ImportError as exc:
         raise MissingExtraError(exc.name or "spacy", "nlp", "the LOTUS text metrics") from exc
     except OSError as exc:

@@ -1,0 +1,117 @@
+"""Lean imports (core/lean_import): NLTK and spaCy without scipy/sklearn/pandas/torch give the
+same sentences, tokens and parses on real captions, and only where capaudit owns the process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from capaudit.core import lean_import
+from tests.conftest import REPO, shared_path
+
+ENRICHED = shared_path("data", "enriched", "sharegpt4v_gpt4v_coco2017_890.json")
+
+# prints what the filter's text stack makes of the captions, and which stacks got imported
+PROBE = textwrap.dedent("""
+    import json, sys
+    from capaudit.text.nltk_tokenize import nltk_tokenize_sentences
+    from capaudit.text.sentences import punkt_spans
+    from capaudit.filters.parse import parse_many
+    caps = json.load(open(sys.argv[1]))
+    toks = [nltk_tokenize_sentences(c) for c in caps]
+    spans = [punkt_spans(c) for c in caps]
+    docs = parse_many([s for t in toks for s in t])
+    parses = [[(w.tag_, w.dep_, w.head.i) for w in d] for d in docs]
+    stacks = sorted(m for m in ("scipy", "sklearn", "pandas", "torch") if m in sys.modules)
+    print(json.dumps({"toks": toks, "spans": spans, "parses": parses, "stacks": stacks}))
+""")
+
+
+def _probe(tmp_path: Path, lean: bool) -> dict:
+    caps = []
+    for rec in json.loads(ENRICHED.read_text("utf-8"))[:60]:
+        caps.append(next(t["value"] for t in rec["conversations"] if t["from"] == "gpt"))
+    path = tmp_path / "caps.json"
+    path.write_text(json.dumps(caps))
+    env = {k: v for k, v in os.environ.items() if k != lean_import.ENV}
+    if lean:
+        env[lean_import.ENV] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO)])
+    out = subprocess.run([sys.executable, "-c", PROBE, str(path)], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_lean_gives_the_same_text_analysis_without_the_stacks(tmp_path):
+    pytest.importorskip("spacy")
+    ordinary, lean = _probe(tmp_path, lean=False), _probe(tmp_path, lean=True)
+    assert lean["stacks"] == []
+    assert "scipy" in ordinary["stacks"]  # NLTK's own import pulls it in: the lean path matters
+    assert sum(len(t) for t in lean["toks"]) > 300   # 60 long captions: hundreds of sentences
+    for key in ("toks", "spans", "parses"):
+        assert lean[key] == ordinary[key], key
+
+
+def _package(tmp_path: Path, name: str, body: str) -> None:
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text(body)
+
+
+def test_a_package_that_needs_a_refused_stack_is_imported_the_ordinary_way(tmp_path,
+                                                                           monkeypatch):
+    pytest.importorskip("pandas")
+    _package(tmp_path, "capaudit_needs_pandas", "import pandas\nVALUE = pandas.__name__\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(lean_import.ENV, "1")
+    try:
+        mod = lean_import.lean_import("capaudit_needs_pandas")
+        assert mod.VALUE == "pandas"
+    finally:
+        sys.modules.pop("capaudit_needs_pandas", None)
+
+
+def test_optional_imports_are_refused_only_inside_and_only_when_enabled(tmp_path, monkeypatch):
+    _package(tmp_path, "capaudit_optional_stack",
+             "try:\n    import capaudit_refusable\n    HAS = True\nexcept ImportError:\n"
+             "    HAS = False\n")
+    _package(tmp_path, "capaudit_refusable", "")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(lean_import, "UNUSED_STACKS", frozenset({"capaudit_refusable"}))
+    names = ("capaudit_optional_stack", "capaudit_refusable")
+    try:
+        monkeypatch.setenv(lean_import.ENV, "1")
+        assert lean_import.lean_import("capaudit_optional_stack").HAS is False
+        assert "capaudit_refusable" not in sys.modules
+        __import__("capaudit_refusable")      # outside the block it imports as usual
+        for name in names:
+            sys.modules.pop(name, None)
+        monkeypatch.delenv(lean_import.ENV)
+        assert lean_import.lean_import("capaudit_optional_stack").HAS is True
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_a_missing_package_still_raises(monkeypatch):
+    monkeypatch.setenv(lean_import.ENV, "1")
+    with pytest.raises(ImportError):
+        lean_import.lean_import("capaudit_no_such_package_anywhere")
+
+
+def test_the_command_line_and_ray_tasks_turn_it_on(monkeypatch):
+    code = ("import os, sys\nfrom capaudit.cli import main as m\n"
+            "m.main = lambda: print(os.environ.get('CAPAUDIT_LEAN_IMPORTS')) or 0\nm.run()\n")
+    env = {k: v for k, v in os.environ.items() if k != lean_import.ENV}
+    env["PYTHONPATH"] = str(REPO / "src")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert (out.returncode, out.stdout.strip()) == (0, "1")
+    from capaudit.executors.ray import _lean_call
+
+    monkeypatch.delenv(lean_import.ENV, raising=False)
+    assert _lean_call(lambda task: (task, lean_import.enabled()), 7) == (7, True)
