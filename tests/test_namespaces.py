@@ -150,3 +150,25 @@ def test_declared_namespace_conflicting_with_evidence_is_refused_by_row(store, t
                                          r"coco2014 image, not nocaps"):
         add_caption_set(store, "x", path, namespace="nocaps")
     assert store.find_set("x") is None
+
+
+def test_namespaces_are_assigned_page_by_page(store, tmp_path, monkeypatch):
+    """Keys are read in pages of rows (memory bounded by a page, #31): a key whose rows lie in
+    several pages gets its namespace in all of them, mixed keys keep their own, and a
+    declared namespace that a key contradicts names that key's first row."""
+    from capaudit.store import captions
+
+    monkeypatch.setattr(captions, "NAMESPACE_PAGE", 3)
+    keys = ["COCO_val2014_000000000042.jpg", "7", "flickr30k-images/1000092795.jpg",
+            "8", "9", "COCO_val2014_000000000042.jpg", "coco/train2017/000000000009.jpg"]
+    path = _write(tmp_path / "mixed.jsonl", [{"image": k, "caption": f"a dog {i}"}
+                                             for i, k in enumerate(keys)])
+    add_caption_set(store, "mixed", path)
+    got = store.sql("SELECT row_idx, namespace FROM captions ORDER BY row_idx")
+    assert got == [(0, "coco2014"), (1, None), (2, "flickr30k"), (3, None), (4, None),
+                   (5, "coco2014"), (6, "coco2017")]
+    assert store.one("SELECT count(*) FROM duckdb_tables() WHERE temporary")[0] == 0
+    with pytest.raises(InputError, match=r"row 3: image 'flickr30k-images/1000092795.jpg' is "
+                                         r"a flickr30k image, not coco2014"):
+        add_caption_set(store, "declared", path, namespace="coco2014")
+    assert store.find_set("declared") is None

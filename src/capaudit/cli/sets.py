@@ -58,13 +58,13 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                  skip_no_image=skip_no_image or None)
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
-    from capaudit.store.captions import set_stats
+    from capaudit.store.captions import has_image_ids
 
     # as `sets show` and the audit say it: text keys (TextCaps' 011e7e629fb9ae7b, a URL) are
     # not "unassigned" numbers waiting for an audit; nothing ever joins them
     from capaudit.audit.annotation_coverage import ids_label
 
-    ids = ids_label(info.namespace, bool(set_stats(store, info.set_id)[2]))
+    ids = ids_label(info.namespace, has_image_ids(store, info.set_id))
     console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
                   f"{info.n_images:,} images ({esc(info.format)}; ids: {esc(ids)})",
                   markup=True)
@@ -90,10 +90,10 @@ def list_sets(db: Path = DbOption):
         table.add_column(col, overflow="fold",
                          justify="right" if col in ("captions", "images") else "left")
     from capaudit.audit.annotation_coverage import ids_label
-    from capaudit.store.captions import set_stats
+    from capaudit.store.captions import has_image_ids
 
     for s in store.list_sets():
-        numeric = s.namespace is not None or bool(set_stats(store, s.set_id)[2])
+        numeric = s.namespace is not None or has_image_ids(store, s.set_id)
         table.add_row(s.name, s.format or "", ids_label(s.namespace, numeric),
                       f"{s.n_captions:,}", f"{s.n_images:,}", s.parent or "",
                       name_of(s.source_path) if s.source_path else "")

@@ -92,21 +92,32 @@ def assign_namespaces(store: Store, set_id: int, path: Path, namespace: str | No
     another dataset (a ``COCO_val2014_`` name in a set declared ``nocaps``): refused by row.
     ``evidence`` (what the file itself names, e.g. a ``dataset_id`` column) is given to every
     row when no row's key says otherwise."""
-    rows = captions.namespace_candidates(store, set_id)
-    found = {key: (infer_namespace(key), row) for key, row in rows}
-    found = {k: v for k, v in found.items() if v[0] is not None}
-    if not namespace and file_evidence(evidence, (ns for ns, _ in found.values())):
-        captions.set_namespace(store, set_id, evidence)
-        return
-    if namespace:
-        for key, (ns, row) in found.items():
-            if not ns.startswith("path:") and not compatible(ns, namespace):
-                raise InputError(f"image '{key}' is a {ns} image, not {namespace}", path=path,
-                                 row=row + 1, fix=f"drop --namespace {namespace}, or fix the row")
-        captions.set_namespace(store, set_id, namespace)
-        return
-    if found:
-        captions.set_row_namespaces(store, set_id, {k: v[0] for k, v in found.items()})
+    seen: set[str] = set()                       # the namespaces the keys name
+    staged = None if namespace else captions.RowNamespaces(store)
+    try:
+        for page in captions.namespace_candidate_pages(store, set_id):
+            found = {}
+            for key, row in page:                   # in row order: the first row of a key
+                ns = infer_namespace(key)
+                if ns is None:
+                    continue
+                if namespace and not ns.startswith("path:") and not compatible(ns, namespace):
+                    raise InputError(f"image '{key}' is a {ns} image, not {namespace}",
+                                     path=path, row=row + 1,
+                                     fix=f"drop --namespace {namespace}, or fix the row")
+                seen.add(ns)
+                found[key] = ns
+            if staged is not None:
+                staged.add(found)
+        if namespace:
+            captions.set_namespace(store, set_id, namespace)
+        elif file_evidence(evidence, seen):
+            captions.set_namespace(store, set_id, evidence)
+        else:
+            staged.apply(set_id)
+    finally:
+        if staged is not None:
+            staged.drop()
 
 
 ANSWERS_SHARE = 0.5   # captions of one or two words past this share: an answers file ...

@@ -54,10 +54,10 @@ def worker_filter(task: dict):
 
 def foreign_namespace(key: str | None, ann_ns: str | None) -> bool:
     """A row whose key names a dataset other than the evidence's: its id never joins."""
+    if ann_ns is None or key is None or key.isdigit():   # most rows: no import, no pattern
+        return False
     from capaudit.io.imageids import compatible, infer_namespace
 
-    if ann_ns is None or key is None or key.isdigit():
-        return False
     ns = infer_namespace(key)
     return ns is not None and not compatible(ns, ann_ns)
 

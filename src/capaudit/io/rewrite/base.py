@@ -98,6 +98,9 @@ class ChangeLog:
                                      ensure_ascii=False) + "\n")
 
     def revised(self, record: int, before: str, after: str, **where) -> None:
+        if self.fh is None:   # counted only: no edits to work out (a diff per revised caption)
+            self.entry(record, "revised")
+            return
         self.entry(record, "revised", **where, edits=caption_edits(before, after))
 
     def revised_list(self, record: int, captions: list, changes: dict) -> list:
