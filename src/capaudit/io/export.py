@@ -70,10 +70,12 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
                 _write_shards(store, info, tmp)
         return out
     if to == "parquet":
-        with atomic_path(out) as tmp:
+        with store.bounded_cache(), atomic_path(out) as tmp:
             exports.copy_to_parquet(store, info.set_id, tmp)
         return out
-    with atomic_open(out) as fh:
+    # the set is read whole: under the bulk writes' bound, DuckDB's buffer pool does not keep
+    # every block it read (767 MB for 1.2M captions to JSONL)
+    with store.bounded_cache(), atomic_open(out) as fh:
         if to == "jsonl":
             for batch in exports.caption_batches(store, info.set_id):
                 for rec in batch.to_pylist():

@@ -11,6 +11,7 @@ from :class:`~capaudit.store.sets.SetQueries`, the runs' and metric rows' from
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import weakref
@@ -51,6 +52,21 @@ def interrupt_open_stores() -> None:
             store.con.interrupt()
         except Exception:  # closed meanwhile  # noqa: BLE001
             pass
+
+
+def _close_open_stores() -> None:
+    """At exit, close the stores a program left open (a script or notebook using the API
+    without ``close``): DuckDB then checkpoints their write-ahead log into the file. Left
+    unclosed, 100k added captions stayed as a 112 MB ``.wal`` beside the store, and the next
+    command replayed it in memory when it opened the store (1.1 GB for 1.2M captions)."""
+    for store in list(_OPEN):
+        try:
+            store.close()
+        except Exception:  # closed or invalidated already  # noqa: BLE001
+            pass
+
+
+atexit.register(_close_open_stores)
 
 
 class Store(SetQueries, RunLog):

@@ -20,16 +20,32 @@ def _rows_sql(set_id: int, meta: bool = False) -> str:
             f"captions WHERE set_id = {int(set_id)} ORDER BY row_idx")
 
 
-def caption_batches(store, set_id: int, batch_size: int = 100_000, *, meta: bool = False):
-    """A ``pyarrow.RecordBatchReader`` of ``(row_idx, image_key, image_id, caption)`` of the
-    set in stored order (and each row's ``meta`` JSON text with ``meta``)."""
-    return store.con.sql(_rows_sql(set_id, meta)).to_arrow_reader(batch_size)
+def caption_batches(store, set_id: int, batch_size: int = CHUNK_ROWS, *, meta: bool = False):
+    """Arrow batches of ``(row_idx, image_key, image_id, caption)`` of the set in stored order
+    (and each row's ``meta`` JSON text with ``meta``), range by range (:func:`row_chunks`:
+    one ``ORDER BY`` over the set sorted every caption in memory)."""
+    return row_chunks(store, set_id, "row_idx, image_key, image_id, caption"
+                      + (", meta" if meta else ""), batch_size)
 
 
 def copy_to_parquet(store, set_id: int, path: str | Path) -> None:
-    """Write ``(row_idx, image_key, image_id, caption)`` of the set to a parquet file."""
-    store.con.execute(f"COPY ({_rows_sql(set_id)}) TO "
-                      f"'{str(path).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)")
+    """Write ``(row_idx, image_key, image_id, caption)`` of the set to a parquet file, range by
+    range (a ``COPY`` of the set in row order sorted it whole on four threads: 3.2 GB for
+    1.2M ShareGPT4V captions)."""
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for batch in caption_batches(store, set_id):
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), batch.schema, compression="snappy")
+            writer.write_batch(batch)
+        if writer is None:   # an empty set: the columns, no rows
+            empty = store.con.sql(_rows_sql(set_id) + " LIMIT 0").to_arrow_table()
+            writer = pq.ParquetWriter(str(path), empty.schema, compression="snappy")
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def captions_by_image(store, set_id: int) -> list[tuple]:
