@@ -186,6 +186,8 @@ def test_cli_names_records_dropped_for_their_token(shared, tmp_path, capsys):
     printed = " ".join(capsys.readouterr().out.split())
     assert f"1 records dropped: no question left to carry its <image> token (source records " \
            f"{len(recs)}; listed in the changes file)" in printed
+    listed = sum(1 for _ in open(tmp_path / "o.json.changes.jsonl", encoding="utf-8"))
+    assert listed >= 1 and f"{listed:,} changes listed in " in printed
 
 
 def test_filtered_answers_keep_the_source_paragraphs(store, shared, tmp_path):

@@ -190,13 +190,19 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
 
         from capaudit.io.export_original import TOKEN_DROP_WHY
 
-        log = [json.loads(line) for line in open(changes, encoding="utf-8")]
-        console.print(f"{len(log):,} changes listed in {changes}")
-        lost = [e["record"] for e in log if e.get("why") == TOKEN_DROP_WHY]
-        if lost:
-            console.print(f"{len(lost):,} records dropped: {TOKEN_DROP_WHY} (source records "
-                          f"{', '.join(str(i + 1) for i in lost[:10])}"
-                          f"{', ...' if len(lost) > 10 else ''}; listed in the changes file)")
+        n_changes, n_lost, lost = 0, 0, []   # read line by line: 1.2M captions' listing
+        with open(changes, encoding="utf-8") as fh:   # held whole was 438 MB
+            for line in fh:
+                n_changes += 1
+                if TOKEN_DROP_WHY in line and json.loads(line).get("why") == TOKEN_DROP_WHY:
+                    n_lost += 1
+                    if len(lost) < 10:
+                        lost.append(json.loads(line)["record"])
+        console.print(f"{n_changes:,} changes listed in {changes}")
+        if n_lost:
+            console.print(f"{n_lost:,} records dropped: {TOKEN_DROP_WHY} (source records "
+                          f"{', '.join(str(i + 1) for i in lost)}"
+                          f"{', ...' if n_lost > 10 else ''}; listed in the changes file)")
 
 
 def _export_remote(store, name: str, to: str, out: str, overwrite: bool,
