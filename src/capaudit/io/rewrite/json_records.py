@@ -42,6 +42,29 @@ def dumps_like(value, text: str, gap: str) -> str:
     return json.dumps(value, ensure_ascii=ascii_only, separators=(item, key))
 
 
+def revised_in_place(text: str, rec: Record, mine: Changes, value) -> str | None:
+    """The record's ``text`` with each revised caption's JSON string replaced where it stands,
+    everything else kept byte for byte; ``None`` when that is not certain to be right (a
+    dropped caption, a caption whose string is not found exactly once, a result that does
+    not read back as ``value``, the record with its changes applied): the caller writes the
+    record again with :func:`dumps_like`.
+
+    Why: writing an indented record again runs ``json``'s pure-Python encoder (the C one
+    takes no indent), 12% of a sharded filter's CPU on ShareGPT4V arrays; and what was not
+    revised is left exactly as it was, whatever the file's own spacing or escapes."""
+    ascii_only = text.isascii()
+    olds = {p.turn: p.text for p in rec.places}
+    for turn, new in mine.items():
+        old = olds.get(turn, None)
+        if new is None or not isinstance(old, str):
+            return None
+        encoded = json.dumps(old, ensure_ascii=ascii_only)
+        if text.count(encoded) != 1:
+            return None
+        text = text.replace(encoded, json.dumps(new, ensure_ascii=ascii_only))
+    return text if json.loads(text) == value else None
+
+
 class JsonArrayRewriter(Rewriter):
     """A top-level JSON array, record by record (bounded memory at any size)."""
 
@@ -73,7 +96,7 @@ class JsonArrayRewriter(Rewriter):
         if mine:
             if not self.layout.apply(value, mine, self.log, rec.index):
                 return False
-            text = dumps_like(value, text, gap)
+            text = revised_in_place(text, rec, mine, value) or dumps_like(value, text, gap)
         self.out.write(((self.opening or "[") if not self.written else gap).encode("utf-8"))
         self.out.write(text.encode("utf-8"))
         self.written += 1
