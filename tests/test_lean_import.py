@@ -111,7 +111,15 @@ def test_the_command_line_and_ray_tasks_turn_it_on(monkeypatch):
     env["PYTHONPATH"] = str(REPO / "src")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert (out.returncode, out.stdout.strip()) == (0, "1")
-    from capaudit.executors.ray import _lean_call
+    import inspect
+
+    from capaudit.executors.ray import _lean
 
     monkeypatch.delenv(lean_import.ENV, raising=False)
-    assert _lean_call(lambda task: (task, lean_import.enabled()), 7) == (7, True)
+
+    def task(t):
+        return t, lean_import.enabled()
+
+    wrapped = _lean(task)
+    assert inspect.isfunction(wrapped) and wrapped.__name__ == "task"   # ray.remote takes it
+    assert wrapped(7) == (7, True)

@@ -80,7 +80,7 @@ class RayExecutor:
 
         ray = self.ray
         if lean_import.enabled():   # Ray's workers are not our children: they are told
-            fn = functools.partial(_lean_call, fn)
+            fn = _lean(fn)
         remote = ray.remote(**self._options())(fn)
         refs = {remote.remote(t): t for t in tasks}
         pending = list(refs)
@@ -116,12 +116,18 @@ class RayExecutor:
             self._started = False
 
 
-def _lean_call(fn: Callable[[Any], Any], task: Any) -> Any:
-    """Run one task in a Ray worker as in a process of capaudit's own (lean imports)."""
-    from capaudit.core.lean_import import enable
+def _lean(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` run in a Ray worker as in a process of capaudit's own (lean imports); a plain
+    function, as ``ray.remote`` takes no partial."""
 
-    enable()
-    return fn(task)
+    @functools.wraps(fn)
+    def lean_task(task: Any) -> Any:
+        from capaudit.core.lean_import import enable
+
+        enable()
+        return fn(task)
+
+    return lean_task
 
 
 def _sigterm_handler():
