@@ -160,9 +160,9 @@ def _watch_signals() -> None:
     def watch() -> None:
         while True:
             got = os.read(read_fd, 64)
-            db = sys.modules.get("capaudit.store.db")  # never imported from here
-            if db is not None and stops.intersection(got):
-                db.interrupt_open_stores()
+            stores = sys.modules.get("capaudit.store.open_stores")  # never imported from here
+            if stores is not None and stops.intersection(got):
+                stores.interrupt_open_stores()
 
     threading.Thread(target=watch, name="capaudit-signals", daemon=True).start()
 

@@ -31,8 +31,8 @@ from capaudit.filters.negation import negated_positions
 from capaudit.text.fast_tokenize import _problem, _proven
 from capaudit.text.mentions import ObjectMention
 from capaudit.text.objects import get_lexicon
-from capaudit.text.records import singular_tokens
 from capaudit.text.sentences import _fast_spans
+from capaudit.text.singularize import singular_tokens
 
 __all__ = ["SentenceMemo", "LIMIT"]
 

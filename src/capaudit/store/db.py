@@ -11,10 +11,8 @@ from :class:`~capaudit.store.sets.SetQueries`, the runs' and metric rows' from
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import weakref
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -25,6 +23,7 @@ from capaudit.errors import DataError, InputError
 from capaudit.store.opener import (BASE_CONFIG, MEMORY, check_file_kind, check_side_files,
                                    connect, damaged, damaged_error, real_store_path, recognise,
                                    seal)
+from capaudit.store.open_stores import OPEN_STORES
 from capaudit.store.runs import RunLog, jsonable
 from capaudit.store.schema import SCHEMA_VERSION, migrate, needs_migration
 from capaudit.store.sets import SetInfo, SetQueries
@@ -39,34 +38,7 @@ BULK_WRITE_MEMORY = "32MB"   # 64 MB held ~22 MB more at 810k captions; 16 MB sp
 STATEMENT_MEMORY = "128MB"   # a set-level UPDATE of 1.2M rows ran (spilling) in this
 
 
-_OPEN: "weakref.WeakSet[Store]" = weakref.WeakSet()
 _IN_MEMORY = object()   # Store.in_memory()
-
-
-def interrupt_open_stores() -> None:
-    """Stop the query each open store is running (from any thread): a long INSERT or
-    SELECT runs in DuckDB's C++ code, where Python's Ctrl-C handler cannot run for
-    seconds; DuckDB's own interrupt ends it at once, and the transaction rolls back."""
-    for store in list(_OPEN):
-        try:
-            store.con.interrupt()
-        except Exception:  # closed meanwhile  # noqa: BLE001
-            pass
-
-
-def _close_open_stores() -> None:
-    """At exit, close the stores a program left open (a script or notebook using the API
-    without ``close``): DuckDB then checkpoints their write-ahead log into the file. Left
-    unclosed, 100k added captions stayed as a 112 MB ``.wal`` beside the store, and the next
-    command replayed it in memory when it opened the store (1.1 GB for 1.2M captions)."""
-    for store in list(_OPEN):
-        try:
-            store.close()
-        except Exception:  # closed or invalidated already  # noqa: BLE001
-            pass
-
-
-atexit.register(_close_open_stores)
 
 
 class Store(SetQueries, RunLog):
@@ -91,7 +63,7 @@ class Store(SetQueries, RunLog):
         if path is _IN_MEMORY:
             self.path, self.con = Path(MEMORY), duckdb.connect(MEMORY, config=dict(BASE_CONFIG))
             migrate(self.con)
-            _OPEN.add(self)
+            OPEN_STORES.add(self)
             return
         self.path = Path(path)
         real = real_store_path(self.path)
@@ -107,7 +79,7 @@ class Store(SetQueries, RunLog):
         external = not sandbox if external is None else external
         self._allow = tuple(allow_paths)
         self.con = self._connect(real, read_only, external, sandbox)
-        _OPEN.add(self)
+        OPEN_STORES.add(self)
         self._protect_sources()
 
     def _connect(self, real: Path, read_only: bool, external: bool, sandbox: bool):

@@ -37,7 +37,7 @@ import numpy as np
 from capaudit.text.gender import gender_code
 from capaudit.text.objects import get_lexicon
 from capaudit.text.record_arrays import NOT_KEPT, POSTING_CAP, CaptionRecords, Mention, NotKept
-from capaudit.text.singularize import SINGULAR_CACHE, singularize, singularize_corrected
+from capaudit.text.singularize import SINGULAR_CACHE, singular_tokens
 from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 
 # the module, not the ``tokenize`` function that ``capaudit.text`` re-exports under the same
@@ -46,7 +46,7 @@ from capaudit.text.tokenize import SlowPathDeferred, load_nltk, tokenize_caption
 _tok = importlib.import_module("capaudit.text.tokenize")
 
 __all__ = ["CaptionRecords", "CaptionAnalysis", "Mention", "build_records", "analyse_caption",
-           "sentence_objects", "singular_tokens", "POSTING_CAP"]
+           "sentence_objects", "POSTING_CAP"]
 
 CHUNK = 4096                # captions per work unit
 
@@ -94,19 +94,6 @@ def sentence_objects(sents: list[list[str]], mode: str = "reference") -> tuple:
             ends.append(acc)
         return tuple((w, c, t, bisect_right(ends, t)) for w, c, t in found)
     return tuple((w, c, t, 0) for w, c, t in found)
-
-
-def singular_tokens(tokens: list[str], mode: str) -> list[str]:
-    """The tokens singularized as ``mode``'s mentions read them (a dict lookup per token once
-    warm; user lexicons use the corrected rules)."""
-    cache = SINGULAR_CACHE.get(mode) or SINGULAR_CACHE["corrected"]
-    sing = list(map(cache.get, tokens))
-    if None in sing:  # singularize the new tokens only (each call fills ``cache``)
-        sg = singularize if mode == "reference" else singularize_corrected
-        for t in set(tokens).difference(cache):
-            sg(t)
-        sing = list(map(cache.get, tokens))
-    return sing
 
 
 def _process_chunk(args: tuple[Sequence[str], np.ndarray, str, bool]) -> CaptionRecords:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["singularize", "singularize_corrected", "SINGULAR_CACHE", "REFERENCE_EXCEPTIONS", "CORRECTED_EXCEPTIONS"]
+__all__ = ["singularize", "singularize_corrected", "singular_tokens", "SINGULAR_CACHE", "REFERENCE_EXCEPTIONS", "CORRECTED_EXCEPTIONS"]
 
 REFERENCE_EXCEPTIONS: dict[str, str] = {
     "as": "as",
@@ -107,3 +107,16 @@ def singularize_corrected(word: str) -> str:
 # plural "-ies" nouns whose singular ends in "-ie" (textblob makes them "-y")
 _PLURAL_IE = frozenset({"tie", "bowtie", "pie", "collie", "doggie", "cookie", "veggie", "brownie",
                         "selfie", "hoodie", "smoothie", "movie", "zombie", "goalie", "birdie"})
+
+
+def singular_tokens(tokens: list[str], mode: str) -> list[str]:
+    """The tokens singularized as ``mode``'s mentions read them (a dict lookup per token once
+    warm; user lexicons use the corrected rules)."""
+    cache = SINGULAR_CACHE.get(mode) or SINGULAR_CACHE["corrected"]
+    sing = list(map(cache.get, tokens))
+    if None in sing:  # singularize the new tokens only (each call fills ``cache``)
+        sg = singularize if mode == "reference" else singularize_corrected
+        for t in set(tokens).difference(cache):
+            sg(t)
+        sing = list(map(cache.get, tokens))
+    return sing
