@@ -1,7 +1,7 @@
 """Cleaning a corpus at its size: the hallucination filter's memory, CPU and scale-out (#31).
 
     PYTHONPATH=src python benchmarks/bench_filter.py [--shared ../shared] [--sizes 100000,1200000]
-        [--runs set,file,shards,shards-w2] [--keep DIR] [--before SRC_DIR]
+        [--runs set,file,shards,shards-w2] [--keep DIR] [--before SRC_DIR] [--distinct]
 
 The data (issue #31): the 890 real GPT-4V captions of
 ``data/enriched/sharegpt4v_gpt4v_coco2017_890.json``, each copy made distinct by rotating its
@@ -22,6 +22,10 @@ Runs: ``set`` is the registered-set path (``sets add``, ``filter run SET``, ``se
 original``); ``file`` is ``filter run --shards FILE`` (one shard); ``shards`` the 12 shards with
 one worker, ``shards-w2`` with two local workers. ``--before DIR`` runs the ``set`` path with
 another checkout's ``src`` (today's main: ``git archive c2b91f3 src | tar -x -C DIR``).
+
+``--distinct`` gives every sentence of every copy a token of its own (``zKnI`` before its
+final mark): the issue's data repeats each sentence in other orders, which every cache of
+sentences and parses benefits from; a corpus of captions written one by one does not.
 """
 
 from __future__ import annotations
@@ -58,8 +62,20 @@ def _originals(shared: Path) -> list[tuple[int, str, list[str]]]:
     return out
 
 
-def _record(k: int, iid: int, sents: list[str]) -> dict:
+def _distinct(k: int, sents: list[str]) -> list[str]:
+    """Copy ``k``'s sentences each made its own: a token ``zKnI`` before its final mark (no
+    sentence recurs, as in a corpus of captions written one by one)."""
+    out = []
+    for i, s in enumerate(sents):
+        tag = f" z{k}n{i}"
+        out.append(s[:-1] + tag + s[-1] if s[-1:] in ".!?" else s + tag)
+    return out
+
+
+def _record(k: int, iid: int, sents: list[str], distinct: bool = False) -> dict:
     r = k % len(sents)
+    if distinct:
+        sents = _distinct(k, sents)
     text = " ".join(sents[r:] + sents[:r]) + f" Copy {k}."
     new_id = k * ID_STRIDE + iid
     return {"id": f"{new_id:012d}", "image": f"coco/train2017/{new_id:012d}.jpg",
@@ -68,7 +84,7 @@ def _record(k: int, iid: int, sents: list[str]) -> dict:
                               {"from": "gpt", "value": text}]}
 
 
-def write_data(shared: Path, folder: Path, n: int) -> dict:
+def write_data(shared: Path, folder: Path, n: int, distinct: bool = False) -> dict:
     """The issue's data in ``folder``: ``corpus.json`` (one array), ``shards/part-NN.json``
     (12 arrays, the same records in order) and ``evidence.jsonl`` (mapped CHAIR ground truth)."""
     done = folder / "ready.json"
@@ -91,7 +107,7 @@ def write_data(shared: Path, folder: Path, n: int) -> dict:
     for i in range(n):
         k, j = divmod(i, len(originals))
         iid, _, sents = originals[j]
-        rec = json.dumps(_record(k, iid, sents), indent=1, ensure_ascii=False)
+        rec = json.dumps(_record(k, iid, sents, distinct), indent=1, ensure_ascii=False)
         rec = rec.replace("\n", "\n ")
         whole.write(("," if i else "") + "\n " + rec)
         if i % per_shard == 0:
@@ -167,12 +183,14 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="Keep (and reuse) the data in this folder")
     ap.add_argument("--before", type=Path, help="A checkout whose src/ runs the 'set' path "
                                                 "as the 'before' figures")
+    ap.add_argument("--distinct", action="store_true",
+                    help="Make every sentence distinct (no cache of sentences or parses helps)")
     args = ap.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_filter_"))
     rows = []
     for n in (int(x) for x in args.sizes.split(",") if x):
-        data = base / f"n{n}"
-        info = write_data(args.shared, data, n)
+        data = base / (f"n{n}-distinct" if args.distinct else f"n{n}")
+        info = write_data(args.shared, data, n, args.distinct)
         print(f"# {n:,} captions: corpus.json {info['bytes'] / 1e6:.0f} MB, "
               f"{N_SHARDS} shards", flush=True)
         for run in args.runs.split(","):
