@@ -145,17 +145,15 @@ def guard_evidence(store, set_name: str, kind: str, ids, source: str | None,
     images (none at all: a filter that judges nothing is no filter), unless
     ``allow_partial`` (uncovered captions kept unjudged). Returns the coverage and the ids
     that must not join the evidence (rows of another namespace, as :func:`kept_ids`)."""
-    # the counts of _uncounted and _count, made in the store: a set of millions of images
-    # never comes into Python (1.2M held ~400 MB of rows and sets), only ids a chunk at a time
+    # _uncounted and _count made in the store: no row per image in Python (1.2M: ~400 MB)
     n_images, n_ids, spaces = store.image_counts(set_name)
     cov = Coverage(set_name, n_images, spaces[0] if len(spaces) == 1 else
                    ("mixed" if spaces else None), n_with_ids=n_ids)
     label = kind.replace("-", "_")
     ann_ns = source_namespace(store, source)
     cov.namespaces[label] = ann_ns
-    joins = [ns for ns in spaces if compatible(ns, ann_ns)]
-    cov.covered[label] = sum(sum(map(ids.__contains__, chunk))
-                             for chunk in store.image_id_chunks(set_name, joins))
+    cov.covered[label] = sum(sum(map(ids.__contains__, c)) for c in store.image_id_chunks(
+        set_name, [ns for ns in spaces if compatible(ns, ann_ns)]))
     partial = "--allow-partial keeps the uncovered captions unjudged"
     if not allow_partial and (cov.covered[label] == 0 or cov.share(label) < min_coverage):
         raise refusal(cov, label, min_coverage, partial)
