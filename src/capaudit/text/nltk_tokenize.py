@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 
-__all__ = ["load_nltk", "nltk_loaded", "nltk_tokenize_sentences", "nltk_line_tokens",
+__all__ = ["load_nltk", "punkt_tokenizer", "nltk_loaded", "nltk_tokenize_sentences", "nltk_line_tokens",
            "word_tokens", "nltk_caption"]
 
 
@@ -29,6 +29,11 @@ def _nltk():
     punkt = lean_import("nltk.tokenize.punkt")
     destructive = lean_import("nltk.tokenize.destructive")
     return punkt.PunktSentenceTokenizer(), destructive.NLTKWordTokenizer()
+
+
+def punkt_tokenizer():
+    """The untrained Punkt tokenizer every reference path uses (one per process)."""
+    return _nltk()[0]
 
 
 def nltk_loaded() -> bool:

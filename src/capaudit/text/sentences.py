@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from functools import lru_cache
 from typing import Iterator
 
 from capaudit.text.fast_tokenize import _problem, _proven
-from capaudit.text.nltk_tokenize import word_tokens
+from capaudit.text.nltk_tokenize import punkt_tokenizer, word_tokens
 from capaudit.text.tokenize import _segments, tokenize_caption
 
 __all__ = ["sentence_spans", "caption_sentences", "punkt_spans"]
@@ -174,11 +173,4 @@ def _run(text: str, starts: list[int], ends: list[int], i: int, j: int
 
 def punkt_spans(text: str) -> list[tuple[int, int]]:
     """Untrained Punkt's own spans of ``text`` (the authority the fast rules reproduce)."""
-    return list(_punkt().span_tokenize(text))
-
-
-@lru_cache(maxsize=1)
-def _punkt():
-    from capaudit.core.lean_import import lean_import
-
-    return lean_import("nltk.tokenize.punkt").PunktSentenceTokenizer()  # untrained, as in capaudit.text.tokenize
+    return list(punkt_tokenizer().span_tokenize(text))
