@@ -135,14 +135,14 @@ class RowNamespaces:
 
     def apply(self, set_id: int) -> None:
         """Give the set's rows still without a namespace their key's (a key's namespace is
-        a function of the key: its copies from several pages agree), then drop the table."""
-        con = self.store.con
+        a function of the key: its copies from several pages agree). The caller drops the
+        table (:meth:`drop`), whether this ran or not."""
         if self.rows:
             with self.store.statement_room():   # a join over every row of the set
-                con.execute(f"UPDATE captions SET namespace = m.ns FROM (SELECT DISTINCT k, ns "
-                            f"FROM {self.TABLE}) m WHERE set_id = ? AND namespace IS NULL AND "
-                            "image_key = m.k", [set_id])
-        self.drop()
+                self.store.con.execute(
+                    f"UPDATE captions SET namespace = m.ns FROM (SELECT DISTINCT k, ns FROM "
+                    f"{self.TABLE}) m WHERE set_id = ? AND namespace IS NULL AND image_key = m.k",
+                    [set_id])
 
     def drop(self) -> None:
         """Drop the table (a failed transaction's error is the one to report, not this)."""
