@@ -194,10 +194,11 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
         with open(changes, encoding="utf-8") as fh:   # held whole was 438 MB
             for line in fh:
                 n_changes += 1
-                if TOKEN_DROP_WHY in line and json.loads(line).get("why") == TOKEN_DROP_WHY:
+                entry = json.loads(line) if TOKEN_DROP_WHY in line else {}
+                if entry.get("why") == TOKEN_DROP_WHY:
                     n_lost += 1
                     if len(lost) < 10:
-                        lost.append(json.loads(line)["record"])
+                        lost.append(entry["record"])
         console.print(f"{n_changes:,} changes listed in {changes}")
         if n_lost:
             console.print(f"{n_lost:,} records dropped: {TOKEN_DROP_WHY} (source records "
