@@ -161,6 +161,20 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     return rng.permutation(n).tolist()
 
 
+def label_counts(tokenizer, captions: Sequence[str], max_tokens: int,
+                 chunk: int = 8192) -> list[int]:
+    """Per caption, the tokens its loss is averaged over: the tokens :func:`make_collate`
+    keeps (at most ``max_tokens``) less the first, which is the decoder's input only (BLIP
+    predicts token i+1 from tokens up to i). Gradient accumulation weighs micro-batches by
+    these counts (:mod:`capaudit.train_downstream.trainer`)."""
+    counts: list[int] = []
+    for start in range(0, len(captions), chunk):
+        enc = tokenizer(list(captions[start:start + chunk]), truncation=True,
+                        max_length=max_tokens)
+        counts.extend(len(ids) - 1 for ids in enc["input_ids"])
+    return counts
+
+
 class PairDataset:
     """Map-style dataset of (pixel array, caption) for ``torch.utils.data.DataLoader``."""
 
@@ -180,19 +194,22 @@ class PairDataset:
                              path=ref.shard) from None
 
 
-def make_collate(tokenizer, bos_token_id: int, max_tokens: int):
+def make_collate(tokenizer, bos_token_id: int, max_tokens: int, pad_multiple: int | None = None):
     """Batch pixels and tokenise captions the way BLIP trains its decoder.
 
     The first token ([CLS] from the BERT tokenizer) is replaced by the decoder's bos
     ([DEC]) because that is what ``generate`` starts from; padding is ignored in the
     loss (-100); the final [SEP] is the end-of-caption token generation stops on.
+    ``pad_multiple`` pads each batch to a multiple of that many tokens (a compiled model
+    then sees a handful of shapes instead of one per caption length).
     """
     import torch
 
     def collate(batch):
         pixels = torch.from_numpy(np.stack([b[0] for b in batch]))
         enc = tokenizer([b[1] for b in batch], padding="longest", truncation=True,
-                        max_length=max_tokens, return_tensors="pt")
+                        max_length=max_tokens, return_tensors="pt",
+                        pad_to_multiple_of=pad_multiple)
         ids = enc["input_ids"].clone()
         ids[:, 0] = bos_token_id
         labels = ids.masked_fill(enc["attention_mask"] == 0, -100)
