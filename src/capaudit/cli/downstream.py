@@ -30,7 +30,9 @@ def train_downstream_command(
     lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate (default 1e-5)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Micro-batch size (default 32)."),
     grad_accum: Optional[int] = typer.Option(None, "--grad-accum", help="Micro-batches per step (default 1)."),
-    precision: Optional[str] = typer.Option(None, "--precision", help="auto, fp32, bf16 or fp16."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="auto, fp32, bf16 or fp16 (auto: bf16 on a GPU that has it; a CPU runs fp32 and says so)."),
+    attention: Optional[str] = typer.Option(None, "--attention", help="auto, eager or sdpa (auto: sdpa on a GPU, eager on CPU)."),
+    compile_model: Optional[bool] = typer.Option(None, "--compile/--no-compile", help="torch.compile the model (default: on a GPU, off on CPU)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**32 - 1, help="Seed of init, data order, dropout (default 0)."),
     weight_decay: Optional[float] = typer.Option(None, "--weight-decay"),
     warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps"),
@@ -48,10 +50,10 @@ def train_downstream_command(
     Resumes from OUT/checkpoint.pt when present (same options required)."""
     from capaudit.core.config import resolve, write_provenance
     from capaudit.errors import InputError
-    from capaudit.train_downstream.train import TrainConfig, train_downstream
+    from capaudit.train_downstream.train import TrainConfig, runtime_plan, train_downstream
 
     cli = dict(epochs=epochs, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
-               precision=precision, seed=seed, weight_decay=weight_decay,
+               precision=precision, attention=attention, compile=compile_model, seed=seed, weight_decay=weight_decay,
                warmup_steps=warmup_steps, checkpoint_every=checkpoint_every, log_every=log_every,
                max_tokens=max_tokens, workers=workers, device=device)
     resolved = resolve(asdict(TrainConfig()), config, cli, section="train_downstream")
@@ -67,9 +69,12 @@ def train_downstream_command(
         table = store.captions(set_name, columns="image_id, caption")
     finally:
         store.close()
+    plan = runtime_plan(cfg)
+    for note in plan.notes:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
     write_provenance(Path(out) / "provenance.json",
                      {**asdict(cfg), "set": set_name, "shards": str(shards), "model": model,
-                      "out": str(out)}, cfg.seed)
+                      "out": str(out), "runtime": plan.as_dict()}, cfg.seed)
     with progress() as bar:
         task = bar.add_task(f"train {set_name}", total=None)
 
@@ -94,7 +99,8 @@ def train_downstream_command(
         return
     console.print(f"trained on {summary['pairs']} pairs ({summary['unmatched_captions']} captions "
                   f"without an image), {summary['steps']} steps on {summary['device']} "
-                  f"[{summary['precision']}]; model: {Path(out) / 'model'}")
+                  f"[{summary['precision']}, {plan.attention} attention"
+                  f"{', compiled' if plan.compile else ''}]; model: {Path(out) / 'model'}")
 
 
 def caption_command(

@@ -62,7 +62,8 @@ SHOWN: dict[str, str] = {
     # train-downstream and caption (capaudit.train_downstream.train.TrainConfig)
     "--precision": "auto", "--weight-decay": "0.05", "--warmup-steps": "0",
     "--checkpoint-every": "500", "--log-every": "50", "train-downstream:--workers": "-1 (auto)",
-    "--device": "auto", "caption:--limit": "every image",
+    "--device": "auto", "caption:--limit": "every image", "--attention": "auto",
+    "train-downstream:--compile": "on a GPU, off on CPU",
     # filters and review
     "--score-evidence": "none", "review export:--format": "the --out suffix",
     "filter run:--evidence": "the kind whose file is given",

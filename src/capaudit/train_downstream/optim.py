@@ -52,10 +52,13 @@ class MasterWeights:
                 p.copy_(m)
 
     def state_dict(self) -> dict:
-        """The model's state dict with every parameter replaced by its fp32 master."""
+        """The model's state dict with every parameter replaced by its fp32 master (a tied
+        weight, listed under two names, by the same master under both)."""
+        by_storage = {p.data_ptr(): m for p, m in zip(self.model_params, self.params)}
         state = self.net.state_dict()
-        for name, m in self.named():
-            state[name] = m.detach().clone()
+        for name, value in state.items():
+            if value.data_ptr() in by_storage:
+                state[name] = by_storage[value.data_ptr()].detach().clone()
         return state
 
     def load_state_dict(self, state: dict) -> None:

@@ -30,6 +30,10 @@ SIZES = {
     # a mid-size config for GPU benchmarks: about a third of BLIP base per layer
     "small": dict(image_size=224, patch_size=16, v_hidden=384, v_layers=6, v_heads=6,
                   t_hidden=384, t_layers=6, t_heads=6),
+    # the dims of Salesforce/blip-image-captioning-base (ViT-B/16 at 384 px, 577 image
+    # tokens; a 12-layer BERT-base decoder): benchmarks at full size without a download
+    "base": dict(image_size=384, patch_size=16, v_hidden=768, v_layers=12, v_heads=12,
+                 t_hidden=768, t_layers=12, t_heads=12, max_positions=512),
 }
 
 
@@ -63,7 +67,8 @@ def tiny_config(size: str = "tiny"):
     s = SIZES[size]
     text = dict(vocab_size=30524, hidden_size=s["t_hidden"], encoder_hidden_size=s["v_hidden"],
                 intermediate_size=4 * s["t_hidden"], num_hidden_layers=s["t_layers"],
-                num_attention_heads=s["t_heads"], max_position_embeddings=64,
+                num_attention_heads=s["t_heads"],
+                max_position_embeddings=s.get("max_positions", 64),
                 bos_token_id=30522, eos_token_id=2, pad_token_id=0, sep_token_id=102)
     vision = dict(hidden_size=s["v_hidden"], intermediate_size=4 * s["v_hidden"],
                   num_hidden_layers=s["v_layers"], num_attention_heads=s["v_heads"],
