@@ -34,8 +34,11 @@ def _one_thread():
 
 
 def _tiny_pair():
-    from capaudit.train_downstream.attention import use_attention
+    from capaudit.train_downstream.attention import sdpa_supported, use_attention
     from capaudit.train_downstream.tiny import tiny_config
+
+    if not sdpa_supported():
+        pytest.skip("the SDPA forwards mirror transformers 5's BLIP attention")
 
     torch.manual_seed(0)
     eager = transformers.BlipForConditionalGeneration(tiny_config("tiny")).train()
@@ -168,6 +171,8 @@ def test_plan_on_a_faked_gpu():
     assert plan_runtime(v100).precision == "fp32" and plan_runtime(v100).notes == ()
     plan = plan_runtime(v100, precision="bf16")
     assert plan.precision == "fp32" and "V100" in plan.notes[0]
+    old_transformers = plan_runtime(h100, sdpa_available=False)
+    assert old_transformers.attention == "eager" and "transformers >= 5" in old_transformers.notes[0]
     manual = plan_runtime(h100, attention="eager", compile=False, precision="fp32", workers=0)
     assert (manual.attention, manual.compile, manual.weights, manual.workers) == (
         "eager", False, "fp32", 0)

@@ -24,9 +24,18 @@ import math
 
 from capaudit.errors import InputError, require
 
-__all__ = ["ATTENTION_KINDS", "use_attention", "attention_kind"]
+__all__ = ["ATTENTION_KINDS", "use_attention", "attention_kind", "sdpa_supported"]
 
 ATTENTION_KINDS = ("eager", "sdpa")
+# the BLIP attention code the SDPA forwards mirror (masks built by masking_utils, the
+# EncoderDecoderCache of generation) is transformers 5's; 4.x has other signatures
+MIN_TRANSFORMERS = 5
+
+
+def sdpa_supported() -> bool:
+    """Whether the installed transformers has the BLIP attention these forwards mirror."""
+    transformers = require("transformers", "ml", "downstream training")
+    return int(transformers.__version__.split(".")[0]) >= MIN_TRANSFORMERS
 
 
 @functools.lru_cache(maxsize=1)
@@ -116,6 +125,12 @@ def use_attention(model, kind: str):
     in place; returns ``model``."""
     if kind not in ATTENTION_KINDS:
         raise InputError(f"unknown attention '{kind}'", fix=f"one of auto, {', '.join(ATTENTION_KINDS)}")
+    if kind == "sdpa" and not sdpa_supported():
+        import transformers
+
+        raise InputError(f"--attention sdpa needs transformers >= {MIN_TRANSFORMERS} "
+                         f"(installed: {transformers.__version__})",
+                         fix="pip install -U transformers, or pass --attention eager")
     classes = _classes()
     back = {v: k for k, v in classes.items()}
     for module in model.modules():

@@ -49,7 +49,7 @@ def generate_captions(model: str | Path, shards: str | Path, *, batch_size: int 
     """One caption per shard image: a table (image_key, image_id, caption, meta) ready for
     :meth:`capaudit.store.Store.add_set_from_table`. ``on_batch`` gets the batch size."""
     torch = require("torch", "ml", "captioning")
-    from capaudit.train_downstream.attention import use_attention
+    from capaudit.train_downstream.attention import sdpa_supported, use_attention
     from capaudit.train_downstream.captioner import (load_model_and_tokenizer, resolve_device,
                                                      resolve_precision)
 
@@ -63,7 +63,8 @@ def generate_captions(model: str | Path, shards: str | Path, *, batch_size: int 
     if dtype is not None:
         net = net.to(dtype)  # inference: half weights halve memory; no optimizer to protect
     net.to(dev).eval()
-    use_attention(net, "sdpa" if dev.type == "cuda" else "eager")  # the same function; CPU as before
+    # the same function; CPU as before
+    use_attention(net, "sdpa" if dev.type == "cuda" and sdpa_supported() else "eager")
     pre = ImagePreprocessor.from_model_dir(model_dir, net.config.vision_config.image_size)
     index = ShardIndex.build(shards)
     ids = index.order[:limit] if limit else index.order

@@ -88,16 +88,21 @@ def _precision(requested: str, caps: DeviceCaps, notes: list[str]) -> str:
 
 
 def plan_runtime(caps: DeviceCaps, *, precision: str = "auto", attention: str = "auto",
-                 compile: bool | None = None, workers: int = -1) -> RuntimePlan:
+                 compile: bool | None = None, workers: int = -1,
+                 sdpa_available: bool = True) -> RuntimePlan:
     """The plan for a run on a device with ``caps``. ``auto`` everywhere means: on a CPU
     exactly today's path (fp32, eager, no compile, no workers); on a CUDA GPU bf16 (where
-    supported), SDPA attention, ``torch.compile``, fused AdamW, workers and pinned memory."""
+    supported), SDPA attention (where the installed transformers allows it), ``torch.compile``,
+    fused AdamW, workers and pinned memory."""
     notes: list[str] = []
     used = _precision(precision, caps, notes)
     gpu = caps.type == "cuda"
     if attention not in ("auto", "eager", "sdpa"):
         raise InputError(f"unknown attention '{attention}'", fix="one of auto, eager, sdpa")
     attn = ("sdpa" if gpu else "eager") if attention == "auto" else attention
+    if attn == "sdpa" and attention == "auto" and not sdpa_available:
+        notes.append("SDPA attention needs transformers >= 5: this run uses eager attention")
+        attn = "eager"
     do_compile = gpu if compile is None else bool(compile)
     n_workers = workers if workers >= 0 else (min(8, caps.cpu_count) if gpu else 0)
     return RuntimePlan(

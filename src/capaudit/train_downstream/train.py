@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from capaudit.errors import InputError, require
-from capaudit.train_downstream.attention import use_attention
+from capaudit.train_downstream.attention import sdpa_supported, use_attention
 from capaudit.train_downstream.captioner import load_model_and_tokenizer, resolve_device
 from capaudit.train_downstream.checkpoint import CHECKPOINT, REQUIRED_KEYS, load_checkpoint
 from capaudit.train_downstream.data import (ImagePreprocessor, PairDataset, ShardIndex,
@@ -80,7 +80,7 @@ def runtime_plan(cfg: TrainConfig, device=None) -> RuntimePlan:
     the CLI prints its notes before a run and the run saves it."""
     device = device if device is not None else resolve_device(cfg.device)
     return plan_runtime(DeviceCaps.of(device), precision=cfg.precision, attention=cfg.attention,
-                        compile=cfg.compile, workers=cfg.workers)
+                        compile=cfg.compile, workers=cfg.workers, sdpa_available=sdpa_supported())
 
 
 def _export(model, tokenizer, model_src: Path, out: Path) -> None:
