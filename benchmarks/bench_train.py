@@ -115,6 +115,10 @@ def bench_row(model: Path, shards: Path, n_images: int, batch: int, option: dict
         times.append(now - last[0])
         last[0] = now
 
+    if option["compile"]:
+        # each row compiles a new model: without a reset, dynamo's per-function cache (8
+        # entries) would fill up and later rows would silently run uncompiled
+        torch._dynamo.reset()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()

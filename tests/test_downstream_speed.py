@@ -371,9 +371,13 @@ def test_gpu_plan_trains_and_sdpa_matches_on_cuda(tmp_path):
     eager, sdpa = _tiny_pair()
     eager, sdpa = eager.cuda(), sdpa.cuda()
     x = torch.randn(2, 3, 32, 32, device="cuda")
+    tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
-    assert _max_diff(eager.vision_model(x).last_hidden_state,
-                     sdpa.vision_model(x).last_hidden_state) < 1e-4
+    try:
+        assert _max_diff(eager.vision_model(x).last_hidden_state,
+                         sdpa.vision_model(x).last_hidden_state) < 1e-4
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     caption_list = [f"a man with a {WORDS[i % 5]}" for i in range(1, 9)]
     shards, model = _env(tmp_path, caption_list)
     state = _final_weights(shards, model, tmp_path / "gpu", caption_list, batch_size=4,
@@ -412,3 +416,16 @@ def test_compiled_forward_trains_like_the_plain_one(tmp_path, monkeypatch):
     batch = [(torch.zeros(3, 32, 32).numpy(), c) for c in caps[:3]]
     assert make_collate(tok, 30522, 40, pad_multiple=8)(batch)["input_ids"].shape[1] % 8 == 0
     assert make_collate(tok, 30522, 40)(batch)["input_ids"].shape[1] == 12  # longest caption
+
+
+@pytest.mark.gpu
+def test_benchmark_on_gpu_every_option():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_train
+
+    rows = bench_train.main(["--size", "tiny", "--batch-sizes", "4", "--steps", "2",
+                             "--images", "8", "--device", "cuda"])
+    assert len(rows) == 8 and all("error" not in r for r in rows)  # 2 x 2 x 2 options
+    assert {r["precision"] for r in rows} <= {"fp32", "bf16"}
