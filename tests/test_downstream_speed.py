@@ -241,8 +241,10 @@ def test_defaults_keep_todays_numbers(tmp_path):
     assert losses == pytest.approx([10.37332534790039, 10.25797176361084, 10.180261611938477,
                                     10.144174575805664], rel=1e-6)
     state = torch.load(run / "checkpoint.pt", weights_only=True)["model"]
+    # tolerances: another CPU's vector width may reorder float sums (~1e-10 here: the SDPA
+    # path, the same function, lands 1e-10 away); any change of the update rule is far more
     assert sum(float(v.double().abs().sum()) for v in state.values()) == pytest.approx(
-        32342.36206557108, rel=1e-9)
+        32342.36206557108, rel=1e-8)
     runtime = json.loads((run / "runtime.json").read_text())
     assert (runtime["precision"], runtime["attention"], runtime["compile"]) == ("fp32", "eager", False)
     out = generate_captions(run, shards, num_beams=2, max_length=8, min_length=2, batch_size=4)
