@@ -167,6 +167,9 @@ def label_counts(tokenizer, captions: Sequence[str], max_tokens: int,
     keeps (at most ``max_tokens``) less the first, which is the decoder's input only (BLIP
     predicts token i+1 from tokens up to i). Gradient accumulation weighs micro-batches by
     these counts (:mod:`capaudit.train_downstream.trainer`)."""
+    # this runs in the training process before the DataLoader forks its workers: a fast
+    # tokenizer's threads alive across a fork make each worker warn (and turn them off)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     counts: list[int] = []
     for start in range(0, len(captions), chunk):
         enc = tokenizer(list(captions[start:start + chunk]), truncation=True,
