@@ -316,7 +316,7 @@ def test_bf16_master_path_trains_on_cpu(tmp_path, monkeypatch):
         gpu_plan, workers=0, pin_memory=False, fused_adamw=False))
     caps = [f"a man with a {WORDS[i % 5]}" for i in range(1, 9)]
     shards, model = _env(tmp_path, caps)
-    state = _final_weights(shards, model, tmp_path / "bf16", caps, batch_size=4, grad_accum=2)
+    state = _final_weights(shards, model, tmp_path / "bf16", caps, batch_size=2, grad_accum=2)
     assert all(v.dtype == torch.float32 for v in state.values() if v.is_floating_point())
     done = json.loads((tmp_path / "bf16" / "done.json").read_text())
     assert done["precision"] == "bf16" and done["runtime"]["weights"] == "bf16"
@@ -324,6 +324,28 @@ def test_bf16_master_path_trains_on_cpu(tmp_path, monkeypatch):
     assert exported.dtype == torch.float32
     for name, p in exported.named_parameters():
         assert torch.equal(p, state[name]), name
+
+    # stopped after step 2 and resumed: the masters come back from the checkpoint and the
+    # run ends where the uninterrupted one did
+    from capaudit.train_downstream.train import TrainConfig, train_downstream
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_2(info):
+        if info["step"] == 2:
+            raise Stop
+
+    cfg = dict(epochs=2, lr=1e-4, seed=1, batch_size=2, grad_accum=2, checkpoint_every=1)
+    run = tmp_path / "resumed"
+    with pytest.raises(Stop):
+        train_downstream(list(range(1, 9)), caps, shards, model, run, TrainConfig(**cfg),
+                         set_name="s", on_step=stop_at_2)
+    done = train_downstream(list(range(1, 9)), caps, shards, model, run, TrainConfig(**cfg),
+                            set_name="s")
+    assert done["resumed_from_step"] == 2 and done["steps"] == 4  # 8 pairs / (2 x 2), 2 epochs
+    resumed = torch.load(run / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(resumed[k], state[k]) for k in state)
 
 
 def test_benchmark_runs_on_cpu_and_prints_one_table(capsys):
