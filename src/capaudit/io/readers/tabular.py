@@ -22,7 +22,8 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id)
+                                         id_like, missing_caption, missing_id,
+                                         not_captions)
 from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
                                           csv_record_row, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
@@ -100,6 +101,10 @@ class _DuckReader(CaptionReader):
             err = self.scan(path) or nested_records(path, desc)
             raise err or missing_caption(cols, self._sample(con, path), path=path,
                                          given=self.caption_col, numbered=numbered) from None
+        if self.caption_col is None:   # picked by name: questions or prompts are refused
+            err = not_captions(cols, self._sample(con, path), cap, path=path)
+            if err is not None:
+                raise err
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col")
         if idc is None and self.refuse_row_ids:
             question = answers_file(cols)
