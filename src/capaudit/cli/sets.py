@@ -134,6 +134,10 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
 
     if (warning := answers_warning(info.meta)) is not None:
         console.print(warning)
+    from capaudit.report.file_scores import summary_line
+
+    if (scores := summary_line(info.meta)) is not None:   # CHAIR's output: its own scores
+        console.print(esc(scores), markup=True)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

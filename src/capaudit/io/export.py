@@ -59,7 +59,7 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
         src = Path(root_set(store, name).source_path or name)
         out = _checked(store, Path(out) if out else _unclaimed(default_out(
             name, "".join(src.suffixes[-1:])), overwrite), to)
-        return export_original(store, name, out)[0]
+        return export_original(store, name, out, report)[0]
     out = _checked(store, Path(out) if out else _unclaimed(default_out(name, SUFFIX[to]),
                                                            overwrite), to)
     if to in ("webdataset", "hf"):
@@ -234,11 +234,13 @@ def export_with_provenance(store, name: str, to: str, out: str | Path | None = N
               "n_captions": info.n_captions}
     if to == "webdataset":
         record["layout"] = WEBDATASET_LAYOUT
-    if written:
+    if "answers" in written:
         from capaudit.io.export_conversations import export_note
 
         written["note"] = export_note(written)
         record["questions"] = written
+    elif written.get("note"):   # --to original: what the file keeps and what it cannot
+        record["note"] = written["note"]
     provenance_beside(path, record)
     if report is not None:
         report.update(written)
