@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -40,7 +41,8 @@ class CocoReader(CaptionReader):
                                  fix="each image is an object like {\"id\": 1, ...}")
             if "id" in img:
                 iid = require_image_id(img["id"], what=f"images entry {i + 1} id", path=path)
-                names[iid] = img.get("file_name") or str(iid)
+                names[iid] = img["file_name"] if isinstance(img.get("file_name"), str) \
+                    else str(iid)
         # the layout is no evidence of COCO ids (nocaps borrows it): the info block, URLs,
         # file names and extra id fields are; none of them -> unassigned
         ns = document_namespace(data.get("info"), images)
@@ -62,7 +64,9 @@ class CocoReader(CaptionReader):
             keys.append(str(iid))
             ids.append(iid)
             caps.append(ann["caption"] if isinstance(ann["caption"], str) else None)
-            metas.append(f'{{"src": {i}}}')
+            name = names.get(iid)   # the image's file name, for the exports (io.image_names)
+            metas.append(f'{{"src": {i}}}' if name is None or name == keys[-1] else
+                         json.dumps({"src": i, "file": name}, ensure_ascii=False))
             if len(keys) >= self.batch_size:
                 yield make_batch(keys, ids, caps, metas, ns)
                 keys, ids, caps, metas = [], [], [], []
