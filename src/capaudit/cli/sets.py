@@ -40,7 +40,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
         where: str = typer.Option(None, "--where", help="Keep the records for which this "
                                   "DuckDB SQL expression over their fields is true, e.g. "
                                   "\"type = 'detail'\" (text in single quotes); every "
-                                  "record format but coco, flickr-token, webdataset and hf"),
+                                  "record format but coco, chair, flickr-token, webdataset and hf"),
         skip_no_image: bool = typer.Option(False, "--skip-no-image", help="Skip records "
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):

@@ -180,9 +180,9 @@ READERS.base = CaptionReader
 EXPECTS = {"webdataset": ".tar shards", "hf": "a datasets save_to_disk folder",
            "parquet": "a parquet file", "jsonl": "a .jsonl file or one JSON object per line",
            "csv": "a .csv or .tsv file"}
-SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "chair", "karpathy", "coco", "coco-results",
-               "sharegpt", "sharegpt4v", "llava", "fusecap", "json", "flickr-token", "jsonl",
-               "csv"]
+SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "chair", "karpathy", "coco",
+               "coco-results", "sharegpt", "sharegpt4v", "llava", "fusecap", "json",
+               "flickr-token", "jsonl", "csv"]
 
 
 def get_reader(fmt: str, **options) -> CaptionReader:

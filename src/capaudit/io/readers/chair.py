@@ -28,8 +28,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.imageids import require_image_id
-from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
+from capaudit.io.readers.base import CaptionReader, load_json_document
+from capaudit.io.readers.coco import checked_records, id_caption_batches
 
 __all__ = ["ChairOutputReader", "CHAIR_NAMESPACE"]
 
@@ -65,24 +65,13 @@ class ChairOutputReader(CaptionReader):
         if isinstance(overall, dict):
             self.set_meta = {"file_metrics": {"format": self.name, "overall": overall,
                                               "captions": len(sentences)}}
-        keys, ids, caps, metas = [], [], [], []
-        for i, sent in enumerate(sentences):
-            row = i + 1
-            if not isinstance(sent, dict) or "image_id" not in sent or "caption" not in sent:
-                raise InputError(f"sentence {row} lacks 'image_id' or 'caption'", path=path,
-                                 row=row, fix="each sentence needs image_id and caption")
-            iid = require_image_id(sent["image_id"], what=f"sentence {row} image_id",
-                                   path=path, row=row)
-            meta = {"src": i}
-            if isinstance(sent.get("metrics"), dict):
-                meta["chair"] = sent["metrics"]
-            keys.append(str(iid))
-            ids.append(iid)
-            caps.append(sent["caption"] if isinstance(sent["caption"], str) else None)
-            metas.append(json.dumps(meta, ensure_ascii=False))
-            if self.full(len(keys), 0):
-                yield make_batch(keys, ids, caps, metas, CHAIR_NAMESPACE)
-                keys, ids, caps, metas = [], [], [], []
-        if keys:
-            yield make_batch(keys, ids, caps, metas, CHAIR_NAMESPACE)
+        yield from id_caption_batches(self._rows(sentences, path), CHAIR_NAMESPACE,
+                                      self.batch_size)
 
+    @staticmethod
+    def _rows(sentences: list, path: Path) -> Iterator[tuple]:
+        for i, iid, sent in checked_records(sentences, "sentence", path):
+            meta = {"src": i}
+            if isinstance(sent.get("metrics"), dict):   # the file's own scores of the caption
+                meta["chair"] = sent["metrics"]
+            yield iid, sent["caption"], json.dumps(meta, ensure_ascii=False)
