@@ -16,9 +16,10 @@ row range (:func:`capaudit.store.exports.place_rows`) and the source is rewritte
 batch by its format's writer (:mod:`capaudit.io.rewrite`, the writers of ``filter run
 --shards`` too), so memory does not grow with the set. Layouts: LLaVA/ShareGPT4V
 ``conversations``, LLaVA QA (``output``), ShareGPT ``messages``, CapsFusion/JSONL records
-and JSON lists of records (the caption column), COCO captions JSON, Flickr ``.token``
-lines, CSV/TSV (delimiter, header, quoting kept), parquet (schema and row order kept).
-Exporting a set nobody changed gives the source back byte for byte.
+and JSON lists of records (the caption column), COCO captions JSON, CHAIR's output, Flickr
+``.token`` lines, CSV/TSV (delimiter, header, quoting kept), parquet (schema, row order and
+row groups kept).
+Exporting a set nobody changed gives the source back byte for byte: its bytes are copied.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def changes_of(store, root, info) -> Iterator[tuple]:
 # what a writer that rewrites the file cannot keep, said when it rewrote one
 REWRITE_NOTES = {
     "parquet": "revised parquet: rows, schema (its metadata too), compression and row groups "
-               "as the source's (a row group that lost rows is smaller); the footer's writer "
+               "as the source's (a row group that lost rows is smaller, one over 256 MB of "
+               "rows is written in parts); the footer's writer "
                "(created_by) and the pages' encoding are pyarrow's, so the bytes differ",
     "chair": "revised CHAIR output: the file's own scores (overall_metrics, each sentence's "
              "metrics and mscoco_* words) are kept as the source had them and describe the "

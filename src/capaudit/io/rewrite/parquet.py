@@ -1,5 +1,6 @@
 """Parquet back as parquet: the same schema (metadata included), every column, the row order,
-the row groups (each source row group is one row group out, less its dropped rows).
+the row groups (each source row group is one row group out, less its dropped rows; one over
+:data:`PENDING_BYTES` of Arrow data is written in parts, so memory stays bounded).
 
 Read batch by batch; in each, only the caption column is rebuilt (a revised text in place;
 a list of captions loses its dropped entries) and rows whose caption went are taken out
@@ -24,6 +25,7 @@ __all__ = ["ParquetRewriter", "SHARD_CAPTIONS", "SHARD_IDS"]
 # sharded audit's own (capaudit.io.caption_shards)
 SHARD_CAPTIONS = ("caption", "text", "TEXT", "alt_text", "captions")
 SHARD_IDS = ("image_id", "key", "uid", "id", "image")
+PENDING_BYTES = 256 << 20   # a source row group past this much Arrow data is written in parts
 
 
 class ParquetRewriter(Rewriter):
@@ -102,6 +104,8 @@ class ParquetRewriter(Rewriter):
         if not all(keep):
             new = new.filter(pa.array(keep))
         self.pending.append(new)
+        if sum(b.nbytes for b in self.pending) >= PENDING_BYTES:
+            self._flush()   # a huge row group: written in parts, memory stays bounded
 
     def _flush(self) -> None:
         """Write the rows kept of one source row group as one row group (none: none)."""
