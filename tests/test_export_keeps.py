@@ -76,6 +76,9 @@ def test_trainers_get_the_images_file_names(store, shared, tmp_path):
     rec = json.loads(export_with_provenance(store, "c17", "llava", tmp_path / "17.json")
                      .read_text())[0]
     assert rec["image"] == f"{int(rec['id'].split('-')[0]):012d}.jpg"
+    # a bare 12-digit name says no dataset: the record's namespace field does, read back
+    assert rec["namespace"] == "coco2017"
+    assert add_caption_set(store, "b17", tmp_path / "17.json").info.namespace == "coco2017"
 
 
 def test_a_coco2014_id_without_its_split_is_said(store, shared, tmp_path):
@@ -86,6 +89,7 @@ def test_a_coco2014_id_without_its_split_is_said(store, shared, tmp_path):
     report: dict = {}
     out = export_with_provenance(store, "ch", "llava", tmp_path / "l.json", report=report)
     assert [r["image"] for r in json.loads(out.read_text())] == ["1290", "6871"]
+    assert add_caption_set(store, "back", out).info.namespace == "coco2014"
     assert "2 records name their coco2014 image by its id" in report["note"]
     assert "COCO_train2014_ or COCO_val2014_" in report["note"]
     report = {}
