@@ -30,7 +30,8 @@ def test_jsonl_and_parquet_in_row_order_across_ranges(store, tmp_path, monkeypat
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert got == [{"image_id": r["image_id"], "caption": r["caption"]} for r in rows]
     table = pq.read_table(export_set(store, "s", "parquet", tmp_path / "o.parquet"))
-    assert table.column_names == ["row_idx", "image_key", "image_id", "caption"]
+    # the namespace column carries the set's namespace back to sets add (#46.3)
+    assert table.column_names == ["row_idx", "image_key", "image_id", "caption", "namespace"]
     assert table.column("row_idx").to_pylist() == list(range(10))
     assert table.column("caption").to_pylist() == [r["caption"] for r in rows]
     assert table.column("image_id").to_pylist() == \
@@ -47,4 +48,4 @@ def test_an_empty_set_gives_the_columns_and_no_rows(store, tmp_path):
     exports.copy_to_parquet(store, sid, tmp_path / "e.parquet")
     table = pq.read_table(tmp_path / "e.parquet")
     assert table.num_rows == 0 and table.column_names == ["row_idx", "image_key", "image_id",
-                                                          "caption"]
+                                                          "caption", "namespace"]

@@ -112,8 +112,24 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     if json_out:
         _write_json(store, results, json_out, cfg, run_id)
     _print_results(results, int(cfg.get("min_n") or 30))
+    _print_file_scores(store, results, run_id)
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
+
+
+def _print_file_scores(store, results: dict, run_id) -> None:
+    """A set read from CHAIR's output: the file's own scores beside capaudit's."""
+    from capaudit.report.file_scores import beside_lines, file_metrics
+    from capaudit.store.details import file_score_agreement
+
+    for n in (n for n in results if not n.startswith("_")):
+        info = store.find_set(n)
+        if info is None or file_metrics(info.meta) is None:
+            continue
+        agreement = (file_score_agreement(store, run_id, n, info.set_id)
+                     if run_id is not None and "chair_s" in results[n].results else None)
+        for line in beside_lines(n, info.meta, results[n].results, agreement):
+            console.print(esc(line), markup=True)
 
 
 def _write_json(store, results: dict, json_out: str, cfg, run_id) -> None:

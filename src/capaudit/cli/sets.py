@@ -40,7 +40,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
         where: str = typer.Option(None, "--where", help="Keep the records for which this "
                                   "DuckDB SQL expression over their fields is true, e.g. "
                                   "\"type = 'detail'\" (text in single quotes); every "
-                                  "record format but coco, flickr-token, webdataset and hf"),
+                                  "record format but coco, chair, flickr-token, webdataset and hf"),
         skip_no_image: bool = typer.Option(False, "--skip-no-image", help="Skip records "
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
@@ -134,6 +134,10 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
 
     if (warning := answers_warning(info.meta)) is not None:
         console.print(warning)
+    from capaudit.report.file_scores import summary_line
+
+    if (scores := summary_line(info.meta)) is not None:   # CHAIR's output: its own scores
+        console.print(esc(scores), markup=True)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

@@ -59,7 +59,7 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
         src = Path(root_set(store, name).source_path or name)
         out = _checked(store, Path(out) if out else _unclaimed(default_out(
             name, "".join(src.suffixes[-1:])), overwrite), to)
-        return export_original(store, name, out)[0]
+        return export_original(store, name, out, report)[0]
     out = _checked(store, Path(out) if out else _unclaimed(default_out(name, SUFFIX[to]),
                                                            overwrite), to)
     if to in ("webdataset", "hf"):
@@ -79,9 +79,11 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
         if to == "jsonl":
             for batch in exports.caption_batches(store, info.set_id):
                 for rec in batch.to_pylist():
-                    fh.write(json.dumps({"image_id": rec["image_id"] if rec["image_id"] is not None
-                                         else rec["image_key"], "caption": rec["caption"]},
-                                        ensure_ascii=False) + "\n")
+                    line = {"image_id": rec["image_id"] if rec["image_id"] is not None
+                            else rec["image_key"], "caption": rec["caption"]}
+                    if rec["namespace"]:   # read back by sets add (a column of one value)
+                        line["namespace"] = rec["namespace"]
+                    fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         elif to in CONVERSATION_FORMATS:
             from capaudit.io.export_original import root_set
 
@@ -91,7 +93,7 @@ def export_set(store, name: str, to: str, out: str | Path | None = None, *,
                 root_format=root_format)
             (report if report is not None else {}).update(written)
         else:
-            _export_layout(store, info, to, fh)
+            _export_layout(store, info, to, fh, report)
     return out
 
 
@@ -193,10 +195,11 @@ def _hf_columns(store, info):
                                          exports.latest_audit_run(store, info.name))
 
 
-def _export_layout(store, info, to: str, tmp) -> None:
+def _export_layout(store, info, to: str, tmp, report: dict | None = None) -> None:
     """COCO captions JSON written to the open file ``tmp``, or a ``datasets`` folder at the
     path ``tmp``."""
-    rows = store.captions(info.name, "row_idx, image_key, image_id, caption").to_pylist()
+    rows = store.captions(info.name, "row_idx, image_key, image_id, caption, namespace, "
+                                     "meta").to_pylist()
     if to == "hf":
         from capaudit.errors import require
 
@@ -210,11 +213,33 @@ def _export_layout(store, info, to: str, tmp) -> None:
             raise InputError(f"caption row {bad['row_idx']} has no integer image id "
                              f"('{bad['image_key']}'): COCO JSON needs one",
                              fix="export with --to jsonl or sharegpt4v instead")
-        images = {r["image_id"]: r["image_key"] for r in rows}
-        data = {"images": [{"id": i, "file_name": k} for i, k in images.items()],
-                "annotations": [{"id": n, "image_id": r["image_id"], "caption": r["caption"]}
-                                for n, r in enumerate(rows)]}
+        data = _coco_document(info, rows, report)
     tmp.write(json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def _coco_document(info, rows: list[dict], report: dict | None) -> dict:
+    """COCO captions JSON of ``rows``: each image under its file name
+    (:mod:`capaudit.io.image_names`), the set's namespace in ``info`` (read back by ``sets
+    add``); ``report`` receives the note on images named by id only."""
+    from capaudit.io.image_names import image_file_name
+    from capaudit.io.imageids import set_namespace
+
+    images, by_id = {}, 0
+    for r in rows:
+        if r["image_id"] not in images:
+            images[r["image_id"]], named = image_file_name(r["image_key"], r["image_id"],
+                                                           r["namespace"], r["meta"])
+            by_id += not named
+    ns = set_namespace(r["namespace"] for r in rows)
+    if by_id and report is not None:
+        report["note"] = (f"{by_id:,} coco2014 images named by their id: an id does not say "
+                          "whether the file is COCO_train2014_ or COCO_val2014_ (the set was "
+                          "not read from file names); map the ids to your image files")
+    return {"info": {"description": f"caption set '{info.name}', exported by capaudit",
+                     **({"namespace": ns} if ns and ns != "mixed" else {})},
+            "images": [{"id": i, "file_name": k} for i, k in images.items()],
+            "annotations": [{"id": n, "image_id": r["image_id"], "caption": r["caption"]}
+                            for n, r in enumerate(rows)]}
 
 
 def export_with_provenance(store, name: str, to: str, out: str | Path | None = None, *,
@@ -234,11 +259,13 @@ def export_with_provenance(store, name: str, to: str, out: str | Path | None = N
               "n_captions": info.n_captions}
     if to == "webdataset":
         record["layout"] = WEBDATASET_LAYOUT
-    if written:
+    if "answers" in written:
         from capaudit.io.export_conversations import export_note
 
         written["note"] = export_note(written)
         record["questions"] = written
+    elif written.get("note"):   # --to original: what the file keeps and what it cannot
+        record["note"] = written["note"]
     provenance_beside(path, record)
     if report is not None:
         report.update(written)

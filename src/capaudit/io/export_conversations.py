@@ -7,9 +7,12 @@ conversation readers keep each answer's question in the caption's meta (``q``, t
 before it; :mod:`capaudit.io.readers.llava`), a filter carries it to the sets it derives,
 and these writers put it back:
 
-- ``llava`` / ``sharegpt4v``: ``{"id", "image", "conversations": [{"from": "human",
-  "value": QUESTION}, {"from": "gpt", "value": ANSWER}, ...]}``; ``sharegpt``:
-  ``{"messages": [{"role": "user", ...}, {"role": "assistant", ...}], "images": [...]}``;
+- ``llava`` / ``sharegpt4v``: a JSON array (what LLaVA's ``train.py`` loads with
+  ``json.load``) of ``{"id", "image", "conversations": [{"from": "human", "value":
+  QUESTION}, {"from": "gpt", "value": ANSWER}, ...], "namespace"}``; ``sharegpt``:
+  ``{"messages": [{"role": "user", ...}, {"role": "assistant", ...}], "images": [...],
+  "namespace"}``; the image is named by its file name (:mod:`capaudit.io.image_names`),
+  ``namespace`` (when the set knows it) is read back by ``sets add``;
 - the answers one source record gave (``sets add --turns all``) stay one record, in turn
   order, with their own questions; an answer a filter removed leaves its question out too;
 - only an answer with no question (a set from a plain caption file) is written under a
@@ -78,7 +81,7 @@ def _turns(group: list[dict], prompt: str, counts: dict) -> list[tuple[str | Non
     return pairs
 
 
-def _llava(group: list[dict], pairs, counts: dict) -> dict:
+def _llava(group: list[dict], pairs, counts: dict, image: str) -> dict:
     first = group[0]
     questions = [q for q, _, _ in pairs]
     if not any(IMAGE_TOKEN in q for q in questions if q is not None):
@@ -88,18 +91,29 @@ def _llava(group: list[dict], pairs, counts: dict) -> dict:
     for q, (_, answer, _) in zip(questions, pairs):
         conv += ([] if q is None else [{"from": "human", "value": q}]) + \
             [{"from": "gpt", "value": answer}]
-    return {"id": f"{first['image_key']}-{first['row_idx']}", "image": first["image_key"],
-            "conversations": conv}
+    return {"id": f"{first['image_key']}-{first['row_idx']}", "image": image,
+            "conversations": conv, **_namespace(first, image)}
 
 
-def _sharegpt(group: list[dict], pairs, counts: dict) -> dict:
+def _namespace(row: dict, image: str) -> dict:
+    """The record's ``namespace`` field (the set's knowledge of whose ids these are, read
+    back by ``sets add``), when the row has one that its image's name does not say already
+    (``COCO_val2014_...`` does; ``000000226988.jpg`` or an id does not); trainers ignore a
+    field they do not read."""
+    from capaudit.io.imageids import infer_namespace
+
+    ns = row.get("namespace")
+    return {"namespace": ns} if ns and infer_namespace(image) != ns else {}
+
+
+def _sharegpt(group: list[dict], pairs, counts: dict, image: str) -> dict:
     msgs = []
     for n, (q, answer, asked) in enumerate(pairs):
         if n == 0 and not asked and IMAGE_TOKEN not in q:
             q = IMAGE_TOKEN + q   # the prompt, as the trainers of this layout read it
         msgs += ([] if q is None else [{"role": "user", "content": q}]) + \
             [{"role": "assistant", "content": answer}]
-    return {"messages": msgs, "images": [group[0]["image_key"]]}
+    return {"messages": msgs, "images": [image], **_namespace(group[0], image)}
 
 
 def _check_questions_kept(rows: list[dict], root_format: str | None,
@@ -128,13 +142,19 @@ def write_conversations(fh: IO[str], batches, to: str, *, prompt: str | None = N
     meta`` in row order) to ``fh`` as a JSON list in layout ``to``, one record at a time;
     returns what was written (records, answers, questions kept, prompts written and which
     prompt)."""
+    from capaudit.io.image_names import image_file_name
+
     counts = {"records": 0, "answers": 0, "with_question": 0, "prompt_written": 0,
-              "image_token_added": 0}
+              "image_token_added": 0, "image_by_id": 0}
     text = prompt if prompt is not None else DEFAULT_QUESTION
     build = _sharegpt if to == "sharegpt" else _llava
     fh.write("[")
     for group in group_records(_rows(batches, root_format, prompt is not None)):
-        record = build(group, _turns(group, text, counts), counts)
+        first = group[0]
+        image, named = image_file_name(first["image_key"], first.get("image_id"),
+                                       first.get("namespace"), first["meta"])
+        counts["image_by_id"] += not named
+        record = build(group, _turns(group, text, counts), counts, image)
         fh.write(("\n" if counts["records"] == 0 else ",\n")
                  + json.dumps(record, ensure_ascii=False))
         counts["records"] += 1
@@ -153,4 +173,8 @@ def export_note(counts: dict) -> str:
                  f"prompt {counts['prompt']!r}")
     if counts["image_token_added"]:
         line += f"; {IMAGE_TOKEN} put before the first question of {counts['image_token_added']:,}"
+    if counts.get("image_by_id"):
+        line += (f"; {counts['image_by_id']:,} records name their coco2014 image by its id: an "
+                 "id does not say whether the file is COCO_train2014_ or COCO_val2014_ (the set "
+                 "was not read from file names); map the ids to your image files")
     return line

@@ -16,13 +16,15 @@ row range (:func:`capaudit.store.exports.place_rows`) and the source is rewritte
 batch by its format's writer (:mod:`capaudit.io.rewrite`, the writers of ``filter run
 --shards`` too), so memory does not grow with the set. Layouts: LLaVA/ShareGPT4V
 ``conversations``, LLaVA QA (``output``), ShareGPT ``messages``, CapsFusion/JSONL records
-and JSON lists of records (the caption column), COCO captions JSON, Flickr ``.token``
-lines, CSV/TSV (delimiter, header, quoting kept), parquet (schema and row order kept).
-Exporting a set nobody changed gives the source back byte for byte.
+and JSON lists of records (the caption column), COCO captions JSON, CHAIR's output, Flickr
+``.token`` lines, CSV/TSV (delimiter, header, quoting kept), parquet (schema, row order and
+row groups kept).
+Exporting a set nobody changed gives the source back byte for byte: its bytes are copied.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Iterator
 
@@ -96,8 +98,24 @@ def changes_of(store, root, info) -> Iterator[tuple]:
                          "parent does not have", fix="export the set with --to jsonl instead")
 
 
-def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
-    """Write set ``name`` back into its source layout; returns (file, changes sidecar)."""
+# what a writer that rewrites the file cannot keep, said when it rewrote one
+REWRITE_NOTES = {
+    "parquet": "revised parquet: rows, schema (its metadata too), compression and row groups "
+               "as the source's (a row group that lost rows is smaller, one over 256 MB of "
+               "rows is written in parts); the footer's writer "
+               "(created_by) and the pages' encoding are pyarrow's, so the bytes differ",
+    "chair": "revised CHAIR output: the file's own scores (overall_metrics, each sentence's "
+             "metrics and mscoco_* words) are kept as the source had them and describe the "
+             "captions before revision; `capaudit audit run` scores the revised set",
+}
+
+
+def export_original(store, name: str, out: Path, report: dict | None = None
+                    ) -> tuple[Path, Path]:
+    """Write set ``name`` back into its source layout; returns (file, changes sidecar).
+    Nothing changed (the registered set, or a filter that kept every caption as it was): the
+    source's bytes, copied. ``report`` (a dict) receives ``note``, what the file keeps and
+    what it cannot (:data:`REWRITE_NOTES`)."""
     from capaudit.core.safe_write import atomic_open, check_file_target
     from capaudit.io.ingest import fingerprint
     from capaudit.io.rewrite import ChangeLog, open_rewriter
@@ -115,7 +133,18 @@ def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
                          "registered", path=src, fix="restore the file, or register it again")
     sidecar = out.with_name(out.name + ".changes.jsonl")
     check_file_target(sidecar)  # refused before writing
-    pull = pulled(changes_of(store, root, store.get_set(name)))
+    changes = changes_of(store, root, store.get_set(name))
+    first = next(changes, None)
+    if first is None:   # nothing changed: the source itself, byte for byte
+        import shutil
+
+        with open(src, "rb") as raw, atomic_open(out, "wb") as fh, atomic_open(sidecar):
+            shutil.copyfileobj(raw, fh, 1 << 20)
+        _noted(report, "nothing changed: the source's bytes, copied")
+        return out, sidecar
+    pull = pulled(itertools.chain([first], changes))
+    _noted(report, REWRITE_NOTES.get("parquet" if _is_parquet(root.format, src)
+                                     else root.format))
     # two sets read whole: DuckDB's buffer pool would keep every block read (1.4 GB at 1.2M
     # ShareGPT4V captions, 513 MB bounded), so the reads run under the bulk writes' bound
     with store.bounded_cache(), open(src, "rb") as raw, atomic_open(out, "wb") as fh, \
@@ -126,3 +155,14 @@ def export_original(store, name: str, out: Path) -> tuple[Path, Path]:
             writer.write(batch, pull(batch))
         writer.finish()
     return out, sidecar
+
+
+def _noted(report: dict | None, note: str | None) -> None:
+    if report is not None and note:
+        report["note"] = note
+
+
+def _is_parquet(fmt: str, src: Path) -> bool:
+    """A parquet source (``parquet``, or a CapsFusion release in parquet)."""
+    with open(src, "rb") as fh:
+        return fmt == "parquet" or fh.read(4) == b"PAR1"

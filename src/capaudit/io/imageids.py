@@ -213,7 +213,10 @@ def document_namespace(info, images) -> str | None:
     """The namespace a COCO-layout document is evidence for, from every piece of it: the
     ``info`` block (description, url), the images' URLs and file names and extra id fields
     (``open_images_id``). The layout alone is no evidence: a file with none gives ``None``
-    (unassigned; the audit's coverage check decides), never ``coco2014`` by default."""
+    (unassigned; the audit's coverage check decides), never ``coco2014`` by default. An
+    ``info`` that names its ``namespace`` (capaudit's ``--to coco`` export) is taken at its word."""
+    if isinstance(info, dict) and isinstance(info.get("namespace"), str) and info["namespace"]:
+        return info["namespace"]
     texts = [json_text(info)] if info else []
     names, extra_ids = [], False
     for img in images if isinstance(images, list) else []:

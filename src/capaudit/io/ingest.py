@@ -232,6 +232,8 @@ def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, c
                     on_batch(batch.num_rows)
         if row == 0:
             raise InputError("the file holds no captions", path=path)
+        if getattr(reader, "set_meta", None):   # what the file says of itself (CHAIR's scores)
+            store.update_set_meta(set_id, reader.set_meta)
         if getattr(reader, "skipped_no_image", 0):
             store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
         _note_answers(store, set_id)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from capaudit.store.schema import DETAIL_RENAMES, add_columns
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["write_details", "write_details_file"]
+__all__ = ["write_details", "write_details_file", "file_score_agreement"]
 
 
 def write_details(store, run_id: int, set_name: str, details: pa.Table) -> None:
@@ -58,3 +58,18 @@ def stored_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(DETAIL_RENAMES.get(f.name, f.name),
                                f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
                       for f in schema])
+
+
+def file_score_agreement(store, run_id: int, set_name: str, set_id: int,
+                         field: str = "CHAIRs") -> tuple[int, int, list[int]]:
+    """How run ``run_id``'s per-caption CHAIR_s agrees with the file's own (each caption's
+    ``meta.chair.<field>``, :mod:`capaudit.io.readers.chair`): ``(captions both scored,
+    captions judged otherwise, the first few of those rows)``."""
+    rows = store.sql(
+        "SELECT c.row_idx, d.chair_s, TRY_CAST(json_extract_string(c.meta, '$.chair.' || ?) "
+        "AS DOUBLE) AS theirs FROM captions c JOIN caption_details d ON d.run_id = ? AND "
+        "d.set_name = ? AND d.row_idx = c.row_idx WHERE c.set_id = ? AND d.chair_s IS NOT "
+        "NULL ORDER BY c.row_idx", [field, run_id, set_name, set_id])
+    scored = [(row, ours, theirs > 0) for row, ours, theirs in rows if theirs is not None]
+    differ = [row for row, ours, theirs in scored if bool(ours) != theirs]
+    return len(scored), len(differ), differ[:5]

@@ -16,22 +16,22 @@ CHUNK_ROWS = 16_384
 
 
 def _rows_sql(set_id: int, meta: bool = False) -> str:
-    return (f"SELECT row_idx, image_key, image_id, caption{', meta' if meta else ''} FROM "
-            f"captions WHERE set_id = {int(set_id)} ORDER BY row_idx")
+    return (f"SELECT row_idx, image_key, image_id, caption{', meta' if meta else ''}, "
+            f"namespace FROM captions WHERE set_id = {int(set_id)} ORDER BY row_idx")
 
 
 def caption_batches(store, set_id: int, batch_size: int = CHUNK_ROWS, *, meta: bool = False):
-    """Arrow batches of ``(row_idx, image_key, image_id, caption)`` of the set in stored order
-    (and each row's ``meta`` JSON text with ``meta``), range by range (:func:`row_chunks`:
-    one ``ORDER BY`` over the set sorted every caption in memory)."""
+    """Arrow batches of ``(row_idx, image_key, image_id, caption[, meta], namespace)`` of the
+    set in stored order (each row's ``meta`` JSON text with ``meta``), range by range
+    (:func:`row_chunks`: one ``ORDER BY`` over the set sorted every caption in memory)."""
     return row_chunks(store, set_id, "row_idx, image_key, image_id, caption"
-                      + (", meta" if meta else ""), batch_size)
+                      + (", meta" if meta else "") + ", namespace", batch_size)
 
 
 def copy_to_parquet(store, set_id: int, path: str | Path) -> None:
-    """Write ``(row_idx, image_key, image_id, caption)`` of the set to a parquet file, range by
-    range (a ``COPY`` of the set in row order sorted it whole on four threads: 3.2 GB for
-    1.2M ShareGPT4V captions)."""
+    """Write ``(row_idx, image_key, image_id, caption, namespace)`` of the set to a parquet
+    file (``sets add`` reads the namespace column back), range by range (a ``COPY`` of the
+    set in row order sorted it whole on four threads: 3.2 GB for 1.2M ShareGPT4V captions)."""
     import pyarrow.parquet as pq
 
     writer = None

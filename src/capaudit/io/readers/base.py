@@ -180,9 +180,9 @@ READERS.base = CaptionReader
 EXPECTS = {"webdataset": ".tar shards", "hf": "a datasets save_to_disk folder",
            "parquet": "a parquet file", "jsonl": "a .jsonl file or one JSON object per line",
            "csv": "a .csv or .tsv file"}
-SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "karpathy", "coco", "coco-results",
-               "sharegpt", "sharegpt4v", "llava", "fusecap", "json", "flickr-token", "jsonl",
-               "csv"]
+SNIFF_ORDER = ["webdataset", "hf", "capsfusion", "parquet", "chair", "karpathy", "coco",
+               "coco-results", "sharegpt", "sharegpt4v", "llava", "fusecap", "json",
+               "flickr-token", "jsonl", "csv"]
 
 
 def get_reader(fmt: str, **options) -> CaptionReader:
@@ -233,6 +233,7 @@ for _name, _target in {
     "flickr-token": "capaudit.io.readers.flickr:FlickrTokenReader",
     "fusecap": "capaudit.io.readers.llava:FuseCapReader",
     "coco-results": "capaudit.io.readers.coco_results:CocoResultsReader",
+    "chair": "capaudit.io.readers.chair:ChairOutputReader",
     "json": "capaudit.io.readers.coco_results:JsonListReader",
     "capsfusion": "capaudit.io.readers.capsfusion:CapsFusionReader",
     "jsonl": "capaudit.io.readers.tabular:JsonlReader",

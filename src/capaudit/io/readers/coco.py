@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -40,35 +41,58 @@ class CocoReader(CaptionReader):
                                  fix="each image is an object like {\"id\": 1, ...}")
             if "id" in img:
                 iid = require_image_id(img["id"], what=f"images entry {i + 1} id", path=path)
-                names[iid] = img.get("file_name") or str(iid)
+                names[iid] = img["file_name"] if isinstance(img.get("file_name"), str) \
+                    else str(iid)
         # the layout is no evidence of COCO ids (nocaps borrows it): the info block, URLs,
         # file names and extra id fields are; none of them -> unassigned
         ns = document_namespace(data.get("info"), images)
-        keys, ids, caps, metas = [], [], [], []
         if not isinstance(data["annotations"], list):
             raise InputError(f"'annotations' is not a list ({_kind(data['annotations'])})",
                              path=path, fix="'annotations' holds objects like "
                                             "{\"image_id\": 1, \"caption\": ...}")
-        for i, ann in enumerate(data["annotations"]):
-            row = i + 1
-            if not isinstance(ann, dict) or "image_id" not in ann or "caption" not in ann:
-                raise InputError(f"annotation {row} lacks 'image_id' or 'caption'", path=path,
-                                 row=row, fix="each annotation needs image_id and caption")
-            iid = require_image_id(ann["image_id"], what=f"annotation {row} image_id",
-                                   path=path, row=row)
-            if names and iid not in names:
-                raise InputError(f"annotation {row} refers to unknown image id {iid}", path=path,
-                                 row=row, fix="add the image to 'images' or drop the annotation")
-            keys.append(str(iid))
-            ids.append(iid)
-            caps.append(ann["caption"] if isinstance(ann["caption"], str) else None)
-            metas.append(f'{{"src": {i}}}')
-            if len(keys) >= self.batch_size:
-                yield make_batch(keys, ids, caps, metas, ns)
-                keys, ids, caps, metas = [], [], [], []
-        if keys:
-            yield make_batch(keys, ids, caps, metas, ns)
+        yield from id_caption_batches(self._rows(data["annotations"], names, path), ns,
+                                      self.batch_size)
 
+    @staticmethod
+    def _rows(annotations: list, names: dict, path: Path) -> Iterator[tuple]:
+        for i, iid, ann in checked_records(annotations, "annotation", path):
+            if names and iid not in names:
+                raise InputError(f"annotation {i + 1} refers to unknown image id {iid}",
+                                 path=path, row=i + 1,
+                                 fix="add the image to 'images' or drop the annotation")
+            name = names.get(iid)   # the image's file name, for the exports (io.image_names)
+            yield iid, ann["caption"], (f'{{"src": {i}}}' if name is None or name == str(iid)
+                                        else json.dumps({"src": i, "file": name},
+                                                        ensure_ascii=False))
+
+
+def checked_records(records: list, what: str, path: Path) -> Iterator[tuple[int, int, dict]]:
+    """``(index, image id, record)`` of a list of ``{"image_id", "caption"}`` objects (COCO's
+    annotations, CHAIR's sentences), each checked, a bad one named by its row in one line."""
+    for i, rec in enumerate(records):
+        row = i + 1
+        if not isinstance(rec, dict) or "image_id" not in rec or "caption" not in rec:
+            raise InputError(f"{what} {row} lacks 'image_id' or 'caption'", path=path,
+                             row=row, fix=f"each {what} needs image_id and caption")
+        yield i, require_image_id(rec["image_id"], what=f"{what} {row} image_id", path=path,
+                                  row=row), rec
+
+
+def id_caption_batches(rows, namespace: str | None, batch_size: int
+                       ) -> Iterator[pa.RecordBatch]:
+    """Batches of ``(image id, caption, meta text)`` rows, ``batch_size`` rows each at most
+    (a caption that is not text stays None: the ingest names its row)."""
+    keys, ids, caps, metas = [], [], [], []
+    for iid, cap, meta in rows:
+        keys.append(str(iid))
+        ids.append(iid)
+        caps.append(cap if isinstance(cap, str) else None)
+        metas.append(meta)
+        if len(keys) >= batch_size:
+            yield make_batch(keys, ids, caps, metas, namespace)
+            keys, ids, caps, metas = [], [], [], []
+    if keys:
+        yield make_batch(keys, ids, caps, metas, namespace)
 
 def _kind(value) -> str:
     """How a message names a JSON value that is not the list expected."""

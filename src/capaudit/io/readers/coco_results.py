@@ -30,7 +30,8 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import require_image_id
 from capaudit.io.json_stream import is_json_array, iter_array_records
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id)
+                                         id_like, missing_caption, missing_id,
+                                         not_captions)
 from capaudit.io.readers.records import RecordReader, load_records
 
 SAMPLE_RECORDS = 50   # records whose fields and values the column hints read
@@ -74,6 +75,10 @@ class JsonListReader(RecordReader):
         if cap is None or cap not in rec:
             raise missing_caption(cols, self._sample(path), path=path, row=row,
                                   given=self.caption_col)
+        if self.caption_col is None:   # picked by name: questions or prompts are refused
+            err = not_captions(cols, self._sample(path), cap, path=path)
+            if err is not None:
+                raise err
         idc = self.id_col or next((c for c in self.id_candidates if c in rec), None)
         if self.id_col and self.id_col not in rec:
             raise InputError(f"no column '{self.id_col}' (columns: {', '.join(cols)})",

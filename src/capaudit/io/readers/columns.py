@@ -19,7 +19,7 @@ from typing import Iterable, Mapping, Sequence
 from capaudit.errors import InputError
 
 __all__ = ["ID_CANDIDATES", "CAPTION_CANDIDATES", "likely_ids", "likely_captions",
-           "missing_caption", "missing_id", "id_like", "answers_file"]
+           "missing_caption", "missing_id", "id_like", "answers_file", "not_captions"]
 
 ID_CANDIDATES = ("image_id", "image", "file_name", "filename", "image_name", "image_file",
                  "id", "key", "image_url", "url")
@@ -134,3 +134,42 @@ def missing_id(cols: Sequence[str], candidates: Sequence[str], caption: str, *, 
                       f"(columns: {_shown(cols)})", path=path,
                       fix=f"pass --id-col {candidates[0]} (or --id-col naming another "
                           "column); ids are never invented from row numbers in silence")
+
+
+# what a record that is no caption looks like: a question (POPE's "Is there a dog in the
+# image?" with a yes/no label), or a prompt/instruction to a model ("Describe the image.")
+_PROMPT = re.compile(r"^(?:<image>\s*)?(?:please\s+)?(?:describe|provide|write|generate|give|"
+                     r"explain|summari[sz]e|tell|caption|look at)\b.*\b(?:image|picture|photo|"
+                     r"scene|figure)s?\b", re.IGNORECASE | re.DOTALL)
+_LABEL_NAME = re.compile(r"^(?:label|answer|gt|gt_answer|ground_truth|target)s?$", re.IGNORECASE)
+_YES_NO = {"yes", "no"}
+NOT_CAPTIONS_SHARE = 0.8   # this share of the sampled texts or more: the records are not captions
+
+
+def not_captions(cols: Sequence[str], rows: Sequence[Mapping], caption: str, *, path=None
+                 ) -> InputError | None:
+    """One line when the sampled ``rows``' ``caption`` texts are questions or prompts, not
+    captions (a POPE question file: ``{"question_id", "image", "text": "Is there a snowboard in
+    the image?", "label": "yes"}``): read as captions, every metric would measure the
+    questions. Asked only when the caption column was picked by name, not given by the user
+    (``--caption-col`` reads the field as captions: the user says they are)."""
+    texts = [(n, v.strip()) for n, r in enumerate(rows) if isinstance(v := r.get(caption), str)]
+    if not texts:
+        return None
+    asked = [n for n, t in texts if t.endswith("?")]
+    told = [n for n, t in texts if _PROMPT.match(t)]
+    found, what = max((asked, "questions"), (told, "prompts to a model"), key=lambda x: len(x[0]))
+    if len(found) < NOT_CAPTIONS_SHARE * len(texts):
+        return None
+    label = next((c for c in cols if c != caption and _LABEL_NAME.match(c) and all(
+        str(r.get(c)).strip().lower() in _YES_NO for r in rows if r.get(c) is not None)
+        and any(r.get(c) is not None for r in rows)), None)
+    kind = (f"yes/no questions with their answers in '{label}' (a POPE-style question file)"
+            if label and what == "questions" else what)
+    return InputError(f"these records hold {kind}, not captions: {len(found)} of the "
+                      f"{len(texts)} sampled '{caption}' texts are "
+                      f"{'questions' if what == 'questions' else 'instructions'} "
+                      f"(columns: {_shown(cols)})", path=path, row=found[0] + 1,
+                      fix="add the file of the captions or answers a model wrote for these "
+                          f"images; to read '{caption}' as captions anyway, pass --caption-col "
+                          f"{caption}")

@@ -84,12 +84,15 @@ class HFDiskReader(CaptionReader):
             chunk = ds[start:start + self.batch_size]
             caps = chunk[cap]
             raw_ids = chunk[idc] if idc else [str(i) for i in range(start, start + len(caps))]
-            keys, ids, texts = [], [], []
-            for raw, value in zip(raw_ids, caps):
+            # capaudit's own --to hf export: each row's namespace, read back as it was written
+            row_ns = chunk["namespace"] if "namespace" in cols else [None] * len(caps)
+            keys, ids, texts, spaces = [], [], [], []
+            for raw, value, ns in zip(raw_ids, caps, row_ns):
                 # a list of captions per image (Flickr30k's Hub layout: ``caption`` holds 5):
                 # one row each, same image; an empty list stays one missing caption
                 for text in (value or [None]) if isinstance(value, list) else [value]:
                     keys.append(str(raw))
                     ids.append(parse_image_id(raw))
                     texts.append(text if isinstance(text, str) else None)
-            yield make_batch(keys, ids, texts)
+                    spaces.append(ns if isinstance(ns, str) and ns else None)
+            yield make_batch(keys, ids, texts, None, spaces if any(spaces) else None)

@@ -10,6 +10,7 @@ a ``cocoid`` is a COCO 2014 id (the split re-divides train2014 + val2014), the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -69,7 +70,9 @@ class KarpathyReader(RecordReader):
                 keys.append(str(iid) if iid is not None else str(name))
                 ids.append(iid)
                 caps.append(raw if isinstance(raw, str) else None)
-                metas.append(f'{{"src": {i}, "sent": {j}, "split": "{img.get("split")}"}}')
+                metas.append(json.dumps({"src": i, "sent": j, "split": str(img.get("split")),
+                                         **({"file": name} if isinstance(name, str) else {})},
+                                        ensure_ascii=False))
                 spaces.append(ns)
             if len(keys) >= self.batch_size:
                 yield make_batch(keys, ids, caps, metas, spaces)

@@ -69,6 +69,7 @@ class RecordReader(CaptionReader):
             checked_where(self.where_expr)   # refused before the file is read
         self.skip_no_image = bool(options.get("skip_no_image"))
         self.skipped_no_image = 0
+        self.record_namespaces: set = set()   # each record's "namespace" field (or None)
 
     def captions(self, path: Path, row: int, rec) -> Iterator[tuple]:  # pragma: no cover
         """Yield ``(image key, caption, meta dict)`` for one record."""
@@ -95,7 +96,18 @@ class RecordReader(CaptionReader):
             if not isinstance(rec, dict):
                 raise InputError("record is not a JSON object", path=path, row=row)
             if keep is None or (n < len(keep) and keep[n]):
+                self.record_namespaces.add(rec.get("namespace") if isinstance(
+                    rec.get("namespace"), str) else None)
                 yield from self.captions(path, row, rec)
+
+    @property
+    def evidence_namespace(self) -> str | None:
+        """The one namespace the records name in a ``namespace`` field (capaudit's
+        conversation exports write the set's where an image's name does not say it): what
+        ``sets add`` gives every row when no row's key names another dataset; None when no
+        record names one or two name different ones."""
+        names = self.record_namespaces - {None}
+        return next(iter(names)) if len(names) == 1 else None
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         yield from self.emit(self.rows(path))

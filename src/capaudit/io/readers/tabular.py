@@ -22,12 +22,13 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id)
+                                         id_like, missing_caption, missing_id, not_captions)
 from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
                                           csv_record_row, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
 
-DATASET_COLUMNS = ("dataset_id", "dataset", "dataset_name")  # a column naming the dataset
+# a column naming the dataset; ``namespace``: the one capaudit's jsonl/parquet exports write
+DATASET_COLUMNS = ("namespace", "dataset_id", "dataset", "dataset_name")
 _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT", "TINYINT",
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
@@ -100,6 +101,9 @@ class _DuckReader(CaptionReader):
             err = self.scan(path) or nested_records(path, desc)
             raise err or missing_caption(cols, self._sample(con, path), path=path,
                                          given=self.caption_col, numbered=numbered) from None
+        if self.caption_col is None and (err := not_captions(  # picked by name: questions
+                cols, self._sample(con, path), cap, path=path)) is not None:   # are refused
+            raise err
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col")
         if idc is None and self.refuse_row_ids:
             question = answers_file(cols)
@@ -151,13 +155,16 @@ class _DuckReader(CaptionReader):
         col = next((c for c in DATASET_COLUMNS if c in cols), None)
         if col is None:
             return None
+        verbatim = col == "namespace"   # capaudit's own exports: the set's namespace itself
         try:
             names = con.execute(f"SELECT DISTINCT CAST({_qi(col)} AS VARCHAR) FROM "
                                 f"{self.source(path, columns={col: 'VARCHAR'})} LIMIT 2"
                                 ).fetchall()
         except duckdb.Error:
             return None  # the read itself names the bad row
-        return document_namespace({col: names[0][0]}, None) if len(names) == 1 else None
+        if len(names) != 1 or names[0][0] is None:
+            return None
+        return names[0][0] if verbatim else document_namespace({col: names[0][0]}, None)
 
     @staticmethod
     def _id_sql(idc: str | None, typ: str | None) -> tuple[str, str]:

@@ -19,7 +19,8 @@ __all__ = ["open_rewriter", "REWRITE_FORMATS", "CONVERSATION_FORMATS"]
 
 CONVERSATION_FORMATS = ("sharegpt4v", "llava", "sharegpt")
 REWRITE_FORMATS = CONVERSATION_FORMATS + ("capsfusion", "jsonl", "coco-results", "json", "coco",
-                                          "flickr-token", "csv", "parquet", "webdataset")
+                                          "chair", "flickr-token", "csv", "parquet",
+                                          "webdataset")
 _NOT_JSON = ("karpathy", "fusecap", "hf")   # formats whose records cannot be written back
 
 
@@ -85,8 +86,9 @@ def open_rewriter(fmt: str, options: Mapping, src: IO[bytes], out: IO[bytes] | N
                                         "or coco")
     from capaudit.io.rewrite import json_records as jr
 
-    if fmt == "coco":
-        return jr.CocoRewriter(src, out, path, log, **batching)
+    if fmt in ("coco", "chair"):
+        cls = jr.ChairRewriter if fmt == "chair" else jr.CocoRewriter
+        return cls(src, out, path, log, **batching)
     layout = _layout(fmt, options, path)
     from capaudit.io.json_stream import is_json_array
 

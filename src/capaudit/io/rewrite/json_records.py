@@ -20,7 +20,7 @@ from capaudit.errors import InputError
 from capaudit.io.rewrite.base import Changes, Record, Rewriter, own_changes
 from capaudit.io.rewrite.layouts import RecordLayout
 
-__all__ = ["JsonArrayRewriter", "JsonlRewriter", "CocoRewriter", "dumps_like"]
+__all__ = ["JsonArrayRewriter", "JsonlRewriter", "CocoRewriter", "ChairRewriter", "dumps_like"]
 
 
 def dumps_like(value, text: str, gap: str) -> str:
@@ -151,6 +151,8 @@ class CocoRewriter(Rewriter):
     (a dataset's captions file, not a corpus); the annotations are the records, written
     back as ``json.dumps`` would, in the file's indentation and escaping."""
 
+    records_key, what = "annotations", "COCO captions JSON"
+
     def records(self) -> Iterator[Record]:
         from capaudit.io.rewrite.base import Place
 
@@ -159,10 +161,10 @@ class CocoRewriter(Rewriter):
         try:
             self.data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise InputError("not a readable COCO captions JSON", path=self.path,
+            raise InputError(f"not a readable {self.what}", path=self.path,
                              fix="restore the file the set was registered from") from None
         self.kept: list = []
-        for i, ann in enumerate(self.data["annotations"]):
+        for i, ann in enumerate(self.data[self.records_key]):
             cap = ann.get("caption") if isinstance(ann, dict) else None
             places = [Place(None, cap, str(ann.get("image_id")))] if isinstance(cap, str) \
                 else []
@@ -181,11 +183,21 @@ class CocoRewriter(Rewriter):
         return True
 
     def finish(self) -> None:
-        self.data["annotations"] = self.kept
+        self.data[self.records_key] = self.kept
         style = self.style
         self.out.write((json.dumps(self.data, indent=style["indent"],
                                    ensure_ascii=style["ensure_ascii"]) + style["end"]
                         ).encode("utf-8"))
+
+
+class ChairRewriter(CocoRewriter):
+    """CHAIR's output (``{"sentences": [...], "overall_metrics"}``,
+    :mod:`capaudit.io.readers.chair`): the sentences are the records, each revised
+    ``caption`` in place, a dropped one's sentence left out; every other field (the file's
+    per-sentence ``metrics`` and ``mscoco_*`` words, ``overall_metrics``) is kept as the
+    file had it: they score the captions as they were, not as revised (the export says so)."""
+
+    records_key, what = "sentences", "CHAIR output JSON"
 
 
 def _json_style(raw: bytes) -> dict:

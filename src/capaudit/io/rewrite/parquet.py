@@ -1,4 +1,6 @@
-"""Parquet back as parquet: the same schema (metadata included), every column, the row order.
+"""Parquet back as parquet: the same schema (metadata included), every column, the row order,
+the row groups (each source row group is one row group out, less its dropped rows; one over
+:data:`PENDING_BYTES` of Arrow data is written in parts, so memory stays bounded).
 
 Read batch by batch; in each, only the caption column is rebuilt (a revised text in place;
 a list of captions loses its dropped entries) and rows whose caption went are taken out
@@ -23,6 +25,7 @@ __all__ = ["ParquetRewriter", "SHARD_CAPTIONS", "SHARD_IDS"]
 # sharded audit's own (capaudit.io.caption_shards)
 SHARD_CAPTIONS = ("caption", "text", "TEXT", "alt_text", "captions")
 SHARD_IDS = ("image_id", "key", "uid", "id", "image")
+PENDING_BYTES = 256 << 20   # a source row group past this much Arrow data is written in parts
 
 
 class ParquetRewriter(Rewriter):
@@ -47,11 +50,15 @@ class ParquetRewriter(Rewriter):
         self.idc = id_col or next((c for c in id_candidates if c in names), None)
         self.writer = None
         self.row = 0
+        self.pending: list[pa.RecordBatch] = []   # the current row group's rows, rewritten
 
     def batches(self) -> Iterator[list[Record]]:
         try:
-            for batch in self.file.iter_batches(batch_size=self.batch_records):
-                yield self._records(batch)
+            for group in range(self.file.num_row_groups):
+                for batch in self.file.iter_batches(batch_size=self.batch_records,
+                                                    row_groups=[group]):
+                    yield self._records(batch)
+                self._flush()   # the group's rows written: one row group, as in the source
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"not a readable parquet shard ({str(exc).splitlines()[0]})",
                              path=self.path, fix="rewrite the shard or pass "
@@ -96,7 +103,17 @@ class ParquetRewriter(Rewriter):
         new = pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
         if not all(keep):
             new = new.filter(pa.array(keep))
-        self._writer().write_batch(new)
+        self.pending.append(new)
+        if sum(b.nbytes for b in self.pending) >= PENDING_BYTES:
+            self._flush()   # a huge row group: written in parts, memory stays bounded
+
+    def _flush(self) -> None:
+        """Write the rows kept of one source row group as one row group (none: none)."""
+        rows = sum(b.num_rows for b in self.pending)
+        if rows:
+            self._writer().write_table(pa.Table.from_batches(self.pending),
+                                       row_group_size=rows)
+        self.pending = []
 
     def _revised(self, rec: Record, value, mine: dict):
         if not isinstance(value, list):
@@ -125,6 +142,7 @@ class ParquetRewriter(Rewriter):
         return self.writer
 
     def finish(self) -> None:
+        self._flush()
         self._writer().close()
 
     def abort(self) -> None:
