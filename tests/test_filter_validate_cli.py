@@ -154,3 +154,59 @@ def test_an_unfiltered_set_is_refused(dev, capsys):
     assert main(["filter", "validate", str(dev["labels"]), "--set", "fs", "--db",
                  dev["db"]]) == 2
     assert "was not made by filter run" in capsys.readouterr().err
+
+
+def test_api_card_report_and_show_carry_the_validation(dev, tmp_path, capsys):
+    import capaudit
+
+    v = capaudit.open(dev["db"]).validate_filter(dev["labels"], "fsf", n_boot=20, seed=1)
+    assert v["caption"]["counts"] == {"tp": 34, "fp": 10, "fn": 44, "tn": 83}
+    assert v["status"] == "ok" and v["layout"] == "faithscore"
+    capsys.readouterr()
+    assert main(["sets", "show", "fsf", "--samples", "0", "--db", dev["db"]]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "validated against human labels `faithscore_annotation.jsonl`" in shown
+    assert "status ok" in shown and "precision 0.773" in shown and "(n 44)" in shown
+    gt = shared_path("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    rep = tmp_path / "rep"
+    assert main(["audit", "compare", "fs", "fsf", "--metrics", "chair_s", "--chair-gt", str(gt),
+                 "--n-boot", "0", "--report", str(rep), "--db", dev["db"]]) == 0
+    text = (rep / "report.md").read_text()
+    assert "## Filters against human labels" in text and "recall 0.436" in text
+    card = tmp_path / "card.md"
+    assert main(["audit", "card", "fs", "fsf", "--metrics", "chair_s", "--chair-gt", str(gt),
+                 "--n-boot", "0", "--out", str(card), "--db", dev["db"]]) == 0
+    assert "status ok; 171 of 171 labelled captions matched" in card.read_text()
+
+
+def test_graded_labels_give_spearman(dev, tmp_path):
+    """Grades from the real FaithScore facts (5 minus the wrong ones): the more of an answer
+    the filter flags, the lower its grade should be."""
+    recs = [json.loads(line) for line in dev["labels"].read_text().splitlines()]
+    seen, out = set(), []
+    for r in recs:
+        if (r["id"], r["answer"]) not in seen:
+            seen.add((r["id"], r["answer"]))
+            out.append({"image_id": r["id"], "caption": r["answer"],
+                        "grade": 5 - min(4, list(r["stage 2"].values()).count(0))})
+    path = tmp_path / "graded.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in out))
+    js = tmp_path / "g.json"
+    assert main(["filter", "validate", str(path), "--set", "fsf", "--json", str(js),
+                 "--n-boot", "100", "--db", dev["db"]]) == 0
+    g = json.loads(js.read_text())["graded"]
+    assert g["n"] == 171 and g["n_images"] == 30
+    assert -1 < g["spearman"] < 0 and g["ci"]["spearman"][0] <= g["spearman"]
+
+
+def test_a_replaced_or_removed_set_drops_its_validations(dev):
+    """Last in this file: it rewrites the fixture's filtered set. A validation speaks of one
+    filter run; a new run under the same name must not inherit it."""
+    assert main(["filter", "validate", str(dev["labels"]), "--set", "fsf", "--n-boot", "0",
+                 "--db", dev["db"]]) == 0
+    assert _stored(dev["db"]) >= 1
+    gt = shared_path("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    assert main(["filter", "run", "fs", "--filter", "hallucination", "--out", "fsf", "--action",
+                 "flag", "--object-mode", "reference", "--chair-gt", str(gt), "--replace",
+                 "--db", dev["db"]]) == 0
+    assert _stored(dev["db"]) == 0

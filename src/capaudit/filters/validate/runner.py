@@ -140,7 +140,8 @@ def validate_filter(store, labels: str | Path, set_name: str, *, layout: str | N
     match = {**matching.as_dict(), "sentence_not_in_caption": missing}
     sha = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
     result = {"status": status, "set": set_name, "parent": info["parent"],
-              "filter": info["filter"], "evidence": _run_kind(info),
+              "filter": info["filter"], "filter_run_id": info["run_id"],
+              "evidence": _run_kind(info),
               "labels": Path(labels).name, "labels_sha256": sha, "layout": reader.name,
               "matching": match, **_scores(units, n_boot, seed)}
     with recorded_run(store, {"command": "filter validate", "set": set_name,
