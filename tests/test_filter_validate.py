@@ -230,3 +230,20 @@ def test_unknown_layout_name_is_refused(tmp_path):
     path = _write(tmp_path / "l.jsonl", [{"image_id": 1, "caption": "a", "label": 1}])
     with pytest.raises(Exception, match="label layout"):
         read_labels(path, "no-such-layout")
+
+
+def test_held_out_images_are_the_documented_ones():
+    """docs/filters.md names the 10 held-out dev images; the script must keep those aside."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    from dev_set_table import image_split
+
+    ids = {r["id"] for r in _records()}
+    split = image_split(ids)
+    assert len(split["tune"]) == 20 and len(split["held-out"]) == 10
+    assert not set(split["tune"]) & set(split["held-out"])
+    doc = " ".join((root / "docs" / "filters.md").read_text().split())
+    assert ", ".join(split["held-out"]) in doc
