@@ -150,6 +150,28 @@ def test_conflicting_duplicates_are_refused_unless_told(dev, tmp_path, capsys):
     assert res["status"] == "partial" and res["caption"]["n"] == 170
 
 
+def test_too_few_matched_is_refused_or_stored_as_too_few(dev, tmp_path, capsys):
+    """5 answers of the set plus 20 of no image in it: 5 < 10 matched -> refused, one line
+    naming the reasons; with --allow-few stored, status too-few."""
+    caps, ids, _ = _log(dev["db"])
+    recs = [{"image_id": ids[r], "caption": caps[r], "label": 1} for r in sorted(caps)[:5]]
+    recs += [{"image_id": 999_000 + i, "caption": "a dog.", "label": 0} for i in range(20)]
+    path = tmp_path / "few.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    before = _stored(dev["db"])
+    assert main(["filter", "validate", str(path), "--set", "fsf", "--db", dev["db"]]) == 2
+    err = capsys.readouterr().err
+    assert "only 5 of 25 labelled captions match the set" in err and "id-absent 20" in err
+    assert "row 6" in err and _stored(dev["db"]) == before
+    out = tmp_path / "v.json"
+    assert main(["filter", "validate", str(path), "--set", "fsf", "--allow-few", "--json",
+                 str(out), "--n-boot", "10", "--db", dev["db"]]) == 0
+    res = json.loads(out.read_text())
+    assert res["status"] == "too-few" and res["caption"]["n"] == 5
+    assert res["matching"]["unmatched"] == {"id-absent": 20}
+    assert _stored(dev["db"]) == before + 1
+
+
 def test_an_unfiltered_set_is_refused(dev, capsys):
     assert main(["filter", "validate", str(dev["labels"]), "--set", "fs", "--db",
                  dev["db"]]) == 2

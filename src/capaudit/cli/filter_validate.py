@@ -55,6 +55,13 @@ def print_validation(result: dict) -> None:
                           f"{lv['n_images']:,}")
     if table.rows:
         console.print(table)
+    for level in ("caption", "sentence"):
+        for key in ("by_reason", "by_evidence"):
+            cells = (result.get(level) or {}).get(key) or {}
+            if cells:
+                console.print(Text(f"  {level} {key.replace('_', ' ')}: " + "; ".join(
+                    f"{k} " + " ".join(f"{c} {v:,}" for c, v in cell.items() if v)
+                    for k, cell in cells.items())))
     if "graded" in result:
         g = result["graded"]
         ci = g["ci"]["spearman"]

@@ -130,10 +130,7 @@ def validate_filter(store, labels: str | Path, set_name: str, *, layout: str | N
     reader, rows = read_labels(labels, layout)
     ids = {r.image_id.strip() for r in rows} | {r.image_id.strip().lstrip("0") or "0"
                                                 for r in rows if r.image_id.strip().isdigit()}
-    from capaudit.filters.logs import read_log
-
-    captions = load_captions(store, store.get_set(info["parent"]).set_id,
-                             read_log(store, set_name, None), ids)
+    captions = load_captions(store, store.get_set(info["parent"]).set_id, set_name, ids)
     matching = match_labels(rows, captions, conflicts or reader.repeats, labels)
     status = check_enough(matching, labels, allow_few)
     units, missing = build_units(matching.matched, reader.levels, _run_kind(info))

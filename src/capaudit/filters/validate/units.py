@@ -41,23 +41,25 @@ class Unit:
     share: float = 0.0          # graded: the share of the caption's characters not kept
 
 
-def load_captions(store, parent_id: int, log, ids: set[str]) -> list[SetCaption]:
+def load_captions(store, parent_id: int, set_name: str, ids: set[str]) -> list[SetCaption]:
     """The rows of the run's input set whose image id or key is one of ``ids``, each with its
-    logged sentences ``(sentence_idx, text, action, reason)`` in order."""
+    logged sentences ``(sentence_idx, text, action, reason)`` in order (the log of those rows
+    only)."""
     from capaudit.store.exports import caption_batches
+    from capaudit.store.filter_log import log_of_rows
 
-    by_row: dict[int, list] = {}
-    cols = [log.column(c).to_pylist() for c in ("row_idx", "sentence_idx", "original",
-                                                 "action", "reason")]
-    for row, si, text, action, reason in zip(*cols):
-        by_row.setdefault(row, []).append((si, text or "", action, reason or ""))
     out = []
     for batch in caption_batches(store, parent_id):
         for row, key, iid, cap in zip(*(batch.column(c).to_pylist() for c in
                                         ("row_idx", "image_key", "image_id", "caption"))):
             if str(key) in ids or (iid is not None and str(iid) in ids):
-                out.append(SetCaption(row, iid, key, cap,
-                                      sorted(by_row.get(row, []), key=lambda s: s[0])))
+                out.append(SetCaption(row, iid, key, cap))
+    by_row: dict[int, list] = {}
+    for row, si, text, action, reason in log_of_rows(store, set_name,
+                                                     [c.row_idx for c in out]):
+        by_row.setdefault(row, []).append((si, text or "", action, reason or ""))
+    for c in out:
+        c.sentences = by_row.get(c.row_idx, [])
     return out
 
 
