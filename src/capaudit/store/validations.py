@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
+__all__ = ["UNIT_COLUMNS", "replace_validation", "validations_of", "has_table"]
 
-from capaudit.store.arrow_scan import ARROW, execute_on
-
-__all__ = ["UNIT_SCHEMA", "replace_validation", "validations_of", "has_table"]
-
-UNIT_SCHEMA = pa.schema([("set_name", pa.string()), ("labels_sha256", pa.string()),
-                         ("layout", pa.string()), ("level", pa.string()),
-                         ("row_idx", pa.int64()), ("image_id", pa.int64()),
-                         ("sentence_idx", pa.int32()), ("label", pa.int32()),
-                         ("grade", pa.float64()), ("flagged", pa.bool_()),
-                         ("action", pa.string()), ("reason", pa.string()),
-                         ("evidence", pa.string()), ("label_row", pa.int64())])
+# filter_validation_units' columns and their types, in the table's order
+UNIT_COLUMNS = [("set_name", "VARCHAR"), ("labels_sha256", "VARCHAR"), ("layout", "VARCHAR"),
+                ("level", "VARCHAR"), ("row_idx", "BIGINT"), ("image_id", "BIGINT"),
+                ("sentence_idx", "INTEGER"), ("label", "INTEGER"), ("grade", "DOUBLE"),
+                ("flagged", "BOOLEAN"), ("action", "VARCHAR"), ("reason", "VARCHAR"),
+                ("evidence", "VARCHAR"), ("label_row", "BIGINT")]
 
 
-def replace_validation(con, row: dict, units: pa.Table) -> None:
-    """Inside the caller's transaction: the validation of (set, labels, layout) and its units,
-    replacing an earlier one of the same three."""
+def replace_validation(con, row: dict, units: dict[str, list]) -> None:
+    """Inside the caller's transaction: the validation of (set, labels, layout) and its units
+    (``{column: values}`` of :data:`UNIT_COLUMNS`), replacing an earlier one of the same three.
+    The units go in as list parameters, not a Python table (DuckDB's scan of one imports
+    pandas: ~1 CPU-second of a command that takes ~1)."""
     key = [row["set_name"], row["labels_sha256"], row["layout"]]
     con.execute("DELETE FROM filter_validations WHERE set_name = ? AND labels_sha256 = ? "
                 "AND layout = ?", key)
@@ -37,8 +34,10 @@ def replace_validation(con, row: dict, units: pa.Table) -> None:
                 "status, run_id, matching, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [*key[:1], row["labels"], *key[1:], row["status"], row.get("run_id"),
                  json.dumps(row["matching"]), json.dumps(row["result"])])
-    if units.num_rows:
-        execute_on(con, f"INSERT INTO filter_validation_units SELECT * FROM {ARROW}", units)
+    if units and units[UNIT_COLUMNS[0][0]]:
+        select = ", ".join(f"unnest(?::{t}[])" for _, t in UNIT_COLUMNS)
+        con.execute(f"INSERT INTO filter_validation_units SELECT {select}",
+                    [units[name] for name, _ in UNIT_COLUMNS])
 
 
 def has_table(store) -> bool:

@@ -76,16 +76,17 @@ class Matching:
                 "set_rows_matched": sum(len(m.rows) for m in self.matched)}
 
 
-def _merge_two(a: Labelled, b: Labelled, rule: str, path) -> Labelled | None:
-    """``b`` folded into ``a``; None: a disagreement ``rule`` skips."""
+def _merge_two(a: Labelled, b: Labelled, rule: str, path, have: dict) -> Labelled | None:
+    """``b`` folded into ``a``; None: a disagreement ``rule`` skips. ``have``: the normalised
+    sentences of ``a`` and their labels (kept by the caller across a caption's rows)."""
     if rule == "merge" and a.sentences is not None and b.sentences is not None:
-        have = {norm(s): lab for s, lab in a.sentences}
         for s, lab in b.sentences:
-            if norm(s) in have and have[norm(s)] != lab:
+            key = norm(s)
+            if key in have and have[key] != lab:
                 return _disagree(a, b, rule, path, f"sentence {s[:40]!r}")
-            if norm(s) not in have:
+            if key not in have:
                 a.sentences.append((s, lab))
-                have[norm(s)] = lab
+                have[key] = lab
         return a
     if a.caption_label() == b.caption_label() and a.grade == b.grade and a.spans == b.spans:
         return a
@@ -113,10 +114,16 @@ def merge_repeats(rows: list[Labelled], rule: str, path) -> tuple[list[Labelled]
     merged: dict[tuple, Labelled | None] = {}
     counts = {"repeated_records": 0, "disagreeing": 0, "disagreeing_rows": []}
     skipped: dict[tuple, int] = {}
+    normed: dict[str, str] = {}        # a caption's rows repeat its text: normalise it once
+    sentences: dict[tuple, dict] = {}  # key -> {normalised sentence: label} (rule "merge")
     for lab in rows:
-        key = (id_key(lab.image_id), norm(lab.caption))
+        text = normed.get(lab.caption)
+        if text is None:
+            text = normed[lab.caption] = norm(lab.caption)
+        key = (id_key(lab.image_id), text)
         if key not in merged:
             merged[key] = lab
+            sentences[key] = {norm(s): v for s, v in lab.sentences or ()}
             continue
         if rule != "merge":
             counts["repeated_records"] += 1
@@ -124,7 +131,7 @@ def merge_repeats(rows: list[Labelled], rule: str, path) -> tuple[list[Labelled]
         if old is None:
             continue
         before = old.notes.get("disagreeing_repeat")
-        new = _merge_two(old, lab, rule, path)
+        new = _merge_two(old, lab, rule, path, sentences[key])
         if new is None or (new.notes.get("disagreeing_repeat") and not before):
             counts["disagreeing"] += 1
             counts["disagreeing_rows"].append([old.row, lab.row])

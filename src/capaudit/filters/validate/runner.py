@@ -77,18 +77,21 @@ def disagreement_rows(units: dict[str, list[Unit]]) -> list[dict]:
     return out
 
 
-def _units_table(units: dict[str, list[Unit]], set_name: str, sha: str, layout: str):
-    import pyarrow as pa
+def _unit_columns(units: dict[str, list[Unit]], set_name: str, sha: str,
+                  layout: str) -> dict[str, list]:
+    """The units as ``filter_validation_units``' columns."""
+    from capaudit.store.validations import UNIT_COLUMNS
 
-    from capaudit.store.validations import UNIT_SCHEMA
-
-    rows = [{"set_name": set_name, "labels_sha256": sha, "layout": layout, "level": lv,
-             "row_idx": u.row_idx, "image_id": int(u.image_id) if u.image_id.isdigit() and
-             len(u.image_id) < 19 else None, "sentence_idx": u.sentence_idx,
-             "label": u.label, "grade": u.grade, "flagged": u.flagged, "action": u.action,
-             "reason": u.reason, "evidence": u.evidence, "label_row": u.label_row}
-            for lv, us in units.items() for u in us]
-    return pa.Table.from_pylist(rows, schema=UNIT_SCHEMA)
+    flat = [(lv, u) for lv, us in units.items() for u in us]
+    n = len(flat)
+    cols = {"set_name": [set_name] * n, "labels_sha256": [sha] * n, "layout": [layout] * n,
+            "level": [lv for lv, _ in flat]}
+    cols["image_id"] = [int(u.image_id) if u.image_id.isdigit() and len(u.image_id) < 19
+                        else None for _, u in flat]
+    for name, _ in UNIT_COLUMNS:
+        if name not in cols:
+            cols[name] = [getattr(u, name) for _, u in flat]
+    return cols
 
 
 def _write_disagreements(path, rows: list[dict]) -> None:
@@ -150,7 +153,7 @@ def validate_filter(store, labels: str | Path, set_name: str, *, layout: str | N
                                      "labels_sha256": sha, "layout": reader.name,
                                      "status": status, "run_id": run_id,
                                      "matching": match, "result": result},
-                               _units_table(units, set_name, sha, reader.name))
+                               _unit_columns(units, set_name, sha, reader.name))
     if json_out is not None:
         import json
 
