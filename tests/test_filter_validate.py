@@ -68,6 +68,16 @@ def test_breakdown_counts_each_key():
                    "unsupported": {"tp": 1, "fp": 1, "fn": 0, "tn": 0}}
 
 
+def test_reason_class_and_evidence_of_a_logged_reason():
+    from capaudit.filters.validate.units import evidence_of, reason_class
+
+    assert reason_class("unsupported: cat->cat; non-visual: bus->bus (purpose)") == "unsupported"
+    assert reason_class("no object mention") == "no object mention"
+    assert reason_class("") == "(none)"
+    assert evidence_of("no-evidence", "chair-gt") == "none"
+    assert evidence_of("unsupported: cat->cat", "instances") == "instances"
+
+
 # -- alignment ---------------------------------------------------------------------------
 CAPTION = "A dog runs. It chases a red ball. The sky is blue."
 

@@ -51,6 +51,8 @@ def test_dev_set_baseline_of_the_readme(dev, tmp_path):
     assert res["matching"]["repeats"]["disagreeing"] == 2 and "sentence" not in res
     assert cap["ci"]["precision"][0] < cap["precision"] < cap["ci"]["precision"][1]
     assert sum(cap["by_reason"]["unsupported"].values()) == 44
+    assert cap["by_reason"]["kept"] == {"tp": 0, "fp": 0, "fn": 44, "tn": 83}
+    assert cap["by_evidence"] == {"chair-gt": cap["counts"]}
     rows = [json.loads(line) for line in dis.read_text().splitlines()]
     assert len(rows) == 54 == sum(r["kind"] == "missed" for r in rows) + 10
     assert (tmp_path / "d.jsonl.provenance.json").exists()
