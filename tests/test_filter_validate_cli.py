@@ -200,7 +200,15 @@ def test_api_card_report_and_show_carry_the_validation(dev, tmp_path, capsys):
     card = tmp_path / "card.md"
     assert main(["audit", "card", "fs", "fsf", "--metrics", "chair_s", "--chair-gt", str(gt),
                  "--n-boot", "0", "--out", str(card), "--db", dev["db"]]) == 0
-    assert "status ok; 171 of 171 labelled captions matched" in card.read_text()
+    text = card.read_text()
+    assert "status ok; 171 of 171 labelled captions matched" in text
+    import yaml
+
+    meta = yaml.safe_load(text.split("---")[1])
+    v = meta["capaudit_audit"]["sets"]["fsf"]["filter_validations"][0]
+    assert v["status"] == "ok" and v["layout"] == "faithscore" and v["matched"] == 171
+    assert v["caption"]["counts"] == {"tp": 34, "fp": 10, "fn": 44, "tn": 83}
+    assert "filter_validations" not in meta["capaudit_audit"]["sets"]["fs"]
 
 
 def test_graded_labels_give_spearman(dev, tmp_path):
