@@ -48,8 +48,11 @@ def test_level_scores_n_and_image_bootstrap():
     assert 0 <= lo <= s["precision"] <= hi <= 1
     assert s == level_scores(labels, flagged, images, n_boot=200, seed=3)   # seeded
     # resampling images, not sentences: one image holding every unit has a zero-width band
-    one = level_scores(labels, flagged, ["x"] * 6, n_boot=50, seed=0)
-    assert one["ci"]["recall"] == [pytest.approx(2 / 3)] * 2
+    # (tp 2, fp 1, fn 2: precision 2/3, recall 1/2, F1 4/7)
+    one = level_scores([1, 1, 0, 0, 1, 1], flagged, ["x"] * 6, n_boot=50, seed=0)
+    assert one["ci"]["precision"] == [pytest.approx(2 / 3)] * 2
+    assert one["ci"]["recall"] == [pytest.approx(1 / 2)] * 2
+    assert one["ci"]["f1"] == [pytest.approx(4 / 7)] * 2
 
 
 def test_spearman_by_hand():
@@ -111,6 +114,22 @@ def test_sentence_text_labels_find_their_sentence():
                                                ("The sky is blue.", 0), ("A cat.", 1)])
     # found ignoring case and space width; "A cat." is not in the caption; sentence 0 unlabelled
     assert sentence_labels(_matched(lab)) == ([None, 1, 0], 1)
+
+
+def test_any_action_but_keep_flags_and_the_removed_share():
+    from capaudit.filters.validate.units import build_units
+
+    lab = Labelled(4, "1", CAPTION, spans=[(0, 3)], grade=2.0)
+    units, missing = build_units([_matched(lab, ("keep", "drop", "keep"))],
+                                 ("caption", "sentence", "graded"), "chair-gt")
+    assert missing == 0 and [u.flagged for u in units["sentence"]] == [False, True, False]
+    assert [u.label for u in units["sentence"]] == [1, 0, 0]
+    cap = units["caption"][0]
+    assert cap.flagged and cap.action == "drop" and cap.label == 1 and cap.label_row == 4
+    # the dropped sentence holds 21 of the 11 + 21 + 16 logged characters
+    assert units["graded"][0].share == pytest.approx(21 / 48) and units["graded"][0].grade == 2
+    units, _ = build_units([_matched(lab, ("keep", "revise", "keep"))], ("caption",), "x")
+    assert units["caption"][0].flagged
 
 
 # -- matching ----------------------------------------------------------------------------
@@ -221,7 +240,7 @@ def test_every_layout_is_registered_and_sniffs_alone():
 @pytest.mark.parametrize("content,message", [
     ("", "the label file is empty"),
     ('{"x": 1, "y": 2}\n', "unknown label layout"),
-    ('{"image_id": 1, "caption": "a dog", "spans": [[0, 9]]}\n', "runs past the end"),
+    ('{"image_id": 1, "caption": "a dog", "spans": [[2, 6]]}\n', "runs past the end"),
     ('{"image_id": 1, "caption": "a dog", "spans": [[3, 3]]}\n', "empty or negative"),
     ('{"image_id": 1, "caption": "a dog", "label": 7}\n', "not 0/1"),
     ('{"image_id": 1, "caption": "a dog", "tokens": ["a", "cat"], "labels": [0, 1]}\n',
@@ -234,6 +253,11 @@ def test_bad_label_files_name_file_row_and_fix(tmp_path, content, message):
     with pytest.raises(InputError, match=message) as exc:
         read_labels(path)
     assert "bad.jsonl" in str(exc.value) and "fix:" in str(exc.value)
+
+
+def test_a_span_may_end_at_the_end_of_the_caption(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [{"image_id": 1, "caption": "a dog", "spans": [[2, 5]]}])
+    assert read_labels(path)[1][0].spans == [(2, 5)]
 
 
 def test_unknown_layout_name_is_refused(tmp_path):
