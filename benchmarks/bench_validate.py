@@ -115,9 +115,15 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--keep", type=Path, help="build in this folder and keep it")
     args = ap.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        return measure(args, args.keep)
+    with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
+        return measure(args, Path(tmp))
+
+
+def measure(args, work: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-validate-"))
-    work.mkdir(parents=True, exist_ok=True)
     db = build(work, args.shared, args.copies, env)
     labels = work / f"labels.{args.layout}.jsonl"
     n_sent, n_caps = write_labels(db, labels, args.layout)
