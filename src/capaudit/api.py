@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from capaudit.api_audits import LeaderboardCardLic, _audit_cfg
+from capaudit.api_audits import FilterValidation, LeaderboardCardLic, _audit_cfg
 from capaudit.core.argtypes import checked_arguments, checked_methods
 from capaudit.core.table import (RESULT_COLUMNS, ResultTable, audit_table as _audit_table,
                                  disparity_rows as _disparity_rows, metric_rows as _metric_rows)
@@ -49,7 +49,7 @@ def demo_file(name: str) -> Path:
 
 @worded_for_api   # errors name this API's keywords (skip_no_image=True), not the CLI's flags
 @checked_methods  # a wrong type is one UsageError naming the argument (capaudit.open(3))
-class AuditStore(LeaderboardCardLic):
+class AuditStore(LeaderboardCardLic, FilterValidation):
     """A capaudit DuckDB store; get one with :func:`capaudit.open`. Its leaderboard and LIC
     calls live in :mod:`capaudit.api_audits`."""
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit.config import AuditConfig
+from capaudit.core.argtypes import checked_methods
 
-__all__ = ["LeaderboardCardLic"]
+__all__ = ["LeaderboardCardLic", "FilterValidation"]
 
 
 
@@ -140,3 +141,31 @@ class LeaderboardCardLic:
                                    align_vocab=align_vocab, progress=False,
                                    classifier_options=classifier_options, threads=threads)
         return {"name": name, **res}
+
+
+@checked_methods  # a wrong type is one UsageError naming the argument
+class FilterValidation:
+    """``validate_filter`` of :class:`capaudit.api.AuditStore` (its ``_open``)."""
+
+    def _open(self, read_only: bool = False, *, create: bool = False, sandbox: bool = False):
+        raise NotImplementedError   # AuditStore's
+
+    def validate_filter(self, labels: str | Path, set: str, *, layout: str | None = None,
+                        conflicts: str | None = None, allow_few: bool = False,
+                        n_boot: int = 1000, seed: int = 0, json: str | Path | None = None,
+                        disagreements: str | Path | None = None) -> dict:
+        """``capaudit filter validate``: the decisions of the filter run that wrote ``set``
+        (run it with ``action="flag"``) against human hallucination ``labels`` (a file in
+        one of the layouts of docs/formats.md, sniffed unless ``layout`` is given). Stored
+        in the store (``filter_validations``) and returned as a dict: ``status`` (ok,
+        partial; too few matched captions are refused unless ``allow_few``), ``matching``,
+        and per level the labels allow (``caption``, ``sentence``, ``graded``) precision,
+        recall and F1 with their n, counts, image-bootstrap intervals (``ci``) and the
+        confusion ``by_reason`` and ``by_evidence``. ``json`` / ``disagreements``: files to
+        write (the same as the CLI's ``--json`` / ``--disagreements``)."""
+        from capaudit.filters.validate.runner import validate_filter
+
+        with self._open() as store:
+            return validate_filter(store, labels, set, layout=layout, conflicts=conflicts,
+                                   allow_few=allow_few, n_boot=n_boot, seed=seed,
+                                   json_out=json, disagreements=disagreements)

@@ -24,6 +24,7 @@ SHOWN: dict[str, str] = {
     # outputs: nothing written unless asked
     "--json": "not written", "--jsonl": "not written", "--markdown": "not written",
     "--html": "not written", "audit amplification:--report": "not written",
+    "--disagreements": "not written",
     "sets export:--out": "SET.<format> in the working folder",
     "annotations derive-demographics:--out": "not written",
     "query:--out": "printed, not written", "filter run:--turns": "first",

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "capaudit.cli.judge",        # audit factuality/dcscore/capability/faithscore/capscore, judge
     "capaudit.cli.enrich",       # shards build, enrich, detect
     "capaudit.cli.filters",      # filter run/log, review export/import
+    "capaudit.cli.filter_validate",  # filter validate (on the filter group)
     "capaudit.cli.downstream",   # train-downstream, caption
     "capaudit.cli.plugins",      # plugins
     "capaudit.cli.store",        # store check

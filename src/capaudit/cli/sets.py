@@ -116,7 +116,8 @@ def set_summary(store, name: str, samples: int = 5) -> dict:
 def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
          db: Path = DbOption):
     """Rows, images, captions per image and sample captions of a set."""
-    s = set_summary(open_store(db, read_only=True, sandbox=True), name, samples)
+    store = open_store(db, read_only=True, sandbox=True)
+    s = set_summary(store, name, samples)
     info = s["info"]
     console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
                   f"{esc(str(info.source_path))}", markup=True)
@@ -141,6 +142,11 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")
+    from capaudit.report.card_parts import validation_lines
+    from capaudit.store.validations import validations_of
+
+    for line in validation_lines(validations_of(store, info.name)):   # filter validate
+        console.print(esc(line[2:]), markup=True)
     table = Table("image", "caption")
     for key, cap in s["samples"]:
         table.add_row(key, cap)

@@ -61,10 +61,25 @@ def card_metadata(cmp, cfg, versions: dict, idents: dict | None = None) -> dict[
         if b is not None and n in b.on_parent:
             sets[n].update(scored_on_parent=b.on_parent[n], scored_images=b.images.get(n))
         sets[n]["metrics"] = {m: _record(r) for m, r in res.results.items()}
+        if getattr(cmp, "validations", {}).get(n):   # filter validate: against human labels
+            sets[n]["filter_validations"] = [_validation(v) for v in cmp.validations[n]]
     return {"capaudit_audit": {"version": versions.get("capaudit"), "run_id": cmp.run_id,
                                "n_boot": cfg.get("n_boot"), "seed": cfg.get("seed"),
                                "min_n": cfg.get("min_n"), "mode": cfg.get("mode"),
                                "annotations": dict(idents or {}), "sets": sets}}
+
+
+def _validation(v: dict) -> dict[str, Any]:
+    """A stored ``filter validate`` as the YAML holds it: the labels by file name and sha256,
+    the status, the matching, and each level's values with their n and interval."""
+    r = v["result"]
+    keep = ("precision", "recall", "f1", "n", "n_precision", "n_recall", "n_images", "counts",
+            "ci", "spearman")
+    return {"labels": v["labels"], "labels_sha256": v["labels_sha256"], "layout": v["layout"],
+            "status": v["status"], "matched": v["matching"].get("matched"),
+            "labelled_captions": v["matching"].get("labelled_captions"),
+            **{lv: {k: r[lv][k] for k in keep if k in r[lv]}
+               for lv in ("caption", "sentence", "graded") if lv in r}}
 
 
 def _total(cmp, name: str, what: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from capaudit.metrics.spec import label
 
-__all__ = ["filtering", "history"]
+__all__ = ["filtering", "history", "validation_lines"]
 
 EVIDENCE_LABELS = {"chair-gt": "CHAIR ground truth", "instances": "COCO instance categories",
                    "detector": "detector output"}
@@ -89,4 +89,36 @@ def filtering(cmp, store, name: str) -> list[str]:
         if r is not None and not r.skipped and r.status == "circular":
             lines.append(f"- {label(m)}: circular under the evidence the filter used; "
                          + independent_note(r.extra.get("independent")))
-    return lines + [""]
+    from capaudit.store.validations import validations_of
+
+    return lines + validation_lines(validations_of(store, name)) + [""]
+
+
+def _scored(level: dict, key: str) -> str:
+    value, (lo, hi) = level.get(key), level.get("ci", {}).get(key) or (None, None)
+    n = {"precision": level.get("n_precision"), "recall": level.get("n_recall")}.get(
+        key, level.get("n"))
+    if value is None:
+        return f"{key} n/a (n {n:,})"
+    return f"{key} {value:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "") + \
+        f" (n {n:,})"
+
+
+def validation_lines(validations: list[dict]) -> list[str]:
+    """One line per validation of the set against human labels (``filter validate``): the
+    label file by name and sha256, the status, how many labelled captions matched, and per
+    level precision, recall and F1 with their interval and n."""
+    out = []
+    for v in validations:
+        r, m = v["result"], v["matching"]
+        parts = [f"{lv}: " + ", ".join(_scored(r[lv], k) for k in ("precision", "recall", "f1"))
+                 for lv in ("caption", "sentence") if lv in r]
+        if "graded" in r and r["graded"].get("spearman") is not None:
+            parts.append(f"graded: Spearman(share removed, grade) {r['graded']['spearman']:.3f}"
+                         f" (n {r['graded']['n']:,})")
+        sha = (v.get("labels_sha256") or "")[:16]
+        out.append(f"- validated against human labels `{v['labels']}` ({v['layout']}, sha256 "
+                   f"`{sha}…`): status {v['status']}; {m.get('matched', 0):,} of "
+                   f"{m.get('labelled_captions', 0):,} labelled captions matched; "
+                   + "; ".join(parts))
+    return out

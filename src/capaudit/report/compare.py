@@ -80,6 +80,7 @@ class Comparison:
     parent_costs: list[dict] = field(default_factory=list)
     amplifications: list[tuple[str, str, list]] = field(default_factory=list)
     disparities: dict[str, dict] = field(default_factory=dict)   # set -> {by: Disparity}
+    validations: dict[str, list] = field(default_factory=dict)   # set -> filter validate rows
     basis: Basis | None = None
     flags: dict[tuple[str, str], str] = field(default_factory=dict)  # (set, metric) -> why unranked
     unmarked: dict[str, str] = field(default_factory=dict)  # metric -> "best"/"worst"/both: in noise
@@ -216,6 +217,8 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     flag_circular(cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
+    from capaudit.store.validations import validations_of
+    cmp.validations = {n: v for n in set_names if (v := validations_of(store, n))}
     if cfg.get("disparity"):
         from capaudit.audit.disparity import compare_disparities
         cmp.disparities = compare_disparities(store, set_names, annotations, cfg, run_id)

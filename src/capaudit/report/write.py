@@ -101,6 +101,11 @@ def write_report(cmp, out: Path, cfg: dict) -> Path:
     md += [f"- *{m}*: {description(m)}" for m in cmp.metrics if description(m)]
     if getattr(cmp, "parent_costs", None):
         md += ["", "## What filtering cost", ""] + [f"- {fmt_cost(r)}" for r in cmp.parent_costs]
+    if getattr(cmp, "validations", None):
+        from capaudit.report.card_parts import validation_lines
+        md += ["", "## Filters against human labels", ""]
+        md += [f"- {n}: {line[2:]}" for n, vs in cmp.validations.items()
+               for line in validation_lines(vs)]
     for up, down, rows in getattr(cmp, "amplifications", []):
         from capaudit.audit.amplification import to_markdown
         md += ["", to_markdown(rows, up, down)]

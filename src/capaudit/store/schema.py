@@ -19,7 +19,9 @@ One file holds everything a user may want to query with plain SQL:
 - ``judges`` / ``judge_items``: judged metrics per sentence or unit (see ``JUDGE_DDL``);
 - ``parse_cache``: spaCy features of a caption text keyed by (model, feature
   version, text hash); ``image_embeddings``: CLIP image embeddings keyed by
-  (model, image sha256) -- both written by :mod:`capaudit.store.caches`.
+  (model, image sha256) -- both written by :mod:`capaudit.store.caches`;
+- ``filter_validations`` / ``filter_validation_units``: a filter run checked against human
+  labels (``capaudit filter validate``, see ``VALIDATION_DDL``).
 
 ``SCHEMA_VERSION`` is stored in ``meta``; :func:`migrate` upgrades older files.
 """
@@ -168,6 +170,39 @@ JUDGE_DDL = [
         detail JSON)""",
 ]
 DDL += JUDGE_DDL
+
+# -- filter validations (capaudit filter validate; SQL in store/validations.py) ----------
+# ``filter_validations``: one row per (filtered set, label file, layout): the matching, the
+# status (ok / partial / too-few) and the scores as JSON; ``filter_validation_units``: each
+# labelled caption and sentence with its label and the filter's decision, for plain SQL.
+VALIDATION_DDL = [
+    """CREATE TABLE IF NOT EXISTS filter_validations (
+        set_name VARCHAR NOT NULL,
+        labels VARCHAR,
+        labels_sha256 VARCHAR,
+        layout VARCHAR,
+        status VARCHAR,
+        run_id INTEGER,
+        matching JSON,
+        result JSON,
+        created_at TIMESTAMP DEFAULT current_timestamp)""",
+    """CREATE TABLE IF NOT EXISTS filter_validation_units (
+        set_name VARCHAR NOT NULL,
+        labels_sha256 VARCHAR,
+        layout VARCHAR,
+        level VARCHAR,
+        row_idx BIGINT,
+        image_id BIGINT,
+        sentence_idx INTEGER,
+        label INTEGER,
+        grade DOUBLE,
+        flagged BOOLEAN,
+        action VARCHAR,
+        reason VARCHAR,
+        evidence VARCHAR,
+        label_row BIGINT)""",
+]
+DDL += VALIDATION_DDL
 
 
 # Image-id namespaces (issue #12, see capaudit.io.imageids): which dataset a set's ids, each

@@ -158,6 +158,8 @@ class SetQueries:
         info = self.get_set(name)
         self.con.execute("DELETE FROM captions WHERE set_id = ?", [info.set_id])
         self.con.execute("DELETE FROM caption_sets WHERE set_id = ?", [info.set_id])
+        for table in ("filter_validations", "filter_validation_units"):   # about this set's run
+            self.con.execute(f"DELETE FROM {table} WHERE set_name = ?", [info.name])
 
     def add_set_from_table(self, name: str, table: pa.Table, *, source: str, format: str,
                            parent: str | None = None, meta: Mapping | None = None,

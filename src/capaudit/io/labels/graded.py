@@ -1,0 +1,40 @@
+"""``graded``: a graded score per caption, ``{"image_id", "caption", "grade": 1-5}`` (or
+``"rating"``), higher = more faithful, as human-judgement sets publish them. There is no
+hallucinated/faithful cut: the validation reports the Spearman correlation between the
+share of each caption the filter removes (or flags) and the grade (expected negative).
+"""
+
+from __future__ import annotations
+
+import math
+
+from capaudit.errors import InputError
+from capaudit.io.labels.base import LabelLayout, Labelled, text_field
+
+__all__ = ["GradedLabels"]
+
+KEYS = ("grade", "rating")
+
+
+class GradedLabels(LabelLayout):
+    """A number per caption (1-5)."""
+
+    name = "graded"
+    expects = "image_id, caption, grade (or rating)"
+    levels = ("graded",)
+
+    @classmethod
+    def sniff(cls, keys: set[str]) -> bool:
+        return {"image_id", "caption"} <= keys and len(keys & set(KEYS)) == 1
+
+    def parse(self, rec: dict, row: int, path) -> Labelled:
+        key = next((k for k in KEYS if k in rec), KEYS[0])
+        try:
+            grade = float(rec.get(key))
+        except (TypeError, ValueError):
+            grade = math.nan
+        if not math.isfinite(grade):
+            raise InputError(f"'{key}' is {str(rec.get(key))[:30]!r}, not a number", path=path,
+                             row=row, fix=f"write '{key}' as a number (1-5)")
+        return Labelled(row, text_field(rec, "image_id", row, path),
+                        text_field(rec, "caption", row, path), grade=grade)
