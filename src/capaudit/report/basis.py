@@ -32,6 +32,7 @@ class Basis:
     dropped: dict[str, int] = field(default_factory=dict)     # filtered set -> empty captions
     equal_captions: int | None = None     # captions per set behind size-dependent metrics
     equal_metrics: list[str] = field(default_factory=list)
+    datasets: dict[str, str] = field(default_factory=dict)   # set -> namespace, when they differ
 
     def describe(self) -> list[str]:
         """One line per fact a reader needs before reading the numbers."""
@@ -43,6 +44,8 @@ class Basis:
         else:
             why = ("the sets share no images" if not self.shared_images else
                    f"--all-images; they share {self.shared_images:,}")
+            if self.datasets:
+                why = f"--all-images; {other_datasets(self.datasets)}"
             lines = [(f"each set scored on all its own images ({why}): differences mix "
                       "captions and images")]
         for child, parent in self.on_parent.items():
@@ -104,10 +107,36 @@ def set_format(store, t: StreamTarget) -> str | None:
         return None
 
 
+def other_datasets(datasets: dict[str, str]) -> str:
+    """The one line saying why sets of different namespaces share no images."""
+    return ("the sets are images of different datasets ("
+            + ", ".join(f"{n}: {ns}" for n, ns in datasets.items())
+            + "): an id names another image in each, so they share no images")
+
+
+def set_datasets(store, resolved: list[StreamTarget]) -> dict[str, str]:
+    """``{set: namespace}`` when two of the sets have known namespaces whose ids name
+    different images (coco2014 and vizwiz: 139 equal ids, no equal image); else ``{}``."""
+    from capaudit.io.imageids import compatible
+
+    known = {t.name: info.namespace for t in resolved
+             if (info := set_info(store, t)) is not None and info.namespace not in (None, "mixed")}
+    spaces = list(known.values())
+    if all(compatible(a, b) for a in spaces for b in spaces):
+        return {}
+    return known
+
+
 def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
                ) -> tuple[list[StreamTarget], Basis]:
-    """The targets restricted (and padded) as the comparison needs, and the basis."""
+    """The targets restricted (and padded) as the comparison needs, and the basis. Sets of
+    different datasets are never joined on their ids: refused, or each on its own images
+    (``--all-images``), their values then not ranked (:func:`set_datasets`)."""
     names = [t.name for t in resolved]
+    datasets = set_datasets(store, resolved)
+    if datasets and same_images is not False:
+        raise InputError(other_datasets(datasets), fix="compare sets of one dataset; "
+                         "--all-images shows each set on its own images, unranked")
     counts = {t.name: _counts(t) for t in resolved}
     on_parent = {}
     for t in resolved:
@@ -116,7 +145,8 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
             on_parent[t.name] = info.parent
     padded = {n: (counts[n][0] | counts[p][0]) if (p := on_parent.get(n)) else counts[n][0]
               for n in names}
-    shared = set.intersection(*(set(c) for c in padded.values())) if padded else set()
+    shared = set.intersection(*(set(c) for c in padded.values())) if padded and not datasets \
+        else set()
     identical = all(set(c) == shared for c in padded.values())
     if same_images is None:
         same_images = bool(shared)
@@ -136,7 +166,8 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
     basis = Basis(same_images, len(shared), images, captions,
                   {n: len(counts[n][0]) for n in names},
                   {n: sum(counts[n][0].values()) + counts[n][1] for n in names}, on_parent,
-                  {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()})
+                  {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()},
+                  datasets=datasets)
     return out, basis
 
 
