@@ -70,9 +70,11 @@ def _counts(t: StreamTarget) -> tuple[Counter, int]:
     return counts, none
 
 
-def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) -> StreamTarget:
+def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
+              parent: str | None = None) -> StreamTarget:
     """``t`` limited to the images in ``keep`` (None: all), padded with empty captions up to
-    ``pad``'s count per image (a filtered set on its parent's images)."""
+    ``pad``'s count per image (a filtered set on its ``parent``'s images: the coverage guard
+    then counts those images as the set's, so an empty caption keeps its image's id)."""
     if keep is None and pad is None:
         return StreamTarget(t.name, t.source, t.spec, t.rows, n)
 
@@ -87,7 +89,7 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) ->
                 for _ in range(k - seen[iid]):
                     yield iid, ""
 
-    return StreamTarget(t.name, t.source, t.spec, rows, n)
+    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent)
 
 
 def set_info(store, t: StreamTarget):
@@ -162,7 +164,8 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
         images[t.name] = len(used)
         captions[t.name] = sum(used.values()) + (0 if same_images else counts[t.name][1])
         pad = counts[on_parent[t.name]][0] if t.name in on_parent else None
-        out.append(_restrict(t, keep if same_images else None, pad, captions[t.name]))
+        out.append(_restrict(t, keep if same_images else None, pad, captions[t.name],
+                             on_parent.get(t.name)))
     basis = Basis(same_images, len(shared), images, captions,
                   {n: len(counts[n][0]) for n in names},
                   {n: sum(counts[n][0].values()) + counts[n][1] for n in names}, on_parent,
@@ -181,7 +184,7 @@ def _sample(t: StreamTarget, k: int, seed: int) -> StreamTarget:
             if mask[j]:
                 yield row
 
-    return StreamTarget(t.name, t.source, t.spec, rows, k)
+    return StreamTarget(t.name, t.source, t.spec, rows, k, padded_from=t.padded_from)
 
 
 def size_dependent(metrics) -> list[str]:
