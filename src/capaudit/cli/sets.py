@@ -71,6 +71,9 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
+    for hint in ((info.meta or {}).get(k) for k in ("id_hint", "namespace_hint")):
+        if hint:
+            console.print(f"note: {esc(hint)}", markup=True)
     from capaudit.io.ingest import answers_warning
 
     if (warning := answers_warning(info.meta)) is not None:
