@@ -72,4 +72,5 @@ def test_filter_summary_and_compare_print_one_value_on_one_basis(shared, tmp_pat
     assert sets["clean"]["recall"]["n_images"] == sets["nic"]["recall"]["n_images"] == 498
     assert sets["clean"]["recall"]["value"] < sets["nic"]["recall"]["value"]
     assert f"each of the {500 - kept} captions the filter dropped counts as an empty" in shown
+    assert f"│ captions │ 500 │ 500 ({500 - kept} empty) │" in shown   # the cell says it too
     assert "clean: 499 images" in shown          # the coverage line counts what is scored

@@ -33,6 +33,7 @@ class Basis:
     equal_captions: int | None = None     # captions per set behind size-dependent metrics
     equal_metrics: list[str] = field(default_factory=list)
     datasets: dict[str, str] = field(default_factory=dict)   # set -> namespace, when they differ
+    empty: dict[str, int] = field(default_factory=dict)      # filtered set -> empty captions scored
 
     def describe(self) -> list[str]:
         """One line per fact a reader needs before reading the numbers."""
@@ -157,12 +158,14 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
                          "each set on its own images (differences then mix captions and images)")
     none_rows = any(counts[n][1] for n in names)   # captions without an image share nothing
     keep = shared if same_images and (not identical or none_rows) else None
-    out, images, captions = [], {}, {}
+    out, images, captions, empty = [], {}, {}, {}
     for t in resolved:
         c = padded[t.name]
         used = {i: k for i, k in c.items() if keep is None or i in keep}
         images[t.name] = len(used)
         captions[t.name] = sum(used.values()) + (0 if same_images else counts[t.name][1])
+        if t.name in on_parent:   # of them, the parent's captions the filter dropped
+            empty[t.name] = sum(used.values()) - sum(counts[t.name][0][i] for i in used)
         pad = counts[on_parent[t.name]][0] if t.name in on_parent else None
         out.append(_restrict(t, keep if same_images else None, pad, captions[t.name],
                              on_parent.get(t.name)))
@@ -170,7 +173,7 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
                   {n: len(counts[n][0]) for n in names},
                   {n: sum(counts[n][0].values()) + counts[n][1] for n in names}, on_parent,
                   {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()},
-                  datasets=datasets)
+                  datasets=datasets, empty=empty)
     return out, basis
 
 
