@@ -79,6 +79,26 @@ def test_re_adding_with_another_namespace_says_what_differs(tmp_path, capsys):
     assert code == 0 and "ids: coco2014" in out
 
 
+def test_annotations_re_added_with_another_namespace_say_so(tmp_path, capsys, shared):
+    db = tmp_path / "s.duckdb"
+    src = tmp_path / "inst.jsonl"          # no split in the name: no namespace of its own
+    with shared("data", "coco2014", "instance_categories_val2014.jsonl").open() as fh:
+        src.write_text("".join(next(fh) for _ in range(20)))
+    add = ["annotations", "add", "instances", src, "--db", db]
+    assert _run(capsys, *add)[0] == 0
+    assert _run(capsys, *add)[0] == 0                    # the same file again: nothing to do
+    code, _, err = _run(capsys, *add, "--namespace", "coco2014")
+    assert code == 2 and err == (
+        "capaudit: error: annotations named 'instances' already exist from the same file with "
+        "namespace none, not coco2014 (fix: pass --replace to store them again with "
+        "--namespace coco2014)")
+    assert _run(capsys, *add, "--namespace", "coco2014", "--replace")[0] == 0
+    assert _run(capsys, *add)[0] == 0                    # no --namespace: the stored one kept
+    code, out, _ = _run(capsys, "query", "SELECT namespace FROM annotation_sources",
+                        "--print-json", "--db", db)
+    assert json.loads(out) == {"namespace": "coco2014"}
+
+
 def test_an_integer_id_column_is_offered_and_an_image_struct_is_never_the_id(tmp_path, capsys):
     db = tmp_path / "s.duckdb"
     caps = ["a dog on a bed", "a cat on a sofa", "a man riding a horse"]
