@@ -202,9 +202,9 @@ def pick_id_column(idc: str | None, given: str | None, cols: Sequence[str],
     :func:`namespace_hint`) from ``sample()``'s rows."""
     if not given and idc is not None and not is_scalar_type(types.get(idc)):
         idc = scalar_candidate(cols, types)
-    if idc is None:
-        return None, None, None
+    offer = not given and types.get(idc) == "VARCHAR"
+    if idc is None or not offer and not any(c in cols and c != idc for c in _NAME_FIELDS):
+        return idc, None, None       # nothing to offer: no sample read
     rows = sample()
-    hint = integer_id_hint(idc, cols, types, rows) if not given and \
-        types.get(idc) == "VARCHAR" else None
-    return idc, hint, namespace_hint(idc, rows)
+    return idc, integer_id_hint(idc, cols, types, rows) if offer else None, \
+        namespace_hint(idc, rows)
