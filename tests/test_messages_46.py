@@ -110,6 +110,8 @@ def test_an_integer_id_column_is_offered_and_an_image_struct_is_never_the_id(tmp
     assert code == 0 and "(parquet; ids: none)" in out
     assert ("note: column 'id' holds integer ids in every sampled row and 'image' holds names: "
             "if 'id' names the images, add it again with --id-col id --replace") in out
+    code, out, _ = _run(capsys, "sets", "show", "nsd", "--db", db)
+    assert code == 0 and "note: column 'id' holds integer ids" in out
     code, out, _ = _run(capsys, "sets", "add", "nsd", named, "--id-col", "id", "--replace",
                         "--db", db)
     assert code == 0 and "ids: unassigned" in out and "note:" not in out
