@@ -5,7 +5,9 @@ namespace until an audit joins them, and this check decides whether that join is
 believable: before any metric is computed it counts, per annotation kind, how many of
 the set's images have that annotation. nocaps ids 0-4,499 joined with COCO val2014
 instances find 320 "matches" (7%), Flickr30k names none: below ``min_coverage``
-(default 50%) the audit stops with one line naming the fix, unless ``allow_partial``.
+(default 50%) the audit stops with one line naming the fix, unless ``allow_partial``, which
+never passes unassigned ids against a named dataset's annotations (the lines and that rule:
+:mod:`capaudit.audit.coverage_refusal`).
 
 Demographic labels exist for a subset of images by design (13,057 of 40,504 val2014
 images), so their coverage is only held to the threshold when no complete annotation
