@@ -83,7 +83,15 @@ def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
     assert code == 2
     err = [line for line in text.err.splitlines() if line.strip()]
     assert len(err) == 1 and "only 100 of the 400 images of 'mixed'" in err[0], text.err
-    code, lb, text = _board(shared, tmp_path, [mixed, oscar], "partial", capsys,
+    # the file's ids are unassigned: --allow-partial joins them only once they are declared
+    # COCO's (#46: a few matches are no evidence), so the set is registered with its namespace
+    code, _, text = _board(shared, tmp_path, [mixed, oscar], "undeclared", capsys,
+                           "--allow-partial", demographics=False)
+    assert code == 2 and "no evidence that they are coco2014 images" in text.err
+    for name in ("partial", "partial_few"):
+        assert main(["sets", "add", "mixed", str(mixed), "--namespace", "coco2014",
+                     "--db", str(tmp_path / f"{name}.duckdb")]) == 0
+    code, lb, text = _board(shared, tmp_path, ["mixed", oscar], "partial", capsys,
                             "--allow-partial", demographics=False)
     assert code == 0, text.out
     k = next(j for j, c in enumerate(lb["columns"]) if c["name"] == "recall")
@@ -95,7 +103,7 @@ def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
     assert row.split(" | ")[2].endswith("n=100 partial: 100 of 400 images")
     assert "partial: 100 of 400 images" in " ".join(text.out.split())
     # the same set with --min-n 150: too-few is the headline, the partial coverage still shown
-    code, lb, text = _board(shared, tmp_path, [mixed, oscar], "partial_few", capsys,
+    code, lb, text = _board(shared, tmp_path, ["mixed", oscar], "partial_few", capsys,
                             "--allow-partial", "--min-n", "150", demographics=False)
     assert code == 0, text.out
     assert lb["status"][0][k] == "too-few"

@@ -63,8 +63,15 @@ def test_nocaps_ids_colliding_with_val2014_stop_the_audit(coco_store, shared, tm
     with pytest.raises(InputError, match=r"only 320 of the 4,500 images of 'nocaps' \(7\.1%"):
         run_audit(coco_store, ["nocaps"], _cfg())
     assert coco_store.one("SELECT count(*) FROM metrics")[0] == 0     # nothing stored
-    # --allow-partial audits the 320 annotated images only
-    res = run_audit(coco_store, ["nocaps"], _cfg(allow_partial=True))["nocaps"]
+    # --allow-partial does not join unassigned ids that only collide with coco2014's (#46)
+    with pytest.raises(InputError, match=r"no evidence that they are coco2014 images"):
+        run_audit(coco_store, ["nocaps"], _cfg(allow_partial=True))
+    # instances of no named dataset: --allow-partial audits the 320 annotated images only
+    unnamed = tmp_path / "instances.jsonl"    # no split in the name: no namespace
+    unnamed.write_bytes(shared("data", "coco2014", "instance_categories_val2014.jsonl")
+                        .read_bytes())
+    res = run_audit(coco_store, ["nocaps"], _cfg(allow_partial=True, instances=str(unnamed))
+                    )["nocaps"]
     assert res.meta["coverage"]["covered"] == {"instances": 320}
     assert res.results["recall"].n == with_category
     # declared nocaps: nothing joins COCO, recall is skipped, never 0.00

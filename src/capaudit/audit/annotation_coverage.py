@@ -5,7 +5,9 @@ namespace until an audit joins them, and this check decides whether that join is
 believable: before any metric is computed it counts, per annotation kind, how many of
 the set's images have that annotation. nocaps ids 0-4,499 joined with COCO val2014
 instances find 320 "matches" (7%), Flickr30k names none: below ``min_coverage``
-(default 50%) the audit stops with one line naming the fix, unless ``allow_partial``.
+(default 50%) the audit stops with one line naming the fix, unless ``allow_partial``, which
+never passes unassigned ids against a named dataset's annotations (the lines and that rule:
+:mod:`capaudit.audit.coverage_refusal`).
 
 Demographic labels exist for a subset of images by design (13,057 of 40,504 val2014
 images), so their coverage is only held to the threshold when no complete annotation
@@ -25,14 +27,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capaudit.errors import InputError
+from capaudit.audit.coverage_refusal import (  # noqa: F401  (refusal: re-exported)
+    LABELS,
+    hold,
+    is_foreign,
+    is_unproven,
+    other_dataset,
+    refusal,
+    refuse_other_dataset,
+)
 from capaudit.io.imageids import annotation_namespace, compatible
 from capaudit.io.targets import target_images  # noqa: F401  (the guard's input; re-exported)
 
 NO_IMAGES = "no annotated images"
 COMPLETE_KINDS = ("instances", "chair_gt")     # every image of their split is annotated
-LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics",
-          "detector": "detector"}   # detector: the hallucination filter's evidence only
 
 
 @dataclass
@@ -154,9 +162,7 @@ def guard_evidence(store, set_name: str, kind: str, ids, source: str | None,
     cov.namespaces[label] = ann_ns
     cov.covered[label] = sum(sum(map(ids.__contains__, c)) for c in store.image_id_chunks(
         set_name, [ns for ns in spaces if compatible(ns, ann_ns)]))
-    partial = "--allow-partial keeps the uncovered captions unjudged"
-    if not allow_partial and (cov.covered[label] == 0 or cov.share(label) < min_coverage):
-        raise refusal(cov, label, min_coverage, partial)
+    hold(cov, label, min_coverage, allow_partial)
     foreign = [ns for ns in spaces if not compatible(ns, ann_ns)]
     return cov, {i for chunk in store.image_id_chunks(set_name, foreign) for i in chunk}
 
@@ -178,49 +184,20 @@ def check(cov: Coverage, min_coverage: float = 0.5, allow_partial: bool = False)
     """Stop (one line naming the fix) when a join is not believable; note kinds to drop."""
     complete_ok = any(k in cov.covered and cov.share(k) >= min_coverage for k in COMPLETE_KINDS)
     for kind, n in cov.covered.items():
-        if n == 0 and (allow_partial or cov.n_with_ids == 0
-                       or kind == "demographics" and complete_ok
-                       or cov.namespace not in (None, "mixed")
-                       and not compatible(cov.namespace, cov.namespaces.get(kind))):
+        foreign = is_foreign(cov.namespace, cov.namespaces.get(kind))
+        if n == 0 and (allow_partial or cov.n_with_ids == 0 or foreign
+                       or kind == "demographics" and complete_ok):
             cov.dropped.append(kind)
-            if n == 0 and cov.namespace not in (None, "mixed") and not compatible(
-                    cov.namespace, cov.namespaces.get(kind)):
-                cov.reasons[kind] = (f"the {LABELS[kind]} annotations are for "
-                                     f"{cov.namespaces[kind]}, another dataset than this "
-                                     f"set's {cov.namespace}")
+            if foreign:
+                cov.reasons[kind] = other_dataset(kind, cov.namespaces[kind], cov.namespace)
             continue
-        if allow_partial or cov.share(kind) >= min_coverage or (
-                kind == "demographics" and complete_ok):
+        # --allow-partial passes a partial join of ids known to be the annotations' (or of
+        # annotations of no named dataset), never unassigned ids against a named dataset
+        if (allow_partial and not is_unproven(cov, kind)) or cov.share(kind) >= min_coverage \
+                or (kind == "demographics" and complete_ok):
             continue
-        _refuse_other_dataset(cov, kind, min_coverage)
+        refuse_other_dataset(cov, kind, min_coverage)
         raise refusal(cov, kind, min_coverage)
-
-
-def refusal(cov: Coverage, kind: str, min_coverage: float,
-            partial: str = "--allow-partial audits the covered images only") -> InputError:
-    """The one line that stops a run whose ``kind`` covers too few of the target's images."""
-    ns = cov.namespaces.get(kind)
-    return InputError(
-        f"only {cov.covered[kind]:,} of the {cov.n_images:,} images of '{cov.target}' "
-        f"({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%) have "
-        f"{LABELS[kind]} annotations ({ns or 'namespace unknown'}): its ids are "
-        f"{ids_label(cov.namespace, True)} (bare numbers) and may name other images",
-        fix="give annotations of the set's own dataset, or register it with sets add "
-            f"--namespace NAME (nocaps, flickr30k, ...); {partial}")
-
-
-def _refuse_other_dataset(cov: Coverage, kind: str, min_coverage: float) -> None:
-    """A set of a known dataset (nocaps) that annotations of no named dataset cover too little:
-    they are another dataset's; ``--allow-partial`` (other images' labels) is not offered."""
-    if cov.namespace in (None, "mixed") or cov.namespaces.get(kind) is not None:
-        return
-    raise InputError(
-        f"the {LABELS[kind]} annotations (their dataset not named) cover only "
-        f"{cov.covered[kind]:,} of the {cov.n_images:,} images of the {cov.namespace} set "
-        f"'{cov.target}' ({100 * cov.share(kind):.1f}%, below {100 * min_coverage:.0f}%): "
-        f"they are annotations of another dataset",
-        fix=f"give {LABELS[kind]} annotations of {cov.namespace} images (if these are, store "
-            f"them with annotations add --namespace {cov.namespace})")
 
 
 def restrict(annotations, cov: Coverage):

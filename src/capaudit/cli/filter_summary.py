@@ -18,14 +18,27 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _print_independent(ind: dict) -> None:
+def _print_independent(ind: dict, out: str, parent: str | None) -> None:
+    """The before/after scores with the captions each rests on; when the filter emptied
+    captions, the after-scores on the before-set's captions too (each emptied one counted
+    empty), the values ``audit compare PARENT OUT`` shows: the difference named, not left
+    for the reader to find (#46)."""
     b, a = ind["before"], ind["after"]
     console.print(Text(
         f"  scored with {ind['evidence']} from {ind['source']} ({ind['covered']:,} of "
         f"{ind['set_images']:,} images): CHAIR_s {_pct(b['chair_s'])} -> "
         f"{_pct(a['chair_s'])}, CHAIR_i {_pct(b['chair_i'])} -> {_pct(a['chair_i'])}, "
         f"mentions/caption {_pct(b['mentions_per_caption'])} -> "
-        f"{_pct(a['mentions_per_caption'])}"))
+        f"{_pct(a['mentions_per_caption'])}; on {b['captions']:,} -> {a['captions']:,} "
+        "captions with evidence"))
+    p = ind.get("on_parent")
+    if p and p["emptied"]:
+        console.print(Text(
+            f"  {p['emptied']:,} of those {p['captions']:,} captions were emptied by the filter;"
+            f" counted as empty captions, as audit compare {parent or 'PARENT'} {out} counts "
+            f"them: CHAIR_s {_pct(b['chair_s'])} -> {_pct(p['chair_s'])}, mentions/caption "
+            f"{_pct(b['mentions_per_caption'])} -> {_pct(p['mentions_per_caption'])} on "
+            f"{p['captions']:,} captions"))
 
 
 def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
@@ -35,7 +48,7 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
     ind = summary.get("independent")
     if not isinstance(ev, dict):
         if ind:
-            _print_independent(ind)
+            _print_independent(ind, out, parent)
         return
     n, c = ev.get("set_images") or 0, ev.get("covered") or 0
     cov = f"{c:,} of {n:,} images ({100 * c / n:.1f}%)" if n else "no images with an id"
@@ -58,7 +71,7 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
                      f"{p.get('modifier_sentences', 0):,} sentence(s) spared")
         console.print(Text(line))
     if ind:
-        _print_independent(ind)
+        _print_independent(ind, out, parent)
     if not ind or ind.get("circular"):
         other = "instances" if ev["kind"] == "chair-gt" else "chair-gt"
         console.print(Text(

@@ -71,10 +71,19 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     skipped = (info.meta or {}).get("skipped_no_image")
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
+    _print_notes(info.meta)
     from capaudit.io.ingest import answers_warning
 
     if (warning := answers_warning(info.meta)) is not None:
         console.print(warning)
+
+
+def _print_notes(meta: dict | None) -> None:
+    """What ``sets add`` noticed about the ids (another integer id column, COCO file names
+    proposing a namespace): printed by ``sets add`` and ``sets show``."""
+    for hint in ((meta or {}).get(k) for k in ("id_hint", "namespace_hint")):
+        if hint:
+            console.print(f"note: {esc(hint)}", markup=True)
 
 
 @sets_app.command("list")
@@ -139,6 +148,7 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
 
     if (scores := summary_line(info.meta)) is not None:   # CHAIR's output: its own scores
         console.print(esc(scores), markup=True)
+    _print_notes(info.meta)
     console.print(f"rows {s['rows']:,}  images {s['images']:,}  captions/image "
                   f"{s['captions_per_image']:.2f}  with an integer id {s['with_coco_id']:,}  "
                   f"mean chars {s['mean_chars']:.1f}")

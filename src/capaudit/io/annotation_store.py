@@ -76,16 +76,21 @@ def _add_file(store, kind: str, path: Path, name: str, replace: bool, namespace:
                           "gender": [gender.get(i) for i in ids],
                           "skin_tone": [skin.get(i) for i in ids]})
     sha = fingerprint(path)
-    existing = stored.source_entry(store, name)
-    if existing:
-        if existing[1] == sha and existing[0] == kind:
-            return name, n
-        if not replace:
+    existing = stored.source_record(store, name)
+    given, namespace = namespace, namespace or annotation_namespace(path.name)
+    if existing and not replace:
+        if existing["sha256"] != sha or existing["kind"] != kind:
             raise InputError(f"annotations named '{name}' already exist with other content",
                              fix="pass --replace or --name")
+        if given and existing["namespace"] != given:   # the same file, another --namespace
+            raise InputError(f"annotations named '{name}' already exist from the same file "
+                             f"with namespace {existing['namespace'] or 'none'}, not "
+                             f"{namespace or 'none'}",
+                             fix="pass --replace to store them again with --namespace "
+                                 f"{namespace}" if namespace else "pass --replace")
+        return name, n
     stored.put_source(store, name, kind, arrow, path=source or str(path.resolve()), sha256=sha,
-                      n_images=n,
-                      namespace=namespace or annotation_namespace(path.name))
+                      n_images=n, namespace=namespace)
     return name, n
 
 

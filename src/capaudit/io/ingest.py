@@ -160,6 +160,23 @@ def _refuse_device(path: Path) -> None:
                          fix="save the captions to a file and add that")
 
 
+def what_differs(existing, sha: str, fmt: str, options: dict) -> str:
+    """What a second ``sets add`` of a name changes: the file's content, or the options only
+    (``--namespace coco2014`` on the same file: "other content" sent the user to look for a
+    change in a file that had none, #46)."""
+    if existing.sha256 != sha:
+        return "with other content (the file differs from the one registered)"
+    old = {**(existing.options or {}), "format": existing.format}
+    new = {**options, "format": fmt}
+    changed = [f"--{k.replace('_', '-')} {_shown(new.get(k))} (was {_shown(old.get(k))})"
+               for k in sorted(set(old) | set(new), key=str) if old.get(k) != new.get(k)]
+    return "from the same file with other options: " + ", ".join(changed)
+
+
+def _shown(value) -> str:
+    return "none" if value is None or value is False else str(value)
+
+
 def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto", *,
                     replace: bool = False, id_col: str | None = None,
                     caption_col: str | None = None, namespace: str | None = None,
@@ -208,8 +225,10 @@ def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, c
     if existing is not None and not replace:
         if existing.sha256 == sha and existing.format == fmt and existing.options == options:
             return AddResult(existing, added=False)
-        raise InputError(f"a caption set named '{name}' already exists with other content",
-                         fix="pass --replace to overwrite it, or choose another name")
+        raise InputError(f"a caption set named '{name}' already exists "
+                         + what_differs(existing, sha, fmt, options),
+                         fix="pass --replace to register it again with these options, or "
+                             "choose another name")
     # batches from a reader: written blocks evicted, not held (1.2M ShareGPT4V captions took
     # 1.8 GB, 944 MB bounded); DuckDB reading a file itself needs its own room (32 MB blocks)
     with store.bulk_transaction(bounded=not hasattr(reader, "select_sql")):
@@ -236,8 +255,12 @@ def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, c
             store.update_set_meta(set_id, reader.set_meta)
         if getattr(reader, "skipped_no_image", 0):
             store.update_set_meta(set_id, {"skipped_no_image": reader.skipped_no_image})
+        if getattr(reader, "id_hint", None):
+            store.update_set_meta(set_id, {"id_hint": reader.id_hint})
         _note_answers(store, set_id)
         assign_namespaces(store, set_id, path, namespace,
                           getattr(reader, "evidence_namespace", None))
         store.finalize_set(set_id)
+        if getattr(reader, "namespace_hint", None) and store.get_set(name).namespace is None:
+            store.update_set_meta(set_id, {"namespace_hint": reader.namespace_hint})
     return AddResult(store.get_set(name), added=True)

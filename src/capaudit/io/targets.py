@@ -40,6 +40,7 @@ class StreamTarget:
     rows: Callable[[], Iterator[tuple]]
     n: int | None = None           # captions, when known before reading (registered sets)
     batches: Callable[[], Iterator] | None = None  # a caption file's reader batches, replayable
+    padded_from: str | None = None  # the parent set whose images pad it (audit compare)
 
     @property
     def captions(self) -> range:
@@ -190,6 +191,9 @@ def target_images(store, target) -> list[tuple]:
     """Distinct ``(image_key, image_id, namespace)`` of a registered set or a caption file:
     what the audit's coverage guard (:mod:`capaudit.audit.annotation_coverage`) counts."""
     if target.source.startswith("set:"):
+        if target.padded_from:   # its dropped captions, empty, keep their parent's images
+            return list(dict.fromkeys(store.set_images(target.spec)
+                                      + store.set_images(target.padded_from)))
         return store.set_images(target.spec)
     batches = getattr(target, "batches", None)
     reader = getattr(batches, "reader", None)  # a file's ReplayBatches keeps its reader

@@ -32,6 +32,8 @@ class Basis:
     dropped: dict[str, int] = field(default_factory=dict)     # filtered set -> empty captions
     equal_captions: int | None = None     # captions per set behind size-dependent metrics
     equal_metrics: list[str] = field(default_factory=list)
+    datasets: dict[str, str] = field(default_factory=dict)   # set -> namespace, when they differ
+    empty: dict[str, int] = field(default_factory=dict)      # filtered set -> empty captions scored
 
     def describe(self) -> list[str]:
         """One line per fact a reader needs before reading the numbers."""
@@ -43,6 +45,8 @@ class Basis:
         else:
             why = ("the sets share no images" if not self.shared_images else
                    f"--all-images; they share {self.shared_images:,}")
+            if self.datasets:
+                why = f"--all-images; {other_datasets(self.datasets)}"
             lines = [(f"each set scored on all its own images ({why}): differences mix "
                       "captions and images")]
         for child, parent in self.on_parent.items():
@@ -67,9 +71,11 @@ def _counts(t: StreamTarget) -> tuple[Counter, int]:
     return counts, none
 
 
-def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) -> StreamTarget:
+def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
+              parent: str | None = None) -> StreamTarget:
     """``t`` limited to the images in ``keep`` (None: all), padded with empty captions up to
-    ``pad``'s count per image (a filtered set on its parent's images)."""
+    ``pad``'s count per image (a filtered set on its ``parent``'s images: the coverage guard
+    then counts those images as the set's, so an empty caption keeps its image's id)."""
     if keep is None and pad is None:
         return StreamTarget(t.name, t.source, t.spec, t.rows, n)
 
@@ -84,7 +90,7 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int) ->
                 for _ in range(k - seen[iid]):
                     yield iid, ""
 
-    return StreamTarget(t.name, t.source, t.spec, rows, n)
+    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent)
 
 
 def set_info(store, t: StreamTarget):
@@ -104,10 +110,36 @@ def set_format(store, t: StreamTarget) -> str | None:
         return None
 
 
+def other_datasets(datasets: dict[str, str]) -> str:
+    """The one line saying why sets of different namespaces share no images."""
+    return ("the sets are images of different datasets ("
+            + ", ".join(f"{n}: {ns}" for n, ns in datasets.items())
+            + "): an id names another image in each, so they share no images")
+
+
+def set_datasets(store, resolved: list[StreamTarget]) -> dict[str, str]:
+    """``{set: namespace}`` when two of the sets have known namespaces whose ids name
+    different images (coco2014 and vizwiz: 139 equal ids, no equal image); else ``{}``."""
+    from capaudit.io.imageids import compatible
+
+    known = {t.name: info.namespace for t in resolved
+             if (info := set_info(store, t)) is not None and info.namespace not in (None, "mixed")}
+    spaces = list(known.values())
+    if all(compatible(a, b) for a in spaces for b in spaces):
+        return {}
+    return known
+
+
 def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
                ) -> tuple[list[StreamTarget], Basis]:
-    """The targets restricted (and padded) as the comparison needs, and the basis."""
+    """The targets restricted (and padded) as the comparison needs, and the basis. Sets of
+    different datasets are never joined on their ids: refused, or each on its own images
+    (``--all-images``), their values then not ranked (:func:`set_datasets`)."""
     names = [t.name for t in resolved]
+    datasets = set_datasets(store, resolved)
+    if datasets and same_images is not False:
+        raise InputError(other_datasets(datasets), fix="compare sets of one dataset; "
+                         "--all-images shows each set on its own images, unranked")
     counts = {t.name: _counts(t) for t in resolved}
     on_parent = {}
     for t in resolved:
@@ -116,7 +148,8 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
             on_parent[t.name] = info.parent
     padded = {n: (counts[n][0] | counts[p][0]) if (p := on_parent.get(n)) else counts[n][0]
               for n in names}
-    shared = set.intersection(*(set(c) for c in padded.values())) if padded else set()
+    shared = set.intersection(*(set(c) for c in padded.values())) if padded and not datasets \
+        else set()
     identical = all(set(c) == shared for c in padded.values())
     if same_images is None:
         same_images = bool(shared)
@@ -125,18 +158,22 @@ def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
                          "each set on its own images (differences then mix captions and images)")
     none_rows = any(counts[n][1] for n in names)   # captions without an image share nothing
     keep = shared if same_images and (not identical or none_rows) else None
-    out, images, captions = [], {}, {}
+    out, images, captions, empty = [], {}, {}, {}
     for t in resolved:
         c = padded[t.name]
         used = {i: k for i, k in c.items() if keep is None or i in keep}
         images[t.name] = len(used)
         captions[t.name] = sum(used.values()) + (0 if same_images else counts[t.name][1])
+        if t.name in on_parent:   # of them, the parent's captions the filter dropped
+            empty[t.name] = sum(used.values()) - sum(counts[t.name][0][i] for i in used)
         pad = counts[on_parent[t.name]][0] if t.name in on_parent else None
-        out.append(_restrict(t, keep if same_images else None, pad, captions[t.name]))
+        out.append(_restrict(t, keep if same_images else None, pad, captions[t.name],
+                             on_parent.get(t.name)))
     basis = Basis(same_images, len(shared), images, captions,
                   {n: len(counts[n][0]) for n in names},
                   {n: sum(counts[n][0].values()) + counts[n][1] for n in names}, on_parent,
-                  {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()})
+                  {n: sum((counts[p][0] - counts[n][0]).values()) for n, p in on_parent.items()},
+                  datasets=datasets, empty=empty)
     return out, basis
 
 
@@ -150,7 +187,7 @@ def _sample(t: StreamTarget, k: int, seed: int) -> StreamTarget:
             if mask[j]:
                 yield row
 
-    return StreamTarget(t.name, t.source, t.spec, rows, k)
+    return StreamTarget(t.name, t.source, t.spec, rows, k, padded_from=t.padded_from)
 
 
 def size_dependent(metrics) -> list[str]:

@@ -48,7 +48,9 @@ def counts(cmp, name: str) -> tuple[str, str]:
         meta = cmp.results[name].meta
         return tuple(f"{meta[k]:,}" if meta.get(k) is not None else "-"
                      for k in ("n_captions", "n_images"))
-    return f"{b.captions[name]:,}", f"{b.images[name]:,}"
+    empty = b.empty.get(name)   # a filtered set on its parent's captions: say how many are
+    return (f"{b.captions[name]:,}" + (f" ({empty:,} empty)" if empty else ""),
+            f"{b.images[name]:,}")
 
 
 def notes(cmp) -> list[str]:

@@ -124,7 +124,11 @@ def _unrankable(cand: dict, min_n: int) -> str | None:
 
 
 def rank(cmp: Comparison) -> None:
-    """Mark best/worst per metric where the intervals say so; flagged values take no part."""
+    """Mark best/worst per metric where the intervals say so; flagged values take no part,
+    and sets of different datasets (each on its own images) are never ranked."""
+    datasets = cmp.basis.datasets if cmp.basis else {}
+    apart = ("the sets are images of different datasets ("
+             + ", ".join(sorted(set(datasets.values()))) + ")") if datasets else None
     for m in cmp.metrics:
         d = direction(m)
         cand = {}
@@ -134,7 +138,7 @@ def rank(cmp: Comparison) -> None:
                 cand[n] = r
         if d == 0 or len(cand) < 2 or len({r.value for r in cand.values()}) < 2:
             continue
-        why = _unrankable(cand, cmp.min_n)
+        why = (apart or _unrankable(cand, cmp.min_n))
         if why:
             cmp.unranked[m] = why
             continue

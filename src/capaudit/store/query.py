@@ -35,6 +35,12 @@ def _refusal(exc) -> InputError:
                           f"files, other databases, extensions or settings ({first})",
                           fix="query the store's tables; write a result to a file with "
                               "capaudit query --out FILE")
+    if "read-only mode" in first:   # DuckDB: 'Cannot execute statement of type "DELETE" ...'
+        what = first.split('type "', 1)[1].split('"', 1)[0] if 'type "' in first else "it"
+        return InputError(f"query refused: the store is opened read-only and this statement "
+                          f"({what}) would change it",
+                          fix="capaudit query --write \"...\" allows statements that modify "
+                              "the store (copy the .duckdb file first: there is no undo)")
     return InputError(f"query failed: {first}", fix=f"check the SQL; {_TABLES}")
 
 

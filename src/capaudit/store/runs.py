@@ -59,9 +59,16 @@ class RunLog:
 
     def write_metric(self, run_id: int, set_name: str, metric: str, value, n, ci_low=None,
                      ci_high=None, grp: str = "all", extra: Mapping | None = None) -> None:
-        self.con.execute("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        from capaudit.store.schema import METRIC_COLUMNS
+
+        extra = dict(extra or {})
+        images = extra.get("n_images")
+        self.con.execute(f"INSERT INTO metrics ({', '.join(METRIC_COLUMNS)}) VALUES "
+                         f"({', '.join('?' * len(METRIC_COLUMNS))})",
                          [run_id, set_name, metric, grp, value, n, ci_low, ci_high,
-                          json.dumps(dict(extra or {}), default=jsonable)])
+                          json.dumps(extra, default=jsonable),
+                          int(images) if isinstance(images, (int, float)) else None,
+                          extra.get("status") if isinstance(extra.get("status"), str) else None])
 
 
 

@@ -7,8 +7,9 @@ One file holds everything a user may want to query with plain SQL:
   ``demographics``: image-level annotations, each row tagged with its source;
 - ``runs``: every command that wrote results (resolved config, seed, package
   versions, start/end, status);
-- ``metrics``: one row per (run, set, metric, group) with value, n and the
-  bootstrap interval; ``caption_details``: per-caption audit details (core
+- ``metrics``: one row per (run, set, metric, group) with value, n, the
+  bootstrap interval, the images the value rests on (``n_images``) and its
+  ``status``; ``caption_details``: per-caption audit details (core
   columns here; each metric's own columns are added on first write,
   :mod:`capaudit.store.details`);
 - ``lic_cache``: LIC results keyed by (fingerprint, config, seed);
@@ -215,10 +216,24 @@ NAMESPACE_DDL = [
 ]
 
 
+# A metric's images and status (``ok``, ``partial: 20 of 100 images``, ``circular``, ...) as
+# columns of their own (#46: the README listed them as columns; they were only keys of
+# ``extra``): added by ALTER, the rows written before filled from their ``extra`` once.
+METRIC_COLUMNS_DDL = [
+    "ALTER TABLE metrics ADD COLUMN IF NOT EXISTS n_images BIGINT",
+    "ALTER TABLE metrics ADD COLUMN IF NOT EXISTS status VARCHAR",
+    "UPDATE metrics SET n_images = TRY_CAST(json_extract_string(extra, '$.n_images') AS BIGINT), "
+    "status = json_extract_string(extra, '$.status') WHERE n_images IS NULL AND status IS NULL",
+]
+METRIC_COLUMNS = ("run_id", "set_name", "metric", "grp", "value", "n", "ci_low", "ci_high",
+                  "extra", "n_images", "status")
+
+
 def _ddl_digest() -> str:
     import hashlib
 
-    return hashlib.sha256("\n".join(DDL + NAMESPACE_DDL).encode()).hexdigest()
+    return hashlib.sha256("\n".join(DDL + NAMESPACE_DDL + METRIC_COLUMNS_DDL).encode()
+                          ).hexdigest()
 
 
 def needs_migration(state) -> bool:
@@ -245,7 +260,7 @@ def migrate(con, state=None) -> None:
         return
     con.execute("BEGIN TRANSACTION")
     try:
-        for stmt in DDL + NAMESPACE_DDL:
+        for stmt in DDL + NAMESPACE_DDL + METRIC_COLUMNS_DDL:
             con.execute(stmt)
         con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), "
                     "('schema_ddl', ?)", [str(SCHEMA_VERSION), digest])

@@ -103,13 +103,11 @@ def check_coverage(name: str, parts: list[dict], kind: str, ann_ns: str | None,
     """The shards' counts summed into one coverage, held to the filter's rule on a stored
     set (:func:`capaudit.audit.annotation_coverage.guard_evidence`): under ``min_coverage``
     of the images, or none at all, the run stops with the audit's one line unless
-    ``allow_partial``. Returns the coverage."""
-    from capaudit.audit.annotation_coverage import refusal
+    ``allow_partial`` (:func:`capaudit.audit.coverage_refusal.hold`). Returns the coverage."""
+    from capaudit.audit.coverage_refusal import hold
     from capaudit.audit.shards.outputs import merged_coverage
 
     label = LABEL[kind]
     cov = merged_coverage(name, parts, {label: ann_ns})
-    partial = "--allow-partial keeps the uncovered captions unjudged"
-    if not allow_partial and (cov.covered[label] == 0 or cov.share(label) < min_coverage):
-        raise refusal(cov, label, min_coverage, partial)
+    hold(cov, label, min_coverage, allow_partial)
     return cov

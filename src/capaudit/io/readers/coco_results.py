@@ -23,6 +23,7 @@ caption's place (``meta.src``, the 0-based record index) so the set can be writt
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -31,7 +32,7 @@ from capaudit.io.imageids import require_image_id
 from capaudit.io.json_stream import is_json_array, iter_array_records
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
                                          id_like, missing_caption, missing_id,
-                                         not_captions)
+                                         namespace_hint, not_captions)
 from capaudit.io.readers.records import RecordReader, load_records
 
 SAMPLE_RECORDS = 50   # records whose fields and values the column hints read
@@ -48,6 +49,29 @@ def first_record(head: bytes):
         return None
 
 
+def not_a_list(path: Path, fmt: str, expects: str) -> None:
+    """A JSON document that is no list (an indented object: the CHAIR script's output) read
+    with ``--format json``/``coco-results``: one line naming what the format wants and what
+    the file is, not JSONL's "one JSON object per line" (#46). JSONL is still read."""
+    from capaudit.io.readers.base import first_line, load_json_document, read_head
+
+    head = read_head(path, 1 << 12)
+    if is_json_array(head):
+        return
+    try:
+        json.loads(first_line(head))
+        return                       # one JSON value per line: read as JSONL
+    except ValueError:
+        pass
+    doc = load_json_document(path)   # a damaged document: its line and column
+    what = (f"one JSON object with keys {', '.join(map(str, list(doc)[:6]))}"
+            + (", ..." if len(doc) > 6 else "") if isinstance(doc, dict)
+            else f"one JSON {type(doc).__name__}")
+    raise InputError(f"--format {fmt} wants {expects}; the file is {what}", path=path,
+                     fix="give the list of records (as a file of its own, or JSONL), or "
+                         "--format auto to have the layout recognised")
+
+
 class JsonListReader(RecordReader):
     """A JSON array of flat records; the id and caption columns picked by name."""
 
@@ -61,12 +85,17 @@ class JsonListReader(RecordReader):
     def __init__(self, *args, **options):
         super().__init__(*args, **options)
         self.chosen: tuple[str | None, str] | None = None
+        self.namespace_hint: str | None = None   # sets add prints it (columns.namespace_hint)
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
         rec = None if path.is_dir() else first_record(head)
         return isinstance(rec, dict) and not any(isinstance(v, (dict, list)) and k in (
             "conversations", "messages") for k, v in rec.items())
+
+    def rows(self, path: Path) -> Iterator[tuple]:
+        not_a_list(path, self.name, self.expects)
+        yield from super().rows(path)
 
     def pick(self, path: Path, row: int, rec: dict) -> tuple[str | None, str]:
         """(id column, caption column) from the first record, or one line with hints."""
@@ -90,6 +119,7 @@ class JsonListReader(RecordReader):
             like = id_like(cols, self._sample(path), caption=cap)
             if like:
                 raise missing_id(cols, like, cap, path=path)
+        self.namespace_hint = namespace_hint(idc, self._sample(path))
         return idc, cap
 
     def _sample(self, path: Path) -> list[dict]:

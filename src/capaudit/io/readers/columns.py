@@ -173,3 +173,75 @@ def not_captions(cols: Sequence[str], rows: Sequence[Mapping], caption: str, *, 
                       fix="add the file of the captions or answers a model wrote for these "
                           f"images; to read '{caption}' as captions anyway, pass --caption-col "
                           f"{caption}")
+_NESTED_TYPES = ("STRUCT", "MAP", "UNION")
+
+
+def is_scalar_type(typ: str | None) -> bool:
+    """Whether a DuckDB column type can hold an image id: a struct (an HF ``Image`` feature's
+    ``{bytes, path}``), a map, a list or bytes never can."""
+    t = (typ or "").upper()
+    return not (t.startswith(_NESTED_TYPES) or t.endswith("]") or t == "BLOB")
+
+
+def scalar_candidate(cols: Sequence[str], types: Mapping[str, str]) -> str | None:
+    """The first id candidate (:data:`ID_CANDIDATES` order) of a scalar type."""
+    return next((c for c in ID_CANDIDATES if c in cols and is_scalar_type(types.get(c))), None)
+
+
+def integer_id_hint(chosen: str, cols: Sequence[str], types: Mapping[str, str],
+                    rows: Sequence[Mapping]) -> str | None:
+    """When the chosen id column holds no integer id in ``rows`` (names: ``ids: none``) and
+    another id-named column holds one in every row (an NSD parquet's ``id`` beside its file
+    ``image``), the line that offers it; the user decides whether those are image ids."""
+    from capaudit.io.imageids import parse_image_id
+
+    if not rows or any(parse_image_id(r.get(chosen)) is not None for r in rows):
+        return None
+    for col in [c for c in cols if c != chosen and is_scalar_type(types.get(c))]:
+        named = col in ID_CANDIDATES or (_ID_NAME.search(col) and not _OTHER_ID.search(col))
+        if named and all(parse_image_id(r.get(col)) is not None for r in rows):
+            return (f"column '{col}' holds integer ids in every sampled row and '{chosen}' "
+                    f"holds names: if '{col}' names the images, add it again with --id-col "
+                    f"{col} --replace")
+    return None
+
+
+_NAME_FIELDS = ("file_name", "filename", "image", "image_name", "image_file", "image_path",
+                "path", "file", "url", "coco_url")
+
+
+def namespace_hint(chosen: str | None, rows: Sequence[Mapping]) -> str | None:
+    """When the records' file-name field (not the id column) names COCO images whose number
+    is the record's id in every sampled row (``"file_name": "COCO_val2014_000000391895.jpg"``
+    beside ``"image_id": 391895``), the line that proposes the namespace it is evidence for;
+    the ids themselves are bare numbers and stay unassigned until the user says so."""
+    from capaudit.io.imageids import infer_namespace, parse_image_id
+
+    if chosen is None or not rows:
+        return None
+    for col in _NAME_FIELDS:
+        if col == chosen or not all(isinstance(r.get(col), str) for r in rows):
+            continue
+        spaces = {infer_namespace(r[col]) for r in rows}
+        same = all(parse_image_id(r[col]) == parse_image_id(r.get(chosen)) for r in rows)
+        if len(spaces) == 1 and (ns := spaces.pop()) in ("coco2014", "coco2017") and same:
+            return (f"the '{col}' field names {ns} images with the record's id in every "
+                    f"sampled record ({len(rows)}): if every id is a {ns} image id, add it "
+                    f"again with --namespace {ns} --replace")
+    return None
+
+
+def pick_id_column(idc: str | None, given: str | None, cols: Sequence[str],
+                   types: Mapping[str, str], sample) -> tuple:
+    """``(id column, id hint, namespace hint)`` of a tabular file: the candidate picked by
+    name (``idc``) unless it is nested (an HF ``Image`` struct is never the id: the next
+    scalar candidate is), and the lines ``sets add`` prints (:func:`integer_id_hint`,
+    :func:`namespace_hint`) from ``sample()``'s rows."""
+    if not given and idc is not None and not is_scalar_type(types.get(idc)):
+        idc = scalar_candidate(cols, types)
+    offer = not given and types.get(idc) == "VARCHAR"
+    if idc is None or not offer and not any(c in cols and c != idc for c in _NAME_FIELDS):
+        return idc, None, None       # nothing to offer: no sample read
+    rows = sample()
+    return idc, integer_id_hint(idc, cols, types, rows) if offer else None, \
+        namespace_hint(idc, rows)

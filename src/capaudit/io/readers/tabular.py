@@ -22,7 +22,8 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id, not_captions)
+                                         id_like, missing_caption, missing_id, not_captions,
+                                         pick_id_column)
 from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
                                           csv_record_row, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
@@ -55,6 +56,7 @@ class _DuckReader(CaptionReader):
     _chosen: tuple[str | None, str | None] = (None, None)  # (id column, caption column)
     refuse_row_ids = True   # a column that looks like an id is named, not replaced by row numbers
     evidence_namespace: str | None = None  # what a dataset column names (see ingest)
+    id_hint = namespace_hint = None   # lines sets add prints (columns.integer_id_hint, ...)
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:  # pragma: no cover
         """The DuckDB table function for ``path``; ``columns`` (name -> type) is a hint that
@@ -105,6 +107,8 @@ class _DuckReader(CaptionReader):
                 cols, self._sample(con, path), cap, path=path)) is not None:   # are refused
             raise err
         idc = self._pick(cols, self.id_col, self.id_candidates, "image id", path, "--id-col")
+        idc, self.id_hint, self.namespace_hint = pick_id_column(
+            idc, self.id_col, cols, {r[0]: r[1] for r in desc}, lambda: self._sample(con, path))
         if idc is None and self.refuse_row_ids:
             question = answers_file(cols)
             if question is not None:
