@@ -36,12 +36,8 @@ _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 SAMPLE_ROWS = 2048  # rows whose mean caption length sets the rows per streamed batch
 
 
-def _q(path: Path) -> str:
+def _q(path: Path | str) -> str:
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def _q_str(name: str) -> str:
-    return "'" + name.replace("'", "''") + "'"
 
 
 def _qi(name: str) -> str:
@@ -252,7 +248,7 @@ class JsonlReader(_DuckReader):
         as such (not turned into text).
         """
         if columns:
-            spec = ", ".join(f"{_q_str(c)}: {_q_str(t)}" for c, t in columns.items())
+            spec = ", ".join(f"{_q(c)}: {_q(t)}" for c, t in columns.items())
             return (f"read_json({_q(path)}, format='newline_delimited', "
                     f"maximum_object_size=16777216, columns={{{spec}}})")
         return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
