@@ -83,7 +83,8 @@ def require(module: str, extra: str, what: str = ""):
 # API takes each as ``name=True`` (``--no-NAME``: ``name=False``); every other flag is a
 # keyword with a value (``--split`` -> ``split=``).
 SWITCHES = frozenset({
-    "align-vocab", "all", "all-images", "allow-partial", "colors", "corrected", "csv",
+    "align-vocab", "all", "all-images", "allow-few", "allow-partial", "colors", "compile",
+    "corrected", "csv",
     "dry-run", "intersections", "json", "keep-work", "lic", "negation", "no-cache",
     "overwrite", "print-json", "replace", "revise", "same-images", "skip-bad-shards",
     "skip-no-image",
