@@ -1,9 +1,10 @@
-"""The lock of a work folder on object storage: one run at a time without ``flock``.
+"""The lock of a work folder: one run at a time, on a disk or on object storage.
 
 Why: two runs on one work folder redo (and pay for) each other's shards and remove each
-other's markers. On a disk an OS lock dies with its process; object storage has no locks,
-so the lock is an object, ``.lock``, created only if absent (a conditional create,
-:mod:`capaudit.core.remote_write`), holding who holds it (host, pid, a random token) and a
+other's markers. On a disk (:func:`work_dir_lock`) an OS lock (``flock``) on ``.lock`` dies
+with its process, so a killed run never leaves a stale lock behind. Object storage has no
+locks, so there the lock is an object, ``.lock``, created only if absent (a conditional create,
+:mod:`capaudit.core.storage.remote_write`), holding who holds it (host, pid, a random token) and a
 heartbeat time rewritten every :data:`HEARTBEAT_S` seconds while the run lives. A second
 run finds it and stops with one line naming the holder, unless the lock is stale: its
 process is gone (same host), or its heartbeat is older than :data:`STALE_S` (a run killed
@@ -19,15 +20,23 @@ import secrets
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Iterator
 
-from capaudit.core.folder import Folder
-from capaudit.core.remote_write import Exists
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock
+    fcntl = None
+
+from capaudit.core.storage.folder import Folder
+from capaudit.core.storage.remote_write import Exists
+from capaudit.core.storage.urls import local_path
 from capaudit.errors import InputError
 
-__all__ = ["remote_lock", "LOCK_NAME", "HEARTBEAT_S", "STALE_S"]
+__all__ = ["work_dir_lock", "remote_lock", "LOCK_NAME", "HEARTBEAT_S", "STALE_S"]
 
 LOCK_NAME = ".lock"
+_LOCKS: dict[Path, int] = {}          # work directories this process holds (re-entrant)
 HEARTBEAT_S, STALE_S = 60.0, 300.0
 
 
@@ -101,3 +110,56 @@ def remote_lock(location: str) -> Iterator[Folder]:
         with contextlib.suppress(Exception):
             if _holder(folder).get("token") == me["token"]:
                 folder.remove(LOCK_NAME)
+
+
+@contextlib.contextmanager
+def work_dir_lock(work: str | Path) -> Iterator[Path]:
+    """Hold the work directory alone: a second ``enrich`` on it stops with one line.
+
+    Two runs on one directory would both send every request (and pay twice)
+    and delete each other's temporary files. An OS lock (``flock``) dies with
+    its process, so a killed run never leaves a stale lock behind.
+    """
+    if local_path(work) is None:
+        with remote_lock(str(work)) as folder:
+            yield folder
+        return
+    work = local_path(work).resolve()
+    if work in _LOCKS or fcntl is None:
+        _LOCKS[work] = _LOCKS.get(work, 0) + 1
+        try:
+            yield work
+        finally:
+            _LOCKS[work] -= 1
+            if not _LOCKS[work]:
+                del _LOCKS[work]
+        return
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        # never through a link planted at the lock's name (O_NOFOLLOW)
+        fd = os.open(work / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fh = os.fdopen(fd, "r+", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot use this work directory ({exc.strerror or exc})", path=work,
+                         fix="pass a writable folder with --work-dir") from None
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise InputError(f"another capaudit enrich (pid {holder}) is using this work "
+                             "directory", path=work,
+                             fix="wait for it to finish, or pass another --work-dir") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _LOCKS[work] = 1
+        try:
+            yield work
+        finally:
+            del _LOCKS[work]
+    finally:
+        fh.close()  # releases the flock
