@@ -475,7 +475,7 @@ def test_a_remote_parquet_shard_is_read_by_its_needed_columns_only(shared, tmp_p
 
 
 def test_a_work_folder_on_s3_is_held_by_one_run_and_a_dead_holder_is_taken_over(s3):
-    from capaudit.core.storage.lock import LOCK_NAME, STALE_S, remote_lock
+    from capaudit.core.storage.work_folder import LOCK_NAME, STALE_S, remote_lock
 
     folder = Folder(s3.url("w"))
     fresh = {"host": "other-host", "pid": 4242, "token": "t", "beat": time.time()}

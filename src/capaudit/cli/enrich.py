@@ -105,7 +105,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     from capaudit.cli.common import db_path
     from capaudit.core.storage.urls import join, local_path, shown_url
-    from capaudit.io.work_dir import default_work_dir
+    from capaudit.core.storage.work_folder import default_work_dir
 
     # beside the store (<store>.work/OUT.enrich-work), never the working directory
     work = work_dir or default_work_dir(db_path(db), out, "enrich-work")

@@ -84,7 +84,7 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
                            on_shard=None) -> tuple[str, int, dict]:
     """Detect, then store the instance source ``name``; returns (name, images, provenance)."""
     from capaudit.enrich.detectors import make_detector
-    from capaudit.core.storage.lock import work_dir_lock
+    from capaudit.core.storage.work_folder import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.image_shards import list_shards
@@ -101,7 +101,7 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
             "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()
             if weights else None}
     key = config_hash(prov)
-    from capaudit.io.work_dir import default_work_dir
+    from capaudit.core.storage.work_folder import default_work_dir
 
     # beside the store (<store>.work/NAME.detect-work), never the working directory
     with work_dir_lock(work_dir or default_work_dir(store.path, name, "detect-work")) as root:

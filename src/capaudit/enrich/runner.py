@@ -33,7 +33,7 @@ from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt
 from capaudit.llm.base import Stats, make_backend
 from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
-from capaudit.core.storage.lock import work_dir_lock  # noqa: F401  (re-exported)
+from capaudit.core.storage.work_folder import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
 from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
 

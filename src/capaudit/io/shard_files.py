@@ -10,7 +10,7 @@ and object storage alike; what is a shard's own is here: the suffixes it takes
 (:data:`capaudit.io.shard_formats.REWRITTEN_SHARD_SUFFIXES`), its marker (created only if
 absent, :mod:`capaudit.io.markers`; an input named by its sha256 on a disk, by its ETag,
 size and modification time on object storage), the work folder's lock
-(:func:`capaudit.core.storage.lock.work_dir_lock`).
+(:func:`capaudit.core.storage.work_folder.work_dir_lock`).
 
 Listing (:func:`list_shard_entries`): one file, a folder (every shard under it,
 recursively), a glob, or webdataset's brace list (``shard-{00000..00099}.tar``,
@@ -183,23 +183,23 @@ def write_json(path: str, data: dict) -> None:
 
 def work_folder(store_path: str, name: str) -> str:
     """The default work folder of a run named ``name`` beside the store."""
-    from capaudit.io.work_dir import default_work_dir
+    from capaudit.core.storage.work_folder import default_work_dir
 
     return str(default_work_dir(store_path, name, "filter-work"))
 
 
 @contextmanager
 def work_lock(path: str) -> Iterator[str]:
-    """The work folder held by this run alone (:func:`capaudit.core.storage.lock.work_dir_lock`);
+    """The work folder held by this run alone (:func:`capaudit.core.storage.work_folder.work_dir_lock`);
     yields its location (a path, or the URL as given)."""
-    from capaudit.core.storage.lock import work_dir_lock
+    from capaudit.core.storage.work_folder import work_dir_lock
 
     with work_dir_lock(path) as root:
         yield getattr(root, "location", None) or str(root)
 
 
 def remove_work_folder(made: str, up_to: str | None = None) -> None:
-    """What a successful run made in its work folder (:func:`capaudit.io.work_dir.remove_work`)."""
-    from capaudit.io.work_dir import remove_work
+    """What a successful run made in its work folder (:func:`capaudit.core.storage.work_folder.remove_work`)."""
+    from capaudit.core.storage.work_folder import remove_work
 
     remove_work(made, up_to=up_to)

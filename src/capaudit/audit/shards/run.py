@@ -194,7 +194,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     from capaudit.executors.base import require_shared
     from capaudit.io.caption_shards import find_shard_entries, shards_name
     from capaudit.io.markers import clean_tmp, config_hash
-    from capaudit.core.storage.lock import work_dir_lock
+    from capaudit.core.storage.work_folder import work_dir_lock
 
     cfg = AuditConfig.of(cfg)
     if cfg.get("lic"):

@@ -12,7 +12,8 @@ and nothing outside this package imports fsspec or asks whether a location is re
   name; :func:`~.folder.staged` builds a folder output locally and uploads it.
 - :mod:`.paths`: files by location string (open, list, stat, write whole, remove), the one
   place that branches on a disk versus object storage.
-- :mod:`.lock`: one run at a time in a work folder (``flock``, or a lock object).
+- :mod:`.work_folder`: where a work folder goes, one run at a time in it (``flock``, or a
+  lock object), what a successful run made removed.
 - :mod:`.local_copy`: a private local copy for the readers that need a path;
   :mod:`.remote_parquet`: a remote parquet file's columns read window by window.
 

@@ -43,7 +43,7 @@ filter does the same), every location a path or a URL::
         ...                                                     # streamed in, whole-or-nothing out
     write_marker(work, e.name, config_hash, {"input": fp, ...})  # after the output, if absent
 
-and :func:`capaudit.core.storage.lock.work_dir_lock` holds the work folder (a lock object on
+and :func:`capaudit.core.storage.work_folder.work_dir_lock` holds the work folder (a lock object on
 object storage), :func:`capaudit.executors.base.require_shared` refuses a local work folder
 on a Ray cluster of several nodes, :func:`capaudit.core.storage.folder.staged` builds a folder output
 locally and uploads it.

@@ -1,11 +1,20 @@
-"""The lock of a work folder: one run at a time, on a disk or on object storage.
+"""Work folders of the resumable commands: where they go, one run at a time, and removal.
 
-Why: two runs on one work folder redo (and pay for) each other's shards and remove each
-other's markers. On a disk (:func:`work_dir_lock`) an OS lock (``flock``) on ``.lock`` dies
-with its process, so a killed run never leaves a stale lock behind. Object storage has no
-locks, so there the lock is an object, ``.lock``, created only if absent (a conditional create,
-:mod:`capaudit.core.storage.remote_write`), holding who holds it (host, pid, a random token) and a
-heartbeat time rewritten every :data:`HEARTBEAT_S` seconds while the run lives. A second
+Why: ``enrich``, ``annotations detect``, ``audit run --shards`` and ``filter run --shards``
+keep temporary files and completion markers in a work folder, a path or a URL (``--work-dir
+s3://bucket/run``: the one a Ray cluster without a shared disk needs).
+
+Where (:func:`default_work_dir`): beside the store, in ``<store>.work/`` (for
+``capaudit.duckdb``: ``capaudit.duckdb.work/NAME.audit-work``), never in the working
+directory, where a sharded audit used to leave ``NAME.audit-work/`` wherever it was run.
+Removal (:func:`remove_work`): after a successful run, only what the run made.
+
+One run at a time: two runs on one work folder redo (and pay for) each other's shards and
+remove each other's markers. On a disk (:func:`work_dir_lock`) an OS lock (``flock``) on
+``.lock`` dies with its process, so a killed run never leaves a stale lock behind. Object
+storage has no locks, so there the lock is an object, ``.lock``, created only if absent (a
+conditional create, :mod:`capaudit.core.storage.remote_write`), holding who holds it (host,
+pid, a random token) and a heartbeat time rewritten every :data:`HEARTBEAT_S` seconds while the run lives. A second
 run finds it and stops with one line naming the holder, unless the lock is stale: its
 process is gone (same host), or its heartbeat is older than :data:`STALE_S` (a run killed
 on another machine). The lock is removed when the run ends, only if it is still ours.
@@ -17,6 +26,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import socket
 import threading
 import time
@@ -33,7 +43,8 @@ from capaudit.core.storage.remote_write import Exists
 from capaudit.core.storage.urls import local_path
 from capaudit.errors import InputError
 
-__all__ = ["work_dir_lock", "remote_lock", "LOCK_NAME", "HEARTBEAT_S", "STALE_S"]
+__all__ = ["default_work_dir", "work_dir_lock", "remote_lock", "remove_work", "LOCK_NAME",
+           "HEARTBEAT_S", "STALE_S"]
 
 LOCK_NAME = ".lock"
 _LOCKS: dict[Path, int] = {}          # work directories this process holds (re-entrant)
@@ -163,3 +174,42 @@ def work_dir_lock(work: str | Path) -> Iterator[Path]:
             del _LOCKS[work]
     finally:
         fh.close()  # releases the flock
+
+
+def default_work_dir(store_path: str | Path, name: str, suffix: str) -> Path:
+    """``<store>.work/NAME.SUFFIX``: the work folder of a run on the store at ``store_path``
+    when no ``--work-dir`` is given (a store in memory: the user cache dir)."""
+    if str(store_path) in ("", ":memory:"):
+        from capaudit.core.config import user_cache_dir
+
+        return user_cache_dir() / "work" / f"{name}.{suffix}"
+    return Path(f"{store_path}.work") / f"{name}.{suffix}"
+
+
+def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
+    """Remove what a successful run made: its folder ``made`` (one configuration's markers
+    and states, named by its hash), the lock beside it, then the folders above it up to
+    ``up_to`` (None: none of them) while they are empty. Anything else in them (another
+    configuration's folder, a user's file) stays, and so does the folder holding it; a link
+    is never followed."""
+    if local_path(made) is None:   # a URL: this configuration's objects, then nothing above
+        from capaudit.core.storage.folder import Folder
+
+        Folder(str(made)).remove_tree()
+        return
+    made = local_path(made)
+    if made.is_symlink() or not made.is_dir():
+        return
+    shutil.rmtree(made)
+    lock = made.parent / LOCK_NAME
+    if lock.is_file() and not lock.is_symlink():
+        lock.unlink()
+    if up_to is None:
+        return
+    stop, folder = Path(up_to).resolve(), made.parent.resolve()
+    while folder == stop or stop in folder.parents:
+        try:
+            folder.rmdir()      # only an empty folder: never one holding something else
+        except OSError:
+            return
+        folder = folder.parent
