@@ -1,6 +1,8 @@
 """The storage layer: every file capaudit reads or writes, on a disk or in object storage
 (``s3://``, ``gs://``, ``hf://``, ``http(s)://`` to read, ``memory://``), goes through here,
-and nothing outside this package imports fsspec or asks whether a location is remote.
+and nothing outside this package imports fsspec or calls ``is_remote``: code above calls the
+layer, and asks :func:`.urls.on_disk` only where a reader needs a local file by its path or
+an output is written in place.
 
 - :mod:`.urls`: locations as text (is it a URL, brace lists, joins, names, shown without
   credentials); imports no file system.
