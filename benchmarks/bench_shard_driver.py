@@ -59,7 +59,8 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
     from capaudit.audit.shards.run import _parts
     from capaudit.audit.shards.task import STATE_SUFFIX, sha256_hex as _sha256
     from capaudit.audit.shards.state_io import dumps_state
-    from capaudit.io.markers import atomic_write_bytes, write_marker
+    from capaudit.core.storage.paths import write_whole
+    from capaudit.io.markers import write_marker
 
     per = n_images // n_shards
     caps = [json.loads(line)["caption"] for line in
@@ -69,7 +70,7 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
     base = _parts(acc)
     for s in range(n_shards):
         data = dumps_state({"acc": _shift(base, s * per), "acc2": None})
-        atomic_write_bytes(work / f"{s:05d}{STATE_SUFFIX}", data)
+        write_whole(work / f"{s:05d}{STATE_SUFFIX}", data)
         cov = {"n_images": per, "n_with_ids": per, "covered": {}, "namespaces": [None],
                "units": per, "unit_images": per,
                "id_min": s * per + 1, "id_max": (s + 1) * per}

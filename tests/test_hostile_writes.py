@@ -249,7 +249,7 @@ def test_a_device_output_is_written_into_never_replaced(db, capsys, tmp_path):
 
 
 def test_link_at_a_work_folder_lock_is_not_followed(tmp_path):
-    from capaudit.io.work_dir import LOCK_NAME, work_dir_lock
+    from capaudit.core.storage.work_folder import LOCK_NAME, work_dir_lock
 
     target = victim(tmp_path)
     work = tmp_path / "work.enrich"

@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from capaudit.cli.main import main
-from capaudit.core import storage
-from capaudit.core.folder import Folder
-from capaudit.core.remote_write import Exists, open_output
-from capaudit.core.urls import expand_braces, join, name_of, parent_of
+from capaudit.core.storage import fs as storage
+from capaudit.core.storage.folder import Folder
+from capaudit.core.storage.remote_write import Exists, open_output
+from capaudit.core.storage.urls import expand_braces, join, name_of, parent_of
 from capaudit.errors import InputError, MissingExtraError
 from storage_servers import KEY_ID, SECRET, http_files, moto_endpoint, s3, subprocess_env  # noqa: F401
 from test_hostile_shards import cli  # noqa: F401  (fixture: the CLI in-process)
@@ -160,7 +160,7 @@ def test_glob_lists_under_the_fixed_prefix_only(s3, monkeypatch):
         seen.append((path, prefix))
         return await real(self, path, *args, prefix=prefix, **kw)
     monkeypatch.setattr(s3fs.S3FileSystem, "_lsdir", spy)
-    from capaudit.core.listing import list_files
+    from capaudit.core.storage.listing import list_files
 
     got = [e.name for e in list_files(s3.url("set/shard-*.parquet"))]
     assert got == ["shard-0.parquet", "shard-1.parquet", "shard-2.parquet"]
@@ -475,7 +475,7 @@ def test_a_remote_parquet_shard_is_read_by_its_needed_columns_only(shared, tmp_p
 
 
 def test_a_work_folder_on_s3_is_held_by_one_run_and_a_dead_holder_is_taken_over(s3):
-    from capaudit.io.remote_lock import LOCK_NAME, STALE_S, remote_lock
+    from capaudit.core.storage.work_folder import LOCK_NAME, STALE_S, remote_lock
 
     folder = Folder(s3.url("w"))
     fresh = {"host": "other-host", "pid": 4242, "token": "t", "beat": time.time()}

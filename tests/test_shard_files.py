@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from capaudit.errors import InputError
-from capaudit.io.shard_files import expand_braces, list_shards
+from capaudit.core.storage.urls import expand_braces
+from capaudit.io.shard_files import list_shards
 
 
 def test_brace_lists_expand_as_webdataset_writes_them():

@@ -202,8 +202,8 @@ def compare(sets: List[str] = typer.Argument(..., help="Two or more sets (or cap
                        lic_classifier=lic_classifier, lic_epochs=lic_epochs, disparity=disparity,
                        allow_partial=allow_partial, min_n=min_n, min_images=min_images,
                        **annotation_cli(instances, chair_gt, demographics))
-    from capaudit.core.folder import staged
-    from capaudit.core.urls import join, shown_url
+    from capaudit.core.storage.folder import staged
+    from capaudit.core.storage.urls import join, shown_url
 
     with _AuditProgress() as hooks, staged(report) as folder:   # a URL: built here, uploaded
         cmp = compare_and_report(open_store(db, create=True), sets, folder, cfg, same_images,

@@ -53,9 +53,9 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     from capaudit.audit.shards.run import run_sharded
     from capaudit.core.config import current_command, package_versions, provenance_beside
     from capaudit.io.annotation_store import resolve_annotations
-    from capaudit.core.urls import local_path, shown_url
+    from capaudit.core.storage.urls import local_path, shown_url
     from capaudit.io.caption_shards import shards_name
-    from capaudit.io.work_dir import default_work_dir, remove_work
+    from capaudit.core.storage.work_folder import default_work_dir, remove_work
 
     cfg = AuditConfig.of(cfg)
     name = name or shards_name(shards)

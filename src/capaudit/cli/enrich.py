@@ -104,8 +104,8 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     for section in ("llm", "captioner"):
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
     from capaudit.cli.common import db_path
-    from capaudit.core.urls import join, local_path, shown_url
-    from capaudit.io.work_dir import default_work_dir
+    from capaudit.core.storage.urls import join, local_path, shown_url
+    from capaudit.core.storage.work_folder import default_work_dir
 
     # beside the store (<store>.work/OUT.enrich-work), never the working directory
     work = work_dir or default_work_dir(db_path(db), out, "enrich-work")
@@ -155,7 +155,7 @@ def _register_set(db: Optional[Path], out: str, table, adapter: str, cfg: dict, 
                   shards: str, work, parent: Optional[str]):
     """Register the enriched captions as set ``out`` (``parent``: the shards' caption set), in
     a recorded run; returns its SetInfo."""
-    from capaudit.core.urls import is_url, shown_url
+    from capaudit.core.storage.urls import is_url, shown_url
 
     with open_store(db, create=True) as store, recorded_run(store, {"adapter": adapter, **cfg}) as run_id:
         meta = {"adapter": adapter, "config_hash": summary["config_hash"], "run_id": run_id,
@@ -183,7 +183,7 @@ def _print_summary(s: dict, info, work: Path) -> None:
     for f in s["failures"][:20]:
         console.print(f"  failed: {f['shard']} {f['key']}: {f['error']}", markup=False)
     if len(s["failures"]) > 20:
-        from capaudit.core.urls import join, shown_url
+        from capaudit.core.storage.urls import join, shown_url
 
         console.print(f"  ... {len(s['failures']) - 20} more in "
                       f"{shown_url(join(work, 'failures.jsonl'))}", markup=False)

@@ -44,7 +44,8 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
     from capaudit.cli.filter_summary import _print_summary
     from capaudit.filters.shards.plan import log_dir, summary_path
     from capaudit.filters.shards.run import run_sharded_filter
-    from capaudit.io.shard_files import absolute, shown_url
+    from capaudit.core.storage.paths import absolute
+    from capaudit.core.storage.urls import shown_url
 
     store = open_store(db, create=True)
     t0 = time.perf_counter()

@@ -45,7 +45,7 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
     from capaudit.io.ingest import add_caption_set
 
     store = open_store(db, create=True)
@@ -89,7 +89,7 @@ def _print_notes(meta: dict | None) -> None:
 @sets_app.command("list")
 def list_sets(db: Path = DbOption):
     """List the registered caption sets."""
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
 
     store = open_store(db, read_only=True, sandbox=True)
     table = Table()
@@ -192,10 +192,10 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
            db: Path = DbOption):
     """Export a set's captions (written to a temporary name, then renamed into place; the
     store, a registered source file and a link are never written over)."""
-    from capaudit.core.storage import is_remote
+    from capaudit.core.storage.urls import on_disk
     from capaudit.io.export import export_with_provenance
 
-    if out and is_remote(out):
+    if out and not on_disk(out):
         with open_store(db, read_only=True) as store:
             return _export_remote(store, name, to, out, overwrite, prompt)
     written: dict = {}
@@ -229,10 +229,10 @@ def export(name: str, to: str = typer.Option("jsonl", "--to", help="original (th
 def _export_remote(store, name: str, to: str, out: str, overwrite: bool,
                    prompt: str | None = None) -> None:
     """An export to object storage: built in a private temporary folder, then uploaded, each
-    file whole (:func:`capaudit.core.folder.staged`); a folder layout is refused over objects
+    file whole (:func:`capaudit.core.storage.folder.staged`); a folder layout is refused over objects
     already there unless ``--overwrite`` (then objects of the same names are replaced)."""
-    from capaudit.core.folder import Folder, staged
-    from capaudit.core.urls import name_of, parent_of, shown_url
+    from capaudit.core.storage.folder import Folder, staged
+    from capaudit.core.storage.urls import name_of, parent_of, shown_url
     from capaudit.errors import InputError
     from capaudit.io.export import export_with_provenance
 

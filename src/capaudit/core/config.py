@@ -275,9 +275,9 @@ def provenance_beside(output: str | Path, config: Mapping, seed: int | None = No
     """Write the provenance of a file output beside it: ``OUT.provenance.json`` (a folder
     output gets ``provenance.json`` inside). Output formats stay as specified."""
     from capaudit.core.safe_write import is_stream
-    from capaudit.core.urls import is_url, local_path
+    from capaudit.core.storage.urls import local_path, on_disk
 
-    if is_url(output) and local_path(output) is None:   # an object: OUT.provenance.json
+    if not on_disk(output):   # an object: OUT.provenance.json
         return write_provenance(f"{output}.provenance.json", config, seed)
     output = local_path(output)
     if is_stream(output):   # /dev/null, a pipe: nothing is kept, so nothing to describe

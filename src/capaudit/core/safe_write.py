@@ -13,7 +13,7 @@ removed that capaudit did not write.
 
 A URL output (``--json s3://bucket/audit.json``) is an object written whole or not at all:
 an upload committed when the block ends cleanly and discarded otherwise
-(:mod:`capaudit.core.remote_write`); http(s) and ``hf://`` are refused as outputs.
+(:mod:`capaudit.core.storage.remote_write`); http(s) and ``hf://`` are refused as outputs.
 """
 
 from __future__ import annotations
@@ -76,19 +76,19 @@ def _refuse_protected_path(path: Path) -> None:
 
 
 def _remote(path) -> bool:
-    from capaudit.core.urls import is_url, local_path
+    from capaudit.core.storage.urls import on_disk
 
-    return is_url(path) and local_path(path) is None
+    return not on_disk(path)
 
 
 def check_file_target(path: str | Path) -> Path:
     """Refuse a file output that is a symbolic link, a folder or a protected file (a URL:
     one capaudit may write, returned as it is)."""
     if _remote(path):
-        from capaudit.core.remote_write import check_writable
+        from capaudit.core.storage.remote_write import check_writable
 
         return check_writable(str(path))
-    from capaudit.core.urls import local_path
+    from capaudit.core.storage.urls import local_path
 
     path = local_path(path)
     if is_stream(path):
@@ -227,7 +227,7 @@ def _remote_open(url: str, mode: str, encoding: str, newline: str | None) -> Ite
     flushed, never closed, before the commit)."""
     import io
 
-    from capaudit.core.remote_write import open_output
+    from capaudit.core.storage.remote_write import open_output
 
     with open_output(url) as raw:
         if "b" in mode:

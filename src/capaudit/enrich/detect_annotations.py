@@ -42,7 +42,8 @@ def detect_shard(task: DetectTask) -> dict:
     from capaudit.enrich.detectors import make_detector
     from capaudit.enrich.detectors.base import decode_image
     from capaudit.io.image_shards import read_shard
-    from capaudit.io.markers import atomic_write_bytes, input_fingerprint, read_marker, write_marker
+    from capaudit.core.storage.paths import write_whole
+    from capaudit.io.markers import input_fingerprint, read_marker, write_marker
 
     work, name = Path(task.work), Path(task.shard).name
     marker = read_marker(work, name)
@@ -70,7 +71,7 @@ def detect_shard(task: DetectTask) -> dict:
         lines.append(json.dumps({"image_id": s.image_id, "categories": sorted(counts),
                                  "counts": counts}))
         n += 1
-    atomic_write_bytes(out, ("\n".join(lines) + ("\n" if lines else "")).encode())
+    write_whole(out, ("\n".join(lines) + ("\n" if lines else "")).encode())
     write_marker(work, name, task.cfg_hash, {"input": fp, "images": n,
                                              "undecodable": undecodable})
     return {"shard": name, "status": "done", "images": n, "undecodable": undecodable}
@@ -83,11 +84,12 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
                            on_shard=None) -> tuple[str, int, dict]:
     """Detect, then store the instance source ``name``; returns (name, images, provenance)."""
     from capaudit.enrich.detectors import make_detector
-    from capaudit.io.work_dir import work_dir_lock
+    from capaudit.core.storage.work_folder import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.image_shards import list_shards
-    from capaudit.io.markers import atomic_write_bytes, config_hash
+    from capaudit.core.storage.paths import write_whole
+    from capaudit.io.markers import config_hash
 
     if not 0 <= min_score <= 1:
         raise InputError(f"--min-score {min_score} is not a score", fix="a value in [0, 1]")
@@ -99,7 +101,7 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
             "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()
             if weights else None}
     key = config_hash(prov)
-    from capaudit.io.work_dir import default_work_dir
+    from capaudit.core.storage.work_folder import default_work_dir
 
     # beside the store (<store>.work/NAME.detect-work), never the working directory
     with work_dir_lock(work_dir or default_work_dir(store.path, name, "detect-work")) as root:
@@ -115,8 +117,8 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
             ex.close()
         merged = b"".join((work / (p.stem + ".instances.jsonl")).read_bytes() for p in paths)
         out = root / f"{name}.instances.jsonl"
-        atomic_write_bytes(out, merged)
-        atomic_write_bytes(root / f"{name}.instances.provenance.json",
+        write_whole(out, merged)
+        write_whole(root / f"{name}.instances.provenance.json",
                            json.dumps({**prov, "shards": [p.name for p in paths]},
                                       indent=2).encode())
     src, n = add_annotations(store, "instances", out, name, replace=True)

@@ -14,7 +14,7 @@ assembled table is identical whatever executor or worker count produced it.
 
 Shards and the work folder may be URLs (``--shards s3://bucket/shards/``, ``--work-dir
 s3://bucket/enrich``): a task reads its tar streaming and writes its output and marker
-through :class:`capaudit.core.folder.Folder` (an upload committed only when whole), so a
+through :class:`capaudit.core.storage.folder.Folder` (an upload committed only when whole), so a
 Ray cluster without a shared disk works with a URL work folder (a local one is refused
 there, :func:`capaudit.executors.base.require_shared`).
 """
@@ -33,7 +33,7 @@ from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt
 from capaudit.llm.base import Stats, make_backend
 from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
-from capaudit.io.work_dir import work_dir_lock  # noqa: F401  (re-exported)
+from capaudit.core.storage.work_folder import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
 from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
 
@@ -63,7 +63,7 @@ class ShardTask:
 
 
 def output_name(shard: str) -> str:
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
 
     return Path(name_of(shard)).stem + ".jsonl"
 
@@ -123,7 +123,7 @@ def process_shard(task: ShardTask) -> dict:
     ctx = _context(task)
     adapter = ADAPTERS.get(task.adapter)()
     before = _snapshot(ctx)
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
 
     fp = input_fingerprint(task.shard, task.input_fp)
     samples = list(read_shard(task.shard))
@@ -164,7 +164,7 @@ def plan(shards_dir: str | Path, out_dir, adapter: str, config: dict,
     shard's content (a rebuilt shard of the same name is redone; a remote one: the
     same size and ETag), lists no failure, and its output exists.
     """
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
     from capaudit.io.markers import same_input
 
     out_dir = as_folder(out_dir).make()

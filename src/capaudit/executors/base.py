@@ -45,7 +45,7 @@ def require_shared(executor, location, *, what: str = "work folder",
     an executor whose workers share no disk (a Ray cluster of several nodes: each shard's
     outputs would land on whichever node ran it, where the driver never looks).
     ``file:///PATH`` says PATH is mounted on every node."""
-    from capaudit.core.urls import is_url, shown_url
+    from capaudit.core.storage.urls import is_url, shown_url
     from capaudit.errors import InputError
 
     nodes = getattr(executor, "nodes", lambda: 1)()

@@ -34,17 +34,12 @@ def add_annotations(store, kind: str, path: str | Path, name: str | None = None,
     """
     if kind not in KINDS:
         raise InputError(f"unknown annotation kind '{kind}'", fix=f"use one of {', '.join(KINDS)}")
-    from capaudit.core.storage import is_remote
+    from capaudit.core.storage.paths import as_local
 
-    if is_remote(path):   # a private temporary copy, read like a local file; stored by its URL
-        from capaudit.core.local_copy import local_copy
-        from capaudit.core.urls import name_of, shown_url
-
-        with local_copy(str(path)) as local:
-            return _add_file(store, kind, local, name or kind, replace,
-                             namespace or annotation_namespace(name_of(path)), shown_url(path))
-    path = Path(path)
-    return _add_file(store, kind, path, name or kind, replace, namespace, None)
+    # a URL: a private temporary copy of the same name, read like a local file; stored by
+    # its URL
+    with as_local(path) as (local, url):
+        return _add_file(store, kind, local, name or kind, replace, namespace, url)
 
 
 def _add_file(store, kind: str, path: Path, name: str, replace: bool, namespace: str | None,

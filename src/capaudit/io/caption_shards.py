@@ -12,7 +12,7 @@ caption)`` and handed to the audit chunk by chunk. Three layouts:
 
 Where: a shard is named by a path or a URL (``s3://``, ``gs://``, ``hf://``, ``https://``);
 :func:`find_shards` lists a folder, a glob, a brace list (``shard-{00000..00099}.parquet``)
-or a manifest (a ``.txt`` of shard names) through :func:`capaudit.core.listing.list_files`
+or a manifest (a ``.txt`` of shard names) through :func:`capaudit.core.storage.listing.list_files`
 (narrow prefixes, never the whole bucket), and a remote shard is read streaming: a tar
 member by member from a retrying block reader, a parquet file footer first, then the
 byte ranges of the needed columns, row group by row group (bounded memory).
@@ -30,14 +30,14 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from capaudit.core.urls import local_path, name_of, shown_url
+from capaudit.core.storage.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.shard_formats import STREAMED_SHARD_SUFFIXES
 
-__all__ = ["SHARD_SUFFIXES", "find_shards", "find_shard_entries", "iter_shard_rows",
+__all__ = ["find_shards", "find_shard_entries", "iter_shard_rows",
            "shards_name"]
 
-SHARD_SUFFIXES = (".tar", ".parquet", ".arrow")
 ID_COLUMNS = ("image_id", "key", "uid", "id", "image")
 CAPTION_COLUMNS = ("caption", "text", "TEXT", "alt_text", "captions")
 BATCH = 8192
@@ -45,9 +45,9 @@ BATCH = 8192
 
 def find_shard_entries(spec, storage_options: dict | None = None) -> list:
     """The shards of a folder, a glob, a brace list, a manifest or one file (paths or URLs),
-    sorted by location (the audit's order), each a :class:`capaudit.core.listing.Entry`
+    sorted by location (the audit's order), each a :class:`capaudit.core.storage.listing.Entry`
     (location, size, the store's identity of its content)."""
-    from capaudit.core.listing import list_files
+    from capaudit.core.storage.listing import list_files
 
     text = str(spec)
     try:
@@ -57,9 +57,9 @@ def find_shard_entries(spec, storage_options: dict | None = None) -> list:
             raise InputError("no such shard folder, file or glob", path=shown_url(text),
                              fix="check --shards") from None
         raise
-    shards = [e for e in entries if Path(e.name).suffix in SHARD_SUFFIXES]
+    shards = [e for e in entries if Path(e.name).suffix in STREAMED_SHARD_SUFFIXES]
     if not shards and len(entries) == 1 and entries[0].location.rstrip("/") == text.rstrip("/"):
-        raise InputError(f"not a shard ({', '.join(SHARD_SUFFIXES)})", path=shown_url(text),
+        raise InputError(f"not a shard ({', '.join(STREAMED_SHARD_SUFFIXES)})", path=shown_url(text),
                          fix=f"audit a caption file without --shards: capaudit audit run {text}")
     if not shards:
         raise InputError("no .tar, .parquet or .arrow shards here", path=shown_url(text),
@@ -70,7 +70,7 @@ def find_shard_entries(spec, storage_options: dict | None = None) -> list:
 def shards_name(spec) -> str:
     """The set name a shard spec suggests: a folder's name, or the folder of a glob, a brace
     list, a manifest or a shard file (``s3://b/laion/shard-{0..9}.tar`` -> ``laion``)."""
-    from capaudit.core.urls import is_url, parent_of
+    from capaudit.core.storage.urls import is_url, parent_of
 
     text = str(spec).split("*")[0].split("{")[0].split("?")[0] if is_url(spec) else \
         str(spec).split("*")[0].split("{")[0]
@@ -130,13 +130,13 @@ def _wanted(names: list[str], path) -> list[str]:
 def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
     """Record batches of a parquet or Arrow shard; ``source``: the local ``Path``, a remote
     parquet file's URL (footer first, then only the id and caption columns' byte ranges:
-    :mod:`capaudit.io.remote_parquet`) or an open remote Arrow file. A DataComp shard's
+    :mod:`capaudit.core.storage.remote_parquet`) or an open remote Arrow file. A DataComp shard's
     other 30 columns are never read."""
     if Path(name_of(path)).suffix == ".parquet":
         import pyarrow.parquet as pq
 
         if isinstance(source, str):
-            from capaudit.io.remote_parquet import iter_remote_parquet
+            from capaudit.core.storage.remote_parquet import iter_remote_parquet
 
             yield from iter_remote_parquet(source, lambda names: _wanted(names, path), BATCH,
                                            options)
@@ -204,7 +204,7 @@ def iter_shard_rows(location, guard=_no_guard, storage_options: dict | None = No
     if Path(name_of(location)).suffix == ".parquet":   # read by its URL: ranges, not blocks
         yield from _rows(shown_url(location), str(location), guard, storage_options)
         return
-    from capaudit.core.storage import open_input
+    from capaudit.core.storage.fs import open_input
 
     with open_input(str(location), storage_options) as src:   # messages name the URL
         yield from _rows(shown_url(location), src, guard)

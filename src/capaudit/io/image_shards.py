@@ -25,10 +25,10 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from capaudit.core.storage.paths import write_whole
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.markers import (atomic_write_bytes, clean_tmp, config_hash, is_done,
-                                 write_marker)
+from capaudit.io.markers import clean_tmp, config_hash, is_done, write_marker
 from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
 
 
@@ -51,11 +51,11 @@ class Sample:
 # -- reading ------------------------------------------------------------------------
 def list_shards(path: str | Path) -> list:
     """The ``.tar`` shards of a folder or one shard: local ``Path`` objects, or URL strings
-    for a remote folder, glob, brace list or manifest (:mod:`capaudit.core.listing`)."""
-    from capaudit.core.storage import is_remote
+    for a remote folder, glob, brace list or manifest (:mod:`capaudit.core.storage.listing`)."""
+    from capaudit.core.storage.urls import on_disk
 
-    if is_remote(path):
-        from capaudit.core.listing import list_files
+    if not on_disk(path):
+        from capaudit.core.storage.listing import list_files
 
         found = [e.location for e in list_files(str(path), manifest=True)
                  if e.name.endswith(".tar")]
@@ -70,20 +70,19 @@ def list_shards(path: str | Path) -> list:
 
 
 def _shown(location) -> str:
-    from capaudit.core.urls import shown_url
+    from capaudit.core.storage.urls import shown_url
 
     return shown_url(location)
 
 
 def read_shard(tar_path: str | Path) -> Iterator[Sample]:
     """Yield the samples of one shard in tar order (both layouts, see module doc); a URL is
-    read streaming (:func:`capaudit.core.storage.open_input`)."""
-    from capaudit.core.storage import is_remote
+    read streaming (:func:`capaudit.core.storage.paths.open_binary`)."""
+    from capaudit.core.storage.paths import open_binary
+    from capaudit.core.storage.urls import on_disk
 
-    if is_remote(tar_path):
-        from capaudit.core.storage import open_input
-
-        with open_input(str(tar_path)) as fh:
+    if not on_disk(tar_path):
+        with open_binary(str(tar_path)) as fh:
             yield from _samples(_shown(tar_path), fh)
         return
     yield from _samples(Path(tar_path), None)
@@ -124,7 +123,7 @@ def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
             rows["n_captions"].append(len(s.captions))
             rows["image_sha256"].append(s.image_sha256)
     tar_path = out_dir / shard_name
-    atomic_write_bytes(tar_path, buf.getvalue())
+    write_whole(tar_path, buf.getvalue())
     index = pa.table({"key": pa.array(rows["key"], pa.string()),
                       "image_id": pa.array(rows["image_id"], pa.int64()),
                       "file_name": pa.array(rows["file_name"], pa.string()),
@@ -132,7 +131,7 @@ def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
                       "image_sha256": pa.array(rows["image_sha256"], pa.string())})
     sink = pa.BufferOutputStream()
     pq.write_table(index, sink)
-    atomic_write_bytes(tar_path.with_suffix(".parquet"), sink.getvalue().to_pybytes())
+    write_whole(tar_path.with_suffix(".parquet"), sink.getvalue().to_pybytes())
     counts = {"samples": len(rows["key"]), "captions": sum(rows["n_captions"])}
     write_marker(out_dir, shard_name, cfg_hash, counts)
     return counts
@@ -207,7 +206,7 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
             summary["written"] += 1
         if on_shard:
             on_shard(name)
-    atomic_write_bytes(out_dir / "manifest.json", json.dumps(
+    write_whole(out_dir / "manifest.json", json.dumps(
         {"captions_set": set_name, "shard_size": shard_size, **summary}, sort_keys=True,
         indent=1).encode())
     return summary
@@ -215,8 +214,8 @@ def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path
 
 def read_manifest(shards_dir: str | Path) -> dict:
     """The ``manifest.json`` that ``shards build`` writes (empty for foreign shards)."""
-    from capaudit.core.folder import Folder
-    from capaudit.core.urls import has_glob
+    from capaudit.core.storage.folder import Folder
+    from capaudit.core.storage.urls import has_glob
 
     if "{" in str(shards_dir) or has_glob(str(shards_dir)) or str(shards_dir).endswith(".tar"):
         return {}

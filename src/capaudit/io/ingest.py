@@ -187,19 +187,13 @@ def add_caption_set(store: Store, name: str, path: str | Path, fmt: str = "auto"
     ``path`` may be a URL (``s3://``, ``gs://``, ``hf://``, ``https://``): the object (or the
     files under a remote folder) is streamed to a private temporary copy, read like a local
     file and removed; the set's source is the URL, credentials masked
-    (:func:`capaudit.core.storage.local_copy`)."""
-    from capaudit.core.storage import is_remote
+    (:func:`capaudit.core.storage.local_copy.local_copy`)."""
+    from capaudit.core.storage.paths import as_local
 
-    if is_remote(path):
-        from capaudit.core.local_copy import local_copy
-        from capaudit.core.urls import shown_url
-
-        name = check_set_name(name)
-        with local_copy(str(path)) as local:
-            return _add(store, name, local, fmt, replace, id_col, caption_col, namespace,
-                        on_batch, reader_options, source=shown_url(path))
-    return _add(store, name, Path(path), fmt, replace, id_col, caption_col, namespace,
-                on_batch, reader_options)
+    name = check_set_name(name)   # before anything is downloaded
+    with as_local(path) as (local, url):
+        return _add(store, name, local, fmt, replace, id_col, caption_col, namespace,
+                    on_batch, reader_options, source=url)
 
 
 def _add(store: Store, name: str, path: Path, fmt: str, replace: bool, id_col, caption_col,

@@ -2,17 +2,17 @@
 
 Why one module: ``enrich``, ``detect``, ``annotations detect`` and ``audit run --shards``
 all write a shard's output whole (a temporary name renamed into place on a disk; an upload
-committed only when complete on object storage, :mod:`capaudit.core.remote_write`) and only
+committed only when complete on object storage, :mod:`capaudit.core.storage.remote_write`) and only
 then a marker holding the counts, the hash of the configuration and the identity of the
 input. A rerun skips the shards whose marker matches, so a killed run is neither lost nor
 duplicated.
 
-The marker folder is a path or a URL (:class:`capaudit.core.folder.Folder`). A marker is
+The marker folder is a path or a URL (:class:`capaudit.core.storage.folder.Folder`). A marker is
 created only if absent (a conditional create: ``If-None-Match`` on S3, a hard link on a
 disk), after the stale one of an earlier run is removed. An input's identity is its sha256
 on a disk (reused while its size, mtime, ctime and inode stay the same) and, on object
 storage, what the store reports without a read: size, ETag or checksum, modification time
-(:func:`capaudit.core.storage.identity`); :func:`same_input` compares either.
+(:func:`capaudit.core.storage.fs.identity`); :func:`same_input` compares either.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from capaudit.core.folder import Folder
-from capaudit.core.urls import is_url, local_path, name_of, shown_url
+from capaudit.core.storage.folder import Folder
+from capaudit.core.storage.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 
-__all__ = ["MARKER_SUFFIX", "config_hash", "atomic_write_bytes", "marker_path", "marker_name",
+__all__ = ["MARKER_SUFFIX", "config_hash", "marker_path", "marker_name",
            "write_marker", "read_marker", "is_done", "input_fingerprint", "same_input",
            "clean_tmp", "as_folder"]
 
@@ -46,20 +46,6 @@ def as_folder(out_dir, storage_options: dict | None = None) -> Folder:
     return out_dir if isinstance(out_dir, Folder) else Folder(out_dir, storage_options)
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` whole or not at all: a local path through a fresh
-    ``.NAME.tmp-PID-RANDOM`` (never through a link), fsync and rename
-    (:mod:`capaudit.core.safe_write`); a URL as an upload committed when complete."""
-    if is_url(path) and local_path(path) is None:
-        from capaudit.core.remote_write import write_object
-
-        write_object(str(path), data)
-        return
-    from capaudit.core.safe_write import write_bytes
-
-    write_bytes(local_path(path), data)
-
-
 def marker_name(shard_name: str) -> str:
     return Path(name_of(shard_name)).stem + MARKER_SUFFIX
 
@@ -76,7 +62,7 @@ def write_marker(out_dir, shard_name: str, cfg_hash: str, counts: Mapping, *,
     """The completion marker: written last, so its presence means the shard is whole; a
     stale marker is removed first (``stale=False``: the caller read none, one request
     fewer) and the new one created only if absent."""
-    from capaudit.core.remote_write import Exists
+    from capaudit.core.storage.remote_write import Exists
 
     folder, name = as_folder(out_dir), marker_name(shard_name)
     data = json.dumps({"shard": name_of(shard_name), "config_hash": cfg_hash, **counts},
@@ -129,7 +115,7 @@ def input_fingerprint(location, previous: Mapping | None = None, *,
     if path is None:
         if known:
             return dict(known)
-        from capaudit.core.storage import identity
+        from capaudit.core.storage.fs import identity
 
         return identity(str(location), storage_options)
     from capaudit.io.ingest import fingerprint

@@ -16,6 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterator
 
+from capaudit.core.storage.paths import kept_local
 from capaudit.errors import InputError
 from capaudit.io.imageids import file_evidence, image_units, infer_namespace, is_digit_key
 
@@ -70,8 +71,9 @@ def resolve_target(store, target: str) -> StreamTarget:
             name = info.name
             return StreamTarget(name, f"set:{name}", name,
                                 lambda: _batches_rows(store.iter_captions(name)), info.n_captions)
-    if _is_remote(target):
-        return _named_by_url(resolve_target(None, _remote_copy(target)), target)
+    copy, url = kept_local(target)
+    if copy is not None:
+        return _named_by_url(resolve_target(None, str(copy)), target, url)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_captions
     from capaudit.io.readers import detect_format, get_reader
@@ -125,24 +127,11 @@ class ReplayBatches:
         self.held = keep
 
 
-def _is_remote(target) -> bool:
-    from capaudit.core.storage import is_remote
+def _named_by_url(found, url: str, shown: str):
+    """A caption file read from its local copy, named and sourced by its URL."""
+    from capaudit.core.storage.urls import name_of
 
-    return is_remote(target)
-
-
-def _remote_copy(url: str) -> str:
-    """A caption file named by a URL: a private local copy, kept while the process lives
-    (the coverage pass and the audit read it twice)."""
-    from capaudit.core.local_copy import kept_copy
-
-    return str(kept_copy(url))
-
-
-def _named_by_url(found, url: str):
-    from capaudit.core.urls import name_of, shown_url
-
-    found.name, found.source = name_of(url).split(".")[0], shown_url(url)
+    found.name, found.source = name_of(url).split(".")[0], shown
     return found
 
 
@@ -171,8 +160,9 @@ def load_target(store, target: str) -> Target:
         tbl = store.captions(target, "image_id, caption")
         return Target(target, tbl.column("image_id").to_pylist(),
                       tbl.column("caption").to_pylist(), f"set:{target}")
-    if _is_remote(target):
-        return _named_by_url(load_target(None, _remote_copy(target)), target)
+    copy, url = kept_local(target)
+    if copy is not None:
+        return _named_by_url(load_target(None, str(copy)), target, url)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_batch
     from capaudit.io.readers import detect_format, get_reader

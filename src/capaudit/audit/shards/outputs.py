@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from capaudit.audit import annotation_coverage as coverage
-from capaudit.core.urls import join, local_path, name_of, shown_url
+from capaudit.core.storage.urls import join, local_path, name_of, shown_url
 from capaudit.io.imageids import compatible, infer_namespace, keyed_unit, set_namespace
 
 __all__ = ["DETAILS_SUFFIX", "DetailsFile", "JoinGuard", "annotation_namespaces",
@@ -57,7 +57,7 @@ def details_path(work, shard: str):
 class DetailsFile:
     """A details sink writing one shard's tables to a parquet file of the work folder that
     appears only when :meth:`commit` is called (a temporary file renamed, or an upload
-    completed: :meth:`capaudit.core.folder.Folder.open_write`)."""
+    completed: :meth:`capaudit.core.storage.folder.Folder.open_write`)."""
 
     def __init__(self, folder, shard: str):
         self.folder, self.name = folder, details_name(shard)
@@ -181,7 +181,7 @@ def attach_details(store, run_id: int, set_name: str, files: list[tuple], *,
     import duckdb
     import pyarrow as pa
 
-    from capaudit.core.local_copy import local_copy
+    from capaudit.core.storage.local_copy import local_copy
     from capaudit.errors import InputError
     from capaudit.store.details import write_details_file
 

@@ -189,12 +189,12 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     from capaudit.audit.runner import metric_names
     from capaudit.audit.shards.merge import merge_shards
     from capaudit.audit.shards.outputs import annotation_namespaces, merged_coverage
-    from capaudit.core.folder import Folder
+    from capaudit.core.storage.folder import Folder
     from capaudit.executors import get_executor
     from capaudit.executors.base import require_shared
     from capaudit.io.caption_shards import find_shard_entries, shards_name
     from capaudit.io.markers import clean_tmp, config_hash
-    from capaudit.io.work_dir import work_dir_lock
+    from capaudit.core.storage.work_folder import work_dir_lock
 
     cfg = AuditConfig.of(cfg)
     if cfg.get("lic"):

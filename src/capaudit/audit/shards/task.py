@@ -7,7 +7,7 @@ both, neither imports the other.
 
 A task holds text and plain data only (the shard's location, the work folder's location,
 storage options without credentials): a Ray task on another node builds its own file
-system from them (:class:`capaudit.core.folder.Folder`), and its state, details and marker
+system from them (:class:`capaudit.core.storage.folder.Folder`), and its state, details and marker
 go to the work folder, a URL when the nodes share no disk.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capaudit.core.urls import name_of, parent_of, shown_url
+from capaudit.core.storage.urls import name_of, parent_of, shown_url
 from capaudit.errors import InputError
 
 __all__ = ["ShardTask", "STATE_SUFFIX", "state_name", "state_path", "sha256_hex",
@@ -47,7 +47,7 @@ class ShardTask:
         return name_of(self.path)
 
     def folder(self):
-        from capaudit.core.folder import Folder
+        from capaudit.core.storage.folder import Folder
 
         return Folder(self.work, self.storage_options)
 
@@ -60,7 +60,7 @@ def state_name(shard: str) -> str:
 def state_path(work, shard: str):
     """Where the state of ``shard`` lives in the work folder ``work`` (a URL for a remote
     folder)."""
-    from capaudit.core.urls import join, local_path
+    from capaudit.core.storage.urls import join, local_path
 
     local = local_path(work)
     return local / state_name(shard) if local is not None else join(str(work), state_name(shard))

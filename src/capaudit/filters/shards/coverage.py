@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 
 from capaudit.errors import InputError
+from capaudit.core.storage import paths
+from capaudit.core.storage.urls import shown_url
 from capaudit.io import shard_files as files
 
 __all__ = ["coverage_shard", "check_coverage", "LABEL"]
@@ -44,7 +46,7 @@ def _count(task: dict) -> dict:
     with files.open_input(task["path"]) as raw:
         src = raw if columnar else files.HashingReader(raw)
         reader = open_rewriter(task["fmt"], task["reader"], src if columnar else buffered(src),
-                               None, files.shown_url(task["path"]), ChangeLog(None))
+                               None, shown_url(task["path"]), ChangeLog(None))
         for records in reader.batches():
             for rec in records:
                 for p in rec.places:
@@ -81,12 +83,12 @@ def coverage_shard(task: dict) -> dict:
                 same_input(marker.get("input"), fp):
             return {**marker["coverage"], "shard": task["rel"], "index": task["index"],
                     "status": "resumed"}
-        before = files.stat_of(path)
+        before = paths.stat_of(path)
         cov, sha = _count(task)
-        if files.stat_of(path) != before:
-            raise InputError("the shard changed while it was read", path=files.shown_url(path),
+        if paths.stat_of(path) != before:
+            raise InputError("the shard changed while it was read", path=shown_url(path),
                              fix="rerun once the shard is no longer being written")
-        fp = before if files.is_remote(path) else \
+        fp = before if paths.store_identifies(path) else \
             {**before, "sha256": sha or files.fingerprint(path)["sha256"]}
         files.write_marker(task["ids_work"], task["rel"], task["ids_hash"],
                            {"input": fp, "coverage": cov})

@@ -81,13 +81,13 @@ def write_evidence(evidence, folder: str) -> tuple[str, str]:
     """Write ``evidence`` into ``folder``; returns ``(path, sha256 of its arrays)``."""
     import numpy as np
 
-    from capaudit.io import shard_files as files
+    from capaudit.core.storage import paths
 
     arrays = _arrays(evidence)
     digest = _digest(arrays)
     path = f"{folder}/evidence-{digest[:16]}.npz"
-    if files.file_size(path) is None:
-        with files.atomic_output(path) as fh:
+    if paths.file_size(path) is None:
+        with paths.atomic_output(path) as fh:
             np.savez(fh, **arrays)
     return path, digest
 
@@ -130,15 +130,13 @@ def _resolve(kind: str, ref: str, resolve):
     """The evidence file ``ref``; a URL streamed to a private temporary copy first (its
     loaders read paths; evidence is small beside a corpus), its source named by the URL (credentials masked): the run's key
     holds the source, and a temporary name would change it every run."""
-    from capaudit.io import shard_files as files
+    from capaudit.core.storage import paths
 
-    if not files.is_remote(ref):
-        return resolve(kind, ref, None)
-    from capaudit.core.local_copy import local_copy
-
-    with local_copy(ref) as path:    # keeps the object's name: its suffix picks the loader
+    with paths.as_local(ref) as (path, url):   # a copy keeps the object's name: its suffix
+        if url is None:                         # picks the loader
+            return resolve(kind, ref, None)
         evidence, _ = resolve(kind, path, None)
-    return evidence, f"file:{files.shown_url(ref)}"
+    return evidence, f"file:{url}"
 
 
 def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:

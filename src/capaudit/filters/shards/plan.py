@@ -19,6 +19,8 @@ import os
 from urllib.parse import quote
 
 from capaudit.errors import InputError
+from capaudit.core.storage import paths
+from capaudit.core.storage.urls import join, on_disk, shown_url
 from capaudit.io import shard_files as files
 
 __all__ = ["shard_format", "run_key", "make_tasks", "check_out", "claim", "LOG_SUFFIX",
@@ -45,9 +47,9 @@ def shard_format(path: str, fmt: str | None) -> str:
     JSON shard is sniffed on a local copy of its head (never downloaded whole)."""
     fmt = (("parquet-shard" if fmt == "parquet" else fmt) if fmt and fmt != "auto" else
            _BY_SUFFIX.get(os.path.splitext(path)[1].lower()))
-    if fmt == "csv" and files.is_remote(path):
+    if fmt == "csv" and not on_disk(path):
         raise InputError("a CSV/TSV shard is read from a local path only (its header is "
-                         "sniffed from the file)", path=files.shown_url(path),
+                         "sniffed from the file)", path=shown_url(path),
                          fix="copy the CSV shards to a local folder, or convert them to JSONL")
     if fmt:
         return fmt
@@ -56,7 +58,7 @@ def shard_format(path: str, fmt: str | None) -> str:
     from capaudit.io.json_stream import is_json_array
     from capaudit.io.readers.base import detect_format, read_head
 
-    with files.local_head(path) as local:
+    with paths.local_head(path) as local:
         try:
             return detect_format(Path(local))
         except InputError:
@@ -88,18 +90,18 @@ def make_tasks(shards: list[tuple], out: str, work_root: str, key: str, ids_key:
     what a Ray task carries); ``shards``: ``(location, rel, size, identity)``. Its markers go
     in the work folder (made here when local), one folder per configuration."""
     logs = log_dir(out)
-    work, ids_work = (files.make_folder(files.join(work_root, name))
+    work, ids_work = (paths.make_folder(join(work_root, name))
                       for name in (key, "coverage-" + ids_key))
     tasks = []
     for i, (path, rel, size, ident) in enumerate(shards):
         tasks.append({**common, "path": path, "rel": rel, "index": i, "size": size,
                       "identity": ident, "fmt": shard_format(path, common.get("fmt")),
-                      "out_path": files.join(out, rel),
-                      "log_rel": rel + LOG_SUFFIX, "log_path": files.join(logs, rel + LOG_SUFFIX),
+                      "out_path": join(out, rel),
+                      "log_rel": rel + LOG_SUFFIX, "log_path": join(logs, rel + LOG_SUFFIX),
                       "work": work, "ids_work": ids_work,
                       # beside the outputs, not in the (node-local) work folder: the driver
                       # reads it when a killed run resumes
-                      "claim": files.join(logs, CLAIMS, quote(rel, safe="") + ".json"),
+                      "claim": join(logs, CLAIMS, quote(rel, safe="") + ".json"),
                       "cfg_hash": key, "ids_hash": ids_key})
     return tasks
 
@@ -111,41 +113,41 @@ def claim(task: dict) -> None:
 
 
 def _manifest(folder: str) -> set[str]:
-    data = files.read_json(files.join(folder, MANIFEST)) or {}
+    data = paths.read_json(join(folder, MANIFEST)) or {}
     names = data.get("files", [])
     return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 def check_out(out: str, tasks: list[dict], inputs: list[str]) -> None:
     """Refuse an output that would overwrite an input or a file capaudit did not write."""
-    files.check_out_folder(out)
+    paths.check_out_folder(out)
     for folder in (out, log_dir(out)):
-        if any(files.inside(path, folder) for path in inputs):
+        if any(paths.inside(path, folder) for path in inputs):
             raise InputError("the output folder holds the input shards: cleaning would "
-                             "write over them", path=files.shown_url(folder),
+                             "write over them", path=shown_url(folder),
                              fix="choose a new --out")
     for folder, name_of in ((out, "rel"), (log_dir(out), "log_rel")):
-        if files.path_kind(folder) not in ("missing", "dir"):
+        if paths.path_kind(folder) not in ("missing", "dir"):
             raise InputError("the output exists and is a file, not a folder",
-                             path=files.shown_url(folder),
+                             path=shown_url(folder),
                              fix="choose a new --out")
         ours = _manifest(folder)
         for t in tasks:
-            target = files.join(folder, t[name_of])
-            kind = files.path_kind(target)
+            target = join(folder, t[name_of])
+            kind = paths.path_kind(target)
             if kind in ("link", "dir"):
                 raise InputError("a link or a folder is where a cleaned shard goes",
-                                 path=files.shown_url(target), fix="choose a new --out")
+                                 path=shown_url(target), fix="choose a new --out")
             if kind == "file" and t[name_of] not in ours and \
-                    files.read_json(t["claim"]) is None:
+                    paths.read_json(t["claim"]) is None:
                 raise InputError("a file is already where a cleaned shard goes, and capaudit "
-                                 "did not write it", path=files.shown_url(target),
+                                 "did not write it", path=shown_url(target),
                                  fix="choose a new --out, or move the file away")
 
 
 def write_manifest(folder: str, names: list[str]) -> None:
     """Add ``names`` to the folder's manifest (what later runs may replace)."""
-    files.write_json(files.join(folder, MANIFEST),
+    files.write_json(join(folder, MANIFEST),
                      {"files": sorted(_manifest(folder) | set(names) | {MANIFEST})})
 
 
@@ -153,6 +155,6 @@ def drop_claims(out: str, tasks: list[dict]) -> None:
     """After the manifests list the outputs: the claims of ``tasks`` go (and their folder,
     once empty)."""
     for t in tasks:
-        files.remove_file(t["claim"])
+        paths.remove_file(t["claim"])
     # claims of shards not finished (a skipped shard) stay for the next run
-    files.remove_empty_dir(files.join(log_dir(out), CLAIMS))
+    paths.remove_empty_dir(join(log_dir(out), CLAIMS))

@@ -19,6 +19,8 @@ import os
 from typing import Any, Callable, Mapping
 
 from capaudit.errors import InputError
+from capaudit.core.storage import paths
+from capaudit.core.storage.urls import join, shown_url
 from capaudit.io import shard_files as files
 
 __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
@@ -38,7 +40,7 @@ def _evidence(store, kind: str, opts: dict, folder: str) -> dict:
 
     ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
            "detector": opts.get("detections")}.get(kind)
-    if ref is not None and files.is_file(str(ref)):
+    if ref is not None and paths.is_file(str(ref)):
         path, digest, source = convert_in_child(kind, str(ref), folder)
     else:
         evidence, source = resolve_evidence(kind, ref, store)
@@ -123,16 +125,16 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     from capaudit.filters.shards.coverage import check_coverage, coverage_shard
     from capaudit.filters.shards.task import filter_shard
     opts, kind = _options(filter_name, given, config, overrides, seed)
-    given_out, out = str(out), files.absolute(str(out))
+    given_out, out = str(out), paths.absolute(str(out))
     shards = files.list_shard_entries(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
     work = str(work_dir or files.work_folder(str(store.path), _name(out)))
     up_to = os.path.dirname(work) if work_dir is None else \
-        None if files.path_kind(work) != "missing" else work
+        None if paths.path_kind(work) != "missing" else work
     worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
                    "detections": None}
-    cfg = {"command": "filter run --shards", "shards": files.shown_url(str(spec)),
-           "out": files.shown_url(out), "filter": filter_name,
+    cfg = {"command": "filter run --shards", "shards": shown_url(str(spec)),
+           "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
            "reader": reader, "executor": executor}
     n = _workers(executor, workers, shards)
@@ -147,7 +149,7 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
         plan.check_out(out, tasks, [s[0] for s in shards])
         for folder, names in ((out, [t["rel"] for t in tasks]),
                               (plan.log_dir(out), [t["log_rel"] for t in tasks])):
-            files.clean_tmp(folder, names)
+            paths.clean_tmp(folder, names)
         if on_start:
             on_start(len(tasks), n)
         first = _run_pass(coverage_shard, tasks, ex, skip_bad, on_shard)
@@ -158,15 +160,15 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
         second = _run_pass(filter_shard, ok, ex, skip_bad, on_shard)
         results = _finish(store, run_id, cfg, seed, out, tasks, first, second, cov, evidence)
     if not keep_work:
-        files.remove_work_folder(files.join(root, "coverage-" + ids_key))
-        files.remove_file(evidence["path"])
-        files.remove_work_folder(files.join(root, key), up_to=up_to)
+        files.remove_work_folder(join(root, "coverage-" + ids_key))
+        paths.remove_file(evidence["path"])
+        files.remove_work_folder(join(root, key), up_to=up_to)
     return results
 
 
 def _name(out: str) -> str:
     """DST's last part (a URL's too): the run's name in lines and its default work folder."""
-    from capaudit.core.urls import name_of
+    from capaudit.core.storage.urls import name_of
 
     return name_of(out) or out
 
@@ -204,7 +206,7 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
     plan.write_manifest(out, [t["rel"] for t in kept])
     plan.write_manifest(plan.log_dir(out), [t["log_rel"] for t in kept])
     plan.drop_claims(out, kept)
-    shown = files.shown_url(out)     # what is stored and written: no credentials
+    shown = shown_url(out)     # what is stored and written: no credentials
     record = {"summary": summary, "run_id": run_id, "log_dir": plan.log_dir(shown),
               "shards": [{k: s.get(k) for k in ("shard", "status", "captions_in",
                                                 "captions_out", "output", "log", "error")}

@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 
 from capaudit.errors import InputError
+from capaudit.core.storage import paths
+from capaudit.core.storage.urls import shown_url
 from capaudit.io import shard_files as files
 
 __all__ = ["filter_shard", "worker_filter", "shard_docs", "foreign_namespace", "failure"]
@@ -80,7 +82,7 @@ def shard_docs(records, row0: int, ann_ns: str | None):
 def failure(task: dict, exc: Exception) -> dict:
     """A failed shard's summary: its one-line error and the fix apart (the driver adds
     ``--skip-bad-shards`` to it)."""
-    text, fix = files.shown_url(" ".join(str(exc).split())), getattr(exc, "fix", None)
+    text, fix = shown_url(" ".join(str(exc).split())), getattr(exc, "fix", None)
     if fix and text.endswith(f" (fix: {' '.join(fix.split())})"):
         text = text[:-len(f" (fix: {' '.join(fix.split())})")]
     return {"shard": task["rel"], "index": task["index"], "status": "failed", "error": text,
@@ -95,8 +97,8 @@ def _done(task: dict, fp: dict, marker: dict | None) -> bool:
     if not same_input(marker.get("input"), fp):
         return False
     summary = marker.get("summary") or {}
-    return files.file_size(task["out_path"]) == summary.get("output", {}).get("bytes") and \
-        files.file_size(task["log_path"]) == summary.get("log", {}).get("bytes")
+    return paths.file_size(task["out_path"]) == summary.get("output", {}).get("bytes") and \
+        paths.file_size(task["log_path"]) == summary.get("log", {}).get("bytes")
 
 
 def filter_shard(task: dict) -> dict:
@@ -131,8 +133,8 @@ def _filter(task: dict, fp: dict) -> dict:
     files.write_json(task["claim"], {"out": task["out_path"], "log": task["log_path"]})
     summary, changelog = FilterSummary(filt.name), ChangeLog(None)
     columnar = task["fmt"] == "parquet-shard"
-    with files.atomic_output(task["log_path"]) as log_raw, \
-            files.atomic_output(task["out_path"]) as out_raw, \
+    with paths.atomic_output(task["log_path"]) as log_raw, \
+            paths.atomic_output(task["out_path"]) as out_raw, \
             files.open_input(task["path"]) as raw:
         log_fh, out = files.HashingWriter(log_raw), files.HashingWriter(out_raw)
         src = raw if columnar else files.HashingReader(raw)
@@ -140,7 +142,7 @@ def _filter(task: dict, fp: dict) -> dict:
         try:
             writer = open_rewriter(task["fmt"], task["reader"],
                                    src if columnar else buffered(src), out,
-                                   files.shown_url(task["path"]),
+                                   shown_url(task["path"]),
                                    changelog)
             _stream(task, filt, writer, log, summary)
             writer.finish()
@@ -227,8 +229,8 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
 def _check_unchanged(task: dict, fp: dict, src, columnar: bool) -> None:
     """The shard filtered is the one the marker will name: its sha256 as read (a parquet
     file, read by seeking, by its stat; an object by the identity its store reports)."""
-    sha = None if columnar or files.is_remote(task["path"]) else src.finish()
+    sha = None if columnar or paths.store_identifies(task["path"]) else src.finish()
     if files.changed(task["path"], fp, sha):
         raise InputError("the shard changed while it was filtered",
-                         path=files.shown_url(task["path"]),
+                         path=shown_url(task["path"]),
                          fix="rerun once the shard is no longer being written")

@@ -51,7 +51,7 @@ def shard_paths(path: Path) -> list[Path]:
 
 def iter_samples(tar_path: Path, fileobj=None) -> Iterator[tuple[str, dict[str, bytes]]]:
     """Yield (key, {extension: bytes}) per sample, in tar order (``fileobj``: the tar opened
-    by :func:`capaudit.core.storage.open_input`, ``tar_path`` then only names it).
+    by :func:`capaudit.core.storage.fs.open_input`, ``tar_path`` then only names it).
 
     The tar must be whole: a member cut short, an unreadable header, a
     missing end-of-archive marker or fewer samples than the shard's index

@@ -1,6 +1,6 @@
 """Locations as text: a URL or a local path, brace lists, joins and names, without fsspec.
 
-Why apart from :mod:`capaudit.core.storage`: every command looks at the paths it is given
+Why apart from :mod:`capaudit.core.storage.fs`: every command looks at the paths it is given
 (is this a URL? which backend? what is the shard's name?) before anything is read, and a
 local run must not pay fsspec's import for that. Nothing here touches a file system.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from capaudit.errors import InputError
 
 __all__ = ["is_url", "protocol_of", "expand_braces", "has_glob", "join", "name_of",
-           "parent_of", "shown_url", "local_path", "READ_ONLY", "BACKENDS", "MAX_EXPANDED"]
+           "parent_of", "shown_url", "local_path", "is_remote", "on_disk", "READ_ONLY", "BACKENDS", "MAX_EXPANDED"]
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 # protocol -> (module that implements it, the capaudit extra that installs it)
@@ -59,6 +59,19 @@ def local_path(location) -> Path | None:
     if protocol_of(location) == "file":
         return Path(location[len("file://"):])
     return None
+
+
+def is_remote(location) -> bool:
+    """``location`` is a URL other than ``file://``: object storage or a server. Only the
+    storage layer asks; code above it calls the layer, or :func:`on_disk` where a reader
+    needs a local file or an output is written in place."""
+    return is_url(location) and local_path(location) is None
+
+
+def on_disk(location) -> bool:
+    """``location`` is a local path (or a ``file://`` URL): a reader that takes a path can
+    open it, and it can be written in place."""
+    return not is_remote(location)
 
 
 def has_glob(text: str) -> bool:

@@ -25,8 +25,8 @@ import io
 import threading
 from typing import BinaryIO, Iterator
 
-from capaudit.core.storage import filesystem, io_error, retrying
-from capaudit.core.urls import READ_ONLY, protocol_of, shown_url
+from capaudit.core.storage.fs import filesystem, io_error, retrying
+from capaudit.core.storage.urls import READ_ONLY, protocol_of, shown_url
 from capaudit.errors import InputError
 
 __all__ = ["open_output", "write_object", "remove_object", "check_writable", "Exists",

@@ -7,7 +7,7 @@ the row groups are read in windows of at most :data:`WINDOW_BYTES` of those colu
 compressed bytes: each window is one ``fsspec.parquet.open_parquet_file`` call, which
 fetches exactly the column chunks' ranges (neighbours merged) into memory and serves
 pyarrow from them. Memory stays bounded by a window, whatever the file's size; a transient
-fault re-fetches the window (:func:`capaudit.core.storage.retrying`).
+fault re-fetches the window (:func:`capaudit.core.storage.fs.retrying`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from capaudit.core.storage import filesystem, open_input, retrying
+from capaudit.core.storage.fs import filesystem, open_input, retrying
 
 __all__ = ["iter_remote_parquet", "WINDOW_BYTES"]
 

@@ -17,20 +17,20 @@ and goes through here. The API, from the bottom up:
   offset; Ctrl-C ends a wait at once (fsspec's ``sync`` waits in 1 s slices).
 - :func:`identity`: what a completion marker keeps of a remote input (size, ETag or
   checksum, modification time): an object rewritten under the same name is redone.
-- :func:`capaudit.core.local_copy.local_copy`: a remote file streamed to a private
+- :func:`capaudit.core.storage.local_copy.local_copy`: a remote file streamed to a private
   temporary file for the readers that need a path (DuckDB's ``read_json``, ``sets add``).
 
-Listing (brace lists, narrow prefixes, manifests) is :mod:`capaudit.core.listing`; atomic
-writes and markers' conditional create are :mod:`capaudit.core.remote_write`; a work or
-output folder named by a URL is :class:`capaudit.core.folder.Folder`. fsspec is imported
+Listing (brace lists, narrow prefixes, manifests) is :mod:`capaudit.core.storage.listing`; atomic
+writes and markers' conditional create are :mod:`capaudit.core.storage.remote_write`; a work or
+output folder named by a URL is :class:`capaudit.core.storage.folder.Folder`. fsspec is imported
 only when a URL is used: a local run never pays for it.
 
 A sharded command on this layer (what ``audit run --shards`` and ``enrich`` do; a sharded
 filter does the same), every location a path or a URL::
 
-    from capaudit.core.folder import Folder
-    from capaudit.core.listing import list_files
-    from capaudit.core.storage import open_input
+    from capaudit.core.storage.folder import Folder
+    from capaudit.core.storage.listing import list_files
+    from capaudit.core.storage.fs import open_input
     from capaudit.io.markers import input_fingerprint, read_marker, same_input, write_marker
 
     shards = list_files("s3://b/in/shard-{00000..00099}.tar")   # Entry: location, size, identity
@@ -43,9 +43,9 @@ filter does the same), every location a path or a URL::
         ...                                                     # streamed in, whole-or-nothing out
     write_marker(work, e.name, config_hash, {"input": fp, ...})  # after the output, if absent
 
-and :func:`capaudit.io.work_dir.work_dir_lock` holds the work folder (a lock object on
+and :func:`capaudit.core.storage.work_folder.work_dir_lock` holds the work folder (a lock object on
 object storage), :func:`capaudit.executors.base.require_shared` refuses a local work folder
-on a Ray cluster of several nodes, :func:`capaudit.core.folder.staged` builds a folder output
+on a Ray cluster of several nodes, :func:`capaudit.core.storage.folder.staged` builds a folder output
 locally and uploads it.
 """
 
@@ -56,14 +56,13 @@ import errno
 import io
 import random
 import time
-from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, TypeVar
 
-from capaudit.core.urls import BACKENDS, is_url, local_path, protocol_of, shown_url
+from capaudit.core.storage.urls import BACKENDS, local_path, protocol_of, shown_url
 from capaudit.errors import InputError, require
 
 __all__ = ["filesystem", "open_input", "identity", "info_identity", "retrying",
-           "io_error", "is_transient", "is_remote", "DEADLINE_ENV"]
+           "io_error", "is_transient", "DEADLINE_ENV"]
 
 T = TypeVar("T")
 DEADLINE_ENV, DEFAULT_DEADLINE_S = "CAPAUDIT_IO_DEADLINE_S", 300.0
@@ -261,8 +260,3 @@ def info_identity(info: dict) -> dict:
     if isinstance(lfs, dict) and lfs.get("sha256"):
         out["sha256"] = str(lfs["sha256"])
     return out
-
-
-def is_remote(location) -> bool:
-    """``location`` is a URL other than ``file://``."""
-    return is_url(location) and local_path(location) is None

@@ -11,7 +11,7 @@ never builds a path itself, so the same code keeps the promises on either store:
   created exclusively, never through a link, renamed into place); an exclusive write is a
   hard link of the finished temporary file, which fails if the name exists;
 - remote: an object appears whole or not at all, a marker only if absent
-  (:mod:`capaudit.core.remote_write`); listings are read fresh (fsspec caches listings per
+  (:mod:`capaudit.core.storage.remote_write`); listings are read fresh (fsspec caches listings per
   process, and a Ray worker on another node wrote what the driver now looks for).
 
 A Ray task is given ``folder.location`` (a string) and ``folder.options`` (a dict without
@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from capaudit.core.urls import is_url, join, local_path, shown_url
+from capaudit.core.storage.urls import is_url, join, local_path, shown_url
 
 __all__ = ["Folder", "staged"]
 
@@ -58,7 +58,7 @@ class Folder:
         return Folder(self.url(name), self.options)
 
     def _fs(self, name: str = ""):
-        from capaudit.core.storage import filesystem
+        from capaudit.core.storage.fs import filesystem
 
         fs, path = filesystem(self.url(name) if name else self.location, self.options)
         with contextlib.suppress(Exception):
@@ -81,14 +81,14 @@ class Folder:
                     return fh.read()
             except FileNotFoundError:
                 return None
-        from capaudit.core.storage import retrying
+        from capaudit.core.storage.fs import retrying
 
         fs, path = self._fs(name)
         return retrying(lambda: _cat_or_none(fs, path), self.url(name))
 
     def write_bytes(self, name: str, data: bytes, *, exclusive: bool = False) -> None:
         """``data`` as ``name``, whole or not at all; ``exclusive``: only if ``name`` is
-        absent (:class:`~capaudit.core.remote_write.Exists` otherwise)."""
+        absent (:class:`~capaudit.core.storage.remote_write.Exists` otherwise)."""
         with self.open_write(name, exclusive=exclusive) as fh:
             fh.write(data)
 
@@ -96,7 +96,7 @@ class Folder:
     def open_write(self, name: str, *, exclusive: bool = False) -> Iterator[BinaryIO]:
         """A binary file that becomes ``name`` only when the block ends cleanly."""
         if self.local is None:
-            from capaudit.core.remote_write import open_output
+            from capaudit.core.storage.remote_write import open_output
 
             with open_output(self.url(name), exclusive=exclusive,
                              storage_options=self.options) as fh:
@@ -112,7 +112,7 @@ class Folder:
             yield fh
 
     def open_read(self, name: str):
-        from capaudit.core.storage import open_input
+        from capaudit.core.storage.fs import open_input
 
         return open_input(self.url(name), self.options)
 
@@ -121,7 +121,7 @@ class Folder:
         if self.local is not None:
             p = self.local / name
             return p.stat().st_size if p.is_file() and not p.is_symlink() else None
-        from capaudit.core.storage import retrying
+        from capaudit.core.storage.fs import retrying
 
         fs, path = self._fs(name)
         info = retrying(lambda: _info_or_none(fs, path), self.url(name))
@@ -136,7 +136,7 @@ class Folder:
             if not self.local.is_dir():
                 return []
             return sorted(p.name for p in self.local.iterdir() if p.is_file())
-        from capaudit.core.storage import retrying
+        from capaudit.core.storage.fs import retrying
 
         fs, path = self._fs()
         try:
@@ -152,7 +152,7 @@ class Folder:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.local / name)
             return
-        from capaudit.core.remote_write import remove_object
+        from capaudit.core.storage.remote_write import remove_object
 
         remove_object(self.url(name), self.options)
 
@@ -164,14 +164,14 @@ class Folder:
             elif self.local.is_dir():
                 shutil.rmtree(self.local)
             return
-        from capaudit.core.remote_write import remove_object
+        from capaudit.core.storage.remote_write import remove_object
 
         remove_object(self.location + "/", self.options, recursive=True)
 
     @contextlib.contextmanager
     def local_file(self, name: str) -> Iterator[Path]:
         """A local path holding ``name`` (a temporary copy of a remote object)."""
-        from capaudit.core.local_copy import local_copy
+        from capaudit.core.storage.local_copy import local_copy
 
         with local_copy(self.url(name), self.options) as path:
             yield path
@@ -189,7 +189,7 @@ def staged(location) -> Iterator[Path]:
         return
     import tempfile
 
-    from capaudit.core.remote_write import check_writable
+    from capaudit.core.storage.remote_write import check_writable
 
     check_writable(folder.url("x"))
     tmp = Path(tempfile.mkdtemp(prefix="capaudit-out-"))
@@ -221,7 +221,7 @@ def _info_or_none(fs, path: str) -> dict | None:
 def _exclusive_local(path: Path) -> Iterator[BinaryIO]:
     """Our own temporary file, published as ``path`` by a hard link only if ``path`` is
     absent (FileExistsError otherwise): a conditional create with whole content."""
-    from capaudit.core.remote_write import Exists
+    from capaudit.core.storage.remote_write import Exists
     from capaudit.core.safe_write import new_temp_file, write_error
 
     tmp = new_temp_file(path)

@@ -4,7 +4,7 @@ store).
 
 Why a copy and not a stream: those readers take a path, and ``sets add`` keeps every caption
 in the store anyway (the copy costs the disk the store will hold). The copy is streamed
-1 MB at a time (bounded memory) with retried reads (:func:`capaudit.core.storage.open_input`)
+1 MB at a time (bounded memory) with retried reads (:func:`capaudit.core.storage.fs.open_input`)
 into a private temporary folder, keeps the object's name (format sniffing sees its suffix)
 and is removed after use.
 """
@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from capaudit.core.storage import filesystem, retrying
-from capaudit.core.urls import local_path, name_of, protocol_of
+from capaudit.core.storage.fs import filesystem, retrying
+from capaudit.core.storage.urls import local_path, name_of, protocol_of
 
 __all__ = ["local_copy", "kept_copy"]
 

@@ -6,7 +6,7 @@ them), http(s) cannot be listed at all, and webdataset's brace lists must be exp
 any glob (webdataset splits URLs on ``::``, fsspec's chaining syntax). So:
 
 - brace lists (``shard-{00000..00099}.tar``, ``{a,b}``) are expanded first
-  (:func:`capaudit.core.urls.expand_braces`); names without a wildcard are taken as given
+  (:func:`capaudit.core.storage.urls.expand_braces`); names without a wildcard are taken as given
   and checked with one listing per folder under their common name prefix (never one
   request per name); on http(s) they are taken unchecked (a missing one fails when read);
 - a glob whose wildcards are in the last part is listed under its fixed prefix, server-side
@@ -29,12 +29,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capaudit.core.storage import filesystem, info_identity, retrying
-from capaudit.core.urls import (expand_braces, has_glob, is_url, join, local_path, name_of,
-                                parent_of, protocol_of, shown_url)
+from capaudit.core.storage.fs import filesystem, info_identity, retrying
+from capaudit.core.storage.urls import (expand_braces, has_glob, is_remote, is_url, join,
+                                        local_path, name_of, parent_of, protocol_of, shown_url)
 from capaudit.errors import InputError
 
-__all__ = ["Entry", "list_files", "MANIFEST_SUFFIX"]
+__all__ = ["Entry", "list_files", "list_tree", "MANIFEST_SUFFIX"]
 
 MANIFEST_SUFFIX = ".txt"
 _UNLISTABLE = ("http", "https")
@@ -177,7 +177,7 @@ def _normal(location: str) -> str:
 
 def _from_manifest(spec: str, options) -> list[Entry]:
     """The files a manifest lists, one per line (relative to the manifest, or URLs)."""
-    from capaudit.core.storage import open_input
+    from capaudit.core.storage.fs import open_input
 
     with open_input(spec, options) as fh:
         lines = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
@@ -188,3 +188,66 @@ def _from_manifest(spec: str, options) -> list[Entry]:
         raise InputError("the manifest lists no file", path=shown_url(spec),
                          fix="one shard name or URL per line")
     return sorted(_named(locations, options), key=lambda e: e.location)
+
+
+# -- a tree of files by location string (filter run --shards) ---------------------------
+def _root(spec: str) -> str:
+    """The folder a glob's or a brace list's names are relative to: its part before the
+    first wildcard or brace, up to the last separator."""
+    cut = min((i for i, ch in enumerate(spec) if ch in "*?[{"), default=len(spec))
+    return os.path.dirname(spec[:cut]) or "."
+
+
+def _local(spec: str) -> tuple[list[str], str] | None:
+    """The files of a local spec and their root (None: ``spec`` is one file)."""
+    if "{" in spec:
+        paths = [p for s in expand_braces(spec)
+                 for p in (sorted(globlib.glob(s)) if has_glob(s) else [s])]
+        missing = [p for p in paths if not os.path.isfile(p)]
+        if missing:
+            raise InputError(f"{len(missing):,} shard(s) of the brace list are missing, "
+                             f"the first {missing[0]}", path=spec, fix="check --shards")
+        return paths, _root(spec)
+    if has_glob(spec):
+        return sorted(globlib.glob(spec, recursive=True)), _root(spec)
+    if os.path.isdir(spec):
+        return sorted(str(p) for p in Path(spec).rglob("*") if p.is_file()
+                      and not p.name.startswith(".")), spec
+    if os.path.isfile(spec):
+        return None
+    raise InputError("no such shard folder, file, glob or brace list", path=spec,
+                     fix="check --shards")
+
+
+def _remote(spec: str) -> tuple[list, str] | None:
+    """The entries (:class:`Entry`) of a URL spec and their
+    root (None: one object). Listed with narrow prefixes; a folder recursively."""
+    if "{" in spec or has_glob(spec):
+        return list_files(spec), _root(spec)
+    entries = list_files(spec, recursive=True)
+    if len(entries) == 1 and entries[0].location.rstrip("/") == spec.rstrip("/"):
+        return None
+    return [e for e in entries if not e.name.startswith(".")], spec.rstrip("/")
+
+
+def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], str]:
+    """``(location, name relative to the listing's root, size, identity)`` of every file of
+    one file, a folder (recursively, hidden names left out), a glob or a brace list, and
+    ``spec`` as listed (a ``file://`` URL's path); the identity (ETag, size, modification
+    time) is what the store reported while listing (empty for a local file)."""
+    spec = str(spec)
+    if is_remote(spec):
+        found = _remote(spec)
+        if found is None:
+            e = list_files(spec)[0]
+            return [(e.location, e.name, e.size, dict(e.identity))], spec
+        entries, root = found
+        return [(e.location, e.location[len(root):].lstrip("/") if e.location.startswith(
+            root + "/") else e.name, e.size, dict(e.identity)) for e in entries], spec
+    spec = spec if "://" not in spec else spec[len("file://"):]   # file:///PATH: PATH
+    found = _local(spec)
+    if found is None:
+        return [(spec, os.path.basename(spec), os.stat(spec).st_size, {})], spec
+    paths, root = found
+    return [(p, os.path.relpath(p, root), os.stat(p).st_size, {}) for p in paths
+            if os.path.isfile(p)], spec
