@@ -1,0 +1,148 @@
+"""Reference texts as hallucination evidence: the image's human captions support the objects they name.
+
+Why: COCO's 80 categories miss most of what people mark hallucinated (tree, sky, shirt,
+building, sign: issue #42), and the CHAIR ground truth names only those 80. An image's own
+human captions (``references=``: a caption file in any layout ``sets add`` reads, joined by
+image id, or a stored set; ``reference_col=``: a field of each record of the set's JSON or
+JSONL source, a string or a list of strings) are read with the filter's vocabulary (object
+mode ``visual``: ~1,500 categories, :mod:`capaudit.text.visual_objects`). An object of a
+sentence is supported when a reference names it or a synonym (the same category), a
+hypernym or hyponym (the vocabulary's hierarchy), or a category whose MiniLM cosine with it
+is at least ``similarity`` (:mod:`capaudit.filters.vocab_similarity`, ALOHa's recipe; the
+cosines are the vocabulary's pairs, computed once).
+
+Combined with the other evidence (``chair-gt``, ``instances``, ``detector``): an object is
+supported when any of them supports it. A 0 from the CHAIR ground truth counts only for
+the categories it can name (COCO's 80); any other object of an image without references is
+*undecided* (logged, never dropped). Each support carries the evidence that gave it
+(:class:`Scored`), which the sentence's log shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from capaudit.errors import InputError
+
+__all__ = ["Scored", "Support", "WithReferences", "setup_evidence"]
+
+
+class Scored(float):
+    """A support value that names its evidence (``by``); compares as the float it is."""
+
+    by: str = ""
+
+    def __new__(cls, value: float, by: str):
+        obj = super().__new__(cls, value)
+        obj.by = by
+        return obj
+
+
+class Support(dict):
+    """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
+    judge is ``None`` (undecided) rather than the caller's default."""
+
+    def __init__(self, scores: dict, judges, missing: float):
+        super().__init__(scores)
+        self.judges, self.missing = judges, missing   # judges None: every category
+
+    def get(self, key, default=None):
+        v = dict.get(self, key)
+        if v is not None:
+            return v
+        return self.missing if self.judges is None or key in self.judges else None
+
+
+class WithReferences(Mapping):
+    """The base evidence (or none) and the references, per image, as one support mapping."""
+
+    def __init__(self, base, base_names: set[str], refs: dict, mode: str, threshold: float):
+        from capaudit.filters.vocab_similarity import neighbours
+
+        self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
+        self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
+        self._keys = set(refs) | (set(base.keys()) if base is not None else set())
+        self._cache: dict = {}
+
+    def __getitem__(self, iid) -> Support:
+        hit = self._cache.get(iid)
+        if hit is not None:
+            return hit
+        base = self.base.get(iid) if self.base is not None else None
+        texts = self.refs.get(iid)
+        if base is None and texts is None:
+            raise KeyError(iid)
+        scores: dict = {}
+        if texts is not None:
+            scores = self._from_references(texts)
+        for cat, v in (base or {}).items():
+            if v > scores.get(cat, -1.0):
+                scores[cat] = v
+        missing = Scored(0.0, f"references: none of {len(texts)} names it") \
+            if texts is not None else 0.0
+        judges = None if texts is not None else self.base_names
+        if len(self._cache) >= 4096:
+            self._cache.clear()
+        hit = self._cache[iid] = Support(scores, judges, missing)
+        return hit
+
+    def _from_references(self, texts: list[str]) -> dict:
+        from capaudit.text.visual_objects import hierarchy, named_categories
+
+        named = named_categories(texts, self.mode)
+        scores: dict = {c: Scored(1.0, "references: named") for c in named}
+        tree = hierarchy(self.mode)
+        for c in named:
+            for r in tree.get(c, ()):
+                scores.setdefault(r, Scored(1.0, f"references: {c} (hierarchy)"))
+        for c in named:
+            for r, cos in self.near.get(c, {}).items():
+                if r not in scores:
+                    scores[r] = Scored(1.0, f"references: {c} (similarity {cos:.2f})")
+        return scores
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def names(self) -> set[str]:
+        return set(self.base_names)
+
+
+def setup_evidence(filt, context):
+    """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
+    the references over it when ``references`` or ``reference_col`` is given."""
+    from capaudit.filters.evidence import evidence_names, resolve_evidence
+
+    o, kind = filt.options, filt.kind
+    store = context.store if context else None
+    base, source = None, None
+    if kind != "references":
+        ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
+               "detector": o["detections"]}.get(kind)
+        base, source = resolve_evidence(kind, ref, store)
+    if not (o.get("references") or o.get("reference_col")):
+        if kind == "references":
+            raise InputError("evidence 'references' needs reference texts",
+                             fix="pass --references FILE|SET or --reference-col NAME")
+        return base, source
+    from capaudit.filters.reference_sources import load_references
+
+    refs, where = load_references(o.get("references"), o.get("reference_col"), context)
+    thr = o.get("similarity")
+    ev = WithReferences(base, evidence_names(base) if base is not None else set(), refs,
+                        o["object_mode"], 0.8 if thr is None else float(thr))
+    return ev, ";".join(x for x in (source, where) if x)
+
