@@ -128,3 +128,51 @@ def test_references_from_a_stored_set_and_a_file(tmp_path):
     assert from_file == from_set
     with pytest.raises(InputError, match="no such reference file or stored set"):
         load_references(str(tmp_path / "nope.jsonl"), None, ctx)
+
+
+CASE = [{"image_id": 1, "caption": "A dog under a tree. A kite flies."},
+        {"image_id": 2, "caption": "A cat on a bench. The sky is blue."}]
+# by hand: image 1 has references, which judge every object (kite: named by none, dropped);
+# image 2 has none: bench is COCO's (the ground truth lacks it: dropped), sky is not
+# (undecided: kept)
+KEPT = {1: "A dog under a tree.", 2: "The sky is blue."}
+
+
+def _case_files(tmp_path):
+    src = tmp_path / "in" / "a.jsonl"
+    src.parent.mkdir()
+    src.write_text("".join(json.dumps(r) + "\n" for r in CASE))
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text('{"image_id": 1, "objects": ["dog"]}\n{"image_id": 2, "objects": ["cat"]}\n')
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"image_id": 1, "caption": "a dog lying under a tree"}\n')
+    return src, gt, refs
+
+
+def test_references_in_a_set_and_over_shards_decide_alike(tmp_path):
+    import capaudit
+    from shard_fixtures import run_cli
+
+    src, gt, refs = _case_files(tmp_path)
+    store = capaudit.open(tmp_path / "s.duckdb")
+    store.add_set("a", src)
+    store.filter("a", "hallucination", "a_f", chair_gt=str(gt), references=str(refs),
+                 object_mode=VISUAL_MODE)
+    got = {r["image_id"]: r["caption"] for r in map(json.loads, store.export(
+        "a_f", "jsonl", tmp_path / "set_out.jsonl").read_text().splitlines())}
+    assert got == KEPT
+    assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out",
+                   "--filter", "hallucination", "--chair-gt", gt, "--references", refs,
+                   "--object-mode", "visual", "--db", tmp_path / "s2.duckdb") == 0
+    shard = {r["image_id"]: r["caption"] for r in
+             map(json.loads, (tmp_path / "out" / "a.jsonl").read_text().splitlines())}
+    assert shard == KEPT
+
+
+def test_shards_refuse_a_reference_column(tmp_path):
+    from shard_fixtures import run_cli
+
+    src, gt, _ = _case_files(tmp_path)
+    assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out",
+                   "--filter", "hallucination", "--chair-gt", gt, "--reference-col", "refs",
+                   "--object-mode", "visual", "--db", tmp_path / "s.duckdb") == 2

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 
-__all__ = ["Scored", "Support", "WithReferences", "setup_evidence"]
+__all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
+           "add_references"]
 
 
 class Scored(float):
@@ -124,7 +125,8 @@ class WithReferences(Mapping):
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
-    from capaudit.filters.evidence import evidence_names, resolve_evidence
+    from capaudit.filters.evidence import resolve_evidence
+    from capaudit.text.objects import VISUAL_MODE
 
     o, kind = filt.options, filt.kind
     store = context.store if context else None
@@ -133,16 +135,64 @@ def setup_evidence(filt, context):
         ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
                "detector": o["detections"]}.get(kind)
         base, source = resolve_evidence(kind, ref, store)
-    if not (o.get("references") or o.get("reference_col")):
-        if kind == "references":
-            raise InputError("evidence 'references' needs reference texts",
-                             fix="pass --references FILE|SET or --reference-col NAME")
-        return base, source
-    from capaudit.filters.reference_sources import load_references
+    has_refs = bool(o.get("references") or o.get("reference_col"))
+    if kind == "references" and not has_refs:
+        raise InputError("evidence 'references' needs reference texts",
+                         fix="pass --references FILE|SET or --reference-col NAME")
+    if not has_refs and o["object_mode"] != VISUAL_MODE:
+        return base, source                      # COCO's modes: the evidence as it always was
+    refs, where = {}, None
+    if has_refs:
+        from capaudit.filters.reference_sources import load_references
 
-    refs, where = load_references(o.get("references"), o.get("reference_col"), context)
+        refs, where = load_references(o.get("references"), o.get("reference_col"), context)
     thr = o.get("similarity")
-    ev = WithReferences(base, evidence_names(base) if base is not None else set(), refs,
-                        o["object_mode"], 0.8 if thr is None else float(thr))
+    ev = WithReferences(base, judged_names(kind, base), refs, o["object_mode"],
+                        0.8 if thr is None else float(thr))
     return ev, ";".join(x for x in (source, where) if x)
 
+
+def judged_names(kind: str, base) -> set[str]:
+    """The categories whose absence from an image's evidence counts against a mention: the
+    CHAIR ground truth and the instance categories judge COCO's 80 (absent: not there), a
+    detector the labels it gives anywhere; every other object is undecided without
+    references."""
+    from capaudit.filters.evidence import evidence_names
+    from capaudit.text.objects import get_lexicon
+
+    if base is None:
+        return set()
+    names = evidence_names(base)
+    if kind in ("chair-gt", "instances"):
+        names |= set(get_lexicon("corrected").categories)
+    return names
+
+
+
+def shard_references(opts: dict, kind: str) -> str | None:
+    """``filter run --shards``: the references file as an absolute local path (each worker
+    reads it), or None; what shards cannot take yet is refused in one line."""
+    if opts.get("reference_col") or kind == "references":
+        raise InputError("filter run --shards takes reference texts as --references FILE "
+                         "beside another evidence", fix="pass --references FILE with "
+                         "--chair-gt, --instances or --detections (not --reference-col)")
+    ref = opts.get("references")
+    if not ref:
+        return None
+    path = Path(str(ref))
+    if not path.is_file():
+        raise InputError("--shards reads references from a local caption file", path=path,
+                         fix="export the stored set (sets export) and pass the file")
+    return str(path.resolve())
+
+
+def add_references(base, options: dict) -> WithReferences:
+    """A shard worker's evidence as :func:`setup_evidence` makes it: the references file of
+    its options (if any) over it, the objects it cannot judge undecided."""
+    from capaudit.filters.reference_sources import references_from_file
+
+    thr = options.get("similarity")
+    return WithReferences(base, judged_names(options["evidence"], base),
+                          references_from_file(Path(options["references"]))
+                          if options.get("references") else {},
+                          options["object_mode"], 0.8 if thr is None else float(thr))
