@@ -76,8 +76,12 @@ class ScanCache:
             if len(self.judgements) >= self.limit:
                 self.judgements.clear()
             hit = self.judgements[key] = []
+            check = getattr(support, "contradicted", None)   # counts, colours: references
             for si, sms in scan.by_sent.items():
                 sups = [support.get(m.category, 0.0) for m in sms]
+                if check is not None:
+                    sups = [check(m.category, scan.sents[si], m.token_idx, s)
+                            for m, s in zip(sms, sups)]
                 neg = scan.negated.get(si)
                 negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
                 parse = parse_rules and any(s is not None and s < thr and not n

@@ -44,9 +44,10 @@ class Support(dict):
     """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
     judge is ``None`` (undecided) rather than the caller's default."""
 
-    def __init__(self, scores: dict, judges, missing: float):
+    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None):
         super().__init__(scores)
         self.judges, self.missing = judges, missing   # judges None: every category
+        self.attributes = attributes or {}            # {category: [Attached]} of the references
 
     def get(self, key, default=None):
         v = dict.get(self, key)
@@ -54,13 +55,37 @@ class Support(dict):
             return v
         return self.missing if self.judges is None or key in self.judges else None
 
+    def contradicted(self, category: str, tokens: list[str], index: int, support):
+        """``support``, or 0 when the references that state a number for the category all
+        state another than the sentence's mention at ``index`` does, or the colours they
+        give it share none with the sentence's."""
+        refs = self.attributes.get(category)
+        if not refs or support is None or not support:
+            return support
+        from capaudit.text.attributes import attached
+
+        said = attached(tokens, index)
+        if said.count is not None:
+            counts = {a.count for a in refs if a.count is not None}
+            if counts and said.count not in counts:
+                return Scored(0.0, f"references: {said.count} against "
+                                   f"{'/'.join(map(str, sorted(counts)))} (count)")
+        if said.colours:
+            colours = set().union(*(a.colours for a in refs))
+            if colours and said.colours.isdisjoint(colours):
+                return Scored(0.0, f"references: {'/'.join(sorted(said.colours))} against "
+                                   f"{'/'.join(sorted(colours))} (colour)")
+        return support
+
 
 class WithReferences(Mapping):
     """The base evidence (or none) and the references, per image, as one support mapping."""
 
-    def __init__(self, base, base_names: set[str], refs: dict, mode: str, threshold: float):
+    def __init__(self, base, base_names: set[str], refs: dict, mode: str, threshold: float,
+                 attributes: bool = True):
         from capaudit.filters.vocab_similarity import neighbours
 
+        self.attributes = attributes   # check counts and colours against the references
         self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
         self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
         self._keys = set(refs) | (set(base.keys()) if base is not None else set())
@@ -85,7 +110,12 @@ class WithReferences(Mapping):
         judges = None if texts is not None else self.base_names
         if len(self._cache) >= 4096:
             self._cache.clear()
-        hit = self._cache[iid] = Support(scores, judges, missing)
+        attrs = None
+        if texts is not None and self.attributes:
+            from capaudit.text.attributes import text_attributes
+
+            attrs = text_attributes(texts, self.mode)
+        hit = self._cache[iid] = Support(scores, judges, missing, attrs)
         return hit
 
     def _from_references(self, texts: list[str]) -> dict:
