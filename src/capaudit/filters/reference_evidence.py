@@ -99,9 +99,12 @@ class WithReferences(Mapping):
         texts = self.refs.get(iid)
         if base is None and texts is None:
             raise KeyError(iid)
-        scores: dict = {}
-        if texts is not None:
-            scores = self._from_references(texts)
+        scores, attrs = {}, None
+        if texts is not None:   # one reading of the references: what they name, and how
+            from capaudit.text.attributes import text_attributes
+
+            attrs = text_attributes(texts, self.mode)
+            scores = self._from_references(set(attrs))
         for cat, v in (base or {}).items():
             if v > scores.get(cat, -1.0):
                 scores[cat] = v
@@ -110,18 +113,13 @@ class WithReferences(Mapping):
         judges = None if texts is not None else self.base_names
         if len(self._cache) >= 4096:
             self._cache.clear()
-        attrs = None
-        if texts is not None and self.attributes:
-            from capaudit.text.attributes import text_attributes
-
-            attrs = text_attributes(texts, self.mode)
-        hit = self._cache[iid] = Support(scores, judges, missing, attrs)
+        hit = self._cache[iid] = Support(scores, judges, missing,
+                                         attrs if self.attributes else None)
         return hit
 
-    def _from_references(self, texts: list[str]) -> dict:
-        from capaudit.text.visual_objects import hierarchy, named_categories
+    def _from_references(self, named: set[str]) -> dict:
+        from capaudit.text.visual_objects import hierarchy
 
-        named = named_categories(texts, self.mode)
         scores: dict = {c: Scored(1.0, "references: named") for c in named}
         tree = hierarchy(self.mode)
         for c in named:
