@@ -181,12 +181,8 @@ def test_shards_refuse_a_reference_column(tmp_path):
                    "--object-mode", "visual", "--db", tmp_path / "s.duckdb") == 2
 
 
-@pytest.mark.parametrize("sentence, reason", [
-    ("Two dogs sleep.", "references: 2 against 1 (count)"),       # "one dog"
-    ("A blue bus waits.", "references: blue against red (colour)"),
-    ("Three dogs and a blue bus.", "references: 3 against 1 (count)"),
-])
-def test_counts_and_colours_against_the_references(tmp_path, sentence, reason):
+def _judge_one(tmp_path, sentence: str) -> tuple[str, str]:
+    """``(action, reason)`` of one sentence judged against two references by hand."""
     import capaudit
 
     src = tmp_path / "a.jsonl"
@@ -196,7 +192,17 @@ def test_counts_and_colours_against_the_references(tmp_path, sentence, reason):
     store.add_set("a", src)
     store.filter("a", "hallucination", "a_f", action="flag", evidence="references",
                  reference_col="refs", object_mode=VISUAL_MODE, similarity=OFF)
-    (action, got), = store.query("SELECT action, reason FROM filter_log").rows
+    (action, reason), = store.query("SELECT action, reason FROM filter_log").rows
+    return action, reason
+
+
+@pytest.mark.parametrize("sentence, reason", [
+    ("Two dogs sleep.", "references: 2 against 1 (count)"),       # "One dog"
+    ("A blue bus waits.", "references: blue against red (colour)"),
+    ("Three dogs and a blue bus.", "references: 3 against 1 (count)"),
+])
+def test_counts_and_colours_against_the_references(tmp_path, sentence, reason):
+    action, got = _judge_one(tmp_path, sentence)
     assert action == "flag" and reason in got
 
 
@@ -204,17 +210,7 @@ def test_counts_and_colours_against_the_references(tmp_path, sentence, reason):
                                       "One dog waits.", "A yellow and red bus.",
                                       "Two buses."])   # no reference states the buses' number
 def test_agreeing_or_unstated_counts_and_colours_stay_supported(tmp_path, sentence):
-    import capaudit
-
-    src = tmp_path / "a.jsonl"
-    src.write_text(json.dumps({"image_id": 1, "caption": sentence,
-                               "refs": ["A dog near a red bus.", "A red bus and a dog."]}) + "\n")
-    store = capaudit.open(tmp_path / "s.duckdb")
-    store.add_set("a", src)
-    store.filter("a", "hallucination", "a_f", action="flag", evidence="references",
-                 reference_col="refs", object_mode=VISUAL_MODE, similarity=OFF)
-    (action, _), = store.query("SELECT action, reason FROM filter_log").rows
-    assert action == "keep"
+    assert _judge_one(tmp_path, sentence)[0] == "keep"
 
 
 def test_attached_numbers_and_colours():

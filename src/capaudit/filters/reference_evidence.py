@@ -131,13 +131,7 @@ class WithReferences(Mapping):
                     scores[r] = Scored(1.0, f"references: {c} (similarity {cos:.2f})")
         return scores
 
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key) -> bool:   # (``get``: Mapping's, through __getitem__)
         return key in self._keys
 
     def __iter__(self):
