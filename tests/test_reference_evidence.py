@@ -222,3 +222,26 @@ def test_attached_numbers_and_colours():
     assert attached("a blue and yellow train".split(), 4) == (None, {"blue", "yellow"})
     assert attached("a couple of dogs".split(), 3) == (None, frozenset())
     assert attached("the dogs".split(), 1) == (None, frozenset())
+
+
+def test_open_vocabulary_detections_read_as_phrases(tmp_path):
+    import capaudit
+    from capaudit.filters.phrase_detections import detections_as_categories
+
+    dets = {1: {"palm trees": 0.9, "red double decker bus": 0.4, "sofa": 0.7, "gizmo": 0.8}}
+    # by hand: plural and multi-word entries, a synonym (sofa -> couch), an unknown label kept
+    assert detections_as_categories(dets, VISUAL_MODE) == {
+        1: {"palm tree": 0.9, "bus": 0.4, "couch": 0.7, "gizmo": 0.8}}
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps({"image_id": 1, "caption": "A palm tree. A bus. A couch. A cat."})
+                   + "\n")
+    det = tmp_path / "det.jsonl"
+    det.write_text(json.dumps({"image_id": 1, "detections": [
+        {"label": k, "score": v} for k, v in dets[1].items()]}) + "\n")
+    store = capaudit.open(tmp_path / "s.duckdb")
+    store.add_set("a", src)
+    store.filter("a", "hallucination", "a_f", action="flag", detections=str(det),
+                 object_mode=VISUAL_MODE)
+    acts = [a for a, in store.query("SELECT action FROM filter_log ORDER BY sentence_idx").rows]
+    # threshold 0.5: palm tree and couch supported, bus (0.4) and cat (absent) flagged
+    assert acts == ["keep", "flag", "keep", "flag"]

@@ -163,6 +163,10 @@ def setup_evidence(filt, context):
                          fix="pass --references FILE|SET or --reference-col NAME")
     if not has_refs and o["object_mode"] != VISUAL_MODE:
         return base, source                      # COCO's modes: the evidence as it always was
+    if kind == "detector" and o["object_mode"] == VISUAL_MODE:   # labels read as phrases
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, VISUAL_MODE)
     refs, where = {}, None
     if has_refs:
         from capaudit.filters.reference_sources import load_references
@@ -175,18 +179,16 @@ def setup_evidence(filt, context):
 
 
 def judged_names(kind: str, base) -> set[str]:
-    """The categories whose absence from an image's evidence counts against a mention: the
-    CHAIR ground truth and the instance categories judge COCO's 80 (absent: not there), a
-    detector the labels it gives anywhere; every other object is undecided without
-    references."""
+    """The categories whose absence from an image's evidence counts against a mention:
+    COCO's 80 (what the CHAIR ground truth, the instance categories and capaudit's own COCO
+    detector name: absent means not there) and every label the evidence gives anywhere (an
+    open-vocabulary detector's); every other object is undecided without references."""
     from capaudit.filters.evidence import evidence_names
     from capaudit.text.objects import get_lexicon
 
     if base is None:
         return set()
-    names = evidence_names(base)
-    if kind in ("chair-gt", "instances"):
-        names |= set(get_lexicon("corrected").categories)
+    names = evidence_names(base) | set(get_lexicon("corrected").categories)
     return names
 
 
@@ -214,6 +216,10 @@ def add_references(base, options: dict) -> WithReferences:
     from capaudit.filters.reference_sources import references_from_file
 
     thr = options.get("similarity")
+    if options["evidence"] == "detector" and options["object_mode"] == "visual":
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, "visual")
     return WithReferences(base, judged_names(options["evidence"], base),
                           references_from_file(Path(options["references"]))
                           if options.get("references") else {},
