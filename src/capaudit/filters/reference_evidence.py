@@ -141,7 +141,13 @@ class WithReferences(Mapping):
         return len(self._keys)
 
     def names(self) -> set[str]:
-        return set(self.base_names)
+        """The names the base evidence uses (its coverage line), and with references every
+        COCO category (references can name any)."""
+        from capaudit.filters.evidence import evidence_names
+        from capaudit.text.objects import get_lexicon
+
+        refs = set(get_lexicon("corrected").categories) if self.refs else set()
+        return refs | (evidence_names(self.base) if self.base is not None else set())
 
 
 def setup_evidence(filt, context):
