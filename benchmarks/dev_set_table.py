@@ -18,7 +18,8 @@ threshold or rule is chosen on them, and their figures are computed only with
 ``all`` the 30 (the README's baseline row: precision 0.773, recall 0.436, tp 34 fp 10 fn 44
 tn 83).
 
-Evidence kinds that run offline here: ``chair-gt`` (CHAIR ground truth,
+Evidence kinds that run offline here (#42 part 2 rows: object mode ``visual``, and the
+images' COCO captions as ``--references``, 5 of the 30 images: :data:`REFERENCE_FILES`): ``chair-gt`` (CHAIR ground truth,
 ``coco2014/chair_objects_trainval2014.jsonl``; object mode ``corrected`` or ``reference``;
 non-visual mentions ``keep`` or ``judge``) and ``instances`` (COCO instance categories,
 ``coco2014/instance_categories_val2014.jsonl``). The detector evidence needs the images,
@@ -54,7 +55,40 @@ ROWS = [
      {"evidence": "chair-gt", "object_mode": "reference", "non_visual": "judge"}),
     ("instances, corrected, non-visual keep",
      {"evidence": "instances", "object_mode": "corrected", "non_visual": "keep"}),
+    # the larger vocabulary and the reference texts (#42 part 2); "+ references" rows read
+    # every COCO caption ../shared holds for the images (5 of the 30: REFERENCE_FILES)
+    ("chair-gt, visual (other objects undecided)",
+     {"evidence": "chair-gt", "object_mode": "visual"}),
+    ("instances, visual (other objects undecided)",
+     {"evidence": "instances", "object_mode": "visual"}),
+    ("chair-gt + references, visual, similarity off",
+     {"evidence": "chair-gt", "object_mode": "visual", "similarity": 2.0, "refs": True}),
+    ("chair-gt + references, visual, similarity 0.9",
+     {"evidence": "chair-gt", "object_mode": "visual", "similarity": 0.9, "refs": True}),
+    ("chair-gt + references, visual, similarity 0.8 (default)",
+     {"evidence": "chair-gt", "object_mode": "visual", "similarity": 0.8, "refs": True}),
+    ("chair-gt + references, visual, similarity 0.7",
+     {"evidence": "chair-gt", "object_mode": "visual", "similarity": 0.7, "refs": True}),
+    ("references alone, visual, similarity 0.8 (5 images judged)",
+     {"evidence": "references", "object_mode": "visual", "similarity": 0.8, "refs": True,
+      "allow_partial": True}),
 ]
+REFERENCE_FILES = (("data", "coco2014", "captions_val2014_subset.json"),
+                   ("data", "coco2017", "captions_val2017.json"))
+
+
+def write_references(shared: Path, ids: set[int], path: Path) -> Path:
+    """Every COCO caption ../shared holds for the images, as ``{"image_id", "caption"}``
+    JSONL (the 2014 subset and the 2017 val captions: same ids, COCO's own images)."""
+    seen, lines = set(), []
+    for parts in REFERENCE_FILES:
+        for a in json.loads(shared.joinpath(*parts).read_text())["annotations"]:
+            key = (a["image_id"], a["caption"].strip())
+            if a["image_id"] in ids and key not in seen:
+                seen.add(key)
+                lines.append(json.dumps({"image_id": a["image_id"], "caption": key[1]}) + "\n")
+    path.write_text("".join(lines))
+    return path
 
 
 def image_split(ids) -> dict[str, list[str]]:
@@ -82,9 +116,13 @@ def run(shared: Path, split: str, n_boot: int, work: Path) -> list[dict]:
     store = capaudit.open(work / "dev.duckdb")
     store.add_set("fs", src)
     files = {"chair-gt": {"chair_gt": str(shared.joinpath(*CHAIR_GT))},
-             "instances": {"instances": str(shared.joinpath(*INSTANCES))}}
+             "instances": {"instances": str(shared.joinpath(*INSTANCES))}, "references": {}}
+    refs = str(write_references(shared, {int(i) for i in images}, work / "references.jsonl"))
     out = []
-    for i, (name, opts) in enumerate(ROWS):
+    for i, (name, row_opts) in enumerate(ROWS):
+        opts = {k: v for k, v in row_opts.items() if k != "refs"}
+        if row_opts.get("refs"):
+            opts["references"] = refs
         store.filter("fs", "hallucination", f"f{i}", action="flag",
                      **opts, **files[opts["evidence"]])
         v = store.validate_filter(labels, f"f{i}", n_boot=n_boot)

@@ -32,7 +32,8 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "hallucination": {"evidence": None, "chair_gt": None, "instances": None,
                       "detections": None, "min_score": None, "action": "drop-sentence",
                       "object_mode": "corrected", "negation": True, "missing": "keep",
-                      "non_visual": "keep", "min_coverage": 0.5, "allow_partial": False},
+                      "non_visual": "keep", "min_coverage": 0.5, "allow_partial": False,
+                      "references": None, "reference_col": None, "similarity": None},
     "gender-neutral": {"when": "unknown,contradicted", "demographics": None},
     "gender-balance": {"by": "overall", "demographics": None, "instances": None,
                        "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
@@ -49,13 +50,14 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 #: every option a built-in filter uses, in the order ``filter run --help`` lists them
 OPTIONS: Mapping[str, Option] = {
     "action": Option(str, "drop-sentence, drop-caption or flag"),
-    "evidence": Option(str, "chair-gt, instances or detector"),
+    "evidence": Option(str, "chair-gt, instances, detector or references"),
     "chair_gt": Option(str, "CHAIR ground truth JSONL (or stored annotation source)"),
     "instances": Option(str, "Instance categories file (or stored source)"),
     "detections": Option(str, "Detector output JSONL"),
     "min_score": Option(float, "Detector score threshold"),
     "object_mode": Option(str, "corrected (hallucination's default: fewer false drops, "
-                               "docs/filters.md) or reference (the CHAIR code's readings)"),
+                               "docs/filters.md), reference (the CHAIR code's readings) or "
+                               "visual (hallucination: ~1,500 visual objects, not only COCO's)"),
     "negation": Option(bool, "Skip negated mentions (default on)"),
     "missing": Option(str, "Images without evidence: keep/drop"),
     "non_visual": Option(str, "hallucination: mentions in generic or hypothetical clauses "
@@ -66,6 +68,13 @@ OPTIONS: Mapping[str, Option] = {
                                   "cover, else the run stops (as audit run's --min-coverage)"),
     "allow_partial": Option(bool, "hallucination: filter a set the evidence covers only in "
                                   "part (uncovered captions kept unjudged)"),
+    "references": Option(str, "hallucination: the images' reference captions, a caption file "
+                              "(any layout sets add reads, joined by image id) or a stored "
+                              "set; best with --object-mode visual (docs/filters.md)"),
+    "reference_col": Option(str, "hallucination: the field of each record of the set's "
+                                 "JSON/JSONL source holding its references (string or list)"),
+    "similarity": Option(float, "hallucination: MiniLM cosine at which a reference's object "
+                                "supports a similar one (default 0.8; above 1: off)"),
     "when": Option(str, "unknown, contradicted, always (comma list)"),
     "demographics": Option(str, "Image gender labels: a file or a stored source name "
                                 "(gender-neutral: the stored labels when omitted)"),

@@ -66,7 +66,7 @@ from capaudit.filters.mention_scan import (NOTES, NOTES_KEPT, ScanCache, add_fac
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
 from capaudit.filters.parse import SentenceNotes, parser_available
 from capaudit.filters.referents import flag_orphans
-from capaudit.text.objects import MODES
+from capaudit.text.objects import MODES, VISUAL_MODE
 
 __all__ = ["HallucinationFilter", "load_evidence", "load_detections", "resolve_evidence",
            "EVIDENCE_KINDS"]
@@ -88,7 +88,8 @@ class HallucinationFilter(Filter):
         super().__init__(**options)
         o = self.options
         for key, allowed in (("action", HALLU_ACTIONS), ("missing", ("keep", "drop")),
-                             ("non_visual", NON_VISUAL_MODES), ("object_mode", MODES)):
+                             ("non_visual", NON_VISUAL_MODES),
+                             ("object_mode", (*MODES, VISUAL_MODE))):
             if o[key] not in allowed:
                 raise InputError(f"unknown {key.replace('_', '-')} '{o[key]}' for hallucination",
                                  fix=f"use one of {', '.join(allowed)}")
@@ -123,19 +124,17 @@ class HallucinationFilter(Filter):
     @property
     def _modifiers(self) -> bool:
         """Compound modifiers are skipped in corrected mode; reference mode stays exact."""
-        return self.options["object_mode"] == "corrected"
+        return self.options["object_mode"] in ("corrected", VISUAL_MODE)
 
     @property
     def _non_visual(self) -> bool:
         return self.options["non_visual"] != "judge"
 
     def setup(self, context: FilterContext | None = None) -> None:
-        if self.evidence is None:
-            kind = self.kind
-            ref = {"chair-gt": self.options["chair_gt"], "instances": self.options["instances"],
-                   "detector": self.options["detections"]}.get(kind)
-            self.evidence, self.source = resolve_evidence(kind, ref,
-                                                          context.store if context else None)
+        if self.evidence is None:   # the kind's evidence, with the references when given
+            from capaudit.filters.reference_evidence import setup_evidence
+
+            self.evidence, self.source = setup_evidence(self, context)
         from capaudit.io.annotation_store import source_sha256   # the lineage's identity (#34.3)
 
         self.evidence_sha256 = source_sha256(context.store if context else None, self.source)
@@ -241,7 +240,8 @@ class HallucinationFilter(Filter):
                 seen[3] += bool(mod)
                 act = "flag" if nv and flag_nv else "keep"
                 reason = "; ".join(notes_text(f, NOTES_KEPT)) \
-                    if nv or mod or f["negated"] or f["supported"] else "no object mention"
+                    if nv or mod or f["negated"] or f["supported"] or f.get("undecided") \
+                    else "no object mention"
             decisions.append(Decision(s.sentence_idx, act, reason, score=s.score))
         for key, n in zip(("non_visual_mentions", "modifier_mentions", "non_visual_sentences",
                            "modifier_sentences"), seen):

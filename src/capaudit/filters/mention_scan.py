@@ -76,11 +76,16 @@ class ScanCache:
             if len(self.judgements) >= self.limit:
                 self.judgements.clear()
             hit = self.judgements[key] = []
+            check = getattr(support, "contradicted", None)   # counts, colours: references
             for si, sms in scan.by_sent.items():
                 sups = [support.get(m.category, 0.0) for m in sms]
+                if check is not None:
+                    sups = [check(m.category, scan.sents[si], m.token_idx, s)
+                            for m, s in zip(sms, sups)]
                 neg = scan.negated.get(si)
                 negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
-                parse = parse_rules and any(s < thr and not n for s, n in zip(sups, negated))
+                parse = parse_rules and any(s is not None and s < thr and not n
+                                            for s, n in zip(sups, negated))
                 hit.append((si, sms, sups, negated, parse))
         return hit
 
@@ -106,6 +111,11 @@ def add_facts(target, judged, thr: float, skip_non_visual: bool) -> None:
             facts["negated"].append(m.word)
             continue
         named = f"{m.word}->{m.category}"
+        if sup is None:   # no evidence can judge this object (reference evidence's vocabulary)
+            facts.setdefault("undecided", []).append(named)
+            continue
+        if getattr(sup, "by", None):   # the evidence that gave it (reference evidence)
+            named += f" [{sup.by}]"
         if note is not None and sup < thr:
             kind, why = note
             if kind == "modifier":  # "passenger" of "passenger airplanes"
@@ -134,9 +144,10 @@ def no_cyclic_gc():
 
 
 NOTES = ("non_visual", "modifier", "negated")      # noted beside an unsupported mention
-NOTES_KEPT = (*NOTES, "supported")                # and in a kept sentence's reason
+NOTES_KEPT = (*NOTES, "supported", "undecided")   # and in a kept sentence's reason
 
 
 def notes_text(facts: dict, keys: tuple[str, ...]) -> list[str]:
     """``["non-visual: person->person (purpose: to protect)", ...]`` for the facts present."""
-    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys if facts[key]]
+    return [f"{key.replace('_', '-')}: " + ", ".join(facts[key]) for key in keys
+            if facts.get(key)]

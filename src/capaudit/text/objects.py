@@ -44,10 +44,12 @@ from importlib import resources
 from itertools import compress, count
 from pathlib import Path
 
-__all__ = ["ObjectLexicon", "get_lexicon", "MODES", "LEXICON_PREFIX", "user_lexicon_mode"]
+__all__ = ["ObjectLexicon", "get_lexicon", "MODES", "LEXICON_PREFIX", "user_lexicon_mode",
+           "VISUAL_MODE"]
 
 MODES = ("reference", "corrected")
 LEXICON_PREFIX = "lexicon:"   # mode "lexicon:/path/to/file": a user's categories and synonyms
+VISUAL_MODE = "visual"        # the packaged ~1,500 visual objects (capaudit.text.visual_objects)
 
 DOUBLE_WORDS = ["motor bike", "motor cycle", "air plane", "traffic light", "street light",
                 "traffic signal", "stop light", "fire hydrant", "stop sign", "parking meter",
@@ -265,6 +267,10 @@ def get_lexicon(mode: str = "reference") -> ObjectLexicon:
     """The packaged lexicon for ``mode``, or a user's (``lexicon:PATH``), built once per process."""
     if mode.startswith(LEXICON_PREFIX):
         return ObjectLexicon.from_file(mode[len(LEXICON_PREFIX):])
+    if mode == VISUAL_MODE:   # read as a user lexicon is, named by its mode
+        lex = ObjectLexicon.from_file(synonyms_path().with_name("visual_objects.txt"))
+        lex.mode = VISUAL_MODE
+        return lex
     return ObjectLexicon.build(mode)
 
 

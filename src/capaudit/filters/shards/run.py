@@ -133,6 +133,10 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
         None if paths.path_kind(work) != "missing" else work
     worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
                    "detections": None}
+    if filter_name == "hallucination":   # reference texts: a local file each worker reads
+        from capaudit.filters.reference_evidence import shard_references
+
+        worker_opts["references"] = shard_references(opts, kind)
     cfg = {"command": "filter run --shards", "shards": shown_url(str(spec)),
            "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,

@@ -50,6 +50,10 @@ def worker_filter(task: dict):
         ev = task["evidence"]
         filt = FILTERS.get(task["filter"])(worker_evidence(ev), **task["options"])
         filt.source = ev["source"]
+        if task["options"].get("references") or task["options"].get("object_mode") == "visual":
+            from capaudit.filters.reference_evidence import add_references
+
+            filt.evidence = add_references(filt.evidence, task["options"])   # as setup does
         _WORKER[key] = filt
     return _WORKER[key]
 

@@ -1,0 +1,232 @@
+"""Reference texts as hallucination evidence: the image's human captions support the objects they name.
+
+Why: COCO's 80 categories miss most of what people mark hallucinated (tree, sky, shirt,
+building, sign: issue #42), and the CHAIR ground truth names only those 80. An image's own
+human captions (``references=``: a caption file in any layout ``sets add`` reads, joined by
+image id, or a stored set; ``reference_col=``: a field of each record of the set's JSON or
+JSONL source, a string or a list of strings) are read with the filter's vocabulary (object
+mode ``visual``: ~1,500 categories, :mod:`capaudit.text.visual_objects`). An object of a
+sentence is supported when a reference names it or a synonym (the same category), a
+hypernym or hyponym (the vocabulary's hierarchy), or a category whose MiniLM cosine with it
+is at least ``similarity`` (:mod:`capaudit.filters.vocab_similarity`, ALOHa's recipe; the
+cosines are the vocabulary's pairs, computed once).
+
+Combined with the other evidence (``chair-gt``, ``instances``, ``detector``): an object is
+supported when any of them supports it. A 0 from the CHAIR ground truth counts only for
+the categories it can name (COCO's 80); any other object of an image without references is
+*undecided* (logged, never dropped). Each support carries the evidence that gave it
+(:class:`Scored`), which the sentence's log shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from capaudit.errors import InputError
+
+__all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
+           "add_references"]
+
+
+class Scored(float):
+    """A support value that names its evidence (``by``); compares as the float it is."""
+
+    by: str = ""
+
+    def __new__(cls, value: float, by: str):
+        obj = super().__new__(cls, value)
+        obj.by = by
+        return obj
+
+
+class Support(dict):
+    """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
+    judge is ``None`` (undecided) rather than the caller's default."""
+
+    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None):
+        super().__init__(scores)
+        self.judges, self.missing = judges, missing   # judges None: every category
+        self.attributes = attributes or {}            # {category: [Attached]} of the references
+
+    def get(self, key, default=None):
+        v = dict.get(self, key)
+        if v is not None:
+            return v
+        return self.missing if self.judges is None or key in self.judges else None
+
+    def contradicted(self, category: str, tokens: list[str], index: int, support):
+        """``support``, or 0 when the references that state a number for the category all
+        state another than the sentence's mention at ``index`` does, or the colours they
+        give it share none with the sentence's."""
+        refs = self.attributes.get(category)
+        if not refs or support is None or not support:
+            return support
+        from capaudit.text.attributes import attached
+
+        said = attached(tokens, index)
+        if said.count is not None:
+            counts = {a.count for a in refs if a.count is not None}
+            if counts and said.count not in counts:
+                return Scored(0.0, f"references: {said.count} against "
+                                   f"{'/'.join(map(str, sorted(counts)))} (count)")
+        if said.colours:
+            colours = set().union(*(a.colours for a in refs))
+            if colours and said.colours.isdisjoint(colours):
+                return Scored(0.0, f"references: {'/'.join(sorted(said.colours))} against "
+                                   f"{'/'.join(sorted(colours))} (colour)")
+        return support
+
+
+class WithReferences(Mapping):
+    """The base evidence (or none) and the references, per image, as one support mapping."""
+
+    def __init__(self, base, base_names: set[str], refs: dict, mode: str, threshold: float,
+                 attributes: bool = True):
+        from capaudit.filters.vocab_similarity import neighbours
+
+        self.attributes = attributes   # check counts and colours against the references
+        self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
+        self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
+        self._keys = set(refs) | (set(base.keys()) if base is not None else set())
+        self._cache: dict = {}
+
+    def __getitem__(self, iid) -> Support:
+        hit = self._cache.get(iid)
+        if hit is not None:
+            return hit
+        base = self.base.get(iid) if self.base is not None else None
+        texts = self.refs.get(iid)
+        if base is None and texts is None:
+            raise KeyError(iid)
+        scores, attrs = {}, None
+        if texts is not None:   # one reading of the references: what they name, and how
+            from capaudit.text.attributes import text_attributes
+
+            attrs = text_attributes(texts, self.mode)
+            scores = self._from_references(set(attrs))
+        for cat, v in (base or {}).items():
+            if v > scores.get(cat, -1.0):
+                scores[cat] = v
+        missing = Scored(0.0, f"references: none of {len(texts)} names it") \
+            if texts is not None else 0.0
+        judges = None if texts is not None else self.base_names
+        if len(self._cache) >= 4096:
+            self._cache.clear()
+        hit = self._cache[iid] = Support(scores, judges, missing,
+                                         attrs if self.attributes else None)
+        return hit
+
+    def _from_references(self, named: set[str]) -> dict:
+        from capaudit.text.visual_objects import hierarchy
+
+        scores: dict = {c: Scored(1.0, "references: named") for c in named}
+        tree = hierarchy(self.mode)
+        for c in named:
+            for r in tree.get(c, ()):
+                scores.setdefault(r, Scored(1.0, f"references: {c} (hierarchy)"))
+        for c in named:
+            for r, cos in self.near.get(c, {}).items():
+                if r not in scores:
+                    scores[r] = Scored(1.0, f"references: {c} (similarity {cos:.2f})")
+        return scores
+
+    def __contains__(self, key) -> bool:   # (``get``: Mapping's, through __getitem__)
+        return key in self._keys
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def names(self) -> set[str]:
+        """The names the base evidence uses (its coverage line), and with references every
+        COCO category (references can name any)."""
+        from capaudit.filters.evidence import evidence_names
+        from capaudit.text.objects import get_lexicon
+
+        refs = set(get_lexicon("corrected").categories) if self.refs else set()
+        return refs | (evidence_names(self.base) if self.base is not None else set())
+
+
+def setup_evidence(filt, context):
+    """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
+    the references over it when ``references`` or ``reference_col`` is given."""
+    from capaudit.filters.evidence import resolve_evidence
+    from capaudit.text.objects import VISUAL_MODE
+
+    o, kind = filt.options, filt.kind
+    store = context.store if context else None
+    base, source = None, None
+    if kind != "references":
+        ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
+               "detector": o["detections"]}.get(kind)
+        base, source = resolve_evidence(kind, ref, store)
+    has_refs = bool(o.get("references") or o.get("reference_col"))
+    if kind == "references" and not has_refs:
+        raise InputError("evidence 'references' needs reference texts",
+                         fix="pass --references FILE|SET or --reference-col NAME")
+    if not has_refs and o["object_mode"] != VISUAL_MODE:
+        return base, source                      # COCO's modes: the evidence as it always was
+    if kind == "detector" and o["object_mode"] == VISUAL_MODE:   # labels read as phrases
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, VISUAL_MODE)
+    refs, where = {}, None
+    if has_refs:
+        from capaudit.filters.reference_sources import load_references
+
+        refs, where = load_references(o.get("references"), o.get("reference_col"), context)
+    thr = o.get("similarity")
+    ev = WithReferences(base, judged_names(kind, base), refs, o["object_mode"],
+                        0.8 if thr is None else float(thr))
+    return ev, ";".join(x for x in (source, where) if x)
+
+
+def judged_names(kind: str, base) -> set[str]:
+    """The categories whose absence from an image's evidence counts against a mention:
+    COCO's 80 (what the CHAIR ground truth, the instance categories and capaudit's own COCO
+    detector name: absent means not there) and every label the evidence gives anywhere (an
+    open-vocabulary detector's); every other object is undecided without references."""
+    from capaudit.filters.evidence import evidence_names
+    from capaudit.text.objects import get_lexicon
+
+    if base is None:
+        return set()
+    names = evidence_names(base) | set(get_lexicon("corrected").categories)
+    return names
+
+
+
+def shard_references(opts: dict, kind: str) -> str | None:
+    """``filter run --shards``: the references file as an absolute local path (each worker
+    reads it), or None; what shards cannot take yet is refused in one line."""
+    if opts.get("reference_col") or kind == "references":
+        raise InputError("filter run --shards takes reference texts as --references FILE "
+                         "beside another evidence", fix="pass --references FILE with "
+                         "--chair-gt, --instances or --detections (not --reference-col)")
+    ref = opts.get("references")
+    if not ref:
+        return None
+    path = Path(str(ref))
+    if not path.is_file():
+        raise InputError("--shards reads references from a local caption file", path=path,
+                         fix="export the stored set (sets export) and pass the file")
+    return str(path.resolve())
+
+
+def add_references(base, options: dict) -> WithReferences:
+    """A shard worker's evidence as :func:`setup_evidence` makes it: the references file of
+    its options (if any) over it, the objects it cannot judge undecided."""
+    from capaudit.filters.reference_sources import references_from_file
+
+    thr = options.get("similarity")
+    if options["evidence"] == "detector" and options["object_mode"] == "visual":
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, "visual")
+    return WithReferences(base, judged_names(options["evidence"], base),
+                          references_from_file(Path(options["references"]))
+                          if options.get("references") else {},
+                          options["object_mode"], 0.8 if thr is None else float(thr))
