@@ -23,6 +23,9 @@ from capaudit.errors import InputError
 __all__ = ["DEFAULTS", "run_leaderboard", "evaluate_set", "worst_captions"]
 
 DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # the audit settings: one set for both
+# sets of two datasets: never ranked together; compare shows each on its own images
+LEADERBOARD_APART = ("rank sets of one dataset; audit compare --all-images shows each set on "
+                     "its own images, unranked")
 
 
 def all_metrics() -> list[str]:
@@ -180,16 +183,20 @@ def guard_coverage(store, targets: Sequence[str], annotations, cfg: Mapping,
     """The audit's coverage guard (:mod:`capaudit.audit.annotation_coverage`) on every set,
     before any metric: a set whose ids the annotations barely cover stops with one line
     (``--allow-partial`` scores its covered images, each such value marked partial); ids
-    that may not join are hidden. Returns the resolved targets and the partial notes."""
+    that may not join are hidden. Sets whose ids are not shown to name the same images (two
+    datasets) stop first, as ``audit compare`` stops them (:mod:`capaudit.audit.id_join`):
+    a ranking of them would rank images, not captioners. Returns the resolved targets and
+    the partial notes."""
     from capaudit.audit import annotation_coverage as coverage
+    from capaudit.audit.id_join import check_datasets
     from capaudit.audit.runner import resolve_target
     from capaudit.leaderboard.status import partial_notes
 
-    resolved, covs = [], {}
-    for spec in targets:
-        t = resolve_target(store, spec)
-        covs[t.name] = coverage.guard_target(store, t, annotations, list(metrics), cfg)
-        resolved.append(t)
+    resolved = [resolve_target(store, spec) for spec in targets]
+    check_datasets(store, resolved, False, float(cfg["min_coverage"]), LEADERBOARD_APART,
+                   annotations=annotations)
+    covs = {t.name: coverage.guard_target(store, t, annotations, list(metrics), cfg)
+            for t in resolved}
     return resolved, partial_notes(covs, metrics, bool(cfg.get("allow_partial")))
 
 

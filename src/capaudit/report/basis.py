@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from capaudit.audit.id_join import check_datasets, other_datasets, set_info
 from capaudit.audit.runner import StreamTarget
 from capaudit.errors import InputError
 
@@ -93,10 +94,6 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
     return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent)
 
 
-def set_info(store, t: StreamTarget):
-    return store.find_set(t.spec) if store is not None and t.source.startswith("set:") else None
-
-
 def set_format(store, t: StreamTarget) -> str | None:
     info = set_info(store, t)
     if info is not None:
@@ -110,37 +107,19 @@ def set_format(store, t: StreamTarget) -> str | None:
         return None
 
 
-def other_datasets(datasets: dict[str, str]) -> str:
-    """The one line saying why sets of different namespaces share no images."""
-    return ("the sets are images of different datasets ("
-            + ", ".join(f"{n}: {ns}" for n, ns in datasets.items())
-            + "): an id names another image in each, so they share no images")
-
-
-def set_datasets(store, resolved: list[StreamTarget]) -> dict[str, str]:
-    """``{set: namespace}`` when two of the sets have known namespaces whose ids name
-    different images (coco2014 and vizwiz: 139 equal ids, no equal image); else ``{}``."""
-    from capaudit.io.imageids import compatible
-
-    known = {t.name: info.namespace for t in resolved
-             if (info := set_info(store, t)) is not None and info.namespace not in (None, "mixed")}
-    spaces = list(known.values())
-    if all(compatible(a, b) for a in spaces for b in spaces):
-        return {}
-    return known
-
-
-def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None
+def plan_basis(store, resolved: list[StreamTarget], same_images: bool | None,
+               min_coverage: float = 0.5, annotations=None
                ) -> tuple[list[StreamTarget], Basis]:
     """The targets restricted (and padded) as the comparison needs, and the basis. Sets of
-    different datasets are never joined on their ids: refused, or each on its own images
-    (``--all-images``), their values then not ranked (:func:`set_datasets`)."""
+    different datasets, or unassigned ids few of which match a named set's, are never joined
+    on their ids: refused, or each on its own images (``--all-images``), their values then
+    not ranked (:func:`check_datasets`)."""
     names = [t.name for t in resolved]
-    datasets = set_datasets(store, resolved)
-    if datasets and same_images is not False:
-        raise InputError(other_datasets(datasets), fix="compare sets of one dataset; "
-                         "--all-images shows each set on its own images, unranked")
     counts = {t.name: _counts(t) for t in resolved}
+    datasets = check_datasets(store, resolved, same_images is False, min_coverage,
+                              "compare sets of one dataset; --all-images shows each set on "
+                              "its own images, unranked", lambda t: set(counts[t.name][0]),
+                              annotations)
     on_parent = {}
     for t in resolved:
         info = set_info(store, t)

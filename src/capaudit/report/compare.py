@@ -49,6 +49,7 @@ from capaudit.report.basis import (
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction, ordered
 from capaudit.audit import result_status
+from capaudit.audit.id_join import unranked_reason
 from capaudit.audit.runner import resolve_target, run_audit
 from capaudit.errors import InputError
 
@@ -126,9 +127,7 @@ def _unrankable(cand: dict, min_n: int) -> str | None:
 def rank(cmp: Comparison) -> None:
     """Mark best/worst per metric where the intervals say so; flagged values take no part,
     and sets of different datasets (each on its own images) are never ranked."""
-    datasets = cmp.basis.datasets if cmp.basis else {}
-    apart = ("the sets are images of different datasets ("
-             + ", ".join(sorted(set(datasets.values()))) + ")") if datasets else None
+    apart = unranked_reason(cmp.basis.datasets if cmp.basis else {})
     for m in cmp.metrics:
         d = direction(m)
         cand = {}
@@ -171,6 +170,7 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     import dataclasses
 
     from capaudit.audit.config import AuditConfig
+    from capaudit.io.annotation_store import resolve_annotations
 
     # a copy: the LOTUS options prepared for the audit stay out of the caller's config
     cfg = dataclasses.replace(AuditConfig.of(cfg))
@@ -181,7 +181,9 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
                          fix="register them under distinct set names")
-    targets, basis = plan_basis(store, resolved, same_images)
+    targets, basis = plan_basis(store, resolved, same_images, cfg["min_coverage"], lambda: (
+        resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
+                            kinds=("instances", "chair_gt"))))   # read only when needed
     results = run_audit(store, targets, cfg, **hooks)
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
