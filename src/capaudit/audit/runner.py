@@ -146,7 +146,8 @@ def _kinds_for(store, targets, cfg, only_needed: bool) -> list[str] | None:
 
 
 def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | Mapping | None,
-              on_target=None, on_progress=None, only_needed: bool = False) -> dict[str, Any]:
+              on_target=None, on_progress=None, only_needed: bool = False,
+              annotations=None) -> dict[str, Any]:
     """Audit every target; returns {name: AuditResult}; stores all in one transaction.
 
     A target is a set name, a caption file, or an already resolved
@@ -162,16 +163,18 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
     LIC (``cfg["lic"]``) needs the captions of each image and loads them first.
     ``cfg``: an :class:`AuditConfig` or a mapping of its settings. ``only_needed``: read only
     the annotation kinds the asked metrics need (``audit run``; ``audit compare`` reads all:
-    its gaps and report use the returned annotations too).
+    its gaps and report use the returned annotations too). ``annotations``: all kinds, read
+    already (``audit compare`` read them to judge whether unassigned ids may join).
     """
     from capaudit.core.config import current_command, package_versions
     from capaudit.io.annotation_store import resolve_annotations
     from capaudit.store.details import write_details
 
     cfg = AuditConfig.of(cfg)
-    annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
-                                      cfg.get("demographics"),
-                                      kinds=_kinds_for(store, targets, cfg, only_needed))
+    if annotations is None:
+        annotations = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
+                                          cfg.get("demographics"),
+                                          kinds=_kinds_for(store, targets, cfg, only_needed))
     from capaudit.metrics.features.inputs import prepare
 
     prepare(store, cfg)  # LOTUS metrics: reference set, CLIP model (bad ones fail here)

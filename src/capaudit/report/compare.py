@@ -181,10 +181,15 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
                          fix="register them under distinct set names")
-    targets, basis = plan_basis(store, resolved, same_images, cfg["min_coverage"], lambda: (
-        resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
-                            kinds=("instances", "chair_gt"))))   # read only when needed
-    results = run_audit(store, targets, cfg, **hooks)
+    read: dict = {}   # the annotations, read here only when unassigned ids need them
+
+    def annotations():
+        read["all"] = resolve_annotations(store, cfg.get("instances"), cfg.get("chair_gt"),
+                                          cfg.get("demographics"))
+        return read["all"]
+
+    targets, basis = plan_basis(store, resolved, same_images, cfg["min_coverage"], annotations)
+    results = run_audit(store, targets, cfg, annotations=read.get("all"), **hooks)
     annotations = results.pop("_annotations")
     run_id = results.pop("_run_id", None)
     set_names = list(results)
