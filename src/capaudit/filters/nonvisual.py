@@ -58,7 +58,7 @@ it, so its effect can be audited (``capaudit filter log``).
 
 from __future__ import annotations
 
-__all__ = ["non_visual_reason", "may_be_non_visual", "NON_VISUAL_MODES"]
+__all__ = ["non_visual_reason", "may_be_non_visual", "NON_VISUAL_MODES", "CLAUSE_CUES", "TRIGGERS"]
 
 NON_VISUAL_MODES = ("keep", "flag", "judge")
 
@@ -107,9 +107,12 @@ def _forms(lemma: str) -> set[str]:
     return out
 
 
-#: words without which no rule above can fire: a sentence with none is not parsed
-TRIGGERS = frozenset({"to", "for", *_PURPOSE_MARKS, *_CONDITION, *_HABITUAL, *_MODALS, *_HEDGES,
-                      *_USE_FOR}.union(*(_forms(v) for v in _INFER | _ATTRACT | _BENEFIT)))
+#: words without which no rule but ``use`` can fire
+CLAUSE_CUES = frozenset({"to", *_PURPOSE_MARKS, *_CONDITION, *_HABITUAL, *_MODALS, *_HEDGES}
+                        ).union(*(_forms(v) for v in _INFER | _ATTRACT | _BENEFIT))
+#: words without which no rule above can fire: a sentence with none is not parsed (``use``
+#: needs "for" and a use word: :func:`capaudit.filters.parse.non_visual_cue` asks for both)
+TRIGGERS = CLAUSE_CUES | {"for", *_USE_FOR}
 
 
 def may_be_non_visual(tokens) -> bool:

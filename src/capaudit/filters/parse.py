@@ -187,14 +187,17 @@ def _parse_plan(tokens, starts, mode: str, modifiers: bool, non_visual: bool, ga
 
 
 def non_visual_cue(tokens) -> bool:
-    """Does the sentence hold the words some non-visual rule needs? Those of
-    :func:`~capaudit.filters.nonvisual.may_be_non_visual`, except that "for" counts only beside
-    a word that is, or may lemmatize to, a use word ("used for", "perfect for"): the only rule
-    that reads "for" needs one. "for" is in a fifth of long captions' sentences."""
-    from capaudit.filters.nonvisual import TRIGGERS
+    """Does the sentence hold the words some non-visual rule needs? One of
+    :data:`~capaudit.filters.nonvisual.CLAUSE_CUES` (a modal, "to", a habitual adverb, ...), or
+    "for" beside a word that is, or may lemmatize to, a use word ("used for", "perfect for"):
+    the ``use`` rule reads both. :func:`~capaudit.filters.nonvisual.may_be_non_visual` took
+    either alone, and "for", "design", "available" are in a third of long captions' sentences.
+    Tokens are the audit's, lower-case."""
+    from capaudit.filters.nonvisual import CLAUSE_CUES
 
-    hits = TRIGGERS.intersection(tokens)
-    return bool(hits) and (hits != {"for"} or any(map(_may_be_use_word, tokens)))
+    if not CLAUSE_CUES.isdisjoint(tokens):
+        return True
+    return "for" in tokens and any(map(_may_be_use_word, tokens))
 
 
 @lru_cache(maxsize=65_536)
