@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/bench_filter_distinct.py [--shared ../shared]
         [--corpora vlm,captioners] [--runs audit,default,ref-keep,ref-judge,default-w2]
-        [--keep DIR] [--src OTHER_CHECKOUT/src]
+        [--keep DIR] [--before OTHER_CHECKOUT] [--repeat 3]
 
 No rotated copies: every caption is one a model or a person wrote, once. Two corpora, each one
 JSONL in LLaVA's layout (``image`` a COCO file name, so ids are COCO 2014's and ``--shards``
@@ -23,7 +23,9 @@ FILE --metrics chair_s,chair_i --n-boot 0 --workers 1`` (the audit's CHAIR on th
 kept: the parse); ``ref-keep`` adds ``--object-mode reference --non-visual keep``, ``ref-judge``
 ``--object-mode reference --non-visual judge`` (no parse); ``default-w2`` is ``default`` over the
 corpus split in 8 shards with ``--workers 2`` (its speed-up is against ``default-8``, the same 8
-shards with one worker). Reported: CPU-seconds of the whole process tree (user + system),
+shards with one worker). ``--before DIR`` runs another checkout's ``src`` too, each round
+measuring both sides one after the other; ``--repeat N`` shows each side's median CPU of N
+rounds (and the range). Reported: CPU-seconds of the whole process tree (user + system),
 captions per CPU-second, the peak RSS of the largest process, and wall time (meaningful only
 on an idle machine; the load average is printed).
 """
@@ -114,37 +116,65 @@ def command(run: str, data: Path, work: Path, gt: str) -> list[str]:
             "--filter", "hallucination", "--chair-gt", gt, "--workers", workers, *extra, *db]
 
 
+def _rounds(runs, sides, repeat: int, corpus: Path, base: Path, gt: str) -> dict:
+    """Every (run, side) measured ``repeat`` times, interleaved round by round (the machine's
+    load drifts: each round measures every side within a minute or two)."""
+    got: dict[tuple, list] = {}
+    for _ in range(repeat):
+        for run in runs:
+            for side, src in sides:
+                work = Path(tempfile.mkdtemp(prefix=f"{run}-{side}-", dir=base))
+                env = {**os.environ, "PYTHONPATH": str(src),
+                       "CAPAUDIT_DB": str(work / "x.duckdb"), "CAPAUDIT_WORKER_MB": "0"}
+                got.setdefault((run, side), []).append(measure(command(run, corpus, work, gt),
+                                                               env))
+    return got
+
+
+def _median(ms: list[dict]) -> dict:
+    """The run of median CPU (its peak and wall with it), and the CPU range."""
+    ms = sorted(ms, key=lambda m: m["cpu_s"])
+    return {**ms[len(ms) // 2], "cpu_min": ms[0]["cpu_s"], "cpu_max": ms[-1]["cpu_s"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     ap.add_argument("--corpora", default="vlm,captioners")
     ap.add_argument("--runs", default="audit,default,ref-keep,ref-judge")
     ap.add_argument("--keep", type=Path, help="write the corpora and stores here (kept)")
-    ap.add_argument("--src", type=Path, help="run another checkout's src/ (the 'before' figures: "
-                                             "git archive main src | tar -x -C DIR)")
+    ap.add_argument("--before", type=Path, help="also run another checkout's src/, interleaved "
+                                                "(git archive main src | tar -x -C DIR)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds; the median CPU is shown")
     args = ap.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench_filter_distinct_"))
     gt = str(args.shared.joinpath(*CHAIR_GT))
-    src = args.src or Path(__file__).resolve().parents[1] / "src"
+    sides = [("after", Path(__file__).resolve().parents[1] / "src")]
+    if args.before:
+        sides.insert(0, ("before", args.before / "src"))
     out = []
     for corpus in args.corpora.split(","):
         rows = vlm_rows(args.shared) if corpus == "vlm" else captioner_rows(args.shared)
         info = write_corpus(rows, base / corpus)
+        load = os.getloadavg()[0]
+        runs = args.runs.split(",")
+        got = _rounds(runs, sides, args.repeat, base / corpus, base / corpus, gt)
         print(f"# {corpus}: {info['n']:,} distinct captions, {info['words_per_caption']} words "
-              f"each on average; load average {os.getloadavg()[0]:.1f}", flush=True)
-        audit_cpu = None
-        for run in args.runs.split(","):
-            work = Path(tempfile.mkdtemp(prefix=f"{run}-", dir=base / corpus))
-            env = {**os.environ, "PYTHONPATH": str(src), "CAPAUDIT_DB": str(work / "x.duckdb"),
-                   "CAPAUDIT_WORKER_MB": "0"}
-            m = measure(command(run, base / corpus, work, gt), env)
-            rate = info["n"] / m["cpu_s"] if m["cpu_s"] else None
-            audit_cpu = m["cpu_s"] if run == "audit" else audit_cpu
-            vs = f"  {m['cpu_s'] / audit_cpu:4.1f}x audit" if audit_cpu and run != "audit" else ""
-            print(f"{corpus:<11} {run:<11} cpu {m['cpu_s']:>7.2f} s  {rate:>8,.0f} captions/CPU-s"
-                  f"  peak {m['peak_mb']:>6.1f} MB  wall {m['wall_s']:>6.1f} s{vs}", flush=True)
-            out.append({"corpus": corpus, "run": run, **info, **m,
-                        "captions_per_cpu_s": round(rate) if rate else None})
+              f"each on average; load average {load:.1f} -> {os.getloadavg()[0]:.1f}; "
+              f"median of {args.repeat}", flush=True)
+        for side, _ in sides:
+            audit_cpu = None
+            for run in runs:
+                m = _median(got[(run, side)])
+                rate = info["n"] / m["cpu_s"] if m["cpu_s"] else None
+                audit_cpu = m["cpu_s"] if run == "audit" else audit_cpu
+                vs = f"  {m['cpu_s'] / audit_cpu:4.1f}x audit" if audit_cpu and run != "audit" \
+                    else ""
+                print(f"{corpus:<11} {side:<6} {run:<11} cpu {m['cpu_s']:>6.2f} s "
+                      f"({m['cpu_min']:.2f}-{m['cpu_max']:.2f})  {rate:>7,.0f} captions/CPU-s  "
+                      f"peak {m['peak_mb']:>6.1f} MB  wall {m['wall_s']:>5.1f} s{vs}", flush=True)
+                out.append({"corpus": corpus, "side": side, "run": run, **info, **m,
+                            "captions_per_cpu_s": round(rate) if rate else None})
     print(json.dumps(out))
 
 
