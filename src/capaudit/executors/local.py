@@ -26,8 +26,12 @@ from typing import Any, Callable, Iterable, Iterator
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, workers: int = 1, **_: Any):
+    def __init__(self, workers: int = 1, *, keep_pool: bool = False, **_: Any):
+        """``keep_pool``: the workers outlive one :meth:`map_unordered` and serve the next
+        (until :meth:`close`): a caller with several passes over the same shards (the sharded
+        filter's coverage pass, then its filter pass) starts them, and imports in them, once."""
         self.workers = max(1, int(workers))
+        self.keep_pool = keep_pool
         self._pool: ProcessPoolExecutor | None = None
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
@@ -36,9 +40,10 @@ class LocalExecutor:
             for task in tasks:
                 yield task, fn(task)
             return
-        self._pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                         mp_context=mp.get_context("spawn"),
-                                         initializer=_end_with_parent)
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
+                                             mp_context=mp.get_context("spawn"),
+                                             initializer=_end_with_parent)
         try:
             with _sigint_ignored():  # the workers start (at submit) ignoring Ctrl-C
                 futures = {self._pool.submit(fn, t): t for t in tasks}
@@ -49,9 +54,11 @@ class LocalExecutor:
                     yield futures[fut], fut.result()
         except BaseException:  # Ctrl-C or a failed task: stop the other workers now
             self.stop()
+            self.close()
             raise
         finally:
-            self.close()
+            if not self.keep_pool:
+                self.close()
 
     def stop(self) -> None:
         """End the workers at once (SIGTERM): running tasks are abandoned, never half-kept

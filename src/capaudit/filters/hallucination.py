@@ -36,7 +36,7 @@ The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
 only on sentences with an unsupported mention and a word some rule needs
 (:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes
 :data:`BATCH` captions at a time: each is analysed once (:mod:`capaudit.filters.mention_scan`),
-the batch's sentences to parse are parsed together (:class:`capaudit.filters.parse.SentenceNotes`),
+the batch's sentences to parse are parsed together (:mod:`capaudit.filters.sentence_notes`),
 then each caption is scored and decided: one result per caption, in order, memory bounded.
 
 **Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
@@ -64,7 +64,8 @@ from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, load_dete
 from capaudit.filters.mention_scan import (NOTES, NOTES_KEPT, ScanCache, add_facts, no_cyclic_gc,
                                            notes_text)
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
-from capaudit.filters.parse import SentenceNotes, parser_available
+from capaudit.filters.parse import parser_available
+from capaudit.filters.sentence_notes import SentenceNotes
 from capaudit.filters.referents import flag_orphans
 from capaudit.text.objects import MODES, VISUAL_MODE
 
@@ -156,7 +157,7 @@ class HallucinationFilter(Filter):
         """The evidence of the caption's image (None: not covered, or another namespace)."""
         if doc.image_id is None or doc.image_id in self._foreign:
             return None
-        return self.evidence.get(doc.image_id)
+        return self._scans.support(doc.image_id, self.evidence)
 
     def _judged(self, doc: CaptionDoc, scan, support: dict) -> list[tuple]:
         """Per sentence with a mention: ``(index, mentions, supports, negated, parse?)``,
@@ -174,7 +175,7 @@ class HallucinationFilter(Filter):
             if support is None:
                 continue
             scan = self._scans.get(doc.caption)
-            wanted += [(scan.sents[si], tuple(m.token_idx for m in sms))
+            wanted += [(scan.sents[si], tuple(m.token_idx for m in sms), parse)
                        for si, sms, _, _, parse in self._judged(doc, scan, support) if parse]
         self._notes.fill(wanted)
 
@@ -200,7 +201,7 @@ class HallucinationFilter(Filter):
         thr, skip_nv = self.threshold, self._non_visual
         for si, sms, sups, negated, parse in self._judged(doc, scan, support):
             target = scores[si if aligned else 0]  # misaligned split: judge the caption whole
-            notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms)) \
+            notes = self._notes.get(scan.sents[si], tuple(m.token_idx for m in sms), parse) \
                 if parse else repeat(None)
             add_facts(target, zip(sms, sups, negated, notes), thr, skip_nv)
         if not aligned:

@@ -59,17 +59,31 @@ class ScanCache:
         self.mode, self.negation, self.limit = mode, negation, limit
         self.scans: dict[str, CaptionScan] = {}
         self.judgements: dict[tuple, list] = {}
+        self.supports: dict = {}
         self.memo = SentenceMemo(mode, negation)   # sentences outlive the batch: they recur
 
     def new_batch(self) -> None:
         self.scans.clear()
         self.judgements.clear()
+        self.supports.clear()
+
+    def support(self, image_id, evidence) -> dict | None:
+        """``evidence.get(image_id)``, once per image and batch: the batch step and the scoring
+        both ask, an image has several captions, and a columnar lookup builds a dict."""
+        try:
+            return self.supports[image_id]
+        except KeyError:
+            if len(self.supports) >= self.limit:
+                self.supports.clear()
+            hit = self.supports[image_id] = evidence.get(image_id)
+            return hit
 
     def judged(self, doc, scan: CaptionScan, support: dict, thr: float, parse_rules: bool
                ) -> list[tuple]:
         """Per sentence with a mention, ``(index, mentions, supports, negated flags, parse?)``
-        (``parse?``: some mention is unsupported and not negated, and a parse rule is on),
-        kept per (caption, image) like the scans."""
+        (``parse?``: ``None``, or when a parse rule is on and some mention is unsupported and
+        not negated, a flag per mention: is it (the mentions whose notes are read)), kept per
+        (caption, image) like the scans."""
         key = (doc.caption, doc.image_id)
         hit = self.judgements.get(key)
         if hit is None:
@@ -84,9 +98,8 @@ class ScanCache:
                             for m, s in zip(sms, sups)]
                 neg = scan.negated.get(si)
                 negated = [m.token_idx in neg for m in sms] if neg else [False] * len(sms)
-                parse = parse_rules and any(s is not None and s < thr and not n
-                                            for s, n in zip(sups, negated))
-                hit.append((si, sms, sups, negated, parse))
+                read = tuple(s is not None and s < thr and not n for s, n in zip(sups, negated))
+                hit.append((si, sms, sups, negated, read if parse_rules and any(read) else None))
         return hit
 
     def get(self, caption: str) -> CaptionScan:

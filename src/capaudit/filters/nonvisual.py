@@ -58,7 +58,7 @@ it, so its effect can be audited (``capaudit filter log``).
 
 from __future__ import annotations
 
-__all__ = ["non_visual_reason", "may_be_non_visual", "NON_VISUAL_MODES"]
+__all__ = ["non_visual_reason", "may_be_non_visual", "NON_VISUAL_MODES", "CLAUSE_CUES", "TRIGGERS"]
 
 NON_VISUAL_MODES = ("keep", "flag", "judge")
 
@@ -107,9 +107,12 @@ def _forms(lemma: str) -> set[str]:
     return out
 
 
-#: words without which no rule above can fire: a sentence with none is not parsed
-TRIGGERS = frozenset({"to", "for", *_PURPOSE_MARKS, *_CONDITION, *_HABITUAL, *_MODALS, *_HEDGES,
-                      *_USE_FOR}.union(*(_forms(v) for v in _INFER | _ATTRACT | _BENEFIT)))
+#: words without which no rule but ``use`` can fire
+CLAUSE_CUES = frozenset({"to", *_PURPOSE_MARKS, *_CONDITION, *_HABITUAL, *_MODALS, *_HEDGES}
+                        ).union(*(_forms(v) for v in _INFER | _ATTRACT | _BENEFIT))
+#: words without which no rule above can fire: a sentence with none is not parsed (``use``
+#: needs "for" and a use word: :func:`capaudit.filters.parse.non_visual_cue` asks for both)
+TRIGGERS = CLAUSE_CUES | {"for", *_USE_FOR}
 
 
 def may_be_non_visual(tokens) -> bool:
@@ -118,6 +121,7 @@ def may_be_non_visual(tokens) -> bool:
 
 
 def _lemma(tok) -> str:
+    """The token's lemma as the pipeline set it (the lemmatizer ran on the whole doc)."""
     return (tok.lemma_ or tok.text).lower()
 
 
@@ -137,19 +141,19 @@ def _determined(tok) -> bool:
     return tok.pos_ == "PRON" or any(c.dep_ in _DETS for c in tok.children)
 
 
-def _clause_reason(clause, below) -> str | None:
+def _clause_reason(clause, below, lemma=_lemma) -> str | None:
     """Why ``clause`` (a token on the path to the root) makes what is ``below`` it non-visual."""
     dep = clause.dep_
     if _is_infinitive(clause):
         head = clause.head
         passive = head.tag_ == "VBN" and (head.dep_ == "acl" or any(
             c.dep_ in ("auxpass", "nsubjpass") for c in head.children))
-        arranged = passive or _lemma(head) in _PLACING
+        arranged = passive or lemma(head) in _PLACING
         if (dep == "acl" and head.pos_ in ("NOUN", "PROPN")) or (
                 dep in ("advcl", "xcomp") and arranged):
             return f"purpose: to {clause.text}"
     if clause.dep_ == "prep" and clause.text.lower() == "for" and (
-            _lemma(clause.head) in _USE_FOR or clause.head.text.lower() in _USE_FOR):
+            lemma(clause.head) in _USE_FOR or clause.head.text.lower() in _USE_FOR):
         return f"use: {clause.head.text} for"
     if clause.pos_ in ("VERB", "AUX", "ADJ", "NOUN"):
         subject_ok = below is not None and below.dep_ in _SUBJ and _determined(below)
@@ -162,7 +166,7 @@ def _clause_reason(clause, below) -> str | None:
         w = _has_child(clause, ("mark",), _CONDITION)
         if w:
             return f"hypothetical: {w}"
-        perceived = _lemma(clause) in _PERCEPTION or clause.text.lower() in _PERCEPTION
+        perceived = lemma(clause) in _PERCEPTION or clause.text.lower() in _PERCEPTION
         w = (_has_child(clause, ("aux", "auxpass"), _MODALS)
              or _has_child(clause, ("advmod",), _HEDGES))
         if w and not perceived and not subject_ok:
@@ -170,11 +174,11 @@ def _clause_reason(clause, below) -> str | None:
         head = clause.head
         if dep in ("dobj", "ccomp", "pobj", "attr") and head is not clause:
             verb = head.head if dep == "pobj" else head
-            if _lemma(verb) in _INFER:
+            if lemma(verb) in _INFER:
                 return f"inferred: {verb.text}"
-            if _lemma(verb) in _ATTRACT and (dep != "pobj" or head.text.lower() == "to"):
+            if lemma(verb) in _ATTRACT and (dep != "pobj" or head.text.lower() == "to"):
                 return f"prospective: {verb.text}"
-            if _lemma(verb) in _BENEFIT and dep == "dobj" and not _determined(clause):
+            if lemma(verb) in _BENEFIT and dep == "dobj" and not _determined(clause):
                 return f"prospective: {verb.text} {clause.text}"
     return None
 
@@ -185,13 +189,16 @@ def _definite(tok) -> bool:
                for c in tok.children)
 
 
-def non_visual_reason(doc, index: int) -> str | None:
-    """Why the mention whose head token is ``doc[index]`` is non-visual (None: it is a claim)."""
+def non_visual_reason(doc, index: int, lemma=_lemma) -> str | None:
+    """Why the mention whose head token is ``doc[index]`` is non-visual (None: it is a claim).
+    ``lemma``: a token's lower-case lemma (or text); :func:`capaudit.filters.parse.parse_many`
+    leaves the lemmatizer out of the pipe and passes one that lemmatizes only the few tokens
+    the rules read, with the same answer."""
     below, tok = None, doc[index]
     seen = set()
     while tok.i not in seen:
         seen.add(tok.i)
-        why = _clause_reason(tok, below)
+        why = _clause_reason(tok, below, lemma)
         if why:
             if why.startswith("hypothetical") and _definite(doc[index]):
                 return None  # "people can sit on the bench": the bench is there

@@ -24,8 +24,8 @@ from functools import lru_cache
 
 from capaudit.errors import InputError
 
-__all__ = ["parse_tokens", "parse_many", "parser_available", "mention_span", "modifier_heads",
-           "mention_notes", "SentenceNotes", "MODIFIER_DEPS", "SPACY_MODELS"]
+__all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "mention_span",
+           "modifier_heads", "mention_notes", "non_visual_cue", "MODIFIER_DEPS", "SPACY_MODELS"]
 
 #: installed spaCy English pipelines, tried in order (the second is the PyPI build the
 #: ``nlp`` extra installs)
@@ -75,11 +75,53 @@ def parse_tokens(tokens: list[str]):
 
 def parse_many(sentences: list[list[str]]) -> list:
     """spaCy parses of many sentences, in order, with ``nlp.pipe`` (batched; the same parses
-    as :func:`parse_tokens` one by one)."""
+    as :func:`parse_tokens` one by one), without the lemmatizer: the rules read the lemmas of
+    a few tokens, which :func:`token_lemma` gives as the lemmatizer would (it was a fifth of
+    the parse's CPU on long captions). The attribute ruler's matches are found by
+    :mod:`capaudit.filters.ruler_match` (the same matches, ~7x less CPU) and applied by the
+    ruler itself."""
     nlp = _nlp()   # first: spaCy is imported lean there
     from spacy.tokens import Doc
 
-    return list(nlp.pipe((Doc(nlp.vocab, words=_words(t)) for t in sentences), batch_size=256))
+    ruler = _ruler()
+    docs = list(nlp.pipe((Doc(nlp.vocab, words=_words(t)) for t in sentences), batch_size=256,
+                         disable=["lemmatizer"] + (["attribute_ruler"] if ruler else [])))
+    if ruler:
+        from capaudit.filters.ruler_match import ruler_matches
+
+        component, compiled = ruler
+        for doc in docs:
+            component.set_annotations(doc, ruler_matches(doc, compiled))
+    return docs
+
+
+@lru_cache(maxsize=1)
+def _ruler():
+    """``(the attribute ruler, its compiled patterns)``, or None (the pipe runs its own: it is
+    not last but the lemmatizer, or :func:`~capaudit.filters.ruler_match.compile_ruler` fails)."""
+    from capaudit.filters.ruler_match import compile_ruler
+
+    nlp = _nlp()
+    names = nlp.pipe_names
+    if "attribute_ruler" not in names or names[names.index("attribute_ruler") + 1:] not in (
+            [], ["lemmatizer"]):
+        return None
+    component = nlp.get_pipe("attribute_ruler")
+    compiled = compile_ruler(component)
+    return None if compiled is None else (component, compiled)
+
+
+def token_lemma(tok) -> str:
+    """A token's lower-case lemma (its text when it has none), also on a doc the lemmatizer
+    did not run on: a lemma already set (the attribute ruler sets some) stands, as the
+    lemmatizer leaves it; otherwise the lemmatizer's own answer for the token."""
+    lemma = tok.lemma_ if tok.lemma else _lemmatize()(tok)[0]
+    return (lemma or tok.text).lower()
+
+
+@lru_cache(maxsize=1)
+def _lemmatize():
+    return _nlp().get_pipe("lemmatizer").lemmatize
 
 
 def _words(tokens) -> list[str]:
@@ -156,16 +198,83 @@ def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
     return _notes_from(parse_tokens(list(tokens)), tokens, spans, modifiers, non_visual)
 
 
-def _parse_plan(tokens, starts, mode: str, modifiers: bool, non_visual: bool, gate: bool = True
-                ) -> tuple[list[tuple[int, int]], bool, bool]:
-    """The mentions' token spans, and which rules need the parse (the gate: none, no parse)."""
-    from capaudit.filters.nonvisual import may_be_non_visual
-
+def _parse_plan(tokens, starts, mode: str, modifiers: bool, non_visual: bool, gate: bool = True,
+                read=None) -> tuple[list[tuple[int, int]], bool, bool]:
+    """The mentions' token spans, and which rules need the parse (the gate: none, no parse).
+    Each rule's cue is a necessary condition of its note: a modifier is an object word
+    shortly before another (for the mentions in ``read``, when given: the notes that will be
+    read), a non-visual clause needs one of its words (:func:`non_visual_cue`)."""
     spans = [mention_span(tokens, i, mode) for i in starts]
     if gate:
-        modifiers = modifiers and any(_may_modify(tokens, b, a) for _, b in spans for a, _ in spans)
-        non_visual = non_visual and may_be_non_visual(tokens)
+        mine = spans if read is None else [sp for sp, r in zip(spans, read) if r]
+        modifiers = modifiers and any(_may_modify(tokens, b, a) for _, b in mine for a, _ in spans)
+        non_visual = non_visual and non_visual_cue(tokens)
     return spans, modifiers, non_visual
+
+
+def non_visual_cue(tokens) -> bool:
+    """Does the sentence hold the words some non-visual rule needs? One of
+    :data:`~capaudit.filters.nonvisual.CLAUSE_CUES` (a modal, "to", a habitual adverb, ...), or
+    "for" beside a word that is, or may lemmatize to, a use word ("used for", "perfect for"):
+    the ``use`` rule reads both. :func:`~capaudit.filters.nonvisual.may_be_non_visual` took
+    either alone, and "for", "design", "available" are in a third of long captions' sentences.
+    Tokens are the audit's, lower-case."""
+    from capaudit.filters.nonvisual import CLAUSE_CUES
+
+    if not CLAUSE_CUES.isdisjoint(tokens):
+        return True
+    return "for" in tokens and any(map(_may_be_use_word, tokens))
+
+
+@lru_cache(maxsize=65_536)
+def _may_be_use_word(word: str) -> bool:
+    """Could ``word``'s lemma be a use word, under any part of speech? Every lemma spaCy's rule
+    lemmatizer can give is the word itself, an exception listed for it or the word with a
+    suffix rule applied; the attribute ruler sets a few lemmas of its own ("'nuff" ->
+    "enough"), for the words its patterns name."""
+    from capaudit.filters.nonvisual import _USE_FOR
+
+    word = word.lower()
+    tables = _lemma_tables()
+    if tables is None or word in _USE_FOR or word in tables[2]:
+        return True
+    exc, rules, _ = tables
+    for pos in _POS:
+        if not _USE_FOR.isdisjoint(exc.get(pos, {}).get(word, ())):
+            return True
+        for old, new in rules.get(pos, ()):
+            if word.endswith(old) and word[:len(word) - len(old)] + new in _USE_FOR:
+                return True
+    return False
+
+
+#: the parts of speech the rule lemmatizer's tables are keyed by (``token.pos_.lower()``)
+_POS = ("adj", "adp", "adv", "aux", "cconj", "det", "intj", "noun", "num", "part", "pron",
+        "propn", "punct", "sconj", "sym", "verb", "x")
+
+
+@lru_cache(maxsize=1)
+def _lemma_tables():
+    """``(exceptions, suffix rules, words the attribute ruler gives a use word as lemma)``, or
+    None when the pipeline lemmatizes otherwise or a ruler pattern that sets such a lemma
+    names no single word (then "for" is a cue on its own)."""
+    from capaudit.filters.nonvisual import _USE_FOR
+
+    nlp = _nlp()
+    lemmatizer = nlp.get_pipe("lemmatizer")
+    if getattr(lemmatizer, "mode", None) != "rule":
+        return None
+    ruler_words = set()
+    for p in nlp.get_pipe("attribute_ruler").patterns:
+        if str(p["attrs"].get("LEMMA", "")).lower() in _USE_FOR:
+            for pattern in p["patterns"]:
+                lower = pattern[p.get("index", 0)].get("LOWER")
+                if not isinstance(lower, str):
+                    return None
+                ruler_words.add(lower)
+    tables = [lemmatizer.lookups.get_table(name, {}) for name in ("lemma_exc", "lemma_rules")]
+    exc, rules = ({pos: t.get(pos) or {} for pos in _POS} for t in tables)
+    return exc, rules, frozenset(ruler_words)
 
 
 def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_visual: bool
@@ -179,7 +288,7 @@ def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_
         if m in heads:
             a2, b2 = spans[heads[m]]
             out.append(("modifier", " ".join(tokens[a2:b2 + 1])))
-        elif non_visual and (why := non_visual_reason(doc, b)):
+        elif non_visual and (why := non_visual_reason(doc, b, token_lemma)):
             out.append(("non-visual", why))
         else:
             out.append(None)
@@ -189,50 +298,3 @@ def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_
 #: notes of parsed sentences, per (mode, modifiers, non_visual): captions repeat sentences
 _NOTES: dict[tuple, dict] = {}
 NOTES_LIMIT = 20_000   # sentences kept per setting (a few MB); the cache restarts beyond it
-
-
-class SentenceNotes:
-    """Parse notes of sentences for one filter setting, cached by sentence text and parsed in
-    batches (``nlp.pipe``: on long captions, ~2x less CPU than one call per sentence, with
-    identical parses; ``tests/test_filter_identity.py``).
-
-    :meth:`fill` takes the sentences a batch of captions will ask about and parses those the
-    cache lacks and the gate lets through; :meth:`get` answers one sentence (parsing it alone
-    if :meth:`fill` did not see it). The key is the sentence's tokens joined by a space (one
-    string, not a tuple of them: tokens come from ``str.split``, so none holds a space and the
-    join is one-to-one) and the mentions' first tokens."""
-
-    def __init__(self, mode: str, modifiers: bool, non_visual: bool):
-        self.setting = (mode, modifiers, non_visual)
-        self.cache = _NOTES.setdefault(self.setting, {})
-
-    def get(self, tokens: list[str], starts: tuple[int, ...]) -> tuple:
-        key = (" ".join(tokens), starts)
-        hit = self.cache.get(key)
-        if hit is None:  # a caller scoring without :meth:`fill`: one sentence, one parse
-            if len(self.cache) > NOTES_LIMIT:
-                self.cache.clear()
-            mode, modifiers, non_visual = self.setting
-            hit = self.cache[key] = mention_notes(tuple(tokens), starts, mode, modifiers,
-                                                  non_visual)
-        return hit
-
-    def fill(self, sentences) -> None:
-        """Note ``(tokens, mention starts)`` pairs ahead of :meth:`get`, parsing in one batch."""
-        if len(self.cache) > NOTES_LIMIT:
-            self.cache.clear()
-        mode, modifiers, non_visual = self.setting
-        pending: dict[tuple, tuple] = {}
-        for tokens, starts in sentences:
-            key = (" ".join(tokens), starts)
-            if key in self.cache or key in pending:
-                continue
-            spans, mo, nv = _parse_plan(tokens, starts, mode, modifiers, non_visual)
-            if mo or nv:
-                pending[key] = (tokens, spans, mo, nv)
-            else:
-                self.cache[key] = (None,) * len(starts)
-        if pending:
-            docs = parse_many([p[0] for p in pending.values()])
-            for (key, (tokens, spans, mo, nv)), doc in zip(pending.items(), docs):
-                self.cache[key] = _notes_from(doc, tokens, spans, mo, nv)

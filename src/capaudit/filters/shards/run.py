@@ -64,12 +64,13 @@ def _workers(executor: str, asked: int, shards: list[tuple]) -> int:
 
 
 def _executor(executor: str, workers: int, address: str | None, work: str, out: str):
-    """The executor of both passes; on a Ray cluster of several nodes (no shared disk) the
-    work folder and DST must be URLs every node reaches, else one line before any work."""
+    """The executor of both passes (local workers started once, for both); on a Ray cluster
+    of several nodes (no shared disk) the work folder and DST must be URLs every node reaches,
+    else one line before any work."""
     from capaudit.executors import get_executor
     from capaudit.executors.base import require_shared
 
-    ex = get_executor(executor, workers=workers, address=address)
+    ex = get_executor(executor, workers=workers, address=address, keep_pool=True)
     try:
         require_shared(ex, work)
         require_shared(ex, out, what="output folder", flag="--out")
