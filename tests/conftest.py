@@ -45,3 +45,19 @@ def store(tmp_path):
     s = Store(tmp_path / "test.duckdb")
     yield s
     s.close()
+
+
+@pytest.fixture
+def torch_threads():
+    """torch's intra-op threads as ``audit lic`` sets them (``cpu_threads``: the cores the
+    1-minute load leaves idle, at least one), restored after the test. torch's OpenMP threads
+    spin at every barrier: two of them on two busy cores trained the small LSTM of
+    ``test_lic_lstm`` ~10x slower than one (32 s against 3.3 s at load 4), and the real-OSCAR
+    training took 9 minutes of a 40-minute suite."""
+    torch = pytest.importorskip("torch", reason="torch (the ml extra) is not installed")
+    from capaudit.audit.lic.runner import cpu_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(cpu_threads()[0])
+    yield torch.get_num_threads()
+    torch.set_num_threads(before)
