@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,13 @@ if "CAPAUDIT_CACHE_DIR" not in os.environ:
 # writes nothing into the checkout, so they go to a folder of this session
 if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tempfile.mkdtemp(prefix="capaudit-hypothesis-")
+
+# a suite started in the background by a shell without job control (`pytest ... &` in a script,
+# some CI runners) inherits SIGINT ignored, and so does every process it starts: the Ctrl-C
+# tests then wait out their deadlines (10 minutes for test_remote_storage's) instead of
+# testing Ctrl-C. A terminal's Ctrl-C is what they stand for: give it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_path(*parts: str) -> Path:
