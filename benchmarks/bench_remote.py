@@ -41,6 +41,7 @@ from bench_shards import make_shards  # noqa: E402
 
 KEY, SECRET = "AKIABENCHMARKKEY0001", "bench-secret-0123456789"
 METRICS = ["--metrics", "vocab,length,gender_error"]
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]   # this interpreter's ray, not PATH's
 
 
 def _port() -> int:
@@ -145,7 +146,7 @@ class RaySampler(threading.Thread):
 
 def start_node(env: dict, head_address: str | None, tmp: Path) -> tuple[subprocess.Popen, str]:
     temp = Path(tempfile.mkdtemp(prefix="bench-ray-", dir=tmp))
-    base = ["ray", "start", "--num-cpus", "1", "--object-store-memory", str(200 * 2 ** 20),
+    base = [*RAY, "start", "--num-cpus", "1", "--object-store-memory", str(200 * 2 ** 20),
             "--disable-usage-stats", "--block", "--temp-dir", str(temp)]
     cmd = base + (["--address", head_address] if head_address else
                   ["--head", "--port", str(_port()), "--node-ip-address", "127.0.0.1",

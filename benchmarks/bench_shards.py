@@ -49,7 +49,7 @@ def make_shards(src: Path, out: Path, n_captions: int, n_shards: int) -> Path:
 
 def audit(shards: Path, executor: str, workers: int, n_boot: int) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-shards-"))
-    cmd = [shutil.which("capaudit") or "capaudit", "audit", "run", "--shards", str(shards),
+    cmd = [sys.executable, "-m", "capaudit.cli.main", "audit", "run", "--shards", str(shards),
            "--executor", executor, "--workers", str(workers), "--n-boot", str(n_boot),
            "--work-dir", str(work / "w"), "--db", str(work / "b.duckdb"),
            "--json", str(work / "out.json"), "--metrics", "vocab,length,gender_error"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,13 @@ if "CAPAUDIT_CACHE_DIR" not in os.environ:
 # writes nothing into the checkout, so they go to a folder of this session
 if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tempfile.mkdtemp(prefix="capaudit-hypothesis-")
+
+# a suite started in the background by a shell without job control (`pytest ... &` in a script,
+# some CI runners) inherits SIGINT ignored, and so does every process it starts: the Ctrl-C
+# tests then wait out their deadlines (10 minutes for test_remote_storage's) instead of
+# testing Ctrl-C. A terminal's Ctrl-C is what they stand for: give it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_path(*parts: str) -> Path:
@@ -45,3 +53,19 @@ def store(tmp_path):
     s = Store(tmp_path / "test.duckdb")
     yield s
     s.close()
+
+
+@pytest.fixture
+def torch_threads():
+    """torch's intra-op threads as ``audit lic`` sets them (``cpu_threads``: the cores the
+    1-minute load leaves idle, at least one), restored after the test. torch's OpenMP threads
+    spin at every barrier: two of them on two busy cores trained the small LSTM of
+    ``test_lic_lstm`` ~10x slower than one (32 s against 3.3 s at load 4), and the real-OSCAR
+    training took 9 minutes of a 40-minute suite."""
+    torch = pytest.importorskip("torch", reason="torch (the ml extra) is not installed")
+    from capaudit.audit.lic.runner import cpu_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(cpu_threads()[0])
+    yield torch.get_num_threads()
+    torch.set_num_threads(before)

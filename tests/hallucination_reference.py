@@ -9,14 +9,17 @@ audit's :func:`~capaudit.text.records.analyse_caption` for the mentions, negatio
 sentence, and one spaCy call per sentence (``nlp(Doc(words))``), with the judging and
 deciding rules written out in full. It shares only the rule primitives (negation cues, the
 non-visual clause rules, the modifier rule, referring openers), which the changes did not
-touch. ``parse_one`` memoises its one-sentence parses per token list (a pure function of
-the tokens), so the tests can compare many option combinations in bounded time.
+touch. ``parse_one`` memoises its one-sentence parses per token list, and
+``reference_result`` a caption's spans, sentence tokens and mentions per caption (pure
+functions of the text), so the tests can compare many option combinations in bounded time:
+the options change only the rules applied to them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from capaudit.filters.base import CaptionDoc, CaptionResult, Decision
 from capaudit.filters.negation import negated_positions
@@ -33,13 +36,11 @@ _PARSES: dict[tuple[str, ...], object] = {}
 def punkt_reference(caption: str) -> list[tuple[int, int]]:
     """Sentence spans as computed before: untrained Punkt's ``span_tokenize`` on the
     lowercased caption, each span stripped of whitespace."""
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
-
     text = caption.lower()
     if len(text) != len(caption):
         text = caption
     out = []
-    for a, b in PunktSentenceTokenizer().span_tokenize(text):
+    for a, b in _punkt().span_tokenize(text):
         while a < b and caption[a].isspace():
             a += 1
         while b > a and caption[b - 1].isspace():
@@ -48,9 +49,30 @@ def punkt_reference(caption: str) -> list[tuple[int, int]]:
     return out
 
 
+@lru_cache(maxsize=None)
+def _punkt():
+    """One untrained Punkt: it keeps no state between texts, and building one compiles (and
+    ReDoS-checks) its patterns again, a third of the reference's time when built per caption."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()
+
+
+@lru_cache(maxsize=None)
+def _caption_spans(caption: str) -> tuple[tuple[int, int], ...]:
+    return tuple(punkt_reference(caption) or [(0, len(caption))])
+
+
 def punkt_spans(caption: str) -> list[tuple[int, int]]:
     """A caption's sentences as ``CaptionDoc.spans`` had them (no sentence: one empty one)."""
-    return punkt_reference(caption) or [(0, len(caption))]
+    return list(_caption_spans(caption))
+
+
+@lru_cache(maxsize=None)
+def _tokens_and_mentions(caption: str, mode: str) -> tuple[list, list]:
+    """The tokenizer's sentence tokens and the audit's mentions of one caption (not changed by
+    the caller: read only)."""
+    return tokenize_caption(caption)[0], analyse_caption(caption, mode).mentions
 
 
 def parse_one(tokens: list[str]):
@@ -108,11 +130,11 @@ def caption_facts(caption: str, n_spans: int, support: dict, opts: dict
     """Per-sentence facts of one covered caption, and whether it was judged whole."""
     mode, thr = opts["object_mode"], opts["threshold"]
     modifiers, skip_nv = mode == "corrected", opts["non_visual"] != "judge"
-    sents = tokenize_caption(caption)[0]
+    sents, mentions = _tokens_and_mentions(caption, mode)
     lex = get_lexicon(mode)
     starts = [sum(len(s) for s in sents[:i]) for i in range(len(sents))]
     by_sent: dict[int, list] = {}
-    for w, c, t, s in analyse_caption(caption, mode).mentions:
+    for w, c, t, s in mentions:
         by_sent.setdefault(s, []).append((lex.words[w], lex.categories[c], t - starts[s]))
     aligned = len(sents) == n_spans
     facts = [Facts() for _ in range(n_spans)]

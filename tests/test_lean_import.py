@@ -15,7 +15,7 @@ import pytest
 from capaudit.core import lean_import
 from tests.conftest import REPO, shared_path
 
-ENRICHED = shared_path("data", "enriched", "sharegpt4v_gpt4v_coco2017_890.json")
+ENRICHED = ("data", "enriched", "sharegpt4v_gpt4v_coco2017_890.json")  # under ../shared
 
 # prints what the filter's text stack makes of the captions, and which stacks got imported
 PROBE = textwrap.dedent("""
@@ -35,7 +35,8 @@ PROBE = textwrap.dedent("""
 
 def _probe(tmp_path: Path, lean: bool) -> dict:
     caps = []
-    for rec in json.loads(ENRICHED.read_text("utf-8"))[:60]:
+    # found when a test runs, not at import: without ../shared this test skips, the module collects
+    for rec in json.loads(shared_path(*ENRICHED).read_text("utf-8"))[:60]:
         caps.append(next(t["value"] for t in rec["conversations"] if t["from"] == "gpt"))
     path = tmp_path / "caps.json"
     path.write_text(json.dumps(caps))

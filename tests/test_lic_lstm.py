@@ -13,6 +13,9 @@ from capaudit.audit.lic.lstm import LSTMClassifier, build_vocab, bucket_batches,
 from capaudit.audit.lic.masking import mask_tokens, tokenize  # noqa: E402
 from capaudit.audit.lic.split import balanced_split  # noqa: E402
 
+# torch's threads as `audit lic` sets them (conftest: two spinning threads on busy cores cost ~10x)
+pytestmark = pytest.mark.usefixtures("torch_threads")
+
 SHARED = Path(os.environ.get("CAPAUDIT_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared")
 
 

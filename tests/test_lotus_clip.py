@@ -8,7 +8,7 @@ import pytest
 
 from capaudit.errors import InputError
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_threads")]
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 

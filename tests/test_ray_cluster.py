@@ -32,6 +32,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 NODE = ["--num-cpus", "1", "--object-store-memory", str(80 * 2 ** 20),
         "--disable-usage-stats", "--block"]
 TESTS = str(Path(__file__).parent)
+# `ray` of this interpreter's own environment, not the first one on PATH (none where the venv is
+# not activated, or another environment's)
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 def _wait_for(log: Path, proc: subprocess.Popen, word: str = "--block", seconds: int = 120):
@@ -98,7 +101,7 @@ def cluster(moto_endpoint):
     procs: list[subprocess.Popen] = []
     try:
         procs.append(subprocess.Popen(
-            ["ray", "start", "--head", "--port", str(free_port()), "--node-ip-address",
+            [*RAY, "start", "--head", "--port", str(free_port()), "--node-ip-address",
              "127.0.0.1", "--include-dashboard=false", *_client_port(), "--temp-dir",
              str(temps[0]), *NODE],
             env=env, start_new_session=True, stdout=open(temps[0] / "out", "w"),
@@ -106,7 +109,7 @@ def cluster(moto_endpoint):
         text = _wait_for(temps[0] / "out", procs[0])
         env["RAY_ADDRESS"] = text.split("ray start --address='")[1].split("'")[0]
         procs.append(subprocess.Popen(
-            ["ray", "start", "--address", env["RAY_ADDRESS"], "--temp-dir", str(temps[1]),
+            [*RAY, "start", "--address", env["RAY_ADDRESS"], "--temp-dir", str(temps[1]),
              *NODE], env=env, start_new_session=True, stdout=open(temps[1] / "out", "w"),
             stderr=subprocess.STDOUT))
         _wait_for(temps[1] / "out", procs[1])
