@@ -25,6 +25,20 @@ import pytest
 KEY_ID, SECRET = "AKIAMOTOTESTKEY12345", "moto-secret-value-0123456789abcdef"
 
 
+class QuietHTTPServer(http.server.ThreadingHTTPServer):
+    """A test's HTTP server whose handler threads die with the process and never print.
+
+    A client that goes away mid-answer (a test's timeout, a killed worker, a stalled reply
+    released at the end) is the test's point, not an error; socketserver would print its
+    traceback from a thread that outlives the test, into whatever test runs next in that
+    process (a test asserting "Traceback" not in its own stderr then fails for another's)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,8 +172,7 @@ def http_files(tmp_path):
     folder = tmp_path / "www"
     folder.mkdir()
     SERVED.clear()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             partial(_RangeHandler, directory=str(folder)))
+    server = QuietHTTPServer(("127.0.0.1", 0), partial(_RangeHandler, directory=str(folder)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", folder

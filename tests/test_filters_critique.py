@@ -6,10 +6,11 @@ import base64
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pyarrow as pa
 import pytest
+from storage_servers import QuietHTTPServer
 
 from capaudit.llm.chat import make_chat
 from capaudit.filters.critique import CritiqueReviseFilter, clean_revision
@@ -68,7 +69,7 @@ class _Judge(BaseHTTPRequestHandler):
 def server():
     _Judge.requests = []
     _Judge.flaky_left = {"n": 1}
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    httpd = QuietHTTPServer(("127.0.0.1", 0), _Judge)
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
