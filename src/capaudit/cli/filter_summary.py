@@ -70,6 +70,16 @@ def _print_evidence(summary: dict, out: str, parent: str | None) -> None:
             line += (f"; modifiers: {p.get('modifier_mentions', 0):,} mention(s), "
                      f"{p.get('modifier_sentences', 0):,} sentence(s) spared")
         console.print(Text(line))
+    j = summary.get("judge")
+    if j:   # hallucination --judge: what it was asked and what it cost
+        unanswered = sum(j.get(k, 0) for k in ("unparsed", "failed", "not-judged"))
+        console.print(Text(
+            f"  judge ({j['scope']}, {j['backend']} {j['model']}, id {j['judge_id']}): "
+            f"{j['sentences']:,} sentence(s) asked in {j['questions']:,} question(s), "
+            f"{j['calls']:,} call(s), {j['cache_hits']:,} from the cache: "
+            f"{j['unsupported']:,} unsupported, {j['supported']:,} supported, "
+            f"{unanswered:,} unanswered" + (f" ({j['stopped']})" if j.get("stopped") else ""),
+            style="yellow" if unanswered else ""))
     if ind:
         _print_independent(ind, out, parent)
     if not ind or ind.get("circular"):

@@ -33,7 +33,11 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
                       "detections": None, "min_score": None, "action": "drop-sentence",
                       "object_mode": "corrected", "negation": True, "missing": "keep",
                       "non_visual": "keep", "min_coverage": 0.5, "allow_partial": False,
-                      "references": None, "reference_col": None, "similarity": None},
+                      "references": None, "reference_col": None, "similarity": None,
+                      "judge": None, "judge_backend": "openai",
+                      "judge_url": "http://127.0.0.1:8000/v1", "judge_model": "judge",
+                      "api_key_env": "OPENAI_API_KEY", "images": None, "concurrency": 4,
+                      "timeout_s": 60.0, "max_calls": None, "max_cost": None},
     "gender-neutral": {"when": "unknown,contradicted", "demographics": None},
     "gender-balance": {"by": "overall", "demographics": None, "instances": None,
                        "chair_gt": None, "seed": 0, "tolerance": 0.05, "min_images": 10,
@@ -75,6 +79,14 @@ OPTIONS: Mapping[str, Option] = {
                                  "JSON/JSONL source holding its references (string or list)"),
     "similarity": Option(float, "hallucination: MiniLM cosine at which a reference's object "
                                 "supports a similar one (default 0.8; above 1: off)"),
+    "judge": Option(str, "hallucination: ask an LLM/VLM judge (--judge-backend, --judge-url, "
+                         "--judge-model) about the sentences the evidence leaves undecided: "
+                         "undecided (an object no evidence judges) or kept (every sentence "
+                         "it keeps); off by default, answers cached (docs/filters.md)"),
+    "max_calls": Option(int, "hallucination --judge: stop asking after this many calls "
+                             "(the rest stay undecided)"),
+    "max_cost": Option(float, "hallucination --judge: stop asking before this cost (prices "
+                              "in configs/judge.yaml)"),
     "when": Option(str, "unknown, contradicted, always (comma list)"),
     "demographics": Option(str, "Image gender labels: a file or a stored source name "
                                 "(gender-neutral: the stored labels when omitted)"),
@@ -91,8 +103,10 @@ OPTIONS: Mapping[str, Option] = {
     "reviser_backend": Option(str),
     "reviser_url": Option(str),
     "reviser_model": Option(str),
-    "api_key_env": Option(str, "critique-revise: environment variable holding the API key"),
-    "timeout_s": Option(float, "critique-revise: seconds to wait for one LLM reply"),
+    "api_key_env": Option(str, "critique-revise, hallucination --judge: environment "
+                               "variable holding the API key"),
+    "timeout_s": Option(float, "critique-revise, hallucination --judge: seconds to wait for "
+                               "one LLM reply"),
     "images": Option(Path, "Folder with the images (judge)"),
     "prompt_dir": Option(Path, "Folder with critique_*.txt"),
     "concurrency": Option(int, "Parallel judge calls"),

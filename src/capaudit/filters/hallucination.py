@@ -15,38 +15,35 @@ Evidence (``evidence=``; when not given, the kind whose file is given): ``chair-
 which). The filter reports the kind, where it was read from and how many of the set's images
 it covers.
 
-**Scoring** (per sentence): every non-negated mention gets its support; the
-sentence score is the lowest support among the mentions it judges (1.0 when
-none). A mention is *unsupported* when its support is below ``min_score``
-(annotations: absent). Three kinds of mention are not claims that the
-object is in the image, and are logged but not judged:
+**Scoring** (per sentence): every non-negated mention gets its support; the sentence score
+is the lowest support among the mentions it judges (1.0 when none). A mention is
+*unsupported* when its support is below ``min_score`` (annotations: absent). Three kinds of
+mention are not claims that the object is in the image, and are logged but not judged:
 
-* negated ones ("no dog in sight", "a street without cars"):
-  :mod:`capaudit.filters.negation`;
-* non-visual ones, in generic or hypothetical clauses ("to protect people
-  from sunlight", "attracts buyers"): :mod:`capaudit.filters.nonvisual`.
-  ``non_visual="keep"`` (default) leaves them alone, ``"flag"`` keeps the
-  sentence but marks it for review, ``"judge"`` judges them like any mention;
-* in ``corrected`` mode only, object words that modify another object word
-  ("passenger airplanes", "dog bed", "car seat"):
-  :func:`capaudit.filters.parse.modifier_heads`. Reference mode keeps the
-  reference's words exactly ("passenger jet" is one word there already).
+* negated ones ("no dog in sight", "a street without cars"): :mod:`capaudit.filters.negation`;
+* non-visual ones, in generic or hypothetical clauses ("to protect people from sunlight",
+  "attracts buyers"): :mod:`capaudit.filters.nonvisual`. ``non_visual="keep"`` (default)
+  leaves them alone, ``"flag"`` keeps the sentence but marks it for review, ``"judge"``
+  judges them like any mention;
+* in ``corrected`` mode only, object words that modify another object word ("passenger
+  airplanes", "dog bed", "car seat"): :func:`capaudit.filters.parse.modifier_heads`.
+  Reference mode keeps the reference's words exactly ("passenger jet" is one word there).
 
-The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs
-only on sentences with an unsupported mention and a word some rule needs
+The last two need a dependency parse (spaCy, the ``nlp`` extra), which runs only on sentences
+with an unsupported mention and a word some rule needs
 (:func:`capaudit.filters.parse.mention_notes`). :meth:`HallucinationFilter.apply` takes
 :data:`BATCH` captions at a time: each is analysed once (:mod:`capaudit.filters.mention_scan`),
 the batch's sentences to parse are parsed together (:mod:`capaudit.filters.sentence_notes`),
 then each caption is scored and decided: one result per caption, in order, memory bounded.
 
-**Deciding** (``action=``): ``drop-sentence`` drops each sentence with an
-unsupported mention (a caption left with no sentence leaves the set);
-``drop-caption`` drops every sentence of a caption that has one; ``flag``
-keeps everything and marks those sentences. Every sentence is logged with its
-reason (``unsupported: cat->cat``, ``non-visual: person->person (purpose: to
-protect)``, ``modifier: passenger->person (modifies airplanes)``,
-``negated: dog``). Images the evidence does not cover are kept and logged
-with reason ``no-evidence`` (``missing="drop"`` drops them instead).
+**Deciding** (``action=``): ``drop-sentence`` drops each sentence with an unsupported mention
+(a caption left with no sentence leaves the set); ``drop-caption`` drops every sentence of a
+caption that has one; ``flag`` keeps everything and marks those sentences. Every sentence is
+logged with its reason (``unsupported: cat->cat``, ``non-visual: person->person (purpose: to
+protect)``, ``modifier: passenger->person (modifies airplanes)``, ``negated: dog``). Images the
+evidence does not cover are kept, reason ``no-evidence`` (``missing="drop"``: dropped).
+``judge=`` (off by default) asks an LLM/VLM judge about the sentences the evidence keeps
+undecided, and only those: :mod:`capaudit.filters.undecided_judge`.
 """
 
 from __future__ import annotations
@@ -127,9 +124,7 @@ class HallucinationFilter(Filter):
         """Compound modifiers are skipped in corrected mode; reference mode stays exact."""
         return self.options["object_mode"] in ("corrected", VISUAL_MODE)
 
-    @property
-    def _non_visual(self) -> bool:
-        return self.options["non_visual"] != "judge"
+    _non_visual = property(lambda self: self.options["non_visual"] != "judge")
 
     def setup(self, context: FilterContext | None = None) -> None:
         if self.evidence is None:   # the kind's evidence, with the references when given
@@ -149,6 +144,9 @@ class HallucinationFilter(Filter):
                 bool(self.options["allow_partial"]))
         if self._modifiers or self._non_visual:
             parser_available()  # fail now, naming the extra, not at the first hallucination
+        from capaudit.filters.undecided_judge import undecided_judge
+
+        self._judge = undecided_judge(self.options)   # None: off (the default)
         from capaudit.filters.stream import DistinctIds   # ~8 bytes per image, not a set's ~60
 
         self._counts, self._images, self._covered = Counter(), DistinctIds(), DistinctIds()
@@ -259,7 +257,8 @@ class HallucinationFilter(Filter):
         while batch := list(islice(it, BATCH)):
             with no_cyclic_gc():
                 self._prepare(batch)
-                results = [self.decide(doc, self.score(doc)) for doc in batch]
+                results = [self.decide(doc, self.score(doc)) for doc in batch] \
+                    if getattr(self, "_judge", None) is None else self._judge.settle(self, batch)
                 self._scans.new_batch()  # freed before the collector runs again
             yield from results
 
@@ -289,7 +288,8 @@ class HallucinationFilter(Filter):
                           "modifiers": self._modifiers,
                           **{k: self._counts[k] for k in
                              ("non_visual_mentions", "non_visual_sentences",
-                              "modifier_mentions", "modifier_sentences")}}}
+                              "modifier_mentions", "modifier_sentences")}},
+                **({"judge": self._judge.report} if getattr(self, "_judge", None) else {})}
 
     def config(self) -> dict:
         cfg = super().config()
