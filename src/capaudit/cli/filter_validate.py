@@ -78,7 +78,9 @@ def validate(labels: Path = typer.Argument(..., metavar="LABELS", help="Human la
                                            "CSV or JSON (docs/formats.md)"),
              set_name: str = typer.Option(..., "--set", metavar="NEWSET",
                                           help="A set written by filter run (best with "
-                                               "--action flag: every sentence kept and logged)"),
+                                               "--action flag: every sentence kept and "
+                                               "logged), or the --out DST of filter run "
+                                               "--shards (its shard logs)"),
              layout: str = typer.Option(None, "--layout", help="caption-label, sentence-label, "
                                         "spans, tokens, yes-no, graded or faithscore (default: "
                                         "sniffed)"),

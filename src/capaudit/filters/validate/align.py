@@ -88,9 +88,40 @@ def sentence_labels(m: Matched) -> tuple[list[int | None], int]:
     return out, missing
 
 
+def offset_map(src: str, dst: str) -> list[int] | None:
+    """``dst``'s offset for each offset ``0..len(src)`` of ``src``, when the two are the same
+    text up to the width of their white space (runs map to runs; the ends may differ);
+    None when they are not."""
+    out, j, n = [], 0, len(dst)
+    i = 0
+    while i < len(src):
+        if src[i].isspace() or (j < n and dst[j].isspace()):
+            i0, j0 = i, j
+            while i < len(src) and src[i].isspace():
+                out.append(j)
+                i += 1
+            while j < n and dst[j].isspace():
+                j += 1
+            inside = i0 > 0 and i < len(src) and j < n
+            if inside and (i == i0 or j == j0):   # "ab" is not "a b"
+                return None
+            continue
+        if j >= n or src[i] != dst[j]:
+            return None
+        out.append(j)
+        i, j = i + 1, j + 1
+    out.append(j)
+    return out
+
+
 def _moved(src: str, dst: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans of ``src`` carried to ``dst`` (the same text up to white space): each span's
-    text is found in ``dst`` ignoring white-space width."""
+    """Spans of ``src`` carried to ``dst`` (the same text up to white space): offset by
+    offset (:func:`offset_map`; a sharded run's captions are rebuilt from its logged
+    sentences with single spaces), else each span's text found in ``dst`` ignoring
+    white-space width."""
+    at = offset_map(src, dst)
+    if at is not None:
+        return [(at[a], at[b]) for a, b in spans]
     out = []
     for a, b in spans:
         where = find_span(dst, src[a:b], 0)

@@ -18,17 +18,23 @@ from pathlib import Path
 from capaudit.errors import InputError
 from capaudit.filters.validate.join import CONFLICTS, check_enough, match_labels
 from capaudit.filters.validate.scores import (N_BOOT, breakdown, graded_scores, level_scores)
-from capaudit.filters.validate.units import (Unit, build_units, load_captions, reason_class)
+from capaudit.filters.validate.units import (Unit, build_units, load_captions,
+                                             load_shard_captions, reason_class)
 
 __all__ = ["validate_filter", "disagreement_rows"]
 
 
 def _run(store, set_name: str) -> dict:
-    from capaudit.filters.logs import filter_run_info
+    """The filter run that wrote ``set_name``: a filtered set, or the ``--out`` of a
+    ``filter run --shards`` run (as ``filter log`` finds it)."""
+    from capaudit.filters.logs import filter_run_info, sharded_run
 
+    sharded = sharded_run(store, set_name) if store.find_set(set_name) is None else None
+    if sharded is not None:
+        return sharded
     store.get_set(set_name)
     info = filter_run_info(store, set_name)
-    if info is None or info.get("config", {}).get("log_dir"):
+    if info is None:
         raise InputError(f"set '{set_name}' was not made by filter run on a registered set",
                          fix=f"capaudit filter run SET --filter hallucination --action flag "
                              f"--out {set_name}, then validate --set {set_name}")
@@ -133,7 +139,11 @@ def validate_filter(store, labels: str | Path, set_name: str, *, layout: str | N
     reader, rows = read_labels(labels, layout)
     ids = {r.image_id.strip() for r in rows} | {r.image_id.strip().lstrip("0") or "0"
                                                 for r in rows if r.image_id.strip().isdigit()}
-    captions = load_captions(store, store.get_set(info["parent"]).set_id, set_name, ids)
+    if info["config"].get("log_dir"):   # a sharded run: its captions from its shard logs
+        set_name = info["set_name"]
+        captions = load_shard_captions(info, ids)
+    else:
+        captions = load_captions(store, store.get_set(info["parent"]).set_id, set_name, ids)
     matching = match_labels(rows, captions, conflicts or reader.repeats, labels)
     status = check_enough(matching, labels, allow_few)
     units, missing = build_units(matching.matched, reader.levels, _run_kind(info))

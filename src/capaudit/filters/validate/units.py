@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from capaudit.filters.validate.align import sentence_labels
 from capaudit.filters.validate.join import Matched, SetCaption
 
-__all__ = ["Unit", "load_captions", "reason_class", "evidence_of", "build_units"]
+__all__ = ["Unit", "load_captions", "load_shard_captions", "reason_class", "evidence_of",
+           "build_units"]
 
 
 @dataclass
@@ -61,6 +62,40 @@ def load_captions(store, parent_id: int, set_name: str, ids: set[str]) -> list[S
     for c in out:
         c.sentences = by_row.get(c.row_idx, [])
     return out
+
+
+def load_shard_captions(info: dict, ids: set[str]) -> list[SetCaption]:
+    """The captions of a ``filter run --shards`` run whose image id is one of ``ids``, read
+    from its per-shard logs (the run's input shards may be gone or remote): each caption is
+    its logged sentences, exact slices of it, joined by a space (the join then matches it
+    with the labels' text exactly, or up to white space, and lays spans by text); its row is
+    its place in the run's logs in shard order (``row_idx`` of the disagreement file).
+    Shard logs carry image ids, not keys: labels are joined by id."""
+    import pyarrow.parquet as pq
+
+    from capaudit.errors import InputError
+    from capaudit.filters.logs import shard_log_files
+
+    files = shard_log_files(info)
+    if not files:
+        raise InputError(f"the filter run --shards ... --out {info['set_name']} has no shard "
+                         "logs left", path=info["config"].get("log_dir"),
+                         fix="run filter run --shards again (with --action flag)")
+    out: list[SetCaption] = []
+    cols = ["shard", "row_idx", "image_id", "sentence_idx", "original", "action", "reason"]
+    last = None
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=8192, columns=cols):
+            for shard, row, iid, si, text, action, reason in zip(
+                    *(batch.column(c).to_pylist() for c in cols)):
+                if (shard, row) != last:
+                    last = (shard, row)
+                    out.append(SetCaption(len(out), iid, None, "", []))
+                out[-1].sentences.append((si, text or "", action, reason or ""))
+    keep = [c for c in out if c.image_id is not None and str(c.image_id) in ids]
+    for c in keep:
+        c.caption = " ".join(s[1].strip() for s in c.sentences)
+    return keep
 
 
 def reason_class(reason: str) -> str:
