@@ -183,3 +183,29 @@ def test_the_command_line_flags_and_summary(data, tmp_path, monkeypatch, capsys)
            "unsupported, 1 supported, 0 unanswered" in " ".join(out.split())
     assert main(["filter", "run", "s", "--filter", "hallucination", "--out", "g", "--chair-gt",
                  data["gt"], "--judge", "always", "--db", db]) == 2
+
+
+def test_a_sharded_run_asks_the_same_sentences_and_logs_the_same(data, store, tmp_path):
+    from capaudit.cli.main import main
+    from capaudit.filters.logs import read_shard_log, sharded_run
+
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "a.jsonl").write_text(data["src"].read_text())
+    asked: list = []
+    with FakeOpenAIServer(answer=_script(asked)) as srv:
+        _run(store, "f", data["gt"], srv, judge="undecided")
+        n_set = srv.calls
+        db = str(tmp_path / "sh.duckdb")
+        assert main(["filter", "run", "--shards", str(tmp_path / "shards"), "--out",
+                     str(tmp_path / "clean"), "--filter", "hallucination", "--chair-gt",
+                     data["gt"], "--object-mode", "visual", "--action", "flag", "--judge",
+                     "undecided", "--judge-url", srv.base_url, "--db", db]) == 0
+    assert n_set == len(UNDECIDED) and srv.calls == n_set   # the shard run: all from the cache
+    from capaudit.store import Store
+
+    with Store(db, read_only=True) as st:
+        info = sharded_run(st, str(tmp_path / "clean"))
+    rows = read_shard_log(info, None).to_pylist()
+    want = _sentences(store, "f")
+    assert [(r["image_id"], r["sentence_idx"], r["action"], r["reason"], r["critique"])
+            for r in rows] == [k + v[2:5] for k, v in want.items()]
