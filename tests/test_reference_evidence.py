@@ -174,13 +174,85 @@ def test_references_in_a_set_and_over_shards_decide_alike(tmp_path):
     assert shard == KEPT
 
 
-def test_shards_refuse_a_reference_column(tmp_path):
+def test_a_reference_column_travels_with_its_record_over_shards(tmp_path):
+    """The hand-derived case, the references as each record's own field: the shards keep
+    what the set run keeps (image 2's record has no field: undecided as without references)."""
+    import capaudit
     from shard_fixtures import run_cli
 
     src, gt, _ = _case_files(tmp_path)
+    rows = [{**CASE[0], "refs": ["a dog lying under a tree"]}, CASE[1]]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = capaudit.open(tmp_path / "s.duckdb")
+    store.add_set("a", src)
+    store.filter("a", "hallucination", "a_f", chair_gt=str(gt), reference_col="refs",
+                 object_mode=VISUAL_MODE)
+    got = {r["image_id"]: r["caption"] for r in map(json.loads, store.export(
+        "a_f", "jsonl", tmp_path / "set_out.jsonl").read_text().splitlines())}
+    assert got == KEPT
     assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out",
                    "--filter", "hallucination", "--chair-gt", gt, "--reference-col", "refs",
-                   "--object-mode", "visual", "--db", tmp_path / "s.duckdb") == 2
+                   "--object-mode", "visual", "--db", tmp_path / "s2.duckdb") == 0
+    shard = {r["image_id"]: r["caption"] for r in
+             map(json.loads, (tmp_path / "out" / "a.jsonl").read_text().splitlines())}
+    assert shard == KEPT
+    # a column no record of the shard holds: the shard fails in one line, reported
+    assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out2",
+                   "--filter", "hallucination", "--chair-gt", gt, "--reference-col", "nope",
+                   "--object-mode", "visual", "--db", tmp_path / "s3.duckdb") == 2
+    # references alone still need another evidence over shards
+    assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out3",
+                   "--filter", "hallucination", "--evidence", "references", "--reference-col",
+                   "refs", "--object-mode", "visual", "--db", tmp_path / "s4.duckdb") == 2
+
+
+def test_reference_col_over_jsonl_and_parquet_shards_logs_as_the_set_run(shared, tmp_path):
+    """40 real Oscar captions, each record with its image's COCO captions, judged with the
+    real CHAIR ground truth and the column: the set run's log, sentence for sentence, from a
+    JSONL shard, a parquet shard (a list<string> column) and a webdataset tar (the field of
+    each sample's .json)."""
+    import io
+    import tarfile
+
+    import capaudit
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from shard_fixtures import run_cli
+
+    from capaudit.filters.logs import read_shard_log, sharded_run
+    from capaudit.store import Store
+
+    path, rows = _coco_set(shared, tmp_path)
+    gt = shared("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    store = capaudit.open(tmp_path / "s.duckdb")
+    store.add_set("o", path)
+    store.filter("o", "hallucination", "o_f", action="flag", chair_gt=str(gt),
+                 reference_col="references", object_mode=VISUAL_MODE)
+    want = store.query("SELECT image_id, sentence_idx, action, reason FROM filter_log WHERE "
+                       "set_name = 'o_f' ORDER BY row_idx, sentence_idx").rows
+    assert any(a == "flag" and "references:" in r for _, _, a, r in want)
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.jsonl").write_text(path.read_text())
+    (tmp_path / "p").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "p" / "a.parquet")
+    (tmp_path / "t").mkdir()
+    with tarfile.open(tmp_path / "t" / "a.tar", "w") as tf:   # webdataset: the .json's field
+        for i, rec in enumerate(rows):
+            for ext, data in (("jpg", b"\xff\xd8"), ("json", json.dumps(rec).encode())):
+                info = tarfile.TarInfo(f"{i:06d}.{ext}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    for kind in ("j", "p", "t"):
+        db = tmp_path / f"{kind}.duckdb"
+        assert run_cli("filter", "run", "--shards", tmp_path / kind, "--out",
+                       tmp_path / f"{kind}_out", "--filter", "hallucination", "--action", "flag",
+                       "--chair-gt", gt, "--reference-col", "references", "--object-mode",
+                       "visual", "--db", db) == 0
+        with Store(db, read_only=True) as st:
+            info = sharded_run(st, str(tmp_path / f"{kind}_out"))
+        got = [(r["image_id"], r["sentence_idx"], r["action"], r["reason"])
+               for r in read_shard_log(info, None).to_pylist()]
+        assert got == [tuple(r) for r in want], kind
 
 
 def _judge_one(tmp_path, sentence: str) -> tuple[str, str]:

@@ -117,6 +117,11 @@ class WithReferences(Mapping):
                                          attrs if self.attributes else None)
         return hit
 
+    def use_references(self, refs) -> None:
+        """Read ``refs`` from now on (a shard batch's: each record's own column,
+        :mod:`capaudit.filters.shards.record_references`); supports are read again."""
+        self.refs, self._cache = refs, {}
+
     def _from_references(self, named: set[str]) -> dict:
         from capaudit.text.visual_objects import hierarchy
 
@@ -201,11 +206,12 @@ def judged_names(kind: str, base) -> set[str]:
 
 def shard_references(opts: dict, kind: str) -> str | None:
     """``filter run --shards``: the references file as an absolute local path (each worker
-    reads it), or None; what shards cannot take yet is refused in one line."""
-    if opts.get("reference_col") or kind == "references":
-        raise InputError("filter run --shards takes reference texts as --references FILE "
-                         "beside another evidence", fix="pass --references FILE with "
-                         "--chair-gt, --instances or --detections (not --reference-col)")
+    reads it), or None (``--reference-col`` is read by each shard task from its records);
+    what shards cannot take yet is refused in one line."""
+    if kind == "references":
+        raise InputError("filter run --shards takes reference texts beside another evidence",
+                         fix="pass --references FILE or --reference-col NAME with "
+                             "--chair-gt, --instances or --detections")
     ref = opts.get("references")
     if not ref:
         return None

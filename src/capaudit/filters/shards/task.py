@@ -50,7 +50,8 @@ def worker_filter(task: dict):
         ev = task["evidence"]
         filt = FILTERS.get(task["filter"])(worker_evidence(ev), **task["options"])
         filt.source = ev["source"]
-        if task["options"].get("references") or task["options"].get("object_mode") == "visual":
+        o = task["options"]
+        if o.get("references") or o.get("reference_col") or o.get("object_mode") == "visual":
             from capaudit.filters.reference_evidence import add_references
 
             filt.evidence = add_references(filt.evidence, task["options"])   # as setup does
@@ -210,7 +211,14 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
 
     row0 = new_row = 0
     ann_ns = task["evidence"].get("namespace")
+    col = task["options"].get("reference_col")
+    if col:   # each record's own references, batch by batch
+        from capaudit.filters.shards.record_references import ReferenceColumn
+
+        col = ReferenceColumn(filt.evidence, col)
     for records in writer.batches():
+        if col:
+            col.batch(records)
         docs, places = shard_docs(records, row0, ann_ns)
         row0 += len(docs)
         changes, cols = {}, {"shard": [], "record": [], "turn": []}
@@ -227,6 +235,8 @@ def _stream(task: dict, filt, writer, log, summary) -> None:
             new_row += sum(r is not None for r in fb.new_rows)
             log.write_table(fb.log.table(None, None, cols))
         writer.write(records, changes)
+    if col:
+        col.check(shown_url(task["path"]))
     finish(filt, summary)   # once per shard: the report counts every image seen
 
 
