@@ -103,6 +103,10 @@ def test_only_the_sentences_the_evidence_leaves_undecided_reach_the_judge(
     log = _sentences(store, "f")
     want = [log[k][5].strip() for k in expected]
     assert sorted(asked) == sorted(want) and srv.calls == len(want)
+    prompt = next(b["messages"][-1]["content"] for b in srv.bodies
+                  if log[(97131, 1)][5].strip() in b["messages"][-1]["content"])
+    assert "Evidence: no image is attached.\nObjects the evidence finds in the image: car, " \
+           "parking meter, truck\n" in prompt and "Earlier sentences: <<(none)>>" in prompt
     rep = summary.extra["judge"]
     carts = sum("cart" in s for s in want)
     assert (rep["sentences"], rep["questions"], rep["unsupported"], rep["supported"]) == \

@@ -155,7 +155,8 @@ class FilterValidation:
                         n_boot: int = 1000, seed: int = 0, json: str | Path | None = None,
                         disagreements: str | Path | None = None) -> dict:
         """``capaudit filter validate``: the decisions of the filter run that wrote ``set``
-        (run it with ``action="flag"``) against human hallucination ``labels`` (a file in
+        (run it with ``action="flag"``; or the ``out`` folder of a ``filter run --shards``
+        run, read from its shard logs) against human hallucination ``labels`` (a file in
         one of the layouts of docs/formats.md, sniffed unless ``layout`` is given). Stored
         in the store (``filter_validations``) and returned as a dict: ``status`` (ok,
         partial; too few matched captions are refused unless ``allow_few``), ``matching``,

@@ -95,7 +95,7 @@ class UndecidedJudge:
         lines = []
         support = filt.evidence.get(doc.image_id) if doc.image_id is not None else None
         named = sorted(c for c, v in (support or {}).items() if v >= filt.threshold)
-        lines.append("Objects the image's annotations name: " + (", ".join(named) or "(none)"))
+        lines.append("Objects the evidence finds in the image: " + (", ".join(named) or "(none)"))
         refs = getattr(filt.evidence, "refs", {}).get(doc.image_id)
         if refs:
             lines.append("Reference captions of the image: " + " | ".join(refs))
