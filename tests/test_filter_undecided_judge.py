@@ -56,13 +56,17 @@ def data(tmp_path_factory):
         iid = int(rec["id"])
         if iid in ANSWERS and rec["answer"].startswith(ANSWERS[iid]) and iid not in answers:
             answers[iid] = rec["answer"]
+    nv = next(r["answer"] for r in map(json.loads, labels.read_text().splitlines())
+              if r["answer"].startswith("The car might be parked on the side of the road "
+                                        "because"))   # 97131's: non-visual mentions
+    (tmp / "nv.jsonl").write_text(json.dumps({"image_id": 97131, "caption": nv}) + "\n")
     src = tmp / "fs.jsonl"
     src.write_text("".join(json.dumps({"image_id": i, "caption": a}) + "\n"
                            for i, a in answers.items()))
     gt = tmp / "gt.jsonl"   # the images' rows of the real ground truth (a fast setup)
     gt.write_text("".join(line + "\n" for line in gt_all.read_text().splitlines()
                           if json.loads(line)["image_id"] in ANSWERS))
-    return {"src": src, "gt": str(gt), "answers": answers}
+    return {"src": src, "gt": str(gt), "answers": answers, "nv": tmp / "nv.jsonl"}
 
 
 def _script(asked: list):
@@ -126,10 +130,34 @@ def test_only_the_sentences_the_evidence_leaves_undecided_reach_the_judge(
 
 
 def test_the_default_never_calls_a_judge_and_reports_none(data, store):
-    with FakeOpenAIServer() as srv:
+    with FakeOpenAIServer(answer=_script([])) as srv:
         _, summary = _run(store, "f", data["gt"], srv)
-    assert srv.calls == 0 and "judge" not in summary.extra
+        assert srv.calls == 0 and "judge" not in summary.extra
     assert all("[judge" not in r[3] for r in _sentences(store, "f").values())
+    # the filter's own counts are those of one decision per caption, judge or not
+    store.add_set("nv", data["nv"])
+    with FakeOpenAIServer(answer=_script([])) as srv:
+        counts = [store.filter("nv", "hallucination", f"nv{j}", chair_gt=data["gt"],
+                               object_mode="visual", judge=j, judge_url=srv.base_url
+                               )[1].extra for j in (None, "kept")]
+    assert counts[0]["parse"]["non_visual_mentions"] > 0 and "judge" in counts[1]
+    assert (counts[1]["parse"], counts[1]["review"]) == (counts[0]["parse"],
+                                                          counts[0]["review"])
+
+
+def test_a_no_under_drop_caption_drops_the_whole_caption(data, store):
+    with FakeOpenAIServer(answer=_script([])) as srv:
+        _run(store, "f", data["gt"], srv, judge="undecided")
+        store.filter("s", "hallucination", "d", chair_gt=data["gt"], object_mode="visual",
+                     action="drop-caption", judge="undecided", judge_url=srv.base_url)
+    flagged = _sentences(store, "f")
+    log = _sentences(store, "d")
+    cart = [k for k in log if k[0] == 56013]
+    assert len(cart) == 4 and all(log[k][2] == "drop" for k in cart)   # s3 said nothing wrong
+    assert log[(56013, 3)][3].startswith("caption-has-unsupported: cart->cart, bag->bag "
+                                         "[judge: there is no cart in the image]")
+    assert log[(56013, 1)][3] == flagged[(56013, 1)][3]   # its own reason, as when flagged
+    assert log[(97131, 1)][2] == "drop"   # the driver's caption goes whole, judge or not
 
 
 def test_a_rerun_asks_nothing_and_a_capped_run_resumes_from_the_cache(data, store):
