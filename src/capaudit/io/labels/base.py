@@ -56,21 +56,29 @@ class Labelled:
 
 
 class LabelLayout:
-    """Base class: ``name``, what it needs (``expects``, named when nothing sniffs),
-    :meth:`sniff` on the first record's keys, :meth:`parse` one record.
+    """Base class: ``name``, the keys it needs (``fields``; ``expects``, named when nothing
+    sniffs, lists them unless set), :meth:`sniff` on the first record's keys, :meth:`parse`
+    one record.
 
     ``repeats``: what two records of the same (image, caption) mean: ``"merge"`` (one
     caption's sentences, row by row), ``"any"`` (the published rule: hallucinated if any
     says so, reported) or ``"error"`` (a duplicate with a different label is refused)."""
 
     name = "base"
+    fields: tuple[str, ...] = ()   # the keys every record has: sniffed, and ``expects`` by default
     expects = ""
     levels: tuple[str, ...] = ("caption",)
     repeats = "error"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fields and "expects" not in cls.__dict__:
+            cls.expects = ", ".join(cls.fields)
+
     @classmethod
-    def sniff(cls, keys: set[str]) -> bool:   # pragma: no cover - every layout overrides
-        return False
+    def sniff(cls, keys: set[str]) -> bool:
+        """The first record has every one of ``fields`` (a layout may ask for more)."""
+        return bool(cls.fields) and set(cls.fields) <= keys
 
     def parse(self, rec: dict, row: int, path) -> Labelled:   # pragma: no cover
         raise NotImplementedError
