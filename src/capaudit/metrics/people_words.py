@@ -21,19 +21,19 @@ __all__ = ["GenderWordRecall", "SkinToneWordRecall"]
 
 
 class _WordRecall(PerCaptionMean):
-    """Captions of labelled images that use a word of the image's label: ``labels`` names
-    the image labels (``ctx.annotations.<labels>``) and the caption words
-    (``lotus_of(ctx).<labels>_words``, one array per label in ``classes``' order)."""
+    """Captions of labelled images that use a word of the image's label: ``kind`` names the
+    image labels (``ctx.annotations.<kind>``) and the caption words
+    (``lotus_of(ctx).<kind>_words``, one array per label in ``classes``' order)."""
 
-    labels, what, classes = "gender", "gender", ("male", "female")
+    kind, what, classes = "gender", "gender", ("male", "female")
     direction, criterion = 0, "bias"
     needs = frozenset({"demographics"})
     default = False
     scale = 100.0
 
     def values(self, ctx):
-        own = dict(zip(self.classes, getattr(lotus_of(ctx), f"{self.labels}_words")))
-        table = getattr(ctx.annotations, self.labels)
+        own = dict(zip(self.classes, getattr(lotus_of(ctx), f"{self.kind}_words")))
+        table = getattr(ctx.annotations, self.kind)
         if not table:
             raise MetricSkipped(f"no image {self.what} labels (give --demographics)")
         vals = np.full(len(ctx.caption_image), np.nan)
@@ -54,5 +54,5 @@ class GenderWordRecall(_WordRecall):
 class SkinToneWordRecall(_WordRecall):
     name, label = "skin_tone_word_recall", "Skin-tone-word rec."
     description = "captions of skin-tone-labelled images naming the person's skin tone (×100)"
-    labels, what, classes = "skin_tone", "skin tone", ("light", "dark")
+    kind, what, classes = "skin_tone", "skin tone", ("light", "dark")
     not_by = {"gender": "a skin-tone measure: compare it by skin tone"}
