@@ -66,6 +66,7 @@ class LabelLayout:
 
     name = "base"
     fields: tuple[str, ...] = ()   # the keys every record has: sniffed, and ``expects`` by default
+    one_of: tuple[str, ...] = ()   # the label's alternative keys: a record has exactly one
     expects = ""
     levels: tuple[str, ...] = ("caption",)
     repeats = "error"
@@ -77,8 +78,14 @@ class LabelLayout:
 
     @classmethod
     def sniff(cls, keys: set[str]) -> bool:
-        """The first record has every one of ``fields`` (a layout may ask for more)."""
-        return bool(cls.fields) and set(cls.fields) <= keys
+        """The first record has every one of ``fields`` and exactly one of ``one_of`` (a
+        layout may ask for more)."""
+        return (bool(cls.fields) and set(cls.fields) <= keys
+                and (not cls.one_of or len(keys & set(cls.one_of)) == 1))
+
+    def label_key(self, rec: dict) -> str:
+        """Which of ``one_of`` this record uses (the first: a missing label is named so)."""
+        return next((k for k in self.one_of if k in rec), self.one_of[0])
 
     def parse(self, rec: dict, row: int, path) -> Labelled:   # pragma: no cover
         raise NotImplementedError
