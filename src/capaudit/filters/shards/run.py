@@ -127,7 +127,7 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
                                     evidence, reader, fmt)
         tasks = plan.make_tasks(shards, out, str(root), key, ids_key, {
             "filter": filter_name, "options": worker_opts, "evidence": evidence,
-            "reader": reader, "fmt": fmt})
+            "reader": reader, "fmt": fmt, **step.task_fields()})
         plan.check_out(out, tasks, [s[0] for s in shards])
         for folder, names in ((out, [t["rel"] for t in tasks]),
                               (plan.log_dir(out), [t["log_rel"] for t in tasks])):
@@ -140,8 +140,8 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
             ok = [t for t in tasks if first[t["index"]]["status"] != "failed"]
             guard, fields, written = step.after_first(_name(out), [first[t["index"]]
                                                                    for t in ok], str(root))
-            for t in ok:
-                t.update(fields)
+            for t in ok:     # what the first pass decided keys the filter pass
+                t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
         second = _run_pass(filter_shard, ok, ex, skip_bad, on_shard)
         results = _finish(store, run_id, cfg, seed, out, tasks, first, second, guard, evidence)
     if not keep_work:

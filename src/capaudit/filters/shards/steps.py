@@ -7,9 +7,10 @@ filter decides caption by caption or on the whole corpus. A step module holds on
 * ``Driver(name, opts, kind)``, on the driver: ``worker_options()`` (the options every
   worker's filter is built with, and the run is keyed by), ``prepare(store, root)`` (what
   the workers read, written once into the work folder: ``{kind, source, path, sha256,
-  namespace}``), ``first_pass`` (a task function run on every shard before any output is
-  written, or None) and ``after_first(run_name, parts, root)`` (the first pass's results
-  held to a rule or turned into a decision: ``(guard, task fields, files written)``);
+  namespace}``), ``task_fields()`` (what else each task carries), ``first_pass`` (a task
+  function run on every shard before any output is written, or None) and
+  ``after_first(run_name, parts, root)`` (the first pass's results held to a rule or turned
+  into a decision: ``(guard, task fields, files written)``; the fields key the filter pass);
 * ``build(task)``, in a worker: the task's filter, built once per process and
   configuration (:func:`capaudit.filters.shards.task.worker_filter` caches it);
 * ``begin(filt)``, in a worker: before a shard's first caption (counts of its own).
@@ -51,6 +52,10 @@ class Driver:
 
     def prepare(self, store, root: str) -> dict:
         return dict(NO_EVIDENCE)
+
+    def task_fields(self) -> dict:
+        """What every task carries beside the options (known once :meth:`prepare` ran)."""
+        return {}
 
     def after_first(self, run_name: str, parts: list[dict], root: str):
         return None, {}, []
