@@ -83,3 +83,30 @@ def test_shards_decide_as_the_registered_set(corpus, server):  # noqa: F811
     assert summary["calls"]["judge"] == summary["sentences_in"] == log.num_rows
     assert any(r["objects"] not in (None, "(unknown)") for r in _Judge.requests)
     assert "surfboard" not in json.dumps(got) and "towel" in json.dumps(got)
+
+
+@pytest.mark.ray
+def test_ray_with_two_workers_matches_local(corpus, server):  # noqa: F811
+    pytest.importorskip("ray")
+    import ray
+
+    tmp, _, gt = corpus
+    opts = ["--filter", "critique-revise", "--judge-url", server, "--judge-model", "judge",
+            "--chair-gt", gt]
+    assert run_cli("filter", "run", "--shards", tmp / "in", "--out", tmp / "local", *opts,
+                   "--db", tmp / "l.duckdb") == 0
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert run_cli("filter", "run", "--shards", tmp / "in", "--out", tmp / "ray", *opts,
+                       "--executor", "ray", "--workers", "2", "--db", tmp / "r.duckdb") == 0
+    finally:
+        ray.shutdown()
+    for k in range(3):
+        name = f"part-{k}.json"
+        assert (tmp / "ray" / name).read_bytes() == (tmp / "local" / name).read_bytes()
+        log = f"{name}.log.parquet"
+        assert pq.read_table(tmp / "ray.log" / log).equals(pq.read_table(tmp / "local.log" / log))
+    got, want = (json.loads((tmp / f"{n}.summary.json").read_text())["summary"]
+                 for n in ("ray", "local"))
+    assert _without_time({k: v for k, v in got.items() if k != "shards"}) == \
+        _without_time({k: v for k, v in want.items() if k != "shards"})
