@@ -152,3 +152,16 @@ def test_ray_with_two_workers_matches_local(corpus):
         assert shard_log(tmp / f"r-{s}").equals(shard_log(tmp / f"l-{s}"))
         assert {k: v for k, v in got[s].items() if k != "shards"} == \
             {k: v for k, v in local[s].items() if k != "shards"}
+
+
+def test_a_filter_without_a_step_is_refused_in_one_line(corpus, monkeypatch, capsys):
+    from capaudit.filters.shards import run
+
+    tmp, shared = corpus
+    monkeypatch.setattr(run, "SHARDED_FILTERS", ("hallucination",))
+    capsys.readouterr()
+    assert run_cli("filter", "run", "--shards", tmp / "in", "--out", tmp / "no", "--filter",
+                   "gender-neutral", "--when", "always", "--db", tmp / "no.duckdb") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not 'gender-neutral'" in err[0] and "steps.py" in err[0]
+    assert not (tmp / "no").exists()
