@@ -19,6 +19,7 @@ from capaudit.filters.runner import log_counts, read_log
 
 SENT = re.compile(r"Sentence: <<(.*?)>>", re.S)
 CONTEXT = re.compile(r"Earlier sentences: <<(.*?)>>", re.S)
+OBJECTS = re.compile(r"Annotated objects in the image: (.*)")
 
 
 class _Judge(BaseHTTPRequestHandler):
@@ -39,8 +40,10 @@ class _Judge(BaseHTTPRequestHandler):
         images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
         sentence = SENT.search(text).group(1)
         kind = "revise" if "Critique:" in text else "judge"
+        objects = OBJECTS.search(text)
         type(self).requests.append({"kind": kind, "sentence": sentence, "images": images,
                                     "context": CONTEXT.search(text).group(1),
+                                    "objects": objects and objects.group(1),
                                     "model": body["model"]})
         if "flaky" in sentence and self.flaky_left["n"] > 0:
             self.flaky_left["n"] -= 1

@@ -12,6 +12,11 @@ from capaudit.core.safe_write import atomic_open
 
 ann_app = typer.Typer(no_args_is_help=True, help="Store image annotations for audits.")
 
+# the two commands that derive annotations from a set of human captions
+HumanSet = typer.Argument(..., help="Registered set of human captions")
+ReplaceSource = typer.Option(False, "--replace", help="Replace a stored source of that name "
+                             "(else it is refused)")
+
 
 @ann_app.command("add")
 def add(kind: str = typer.Argument(..., help="instances, chair-gt or demographics"),
@@ -67,18 +72,13 @@ def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder o
 
 
 @ann_app.command("derive-demographics")
-def derive(human_set: str = typer.Argument(..., help="Registered set of human captions"),
+def derive(human_set: str = HumanSet,
            rule: str = typer.Option("all", "--rule", help="all or majority"),
            name: str = typer.Option("derived-demographics", "--name"),
            out: Path = typer.Option(None, "--out", help="Also write the labels as JSONL"),
-           replace: bool = typer.Option(False, "--replace", help="Replace a stored source of "
-                                        "that name (else it is refused)"),
+           replace: bool = ReplaceSource,
            db: Path = DbOption):
     """Image gender from human captions: all (or most) captions use man words only -> male."""
-    import json
-    import tempfile
-
-    from capaudit.io.annotation_store import add_annotations
     from capaudit.io.annotation_files import demographics_from_captions
     from capaudit.text.gender import predict_gender
     from capaudit.text.tokenize import tokenize
@@ -88,33 +88,26 @@ def derive(human_set: str = typer.Argument(..., help="Registered set of human ca
     ids = tbl.column("image_id").to_pylist()
     preds = [predict_gender(tokenize(c)) for c in tbl.column("caption").to_pylist()]
     labels = demographics_from_captions([i for i in ids], preds, rule=rule)
-    target = out or Path(tempfile.mkdtemp()) / "derived_demographics.jsonl"
-    with atomic_open(target) as fh:
-        for iid, g in sorted(labels.items()):
-            if iid is not None:
-                fh.write(json.dumps({"image_id": iid, "gender": g, "skin_tone": None}) + "\n")
-    add_annotations(store, "demographics", target, name, replace=replace,
-                    namespace=store.get_set(human_set).namespace)
+    rows = ({"image_id": iid, "gender": g, "skin_tone": None}
+            for iid, g in sorted(labels.items()) if iid is not None)
+    _store_rows(store, "demographics", rows, out, "derived_demographics.jsonl", name, replace,
+                human_set)
     n_m = sum(1 for g in labels.values() if g == "male")
     console.print(f"derived gender for {len(labels):,} images ({n_m:,} male, "
                   f"{len(labels) - n_m:,} female) with rule '{rule}' -> '{name}'")
 
 
 @ann_app.command("build-chair-gt")
-def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set of human captions"),
+def build_chair_gt_cmd(human_set: str = HumanSet,
                        instances: Path = typer.Option(None, "--instances",
                                                       help="COCO instances JSON or categories JSONL "
                                                       "(default: stored instances)"),
                        name: str = typer.Option("chair-gt", "--name"),
                        out: Path = typer.Option(None, "--out", help="Also write it as JSONL"),
-                       replace: bool = typer.Option(False, "--replace", help="Replace a stored "
-                                                    "source of that name (else it is refused)"),
+                       replace: bool = ReplaceSource,
                        db: Path = DbOption):
     """CHAIR ground truth as the reference builds it: instance categories ∪ caption objects."""
-    import json
-    import tempfile
-
-    from capaudit.io.annotation_store import add_annotations, resolve_annotations
+    from capaudit.io.annotation_store import resolve_annotations
     from capaudit.text.chair_gt import build_chair_gt
 
     store = open_store(db)
@@ -122,14 +115,28 @@ def build_chair_gt_cmd(human_set: str = typer.Argument(..., help="Registered set
     tbl = store.captions(human_set)
     gt = build_chair_gt(ann.instances, tbl.column("image_id").to_pylist(),
                         tbl.column("caption").to_pylist(), workers=2)
-    target = out or Path(tempfile.mkdtemp()) / "chair_gt.jsonl"
-    with atomic_open(target) as fh:
-        for iid in sorted(gt):
-            fh.write(json.dumps({"image_id": iid, "objects": sorted(gt[iid])}) + "\n")
-    add_annotations(store, "chair-gt", target, name, replace=replace,
-                    namespace=store.get_set(human_set).namespace)
+    rows = ({"image_id": iid, "objects": sorted(gt[iid])} for iid in sorted(gt))
+    _store_rows(store, "chair-gt", rows, out, "chair_gt.jsonl", name, replace, human_set)
     console.print(f"CHAIR ground truth for {len(gt):,} images -> '{name}'"
                   + (f" and {out}" if out else ""))
+
+
+def _store_rows(store, kind: str, rows, out: Path | None, temp_name: str, name: str,
+                replace: bool, human_set: str) -> None:
+    """Write ``rows`` as JSONL to ``out`` (not given: ``temp_name`` in a new temporary folder)
+    and store them as source ``name``, in the image-id namespace of the human set they come
+    from."""
+    import json
+    import tempfile
+
+    from capaudit.io.annotation_store import add_annotations
+
+    target = out or Path(tempfile.mkdtemp()) / temp_name
+    with atomic_open(target) as fh:
+        for rec in rows:
+            fh.write(json.dumps(rec) + "\n")
+    add_annotations(store, kind, target, name, replace=replace,
+                    namespace=store.get_set(human_set).namespace)
 
 
 @ann_app.command("list")

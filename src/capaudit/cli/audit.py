@@ -59,18 +59,14 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                                    "glob, brace list (shard-{00000..00099}.tar) or .txt list "
                                    "of .tar / .parquet / HF .arrow shards; a path or a URL "
                                    "(s3://, gs://, hf://, https://)"),
-        executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
-        address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
+        executor: str = opt.Executor, address: str = opt.RayAddress,
         name: str = typer.Option(None, "--name", help="--shards: set name (folder name)"),
-        skip_bad: bool = typer.Option(False, "--skip-bad-shards",
-                                      help="--shards: report and skip unreadable shards"),
+        skip_bad: bool = opt.SkipBadShards,
         work_dir: str = typer.Option(None, "--work-dir", help="--shards: per-shard states and "
                                      "markers (default: STORE.work/NAME.audit-work; a URL such "
                                      "as s3://BUCKET/PREFIX on a Ray cluster without a shared "
                                      "disk); a rerun resumes; removed after success"),
-        keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
-                                       "folder after success"),
-        config: Path = opt.Config, db: Path = DbOption):
+        keep_work: bool = opt.KeepWork, config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.runner import run_audit
 

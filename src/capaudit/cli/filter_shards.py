@@ -1,7 +1,7 @@
 """``capaudit filter run --shards SRC --out DST``: the thin CLI over
 :func:`capaudit.filters.shards.run.run_sharded_filter`.
 
-A progress bar counts shard tasks (the coverage pass, then the filter pass), then the run's
+A progress bar counts shard tasks (a filter's first pass, then the filter pass), then the run's
 summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
 failed with their one-line reason) and where the cleaned shards, logs and summary are.
 """
@@ -25,10 +25,11 @@ class _Progress:
     def __exit__(self, *exc):
         return self.bar.__exit__(*exc)
 
-    def start(self, n: int, workers: int) -> None:
+    def start(self, n: int, workers: int, passes: int = 2) -> None:
         self.workers = workers
-        self.task = self.bar.add_task(f"shards: coverage, then filter ({workers} worker(s))",
-                                      total=2 * n)
+        what = "a first pass, then filter" if passes == 2 else "filter"
+        self.task = self.bar.add_task(f"shards: {what} ({workers} worker(s))",
+                                      total=passes * n)
 
     def shard(self, summary: dict) -> None:
         self.caps += summary.get("captions_in") or 0
@@ -56,7 +57,8 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
             work_dir=str(work_dir) if work_dir else None, skip_bad=skip_bad, fmt=fmt,
             reader=reader, keep_work=keep_work, on_start=bar.start, on_shard=bar.shard)
     wall = time.perf_counter() - t0
-    console.print(cov.line())
+    if cov is not None:     # the first pass's guard (the hallucination filter's coverage)
+        console.print(cov.line())
     out = shown_url(out)
     _print_summary(summary, out, shown_url(shards))
     s, rec = summary["shards"], summary.get("records") or {}

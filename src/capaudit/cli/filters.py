@@ -37,9 +37,10 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
         seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1),
         config: Path = typer.Option(None, "--config", help="YAML with a 'filter' section"),
         replace: bool = typer.Option(False, "--replace", help="Overwrite NEWSET"),
-        shards: str = typer.Option(None, "--shards", help="Clean a corpus instead: one file, a "
-                                   "folder, a glob or a brace list (shard-{00000..00099}.tar) "
-                                   "of webdataset tars, parquet or JSON/JSONL shards"),
+        shards: str = typer.Option(None, "--shards", help="Clean a corpus instead, with any "
+                                   "filter: one file, a folder, a glob or a brace list "
+                                   "(shard-{00000..00099}.tar) of webdataset tars, parquet or "
+                                   "JSON/JSONL shards"),
         executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
         workers: int = typer.Option(1, "--workers", min=1, help="--shards: processes (Ray "
                                     "tasks) at most"),

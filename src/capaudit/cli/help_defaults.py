@@ -48,11 +48,9 @@ SHOWN: dict[str, str] = {
     "--judge-model": "none (give one)", "--api-key-env": "OPENAI_API_KEY",
     "--max-calls": "no cap", "--max-cost": "no cap", "--evidence": "image",
     "--limit": "every caption", "--qa": "none",
-    "audit factuality:--seed": "0", "audit dcscore:--seed": "0", "audit capability:--seed": "0",
-    "audit faithscore:--seed": "0", "audit capscore:--seed": "0", "judge validate:--seed": "0",
-    "audit factuality:--n-boot": "1000", "audit dcscore:--n-boot": "1000",
-    "audit capability:--n-boot": "1000", "audit faithscore:--n-boot": "1000",
-    "audit capscore:--n-boot": "1000", "judge validate:--n-boot": "1000",
+    **{f"{command}:{flag}": shown for flag, shown in (("--seed", "0"), ("--n-boot", "1000"))
+       for command in ("audit factuality", "audit dcscore", "audit capability",
+                       "audit faithscore", "audit capscore", "judge validate")},
     # enrichment (capaudit.enrich.runner.DEFAULTS, configs/enrich.yaml)
     "--llm": "openai", "--model": "none (give one)", "--base-url": "http://127.0.0.1:8000/v1",
     "enrich:--api-key-env": "OPENAI_API_KEY", "--concurrency": "8", "--max-tokens": "the "

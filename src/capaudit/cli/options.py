@@ -5,7 +5,8 @@
 each is declared here with its help text, so a flag reads the same in every
 ``--help``. Their defaults are ``None`` (= not given): the value then comes from
 the YAML ``--config`` or :class:`capaudit.audit.config.AuditConfig`, whose default
-the help text names in parentheses.
+the help text names in parentheses. The options of a sharded run (``--executor``,
+``--address``, ``--skip-bad-shards``, ``--keep-work``) have their own defaults.
 
 Import-light (typer only): every command module imports this at CLI start-up.
 """
@@ -19,8 +20,8 @@ from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 __all__ = ["Instances", "ChairGT", "Demographics", "Metrics", "LeaderboardMetrics", "Mode",
            "Corrected", "NBoot", "Seed", "Workers", "MinImages", "AllowPartial", "MinCoverage", "MinN",
            "Config", "LeaderboardConfig", "Reference", "ClipModel", "Images", "LongText", "NsfwLexicon",
-           "Lic", "LicReference", "LicSeeds", "LicClassifier", "LicEpochs", "lotus_cli",
-           "annotation_cli"]
+           "Lic", "LicReference", "LicSeeds", "LicClassifier", "LicEpochs", "Executor",
+           "RayAddress", "SkipBadShards", "KeepWork", "lotus_cli", "annotation_cli"]
 
 # annotations (default: the ones stored with `capaudit annotations add`)
 Instances = typer.Option(None, "--instances", help="COCO instances JSON or categories JSONL "
@@ -84,6 +85,13 @@ LicReference = typer.Option(None, "--lic-reference", help="Human caption set of 
 LicSeeds = typer.Option(None, "--lic-seeds", min=1, max=10, help="First N of the 10 reference seeds")
 LicClassifier = typer.Option(None, "--lic-classifier", help="lstm (reference) or transformer")
 LicEpochs = typer.Option(None, "--lic-epochs", min=1, help="Epochs (default: the reference's)")
+
+# sharded runs (audit run --shards; filter run --shards reads the same): defaults as shown
+Executor = typer.Option("local", "--executor", help="--shards: local or ray")
+RayAddress = typer.Option(None, "--address", help="--shards: Ray cluster (auto)")
+SkipBadShards = typer.Option(False, "--skip-bad-shards",
+                             help="--shards: report and skip unreadable shards")
+KeepWork = typer.Option(False, "--keep-work", help="--shards: keep the work folder after success")
 
 
 def lotus_cli(reference, clip_model, images, long_text, nsfw_lexicon=None) -> dict:

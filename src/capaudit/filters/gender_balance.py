@@ -25,7 +25,7 @@ from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import CaptionDoc, CaptionResult, Decision, Filter, FilterContext
 from capaudit.filters.gender import load_gender_labels
 
-__all__ = ["GenderBalanceFilter", "cooccurrence"]
+__all__ = ["GenderBalanceFilter", "BalanceCounts", "cooccurrence"]
 
 
 def cooccurrence(image_gender: Mapping[int, str], image_objects: Mapping[int, Iterable[str]],
@@ -73,31 +73,25 @@ class GenderBalanceFilter(Filter):
                     self.objects = {i: sorted(v) for i, v in ev.items()}
                     break
 
-    def _image_labels(self, docs: list[CaptionDoc]) -> tuple[dict[int, str], str]:
+    def counts(self) -> "BalanceCounts":
+        """An empty gathering of what this filter's decision reads of the captions."""
+        mentions = self.options["object_mode"] if self.options["by"] == "object" and \
+            self.objects is None else None
+        return BalanceCounts(votes=self.labels is None, mentions=mentions)
+
+    def _image_labels(self, counts: "BalanceCounts") -> tuple[dict[int, str], str]:
         if self.labels is not None:
-            ids = {d.image_id for d in docs}
+            ids = counts.images
             return {i: g for i, g in self.labels.items() if i in ids and g in ("male", "female")}, \
                 "demographics"
         # no labels: the captions' predicted gender, image labelled when its captions agree
-        from capaudit.text.gender import predict_gender
-        from capaudit.text.tokenize import tokenize
-
-        votes: dict[int, set] = defaultdict(set)
-        for d in docs:
-            votes[d.image_id].add(predict_gender(tokenize(d.caption)))
-        return {i: next(iter(v)) for i, v in votes.items()
+        return {i: next(iter(v)) for i, v in counts.votes.items()
                 if len(v) == 1 and next(iter(v)) in ("male", "female")}, "caption words"
 
-    def _image_objects(self, docs: list[CaptionDoc]) -> tuple[dict[int, set], str]:
+    def _image_objects(self, counts: "BalanceCounts") -> tuple[dict[int, set], str]:
         if self.objects is not None:
             return {i: set(v) for i, v in self.objects.items()}, "annotations"
-        from capaudit.text.mentions import caption_mentions
-
-        objs: dict[int, set] = defaultdict(set)
-        for d in docs:
-            _sents, ments = caption_mentions(d.caption, self.options["object_mode"])
-            objs[d.image_id].update(m.category for m in ments)
-        return objs, "caption mentions"
+        return counts.mentions, "caption mentions"
 
     def _select(self, labels: dict[int, str], objects: dict[int, set]) -> set[int]:
         """Image ids to remove."""
@@ -110,7 +104,7 @@ class GenderBalanceFilter(Filter):
         tol, min_n = float(self.options["tolerance"]), int(self.options["min_images"])
         counts: dict[str, Counter] = defaultdict(Counter)
         for i, g in labels.items():
-            for o in objects.get(i, ()):
+            for o in sorted(objects.get(i, ())):   # not a set's order: one per seed, any process
                 counts[o][g] += 1
         alive = set(labels)
         removed: set[int] = set()
@@ -160,10 +154,11 @@ class GenderBalanceFilter(Filter):
                     counts[o][labels[i]] -= 1
         return removed
 
-    def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
-        docs = list(docs)
-        labels, label_src = self._image_labels(docs)
-        objects, obj_src = self._image_objects(docs) if self.options["by"] == "object" or \
+    def balance(self, counts: "BalanceCounts") -> dict:
+        """The images to remove, ``{image id: label}``, decided on the whole corpus's
+        ``counts``; the report goes to :attr:`report`."""
+        labels, label_src = self._image_labels(counts)
+        objects, obj_src = self._image_objects(counts) if self.options["by"] == "object" or \
             self.objects is not None else ({}, "none")
         removed = self._select(labels, objects)
         keep = set(labels) - removed
@@ -177,9 +172,76 @@ class GenderBalanceFilter(Filter):
         if objects:
             self.report["cooccurrence"] = {"before": cooccurrence(labels, objects),
                                            "after": cooccurrence(labels, objects, keep)}
+        return {i: labels[i] for i in removed}
+
+    def result(self, doc: CaptionDoc, removed: Mapping) -> CaptionResult:
+        """One caption's decisions: every sentence dropped when its image is removed."""
+        label = removed.get(doc.image_id)
+        if label is not None:
+            reason = f"balance: {label} image removed ({self.options['by']})"
+            return CaptionResult(doc, [Decision(i, "drop", reason) for i in range(len(doc.spans))])
+        return CaptionResult(doc, [Decision(i, "keep") for i in range(len(doc.spans))])
+
+    def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
+        docs = list(docs)
+        counts = self.counts()
         for d in docs:
-            if d.image_id in removed:
-                reason = f"balance: {labels[d.image_id]} image removed ({self.options['by']})"
-                yield CaptionResult(d, [Decision(i, "drop", reason) for i in range(len(d.spans))])
-            else:
-                yield CaptionResult(d, [Decision(i, "keep") for i in range(len(d.spans))])
+            counts.add(d)
+        removed = self.balance(counts)
+        for d in docs:
+            yield self.result(d, removed)
+
+
+class BalanceCounts:
+    """What the balance decision reads of a corpus, caption by caption: its images in order of
+    first appearance, and, when needed, each image's predicted genders (no labels given) and
+    mentioned objects (``by=object`` without annotations).
+
+    Why a class: a sharded corpus gathers it shard by shard (:mod:`capaudit.filters.shards.
+    gender_balance_step`) and adds the shards' in shard order (:meth:`merge`), which gives the
+    gathering of the one set they make, so the decision is the set's."""
+
+    def __init__(self, votes: bool, mentions: str | None):
+        self.images: dict = {}                    # image id -> None, first appearance first
+        self.votes: dict | None = {} if votes else None
+        self.mode = mentions
+        self.mentions: dict | None = {} if mentions else None
+
+    def add(self, doc: CaptionDoc) -> None:
+        iid = doc.image_id
+        self.images.setdefault(iid, None)
+        if self.votes is not None:
+            from capaudit.text.gender import predict_gender
+            from capaudit.text.tokenize import tokenize
+
+            self.votes.setdefault(iid, set()).add(predict_gender(tokenize(doc.caption)))
+        if self.mentions is not None:
+            from capaudit.text.mentions import caption_mentions
+
+            _sents, ments = caption_mentions(doc.caption, self.mode)
+            self.mentions.setdefault(iid, set()).update(m.category for m in ments)
+
+    def merge(self, other: "BalanceCounts") -> None:
+        for iid in other.images:
+            self.images.setdefault(iid, None)
+        for mine, theirs in ((self.votes, other.votes), (self.mentions, other.mentions)):
+            if mine is not None:
+                for iid, values in theirs.items():
+                    mine.setdefault(iid, set()).update(values)
+
+    def to_json(self) -> dict:
+        """Plain lists (an image id may be None: captions without one vote together, as in
+        the set)."""
+        def pairs(d):
+            return None if d is None else [[i, sorted(v)] for i, v in d.items()]
+        return {"images": list(self.images), "votes": pairs(self.votes), "mode": self.mode,
+                "mentions": pairs(self.mentions)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "BalanceCounts":
+        out = cls(votes=data["votes"] is not None, mentions=data["mode"])
+        out.images = dict.fromkeys(data["images"])
+        for name in ("votes", "mentions"):
+            if data[name] is not None:
+                setattr(out, name, {i: set(v) for i, v in data[name]})
+        return out

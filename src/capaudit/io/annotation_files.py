@@ -136,15 +136,7 @@ def load_instances(path: str | Path) -> tuple[Mapping[int, frozenset[str]], dict
     _check_exists(path)
     if path.suffix.lower() == ".json":
         return _load_coco_instances(path)
-    if (fast := read_name_sets(path, "categories")) is not None:
-        return fast, None
-    cats: dict[int, frozenset[str]] = {}
-    for row, rec in iter_jsonl(path):
-        if "categories" not in rec:
-            raise InputError("missing column 'categories'", path=path, row=row,
-                             fix="use {'image_id', 'categories': [...]} per line")
-        cats[_image_id(rec, path, row)] = frozenset(string_list(rec["categories"], "categories", path, row))
-    return cats, None
+    return _name_sets(path, "categories"), None
 
 
 def load_chair_gt(path: str | Path) -> Mapping[int, frozenset[str]]:
@@ -152,15 +144,22 @@ def load_chair_gt(path: str | Path) -> Mapping[int, frozenset[str]]:
     plain shape, else row by row with each row checked, as :func:`load_instances`)."""
     path = Path(path)
     _check_exists(path)
-    if (fast := read_name_sets(path, "objects")) is not None:
+    return _name_sets(path, "objects")
+
+
+def _name_sets(path: Path, column: str) -> dict[int, frozenset[str]]:
+    """``{image_id: names}`` of a JSONL file of ``{"image_id", column: [...]}`` rows: columnar
+    when the file is in the plain shape (:mod:`.annotation_columns`), else row by row with
+    each row checked."""
+    if (fast := read_name_sets(path, column)) is not None:
         return fast
-    gt: dict[int, frozenset[str]] = {}
+    sets: dict[int, frozenset[str]] = {}
     for row, rec in iter_jsonl(path):
-        if "objects" not in rec:
-            raise InputError("missing column 'objects'", path=path, row=row,
-                             fix="use {'image_id', 'objects': [...]} per line")
-        gt[_image_id(rec, path, row)] = frozenset(string_list(rec["objects"], "objects", path, row))
-    return gt
+        if column not in rec:
+            raise InputError(f"missing column '{column}'", path=path, row=row,
+                             fix=f"use {{'image_id', '{column}': [...]}} per line")
+        sets[_image_id(rec, path, row)] = frozenset(string_list(rec[column], column, path, row))
+    return sets
 
 
 def _norm(value, aliases: Mapping[str, str], what: str, path: Path, row: int) -> str | None:

@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from capaudit.metrics.base import Metric, register_metric
 from capaudit.metrics.context import MetricContext
-from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.core.arrays import from_numpy
 
@@ -35,36 +34,39 @@ def _missing(ctx: MetricContext) -> int:
     return int((ctx.has_image & ~present[ctx.unit]).sum())
 
 
-@register_metric
-class ChairS(Metric):
-    name, label = "chair_s", "CHAIR_s"
-    description = "captions with ≥1 hallucinated COCO object (×100)"
+class _Chair(Metric):
+    """Both CHAIR values: mentions judged against the CHAIR ground truth, corrected mode too;
+    ``extra`` holds the named totals of the state (``_totals``)."""
+
     direction, criterion = -1, "alignment"
     needs = frozenset({"chair_gt"})
     corrected = True
+    _totals: tuple[str, ...] = ("captions_without_gt",)
+
+    def finalize(self, state, units):
+        return state.ratio_estimate(units, extra={k: int(state.totals[k]) for k in self._totals})
+
+
+@register_metric
+class ChairS(_Chair):
+    name, label = "chair_s", "CHAIR_s"
+    description = "captions with ≥1 hallucinated COCO object (×100)"
     details = {"chair_s": pa.bool_()}
 
     def update(self, ctx):
         flag = caption_hallucinated(ctx).astype(np.float64)
         return UnitSums.of(ctx, flag, None, mask=ctx.has_image, captions_without_gt=_missing(ctx))
 
-    def finalize(self, state, units):
-        stats = state.dense(units)
-        return Estimate(stats, ratio(), int(stats[:, 1].sum()),
-                        {"captions_without_gt": int(state.totals["captions_without_gt"])})
-
     def caption_details(self, ctx):
         return {"chair_s": from_numpy(caption_hallucinated(ctx), valid=ctx.has_image)}
 
 
 @register_metric
-class ChairI(Metric):
+class ChairI(_Chair):
     name, label = "chair_i", "CHAIR_i"
     description = "hallucinated object mentions / all object mentions (×100)"
-    direction, criterion = -1, "alignment"
-    needs = frozenset({"chair_gt"})
-    corrected = True
     details = {"hallucinated": pa.list_(pa.string())}
+    _totals = ("captions", "hallucinated_mentions", "captions_without_gt")
 
     def update(self, ctx):
         h = ctx.hallucinated
@@ -75,14 +77,6 @@ class ChairI(Metric):
         return UnitSums.of(ctx, hall, ment, mask=has, captions=int(has.sum()),
                            hallucinated_mentions=int(hall[has].sum()),
                            captions_without_gt=_missing(ctx))
-
-    def finalize(self, state, units):
-        stats = state.dense(units)
-        t = state.totals
-        return Estimate(stats, ratio(), int(stats[:, 1].sum()),
-                        {"captions": int(t["captions"]),
-                         "hallucinated_mentions": int(t["hallucinated_mentions"]),
-                         "captions_without_gt": int(t["captions_without_gt"])})
 
     def caption_details(self, ctx):
         from capaudit.metrics.category_pairs import category_lists, unique_keys

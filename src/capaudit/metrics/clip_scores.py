@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from capaudit.metrics.base import Metric, register_metric
 from capaudit.metrics.estimate import Estimate, ratio
@@ -58,7 +57,6 @@ class _ClipMean(PerCaptionMean):
 class ClipScore(_ClipMean):
     name, label = "clipscore", "CLIP-S"
     description = "100·max(cos(caption, image), 0), mean over captions (long ones counted)"
-    details = {"clipscore": pa.float64()}
 
     def values(self, ctx):
         return lotus_of(ctx).clip.clipscore
@@ -68,7 +66,6 @@ class ClipScore(_ClipMean):
 class ClipScoreLong(_ClipMean):
     name, label = "clipscore_long", "CLIP-S long"
     description = "CLIP-S of the captions over 77 tokens, scored at full length"
-    details = {"clipscore_long": pa.float64()}
 
     def values(self, ctx):
         opts = lotus_of(ctx).opts
@@ -129,22 +126,18 @@ class _RecallAt(_Retrieval):
         return np.where(np.isnan(rank), np.nan, rank <= self.k)
 
 
-@register_metric
-class ClipRecallAt1(_RecallAt):
-    name, label, k = "clip_recall_at_1", "CLIP R@1", 1
-    description = "captions whose own image ranks first among the set's images (×100)"
+def _recall_at(k: int, ranks: str) -> type[_RecallAt]:
+    """``clip_recall_at_<k>``: captions whose own image ``ranks`` among the set's images."""
+    cls_name = f"ClipRecallAt{k}"
+    return register_metric(type(cls_name, (_RecallAt,), {
+        "name": f"clip_recall_at_{k}", "label": f"CLIP R@{k}", "k": k,
+        "description": f"captions whose own image ranks {ranks} the set's images (×100)",
+        "__module__": __name__, "__qualname__": cls_name}))
 
 
-@register_metric
-class ClipRecallAt5(_RecallAt):
-    name, label, k = "clip_recall_at_5", "CLIP R@5", 5
-    description = "captions whose own image ranks in the top 5 of the set's images (×100)"
-
-
-@register_metric
-class ClipRecallAt10(_RecallAt):
-    name, label, k = "clip_recall_at_10", "CLIP R@10", 10
-    description = "captions whose own image ranks in the top 10 of the set's images (×100)"
+ClipRecallAt1 = _recall_at(1, "first among")
+ClipRecallAt5 = _recall_at(5, "in the top 5 of")
+ClipRecallAt10 = _recall_at(10, "in the top 10 of")
 
 
 @register_metric

@@ -10,7 +10,6 @@ parses cached in the store (:mod:`capaudit.metrics.features.parse`).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from capaudit.metrics.base import register_metric
 from capaudit.metrics.per_caption import PerCaptionMean
@@ -19,13 +18,15 @@ from capaudit.metrics.features.inputs import lotus_of
 __all__ = ["SyntacticDepth", "SemanticNodes"]
 
 
-@register_metric
-class SyntacticDepth(PerCaptionMean):
-    name, label = "syntactic_depth", "Synt. depth"
-    description = "mean per-sentence maximum dependency depth (spaCy), mean over captions"
+class _Complexity(PerCaptionMean):
     direction, criterion = 1, "complexity"
     default = False
-    details = {"syntactic_depth": pa.float64()}
+
+
+@register_metric
+class SyntacticDepth(_Complexity):
+    name, label = "syntactic_depth", "Synt. depth"
+    description = "mean per-sentence maximum dependency depth (spaCy), mean over captions"
 
     def values(self, ctx):
         return np.array([f["depth"] if f["sentences"] else np.nan
@@ -33,12 +34,9 @@ class SyntacticDepth(PerCaptionMean):
 
 
 @register_metric
-class SemanticNodes(PerCaptionMean):
+class SemanticNodes(_Complexity):
     name, label = "semantic_nodes", "Sem. nodes"
     description = "scene-graph objects + attributes + relations per caption (rule-based parser)"
-    direction, criterion = 1, "complexity"
-    default = False
-    details = {"semantic_nodes": pa.float64()}
 
     def values(self, ctx):
         return np.array([f["nodes"] for f in lotus_of(ctx).features], np.float64)

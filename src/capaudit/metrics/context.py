@@ -88,8 +88,12 @@ class MetricContext:
             values = values[mask]
         return np.bincount(unit, weights=values, minlength=self.n_units).astype(np.float64)
 
-    def _image_matrix(self, table: dict[int, frozenset[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Bool [units, categories] from ``{image_id: names}`` and a 'present' mask per unit."""
+    def _image_matrix(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """Bool [units, categories] from the annotation ``kind`` (``{image_id: names}``: the
+        ``chair_gt`` or ``instances``) and a 'present' mask per unit; skipped without it."""
+        table = getattr(self.annotations, kind)
+        if table is None:
+            raise MetricSkipped(NEEDS[kind])
         ids, indptr, cats = columnar(table, tuple(self.categories))
         n_img = len(self.images)
         pos = np.searchsorted(ids, self.images)
@@ -124,9 +128,7 @@ class MetricContext:
 
     @cached_property
     def chair_gt(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.annotations.chair_gt is None:
-            raise MetricSkipped(NEEDS["chair_gt"])
-        return self._image_matrix(self.annotations.chair_gt)
+        return self._image_matrix("chair_gt")
 
     @cached_property
     def hallucinated(self) -> np.ndarray:
@@ -140,9 +142,7 @@ class MetricContext:
 
     @cached_property
     def instances(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.annotations.instances is None:
-            raise MetricSkipped(NEEDS["instances"])
-        return self._image_matrix(self.annotations.instances)
+        return self._image_matrix("instances")
 
     @cached_property
     def mentioned_pairs(self) -> tuple[np.ndarray, np.ndarray]:

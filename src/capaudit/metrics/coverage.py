@@ -9,8 +9,6 @@ Needs ``--reference SET``. Definitions and undefined cases:
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from capaudit.metrics.base import register_metric
 from capaudit.metrics.per_caption import PerCaptionMean
 from capaudit.metrics.features.inputs import lotus_of
@@ -34,32 +32,23 @@ class _Coverage(PerCaptionMean):
         return est
 
 
-@register_metric
-class NounRecall(_Coverage):
-    name, label = "noun_recall", "Noun rec."
-    description = "reference noun lemmas the caption uses (×100; IC3 denominator)"
-    details = {"noun_recall": pa.float64()}
+def _coverage(word: str, which: int) -> type[_Coverage]:
+    """The recall (``which`` 0: IC3's denominator) or precision (1: LOTUS's coverage) of the
+    caption's ``word`` lemmas, registered as ``<word>_recall`` / ``<word>_precision``."""
+    if which == 0:
+        measure, label = "recall", "rec."
+        description = f"reference {word} lemmas the caption uses (×100; IC3 denominator)"
+    else:
+        measure, label = "precision", "prec."
+        description = f"caption {word} lemmas the references use (×100; LOTUS {word} coverage)"
+    cls_name = word.title() + measure.title()
+    return register_metric(type(cls_name, (_Coverage,), {
+        "name": f"{word}_{measure}", "label": f"{word.title()} {label}",
+        "description": description, "kind": word + "s", "which": which,
+        "__module__": __name__, "__qualname__": cls_name}))
 
 
-@register_metric
-class NounPrecision(_Coverage):
-    name, label = "noun_precision", "Noun prec."
-    description = "caption noun lemmas the references use (×100; LOTUS noun coverage)"
-    which = 1
-    details = {"noun_precision": pa.float64()}
-
-
-@register_metric
-class VerbRecall(_Coverage):
-    name, label = "verb_recall", "Verb rec."
-    description = "reference verb lemmas the caption uses (×100; IC3 denominator)"
-    kind = "verbs"
-    details = {"verb_recall": pa.float64()}
-
-
-@register_metric
-class VerbPrecision(_Coverage):
-    name, label = "verb_precision", "Verb prec."
-    description = "caption verb lemmas the references use (×100; LOTUS verb coverage)"
-    kind, which = "verbs", 1
-    details = {"verb_precision": pa.float64()}
+NounRecall = _coverage("noun", 0)
+NounPrecision = _coverage("noun", 1)
+VerbRecall = _coverage("verb", 0)
+VerbPrecision = _coverage("verb", 1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from capaudit.metrics.base import Metric, register_metric
-from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 
 __all__ = ["GenderError"]
@@ -37,7 +36,6 @@ class GenderError(Metric):
         return UnitSums.of(ctx, err, None, mask=m, confusion=confusion)
 
     def finalize(self, state, units):
-        stats = state.dense(units)
         c = state.totals["confusion"]
         confusion = {f"{_NAMES[a]}->{_NAMES[b]}": int(c[a, b]) for a in (1, 2) for b in (0, 1, 2)}
-        return Estimate(stats, ratio(), int(stats[:, 1].sum()), {"confusion": confusion})
+        return state.ratio_estimate(units, extra={"confusion": confusion})

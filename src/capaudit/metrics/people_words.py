@@ -11,7 +11,6 @@ light- and dark-skinned images. Captions of unlabelled images are left out.
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from capaudit.metrics.base import register_metric
 from capaudit.metrics.needs import MetricSkipped
@@ -21,43 +20,39 @@ from capaudit.metrics.features.inputs import lotus_of
 __all__ = ["GenderWordRecall", "SkinToneWordRecall"]
 
 
-def _recall(ctx, table: dict | None, what: str, own: dict) -> np.ndarray:
-    if not table:
-        raise MetricSkipped(f"no image {what} labels (give --demographics)")
-    vals = np.full(len(ctx.caption_image), np.nan)
-    for i, iid in enumerate(ctx.caption_image.tolist()):
-        lab = table.get(iid) if iid >= 0 else None
-        if lab in own:
-            vals[i] = float(own[lab][i])
-    return vals
+class _WordRecall(PerCaptionMean):
+    """Captions of labelled images that use a word of the image's label: ``kind`` names the
+    image labels (``ctx.annotations.<kind>``) and the caption words
+    (``lotus_of(ctx).<kind>_words``, one array per label in ``classes``' order)."""
+
+    kind, what, classes = "gender", "gender", ("male", "female")
+    direction, criterion = 0, "bias"
+    needs = frozenset({"demographics"})
+    default = False
+    scale = 100.0
+
+    def values(self, ctx):
+        own = dict(zip(self.classes, getattr(lotus_of(ctx), f"{self.kind}_words")))
+        table = getattr(ctx.annotations, self.kind)
+        if not table:
+            raise MetricSkipped(f"no image {self.what} labels (give --demographics)")
+        vals = np.full(len(ctx.caption_image), np.nan)
+        for i, iid in enumerate(ctx.caption_image.tolist()):
+            lab = table.get(iid) if iid >= 0 else None
+            if lab in own:
+                vals[i] = float(own[lab][i])
+        return vals
 
 
 @register_metric
-class GenderWordRecall(PerCaptionMean):
+class GenderWordRecall(_WordRecall):
     name, label = "gender_word_recall", "Gender-word rec."
     description = "captions of gender-labelled images naming the image's gender (×100)"
-    direction, criterion = 0, "bias"
-    needs = frozenset({"demographics"})
-    default = False
-    scale = 100.0
-    details = {"gender_word_recall": pa.float64()}
-
-    def values(self, ctx):
-        man, woman = lotus_of(ctx).gender_words
-        return _recall(ctx, ctx.annotations.gender, "gender", {"male": man, "female": woman})
 
 
 @register_metric
-class SkinToneWordRecall(PerCaptionMean):
+class SkinToneWordRecall(_WordRecall):
     name, label = "skin_tone_word_recall", "Skin-tone-word rec."
     description = "captions of skin-tone-labelled images naming the person's skin tone (×100)"
-    direction, criterion = 0, "bias"
-    needs = frozenset({"demographics"})
-    default = False
-    scale = 100.0
+    kind, what, classes = "skin_tone", "skin tone", ("light", "dark")
     not_by = {"gender": "a skin-tone measure: compare it by skin tone"}
-    details = {"skin_tone_word_recall": pa.float64()}
-
-    def values(self, ctx):
-        light, dark = lotus_of(ctx).skin_tone_words
-        return _recall(ctx, ctx.annotations.skin_tone, "skin tone", {"light": light, "dark": dark})

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from capaudit.metrics.base import Metric
 from capaudit.metrics.context import MetricContext
-from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state import UnitSums
 from capaudit.core.arrays import from_numpy
 
@@ -24,9 +24,15 @@ __all__ = ["PerCaptionMean"]
 class PerCaptionMean(Metric):
     """Mean of a per-caption value over the captions where it is defined (not NaN), kept as
     per-image (sum, count) sums; ``extra['undefined']`` counts the other captions. The value
-    is also the metric's per-caption detail column."""
+    is also the metric's per-caption detail column: ``details`` is ``{name: float64}`` unless
+    a subclass declares its own (and its own :meth:`caption_details`)."""
 
     scale = 1.0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name and "details" not in cls.__dict__:
+            cls.details = {cls.name: pa.float64()}
 
     def values(self, ctx: MetricContext) -> np.ndarray:
         raise NotImplementedError
@@ -41,9 +47,8 @@ class PerCaptionMean(Metric):
                            **self.totals(ctx))
 
     def finalize(self, state, units):
-        stats = state.dense(units)
         extra = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in state.totals.items()}
-        return Estimate(stats, ratio(self.scale), int(stats[:, 1].sum()), extra)
+        return state.ratio_estimate(units, self.scale, extra)
 
     def caption_details(self, ctx):
         v = np.asarray(self.values(ctx), np.float64) * self.scale

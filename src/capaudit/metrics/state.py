@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from capaudit.metrics.estimate import Estimate, ratio
 from capaudit.metrics.state_types import register_state
 
 __all__ = ["UnitSums", "UnitCells", "Units", "unit_order"]
@@ -87,6 +88,13 @@ class UnitSums:
         out = np.zeros((units.n, self.values.shape[1]))
         out[units.index(self.keys)] = self.values
         return out
+
+    def ratio_estimate(self, units: "Units", scale: float = 100.0,
+                       extra: dict[str, Any] | None = None) -> Estimate:
+        """The (numerator, denominator) sums as an estimate of ``scale`` x their ratio, over
+        ``n`` = the denominators' sum (the common ``finalize``)."""
+        stats = self.dense(units)
+        return Estimate(stats, ratio(scale), int(stats[:, 1].sum()), extra or {})
 
 
 @register_state

@@ -25,52 +25,70 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.urls import shown_url
 from capaudit.io import shard_files as files
 
-__all__ = ["coverage_shard", "check_coverage", "LABEL"]
+__all__ = ["coverage_shard", "counted_shard", "read_shard", "check_coverage", "LABEL"]
 
 LABEL = {"chair-gt": "chair_gt", "instances": "instances", "detector": "detector"}
 
 
-def _count(task: dict) -> dict:
-    """Read the shard once: its images, those the evidence covers, its sha256."""
-    from capaudit.filters.shards.task import foreign_namespace, worker_evidence
-    from capaudit.io.imageids import infer_namespace
+def read_shard(task: dict, visit) -> str | None:
+    """Read the shard once, ``visit`` called on each batch of records; its sha256 as read
+    (None for a parquet file, read by seeking). The same reader as the filter pass, no
+    output."""
     from capaudit.io.rewrite import ChangeLog, open_rewriter
     from capaudit.io.rewrite.formats import buffered
 
-    from capaudit.filters.stream import DistinctIds
-
-    evidence = worker_evidence(task["evidence"])
-    ann_ns = task["evidence"].get("namespace")
-    ids, covered, namespaces, no_id, hidden = DistinctIds(), DistinctIds(), set(), 0, 0
     columnar = task["fmt"] == "parquet-shard"
     with files.open_input(task["path"]) as raw:
         src = raw if columnar else files.HashingReader(raw)
         reader = open_rewriter(task["fmt"], task["reader"], src if columnar else buffered(src),
                                None, shown_url(task["path"]), ChangeLog(None))
         for records in reader.batches():
-            for rec in records:
-                for p in rec.places:
-                    if p.image_id is None:
-                        no_id += 1
-                        continue
-                    ns = None if p.image_key is None or p.image_key.isdigit() \
-                        else infer_namespace(p.image_key)
-                    namespaces.add(ns)
-                    ids.add(p.image_id)
-                    if foreign_namespace(p.image_key, ann_ns):
-                        hidden += 1
-                    elif p.image_id in evidence:
-                        covered.add(p.image_id)
-        sha = None if columnar else src.finish()
+            visit(records)
+        return None if columnar else src.finish()
+
+
+def _count(task: dict) -> tuple[dict, str | None]:
+    """Read the shard once: its images, those the evidence covers, its sha256."""
+    from capaudit.filters.shards.task import foreign_namespace, worker_evidence
+    from capaudit.filters.stream import DistinctIds
+    from capaudit.io.imageids import infer_namespace
+
+    evidence = worker_evidence(task["evidence"])
+    ann_ns = task["evidence"].get("namespace")
+    ids, covered, namespaces, n = DistinctIds(), DistinctIds(), set(), {"no_id": 0, "hidden": 0}
+
+    def visit(records) -> None:
+        for rec in records:
+            for p in rec.places:
+                if p.image_id is None:
+                    n["no_id"] += 1
+                    continue
+                ns = None if p.image_key is None or p.image_key.isdigit() \
+                    else infer_namespace(p.image_key)
+                namespaces.add(ns)
+                ids.add(p.image_id)
+                if foreign_namespace(p.image_key, ann_ns):
+                    n["hidden"] += 1
+                elif p.image_id in evidence:
+                    covered.add(p.image_id)
+
+    sha = read_shard(task, visit)
     n_ids = len(ids)
-    return {"n_images": n_ids + no_id, "n_with_ids": n_ids,
+    return {"n_images": n_ids + n["no_id"], "n_with_ids": n_ids,
             "covered": {LABEL[task["evidence"]["kind"]]: len(covered)},
-            "namespaces": sorted(namespaces, key=str), "hidden_captions": hidden}, sha
+            "namespaces": sorted(namespaces, key=str), "hidden_captions": n["hidden"]}, sha
 
 
 def coverage_shard(task: dict) -> dict:
     """One shard's coverage counts (or its marker's); ``status`` failed with the one-line
     error for a shard that cannot be read."""
+    return counted_shard(task, _count, "coverage")
+
+
+def counted_shard(task: dict, count, field: str) -> dict:
+    """A first pass's task: ``count(task) -> (counts, sha256 as read)`` on one shard, kept
+    under ``field`` in its marker (keyed by ``ids_hash`` and the input: a resumed run reads
+    the counts back, and the filter pass reuses the input's hash)."""
     from capaudit.io.markers import same_input
 
     t0 = time.perf_counter()
@@ -80,23 +98,23 @@ def coverage_shard(task: dict) -> dict:
         fp = files.fingerprint(path, (marker or {}).get("input"), task.get("identity") or None) \
             if marker else None
         if marker and marker.get("config_hash") == task["ids_hash"] and \
-                same_input(marker.get("input"), fp):
-            return {**marker["coverage"], "shard": task["rel"], "index": task["index"],
+                same_input(marker.get("input"), fp) and field in marker:
+            return {**marker[field], "shard": task["rel"], "index": task["index"],
                     "status": "resumed"}
         before = paths.stat_of(path)
-        cov, sha = _count(task)
+        counts, sha = count(task)
         if paths.stat_of(path) != before:
             raise InputError("the shard changed while it was read", path=shown_url(path),
                              fix="rerun once the shard is no longer being written")
         fp = before if paths.store_identifies(path) else \
             {**before, "sha256": sha or files.fingerprint(path)["sha256"]}
         files.write_marker(task["ids_work"], task["rel"], task["ids_hash"],
-                           {"input": fp, "coverage": cov})
+                           {"input": fp, field: counts})
     except (InputError, OSError) as exc:
         from capaudit.filters.shards.task import failure
 
         return failure(task, exc)
-    return {**cov, "shard": task["rel"], "index": task["index"], "status": "done",
+    return {**counts, "shard": task["rel"], "index": task["index"], "status": "done",
             "seconds": round(time.perf_counter() - t0, 3)}
 
 

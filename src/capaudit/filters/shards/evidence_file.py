@@ -19,7 +19,8 @@ import hashlib
 
 from capaudit.core.columnar import SortedIdRows
 
-__all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_in_child"]
+__all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_in_child",
+           "run_evidence"]
 
 _ARRAYS = ("ids", "offsets", "codes", "scores", "names")
 
@@ -166,3 +167,24 @@ def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:
     if result[0] == "error":
         raise CapauditError(result[1])
     return result[1], result[2], result[3]
+
+
+def run_evidence(store, kind: str, opts: dict, folder: str) -> dict:
+    """The run's evidence, resolved as ``filter run SET`` resolves it, written in columnar
+    form into the work folder: ``{kind, source, namespace, path, sha256}``. A file is read in
+    a child process (its parse's transient memory stays out of the driver); a source stored
+    with ``annotations add`` is read here, from the store's tables."""
+    from capaudit.audit.annotation_coverage import source_namespace
+    from capaudit.core.storage import paths
+    from capaudit.filters.evidence import resolve_evidence
+
+    ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
+           "detector": opts.get("detections")}.get(kind)
+    if ref is not None and paths.is_file(str(ref)):
+        path, digest, source = convert_in_child(kind, str(ref), folder)
+    else:
+        evidence, source = resolve_evidence(kind, ref, store)
+        path, digest = write_evidence(evidence, folder)
+        del evidence
+    return {"kind": kind, "source": source, "path": path, "sha256": digest,
+            "namespace": source_namespace(store, source.removeprefix("file:"))}

@@ -23,7 +23,7 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.urls import join, on_disk, shown_url
 from capaudit.io import shard_files as files
 
-__all__ = ["shard_format", "run_key", "make_tasks", "check_out", "claim", "LOG_SUFFIX",
+__all__ = ["shard_format", "run_key", "decided_key", "make_tasks", "check_out", "claim", "LOG_SUFFIX",
            "MANIFEST", "log_dir", "summary_path"]
 
 LOG_SUFFIX = ".log.parquet"
@@ -82,6 +82,16 @@ def run_key(filter_name: str, version: str, options: dict, evidence: dict, reade
                        "evidence": {**ev, "source": evidence["source"]}, "reader": reader,
                        "format": fmt, "capaudit": __version__})
     return cfg, ids
+
+
+def decided_key(key: str, decided: dict) -> str:
+    """The filter pass's key once a first pass decided ``decided`` for it (a corpus-level
+    decision that changes redoes the shards it touches)."""
+    if not decided:
+        return key
+    from capaudit.io.markers import config_hash
+
+    return config_hash({"run": key, "decided": decided})
 
 
 def make_tasks(shards: list[tuple], out: str, work_root: str, key: str, ids_key: str,

@@ -1,10 +1,12 @@
 """``filter run --shards``: clean a corpus shard by shard, on local processes or Ray, exactly.
 
-The driver lists the shards once, writes the evidence once in columnar form, and runs two
-passes of shard tasks through an executor (:mod:`capaudit.executors`): the coverage pass
-(:mod:`.coverage`), whose sum is held to the filter's coverage rule before any cleaned shard
-is written, then the filter pass (:mod:`.task`), each task writing its cleaned shard, its log
-and its marker and returning its summary. The run's summary is the exact sum of the shards'
+The driver lists the shards once, writes what the workers read once (the filter's step,
+:mod:`.steps`: evidence, labels), and runs its passes of shard tasks through an executor
+(:mod:`capaudit.executors`): a filter's first pass where it has one (the hallucination
+filter's coverage pass, :mod:`.coverage`, held to its coverage rule; gender-balance's count,
+from which the corpus's decision is taken) before any cleaned shard is written, then the
+filter pass (:mod:`.task`), each task writing its cleaned shard, its log and its marker and
+returning its summary. The run's summary is the exact sum of the shards'
 (:mod:`.merge`), written beside DST with the resolved configuration, seed and versions, and
 recorded in the store as a run (``runs``, and ``filter_runs`` under DST's path, where
 ``capaudit filter log DST`` finds the shards' logs). A failed shard stops the run with one
@@ -22,32 +24,11 @@ from capaudit.errors import InputError
 from capaudit.core.storage import paths
 from capaudit.core.storage.urls import join, shown_url
 from capaudit.io import shard_files as files
+from capaudit.filters.shards.steps import SHARDED_FILTERS, shard_step
 
 __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
 
-SHARDED_FILTERS = ("hallucination",)
 WORKER_MB_ENV, DEFAULT_WORKER_MB = "CAPAUDIT_WORKER_MB", 4
-
-
-def _evidence(store, kind: str, opts: dict, folder: str) -> dict:
-    """The run's evidence, resolved as ``filter run SET`` resolves it, written in columnar
-    form into the work folder: ``{kind, source, namespace, path, sha256}``. A file is read in
-    a child process (its parse's transient memory stays out of the driver); a source stored
-    with ``annotations add`` is read here, from the store's tables."""
-    from capaudit.audit.annotation_coverage import source_namespace
-    from capaudit.filters.evidence import resolve_evidence
-    from capaudit.filters.shards.evidence_file import convert_in_child, write_evidence
-
-    ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-           "detector": opts.get("detections")}.get(kind)
-    if ref is not None and paths.is_file(str(ref)):
-        path, digest, source = convert_in_child(kind, str(ref), folder)
-    else:
-        evidence, source = resolve_evidence(kind, ref, store)
-        path, digest = write_evidence(evidence, folder)
-        del evidence
-    return {"kind": kind, "source": source, "path": path, "sha256": digest,
-            "namespace": source_namespace(store, source.removeprefix("file:"))}
 
 
 def _workers(executor: str, asked: int, shards: list[tuple]) -> int:
@@ -95,20 +76,20 @@ def _run_pass(fn, tasks: list[dict], ex, skip_bad: bool,
     return done
 
 
-def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> tuple[dict, str]:
+def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> tuple[dict, str | None]:
     from capaudit.filters.base import FILTERS
     from capaudit.filters.options import filter_options
 
     if filter_name not in SHARDED_FILTERS:
         raise InputError(f"filter run --shards runs {', '.join(SHARDED_FILTERS)}, not "
                          f"'{filter_name}'", fix="register the captions with sets add and run "
-                         "filter run SET (a filter that needs the whole set cannot go shard by "
-                         "shard)")
+                         "filter run SET (a filter without a shard step in "
+                         "filters/shards/steps.py runs on a registered set)")
     given = dict(given)
     if "seed" in FILTERS.get(filter_name).defaults:
         given["seed"] = seed
     opts = filter_options(filter_name, given, config, overrides)
-    kind = FILTERS.get(filter_name)(**opts).kind     # option errors before any work
+    kind = getattr(FILTERS.get(filter_name)(**opts), "kind", None)  # option errors first
     return opts, kind
 
 
@@ -119,25 +100,21 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
                        reader: Mapping | None = None, keep_work: bool = False,
                        on_start: Callable | None = None, on_shard: Callable | None = None):
     """Clean the shards of ``spec`` into the folder ``out``; returns ``(summary, shard
-    summaries in shard order, the coverage)``."""
+    summaries in shard order, the first pass's guard or None)``. The filter's own part is its
+    step (:mod:`.steps`), found by name."""
     from capaudit.core.runs import recorded_run
     from capaudit.filters.base import FILTERS
     from capaudit.filters.shards import plan
-    from capaudit.filters.shards.coverage import check_coverage, coverage_shard
     from capaudit.filters.shards.task import filter_shard
     opts, kind = _options(filter_name, given, config, overrides, seed)
+    step = shard_step(filter_name).Driver(filter_name, opts, kind)
     given_out, out = str(out), paths.absolute(str(out))
     shards = files.list_shard_entries(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
     work = str(work_dir or files.work_folder(str(store.path), _name(out)))
     up_to = os.path.dirname(work) if work_dir is None else \
         None if paths.path_kind(work) != "missing" else work
-    worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
-                   "detections": None}
-    if filter_name == "hallucination":   # reference texts: a local file each worker reads
-        from capaudit.filters.reference_evidence import shard_references
-
-        worker_opts["references"] = shard_references(opts, kind)
+    worker_opts = step.worker_options()
     cfg = {"command": "filter run --shards", "shards": shown_url(str(spec)),
            "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
@@ -145,28 +122,33 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     n = _workers(executor, workers, shards)
     ex = _executor(executor, n, address, work, given_out)
     with _closing(ex), recorded_run(store, cfg, seed) as run_id, files.work_lock(work) as root:
-        evidence = _evidence(store, kind, opts, root)
+        evidence = step.prepare(store, root)
         key, ids_key = plan.run_key(filter_name, FILTERS.version(filter_name), worker_opts,
                                     evidence, reader, fmt)
         tasks = plan.make_tasks(shards, out, str(root), key, ids_key, {
             "filter": filter_name, "options": worker_opts, "evidence": evidence,
-            "reader": reader, "fmt": fmt})
+            "reader": reader, "fmt": fmt, **step.task_fields()})
         plan.check_out(out, tasks, [s[0] for s in shards])
         for folder, names in ((out, [t["rel"] for t in tasks]),
                               (plan.log_dir(out), [t["log_rel"] for t in tasks])):
             paths.clean_tmp(folder, names)
         if on_start:
-            on_start(len(tasks), n)
-        first = _run_pass(coverage_shard, tasks, ex, skip_bad, on_shard)
-        ok = [t for t in tasks if first[t["index"]]["status"] != "failed"]
-        cov = check_coverage(_name(out), [first[t["index"]] for t in ok], kind,
-                             evidence["namespace"], float(opts["min_coverage"]),
-                             bool(opts["allow_partial"]))
+            on_start(len(tasks), n, 2 if step.first_pass else 1)
+        first, ok, guard, written = {}, tasks, None, []
+        if step.first_pass:      # the whole corpus counted before any output is written
+            first = _run_pass(step.first_pass, tasks, ex, skip_bad, on_shard)
+            ok = [t for t in tasks if first[t["index"]]["status"] != "failed"]
+            guard, fields, written = step.after_first(_name(out), [first[t["index"]]
+                                                                   for t in ok], str(root))
+            for t in ok:     # what the first pass decided keys the filter pass
+                t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
         second = _run_pass(filter_shard, ok, ex, skip_bad, on_shard)
-        results = _finish(store, run_id, cfg, seed, out, tasks, first, second, cov, evidence)
+        results = _finish(store, run_id, cfg, seed, out, tasks, first, second, guard, evidence)
     if not keep_work:
         files.remove_work_folder(join(root, "coverage-" + ids_key))
-        paths.remove_file(evidence["path"])
+        for path in [evidence["path"], *written]:
+            if path:
+                paths.remove_file(path)
         files.remove_work_folder(join(root, key), up_to=up_to)
     return results
 
@@ -205,7 +187,8 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
                          "resumed": sum(s["status"] == "resumed" for s in shard_rows),
                          "failed": [{"shard": s["shard"], "error": s["error"]}
                                     for s in shard_rows if s["status"] == "failed"]}
-    summary["coverage_guard"] = {**dataclasses.asdict(cov), "line": cov.line()}
+    if cov is not None:
+        summary["coverage_guard"] = {**dataclasses.asdict(cov), "line": cov.line()}
     kept = [t for t in tasks if (second.get(t["index"]) or {}).get("status") in
             ("done", "resumed")]
     plan.write_manifest(out, [t["rel"] for t in kept])

@@ -42,20 +42,13 @@ def worker_evidence(ev: dict):
 
 
 def worker_filter(task: dict):
-    """The task's filter, built once per process and configuration."""
+    """The task's filter, built once per process and configuration by its step
+    (:mod:`capaudit.filters.shards.steps`)."""
     key = ("filter", task["cfg_hash"])
     if key not in _WORKER:
-        from capaudit.filters.base import FILTERS
+        from capaudit.filters.shards.steps import shard_step
 
-        ev = task["evidence"]
-        filt = FILTERS.get(task["filter"])(worker_evidence(ev), **task["options"])
-        filt.source = ev["source"]
-        o = task["options"]
-        if o.get("references") or o.get("reference_col") or o.get("object_mode") == "visual":
-            from capaudit.filters.reference_evidence import add_references
-
-            filt.evidence = add_references(filt.evidence, task["options"])   # as setup does
-        _WORKER[key] = filt
+        _WORKER[key] = shard_step(task["filter"]).build(task)
     return _WORKER[key]
 
 
@@ -128,12 +121,13 @@ def filter_shard(task: dict) -> dict:
 
 def _filter(task: dict, fp: dict) -> dict:
     """The shard filtered into its output and log (temporary names, renamed when whole)."""
-    from capaudit.filters.base import FilterContext, FilterSummary
+    from capaudit.filters.base import FilterSummary
+    from capaudit.filters.shards.steps import shard_step
     from capaudit.io.rewrite import ChangeLog, open_rewriter
     from capaudit.io.rewrite.formats import buffered
 
     filt = worker_filter(task)
-    filt.setup(FilterContext(guarded=True))
+    shard_step(task["filter"]).begin(filt)       # the shard's own counts
     # claimed before anything is written: a killed run's output is known as ours on resume
     files.write_json(task["claim"], {"out": task["out_path"], "log": task["log_path"]})
     summary, changelog = FilterSummary(filt.name), ChangeLog(None)

@@ -56,21 +56,36 @@ class Labelled:
 
 
 class LabelLayout:
-    """Base class: ``name``, what it needs (``expects``, named when nothing sniffs),
-    :meth:`sniff` on the first record's keys, :meth:`parse` one record.
+    """Base class: ``name``, the keys it needs (``fields``; ``expects``, named when nothing
+    sniffs, lists them unless set), :meth:`sniff` on the first record's keys, :meth:`parse`
+    one record.
 
     ``repeats``: what two records of the same (image, caption) mean: ``"merge"`` (one
     caption's sentences, row by row), ``"any"`` (the published rule: hallucinated if any
     says so, reported) or ``"error"`` (a duplicate with a different label is refused)."""
 
     name = "base"
+    fields: tuple[str, ...] = ()   # the keys every record has: sniffed, and ``expects`` by default
+    one_of: tuple[str, ...] = ()   # the label's alternative keys: a record has exactly one
     expects = ""
     levels: tuple[str, ...] = ("caption",)
     repeats = "error"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fields and "expects" not in cls.__dict__:
+            cls.expects = ", ".join(cls.fields)
+
     @classmethod
-    def sniff(cls, keys: set[str]) -> bool:   # pragma: no cover - every layout overrides
-        return False
+    def sniff(cls, keys: set[str]) -> bool:
+        """The first record has every one of ``fields`` and exactly one of ``one_of`` (a
+        layout may ask for more)."""
+        return (bool(cls.fields) and set(cls.fields) <= keys
+                and (not cls.one_of or len(keys & set(cls.one_of)) == 1))
+
+    def label_key(self, rec: dict) -> str:
+        """Which of ``one_of`` this record uses (the first: a missing label is named so)."""
+        return next((k for k in self.one_of if k in rec), self.one_of[0])
 
     def parse(self, rec: dict, row: int, path) -> Labelled:   # pragma: no cover
         raise NotImplementedError

@@ -24,12 +24,8 @@ class FaithScoreLabels(LabelLayout):
     """Atomic facts per answer, 0 = hallucinated."""
 
     name = "faithscore"
-    expects = "id, answer, stage 2"
+    fields = ("id", "answer", "stage 2")
     repeats = "any"
-
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return {"id", "answer", "stage 2"} <= keys
 
     def parse(self, rec: dict, row: int, path) -> Labelled:
         facts = rec.get("stage 2")

@@ -13,22 +13,17 @@ from capaudit.io.labels.base import LabelLayout, Labelled, text_field
 
 __all__ = ["GradedLabels"]
 
-KEYS = ("grade", "rating")
-
 
 class GradedLabels(LabelLayout):
     """A number per caption (1-5)."""
 
     name = "graded"
+    fields, one_of = ("image_id", "caption"), ("grade", "rating")
     expects = "image_id, caption, grade (or rating)"
     levels = ("graded",)
 
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return {"image_id", "caption"} <= keys and len(keys & set(KEYS)) == 1
-
     def parse(self, rec: dict, row: int, path) -> Labelled:
-        key = next((k for k in KEYS if k in rec), KEYS[0])
+        key = self.label_key(rec)
         try:
             grade = float(rec.get(key))
         except (TypeError, ValueError):

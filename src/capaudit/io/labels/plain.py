@@ -15,18 +15,15 @@ from capaudit.io.labels.base import LabelLayout, Labelled, binary, json_field, t
 
 __all__ = ["CaptionLabels", "SentenceLabels", "SpanLabels", "checked_spans"]
 
-_BASE = {"image_id", "caption"}
-
-
 class CaptionLabels(LabelLayout):
     """One 0/1 per caption."""
 
     name = "caption-label"
-    expects = "image_id, caption, label"
+    fields = ("image_id", "caption", "label")
 
     @classmethod
     def sniff(cls, keys: set[str]) -> bool:
-        return _BASE | {"label"} <= keys and not keys & {"sentence", "spans", "tokens"}
+        return super().sniff(keys) and not keys & {"sentence", "spans", "tokens"}
 
     def parse(self, rec: dict, row: int, path) -> Labelled:
         return Labelled(row, text_field(rec, "image_id", row, path),
@@ -38,13 +35,9 @@ class SentenceLabels(LabelLayout):
     """One 0/1 per sentence; a caption's rows are merged into one labelled caption."""
 
     name = "sentence-label"
-    expects = "image_id, caption, sentence, label"
+    fields = ("image_id", "caption", "sentence", "label")
     levels = ("caption", "sentence")
     repeats = "merge"
-
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return _BASE | {"sentence", "label"} <= keys
 
     def parse(self, rec: dict, row: int, path) -> Labelled:
         sentence = text_field(rec, "sentence", row, path)
@@ -77,12 +70,8 @@ class SpanLabels(LabelLayout):
     """Hallucinated character spans per caption (an empty list: a faithful caption)."""
 
     name = "spans"
-    expects = "image_id, caption, spans"
+    fields = ("image_id", "caption", "spans")
     levels = ("caption", "sentence")
-
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return _BASE | {"spans"} <= keys
 
     def parse(self, rec: dict, row: int, path) -> Labelled:
         caption = text_field(rec, "caption", row, path)

@@ -35,12 +35,8 @@ class TokenLabels(LabelLayout):
     """A 0/1 per token of the caption."""
 
     name = "tokens"
-    expects = "image_id, caption, tokens, labels"
+    fields = ("image_id", "caption", "tokens", "labels")
     levels = ("caption", "sentence")
-
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return {"image_id", "caption", "tokens", "labels"} <= keys
 
     def parse(self, rec: dict, row: int, path) -> Labelled:
         caption = text_field(rec, "caption", row, path)

@@ -10,21 +10,16 @@ from capaudit.io.labels.base import LabelLayout, Labelled, binary, text_field
 
 __all__ = ["YesNoLabels"]
 
-KEYS = ("hallucinated", "foil")
-
 
 class YesNoLabels(LabelLayout):
     """Yes = the caption holds a hallucination."""
 
     name = "yes-no"
+    fields, one_of = ("image_id", "caption"), ("hallucinated", "foil")
     expects = "image_id, caption, hallucinated (or FOIL's foil)"
 
-    @classmethod
-    def sniff(cls, keys: set[str]) -> bool:
-        return {"image_id", "caption"} <= keys and len(keys & set(KEYS)) == 1
-
     def parse(self, rec: dict, row: int, path) -> Labelled:
-        key = next((k for k in KEYS if k in rec), KEYS[0])
+        key = self.label_key(rec)
         return Labelled(row, text_field(rec, "image_id", row, path),
                         text_field(rec, "caption", row, path),
                         label=binary(rec.get(key), row, path, key))

@@ -1,0 +1,59 @@
+"""The ``critique-revise`` filter's step of ``filter run --shards`` (see :mod:`.steps`).
+
+It decides caption by caption, so one pass. The judge and the reviser (an LLM backend: an
+OpenAI-compatible server, a local model) are built once per worker, as ``enrich`` builds
+its context once per process, and serve every shard the worker filters; their counts start
+again with each shard (:func:`begin`), so a shard's summary holds its own calls and the
+run's is their sum (:mod:`.merge`). The annotated objects the judge is shown, when given,
+are resolved on the driver as ``filter run SET`` resolves them and written once in columnar
+form; image ids are looked up as the set path looks them up (no namespace guard: the
+decisions are the set's).
+"""
+
+from __future__ import annotations
+
+from capaudit.filters.shards.steps import Driver as _Base
+
+__all__ = ["Driver", "build", "begin"]
+
+_EVIDENCE_KEYS = (("chair-gt", "chair_gt"), ("instances", "instances"),
+                  ("detector", "detections"))
+
+
+class Driver(_Base):
+    """The evidence, when given, written once; nothing else before the filter pass."""
+
+    def worker_options(self) -> dict:
+        return {**self.opts, "evidence": None, "chair_gt": None, "instances": None,
+                "detections": None}
+
+    def prepare(self, store, root: str) -> dict:
+        from capaudit.filters.shards.evidence_file import run_evidence
+
+        o = self.opts
+        kind = o["evidence"] or next((k for k, key in _EVIDENCE_KEYS if o[key]), None)
+        if kind is None:
+            return super().prepare(store, root)
+        return {**run_evidence(store, kind, o, root), "namespace": None}
+
+
+def build(task: dict):
+    """The filter with its judge and reviser, set up once in this worker."""
+    from capaudit.filters.base import FilterContext
+    from capaudit.filters.critique import CritiqueReviseFilter
+    from capaudit.filters.shards.task import worker_evidence
+
+    filt = CritiqueReviseFilter(**task["options"])
+    filt.setup(FilterContext())
+    if task["evidence"]["path"]:
+        filt.evidence = worker_evidence(task["evidence"])
+    return filt
+
+
+def begin(filt) -> None:
+    """The calls and the judge's counts of this shard alone (the backend stays up)."""
+    from capaudit.judge.config import JudgeStats
+
+    filt.calls = dict.fromkeys(filt.calls, 0)
+    filt.scorer.stats, filt.scorer._t0 = JudgeStats(), None
+    filt.report = {"calls": dict(filt.calls), "judge": filt.scorer.summary()}

@@ -1,0 +1,69 @@
+"""The ``hallucination`` filter's step of ``filter run --shards`` (see :mod:`.steps`).
+
+Workers read the run's evidence from its columnar file (:mod:`.evidence_file`) and the
+reference texts, when given, from a local file or, ``--reference-col``, from each record
+(:mod:`.record_references`, batch by batch in the shard task); the first pass is the coverage pass
+(:mod:`.coverage`), held to the filter's coverage rule before any cleaned shard is written.
+"""
+
+from __future__ import annotations
+
+from capaudit.filters.shards.steps import Driver as _Base
+
+__all__ = ["Driver", "build", "begin"]
+
+
+class Driver(_Base):
+    """The evidence written once, the coverage counted shard by shard and held."""
+
+    @property
+    def first_pass(self):
+        from capaudit.filters.shards.coverage import coverage_shard
+
+        return coverage_shard
+
+    def worker_options(self) -> dict:
+        out = {**self.opts, "evidence": self.kind, "chair_gt": None, "instances": None,
+               "detections": None}
+        from capaudit.filters.reference_evidence import shard_references
+
+        out["references"] = shard_references(self.opts, self.kind)  # a local file per worker
+        return out
+
+    def prepare(self, store, root: str) -> dict:
+        from capaudit.filters.shards.evidence_file import run_evidence
+
+        self.evidence = run_evidence(store, self.kind, self.opts, root)
+        return self.evidence
+
+    def after_first(self, run_name: str, parts: list[dict], root: str):
+        from capaudit.filters.shards.coverage import check_coverage
+
+        ev = self.evidence
+        cov = check_coverage(run_name, parts, self.kind, ev["namespace"],
+                             float(self.opts["min_coverage"]), bool(self.opts["allow_partial"]))
+        return cov, {}, []
+
+
+def build(task: dict):
+    """The filter on the worker's copy of the evidence (and references, as setup adds them)."""
+    from capaudit.filters.base import FILTERS
+    from capaudit.filters.shards.task import worker_evidence
+
+    ev = task["evidence"]
+    filt = FILTERS.get(task["filter"])(worker_evidence(ev), **task["options"])
+    filt.source = ev["source"]
+    o = task["options"]
+    if o.get("references") or o.get("reference_col") or o.get("object_mode") == "visual":
+        from capaudit.filters.reference_evidence import add_references
+
+        filt.evidence = add_references(filt.evidence, task["options"])   # as setup does
+    return filt
+
+
+def begin(filt) -> None:
+    """Per shard: the filter's counts start again (its report is the shard's); the coverage
+    was held on the whole corpus already."""
+    from capaudit.filters.base import FilterContext
+
+    filt.setup(FilterContext(guarded=True))
