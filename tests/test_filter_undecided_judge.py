@@ -241,3 +241,24 @@ def test_a_sharded_run_asks_the_same_sentences_and_logs_the_same(data, store, tm
     want = _sentences(store, "f")
     assert [(r["image_id"], r["sentence_idx"], r["action"], r["reason"], r["critique"])
             for r in rows] == [k + v[2:5] for k, v in want.items()]
+
+
+def test_a_judge_failing_midway_keeps_those_sentences_and_a_rerun_asks_only_them(data, store):
+    """The server refuses the cart sentences (400) on the first run: kept, their reason says
+    so; the rerun against a working server asks only those 3 (the other answer is cached)."""
+    def refusing(body):
+        text = body["messages"][-1]["content"]
+        return {"status": 400} if "cart" in SENT.search(text).group(1) else "yes"
+
+    with FakeOpenAIServer(answer=refusing) as srv:
+        _, first = _run(store, "f1", data["gt"], srv, judge="undecided")
+    assert (first.extra["judge"]["failed"], first.extra["judge"]["supported"]) == (3, 1)
+    log = _sentences(store, "f1")
+    failed = [k for k, r in log.items() if "[judge: failed" in r[3]]
+    assert sorted(failed) == sorted(k for k in UNDECIDED if k[0] == 56013)
+    assert all(log[k][2] == "keep" and "undecided: " in log[k][3] for k in failed)
+    asked: list = []
+    with FakeOpenAIServer(answer=_script(asked)) as srv:
+        _, again = _run(store, "f2", data["gt"], srv, judge="undecided")
+    assert len(asked) == 3 and all("cart" in s for s in asked)
+    assert again.extra["judge"]["cache_hits"] == 1 and again.extra["judge"]["unsupported"] == 3
