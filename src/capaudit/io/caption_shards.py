@@ -176,7 +176,8 @@ def _columnar_rows(path, source, guard=_no_guard, options=None
 
 
 def _tar_rows(path, source, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
-    from capaudit.io.readers.webdataset import iter_samples, parse_sample
+    from capaudit.io.layouts.tar import iter_samples
+    from capaudit.io.readers.webdataset import parse_sample
 
     fileobj = None if isinstance(source, (str, Path)) else source
     for row, (key, files) in enumerate(iter_samples(path, fileobj=fileobj), start=1):

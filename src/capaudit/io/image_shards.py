@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -29,7 +28,8 @@ from capaudit.core.storage.paths import write_whole
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.markers import clean_tmp, config_hash, is_done, write_marker
-from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
+from capaudit.io.layouts.tar import IMAGE_EXTS, USTAR, add_file, iter_samples, open_writer
+from capaudit.io.readers.webdataset import parse_sample, shard_paths
 
 
 @dataclass
@@ -100,23 +100,17 @@ def _samples(tar_path, fileobj) -> Iterator[Sample]:
 
 
 # -- writing ------------------------------------------------------------------------
-def _add_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(data), 0, 0o644  # mtime 0: byte-identical reruns
-    tf.addfile(info, io.BytesIO(data))
-
-
 def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
                 cfg_hash: str) -> dict:
     """Write ``shard_name`` (.tar), its parquet index and its marker, atomically."""
     out_dir = Path(out_dir)
     buf = io.BytesIO()
     rows = {"key": [], "image_id": [], "file_name": [], "n_captions": [], "image_sha256": []}
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+    with open_writer(buf, USTAR) as tf:   # USTAR, mtime 0: byte-identical reruns
         for s in samples:
-            _add_member(tf, f"{s.key}.{s.image_ext}", s.image or b"")
+            add_file(tf, f"{s.key}.{s.image_ext}", s.image or b"")
             meta = {**s.meta, "image_id": s.image_id, "captions": s.captions}
-            _add_member(tf, f"{s.key}.json", json.dumps(meta, sort_keys=True).encode())
+            add_file(tf, f"{s.key}.json", json.dumps(meta, sort_keys=True).encode())
             rows["key"].append(s.key)
             rows["image_id"].append(s.image_id)
             rows["file_name"].append(s.meta.get("file_name"))
