@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from capaudit.core.storage.paths import write_whole
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.markers import clean_tmp, config_hash, is_done, write_marker
+from capaudit.io.layouts.parquet import table_bytes
 from capaudit.io.layouts.tar import IMAGE_EXTS, USTAR, add_file, iter_samples, open_writer
 from capaudit.io.readers.webdataset import parse_sample, shard_paths
 
@@ -123,9 +123,7 @@ def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
                       "file_name": pa.array(rows["file_name"], pa.string()),
                       "n_captions": pa.array(rows["n_captions"], pa.int32()),
                       "image_sha256": pa.array(rows["image_sha256"], pa.string())})
-    sink = pa.BufferOutputStream()
-    pq.write_table(index, sink)
-    write_whole(tar_path.with_suffix(".parquet"), sink.getvalue().to_pybytes())
+    write_whole(tar_path.with_suffix(".parquet"), table_bytes(index))
     counts = {"samples": len(rows["key"]), "captions": sum(rows["n_captions"])}
     write_marker(out_dir, shard_name, cfg_hash, counts)
     return counts
