@@ -24,7 +24,7 @@ from typing import Iterator
 from capaudit.errors import InputError
 from capaudit.io.layouts.tar import PAX, TarReader, open_writer, sample_key
 from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter, own_changes
-from capaudit.io.rewrite.json_records import dumps_like
+from capaudit.io.layouts.json import dumps_like
 
 __all__ = ["TarRewriter"]
 
