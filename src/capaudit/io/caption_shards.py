@@ -156,8 +156,7 @@ def _tar_rows(path, source, guard=_no_guard) -> Iterator[tuple[int | None, str]]
     from capaudit.io.layouts.tar import iter_samples
     from capaudit.io.readers.webdataset import parse_sample
 
-    fileobj = None if isinstance(source, (str, Path)) else source
-    for row, (key, files) in enumerate(iter_samples(path, fileobj=fileobj), start=1):
+    for row, (key, files) in enumerate(iter_samples(path, source), start=1):
         meta, texts = parse_sample(key, files, path, row)
         raw = meta.get("image_id")
         raw = raw if raw is not None else meta.get("key", key)

@@ -77,15 +77,11 @@ def _shown(location) -> str:
 
 def read_shard(tar_path: str | Path) -> Iterator[Sample]:
     """Yield the samples of one shard in tar order (both layouts, see module doc); a URL is
-    read streaming (:func:`capaudit.core.storage.paths.open_binary`)."""
-    from capaudit.core.storage.paths import open_binary
-    from capaudit.core.storage.urls import on_disk
+    read streaming (:func:`capaudit.core.storage.paths.readable`)."""
+    from capaudit.core.storage.paths import readable
 
-    if not on_disk(tar_path):
-        with open_binary(str(tar_path)) as fh:
-            yield from _samples(_shown(tar_path), fh)
-        return
-    yield from _samples(Path(tar_path), None)
+    with readable(tar_path) as (shown, source):
+        yield from _samples(shown, source)
 
 
 def _samples(tar_path, fileobj) -> Iterator[Sample]:

@@ -167,13 +167,15 @@ class TarReader:
 
 def iter_samples(tar_path, fileobj=None) -> Iterator[tuple[str, dict[str, bytes]]]:
     """Yield (key, {extension: bytes}) per sample, in tar order (``fileobj``: the tar opened
-    by :func:`capaudit.core.storage.fs.open_input`, ``tar_path`` then only names it).
+    by :func:`capaudit.core.storage.paths.readable`, ``tar_path`` then only names it; None or
+    a path: ``tar_path`` is opened here).
 
     The tar must be whole (:class:`TarReader`), and hold no fewer samples than the shard's
     index declares (a tar cut at a member boundary otherwise reads as a complete, shorter
     one); a second member of a name is refused, never read over the first (tar keeps both;
     extraction keeps one).
     """
+    fileobj = None if isinstance(fileobj, (str, Path)) else fileobj
     reader = TarReader(tar_path, fileobj)
     current, files, n_samples = None, {}, 0
     seen: set[str] = set()
