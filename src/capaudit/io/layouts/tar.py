@@ -180,20 +180,22 @@ def iter_samples(tar_path, fileobj=None) -> Iterator[tuple[str, dict[str, bytes]
     current, files, n_samples = None, {}, 0
     seen: set[str] = set()
     for member in reader:
-        key = sample_key(member)
-        if key is None:
+        name = member.name.rsplit("/", 1)[-1]
+        if not member.isfile() or "." not in name:   # as sample_key, its name split once
             continue
         if member.name in seen:
             raise InputError(f"member '{member.name}' appears twice in the tar: which one "
                              "holds the sample is not known", path=tar_path,
                              fix="rebuild the shard with one member per name")
         seen.add(member.name)
+        stem, ext = name.split(".", 1)
+        key = member.name[:len(member.name) - len(name)] + stem
         if current is not None and key != current:
             n_samples += 1
             yield current, files
             files = {}
         current = key
-        files[member.name.rsplit("/", 1)[-1].split(".", 1)[1]] = reader.read(member)
+        files[ext] = reader.read(member)
     if current is not None:
         n_samples += 1
     if fileobj is None:   # an index beside a remote tar is not looked for
