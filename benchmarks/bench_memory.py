@@ -36,7 +36,7 @@ thread) and report the largest process of it, which is the command, not a worker
    the long captions of 3.) written twice, as one JSON array (as ShareGPT4V publishes them)
    and as JSONL, each audited by ``capaudit audit run --metrics chair_s,chair_i,length``
    (``--array-metrics``) in a fresh process: the array is streamed record by record
-   (:mod:`capaudit.io.json_stream`), so its peak should be within 10% of the JSONL one
+   (:mod:`capaudit.io.layouts.json`), so its peak should be within 10% of the JSONL one
    (#36: read whole, 1.2M records peaked at 3.94 GB against 380 MB). Only the ``cli`` run.
 
 Captions are distinct: caption ``i`` joins two COCO human captions ``(i mod m,

@@ -1,4 +1,5 @@
-"""A revised caption of a JSON array is replaced where it stands (io/rewrite/json_records):
+"""A revised caption of a JSON array is replaced where it stands (io/layouts/json, used by
+io/rewrite/json_records):
 the same bytes as writing the record again wherever the file is json.dumps' own layout, and
 everything else kept as it was where it is not."""
 
@@ -8,7 +9,7 @@ import copy
 import json
 
 from capaudit.io.rewrite.base import Place, Record
-from capaudit.io.rewrite.json_records import dumps_like, revised_in_place
+from capaudit.io.layouts.json import dumps_like, revised_in_place
 from capaudit.text.mentions import sentence_spans
 from tests.conftest import shared_path
 

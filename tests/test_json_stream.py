@@ -6,7 +6,7 @@ import json
 import pytest
 
 from capaudit.errors import InputError
-from capaudit.io.json_stream import is_json_array, iter_array_pieces, iter_array_records
+from capaudit.io.layouts.json import is_json_array, iter_array_pieces, iter_array_records
 
 RECORDS = [{"id": i, "caption": "a \"quoted\" caf\u00e9 \\ " + "x" * (i % 37), "score": i / 4,
             "turns": [{"from": "gpt", "value": None}], "ok": i % 2 == 0} for i in range(300)]

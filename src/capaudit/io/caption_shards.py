@@ -33,13 +33,12 @@ import pyarrow as pa
 from capaudit.core.storage.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.layouts.parquet import CAPTION_COLUMNS, ID_COLUMNS
 from capaudit.io.shard_formats import STREAMED_SHARD_SUFFIXES
 
 __all__ = ["find_shards", "find_shard_entries", "iter_shard_rows",
            "shards_name"]
 
-ID_COLUMNS = ("image_id", "key", "uid", "id", "image")
-CAPTION_COLUMNS = ("caption", "text", "TEXT", "alt_text", "captions")
 BATCH = 8192
 
 
@@ -128,39 +127,17 @@ def _wanted(names: list[str], path) -> list[str]:
 
 
 def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
-    """Record batches of a parquet or Arrow shard; ``source``: the local ``Path``, a remote
-    parquet file's URL (footer first, then only the id and caption columns' byte ranges:
-    :mod:`capaudit.core.storage.remote_parquet`) or an open remote Arrow file. A DataComp shard's
-    other 30 columns are never read."""
+    """Record batches of a parquet or Arrow shard, each read by its layout
+    (:mod:`capaudit.io.layouts`); of a parquet shard only the id and caption columns (a
+    DataComp shard's other 30 columns are never read)."""
     if Path(name_of(path)).suffix == ".parquet":
-        import pyarrow.parquet as pq
+        from capaudit.io.layouts.parquet import record_batches
 
-        if isinstance(source, str):
-            from capaudit.core.storage.remote_parquet import iter_remote_parquet
-
-            yield from iter_remote_parquet(source, lambda names: _wanted(names, path), BATCH,
-                                           options)
-            return
-        pf = pq.ParquetFile(source, pre_buffer=False)
-        yield from pf.iter_batches(batch_size=BATCH, columns=_wanted(pf.schema_arrow.names, path))
+        yield from record_batches(source, lambda names: _wanted(names, path), BATCH, options)
         return
-    if isinstance(source, Path):
-        with pa.memory_map(str(source)) as src:
-            yield from _ipc_batches(src)
-        return
-    yield from _ipc_batches(source)
+    from capaudit.io.layouts.arrow import record_batches
 
-
-def _ipc_batches(src) -> Iterator[pa.RecordBatch]:
-    try:
-        reader = pa.ipc.open_stream(src)
-    except pa.ArrowInvalid:
-        src.seek(0)
-        reader = pa.ipc.open_file(src)
-        for i in range(reader.num_record_batches):
-            yield reader.get_batch(i)
-        return
-    yield from reader
+    yield from record_batches(source)
 
 
 def _columnar_rows(path, source, guard=_no_guard, options=None
@@ -176,10 +153,10 @@ def _columnar_rows(path, source, guard=_no_guard, options=None
 
 
 def _tar_rows(path, source, guard=_no_guard) -> Iterator[tuple[int | None, str]]:
-    from capaudit.io.readers.webdataset import iter_samples, parse_sample
+    from capaudit.io.layouts.tar import iter_samples
+    from capaudit.io.readers.webdataset import parse_sample
 
-    fileobj = None if isinstance(source, (str, Path)) else source
-    for row, (key, files) in enumerate(iter_samples(path, fileobj=fileobj), start=1):
+    for row, (key, files) in enumerate(iter_samples(path, source), start=1):
         meta, texts = parse_sample(key, files, path, row)
         raw = meta.get("image_id")
         raw = raw if raw is not None else meta.get("key", key)
@@ -197,17 +174,11 @@ def iter_shard_rows(location, guard=_no_guard, storage_options: dict | None = No
 
     ``guard(raw key, parsed id, captions of the row)`` may hide an id (``None``): the
     join rule of :class:`capaudit.audit.shards.outputs.JoinGuard`."""
-    local = local_path(location)
-    if local is not None:
-        yield from _rows(local, local, guard)
-        return
-    if Path(name_of(location)).suffix == ".parquet":   # read by its URL: ranges, not blocks
-        yield from _rows(shown_url(location), str(location), guard, storage_options)
-        return
-    from capaudit.core.storage.fs import open_input
+    from capaudit.core.storage.paths import readable
 
-    with open_input(str(location), storage_options) as src:   # messages name the URL
-        yield from _rows(shown_url(location), src, guard)
+    ranged = Path(name_of(location)).suffix == ".parquet"   # by its URL: ranges, not blocks
+    with readable(location, storage_options, ranged=ranged) as (shown, source):
+        yield from _rows(shown, source, guard, storage_options)
 
 
 def _rows(path, source, guard, options=None) -> Iterator[tuple[int | None, str]]:
@@ -217,6 +188,6 @@ def _rows(path, source, guard, options=None) -> Iterator[tuple[int | None, str]]
     try:
         yield from _columnar_rows(path, source, guard, options)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"not a readable {Path(name_of(path)).suffix[1:]} shard "
-                         f"({str(exc).splitlines()[0]})", path=path,
-                         fix="rewrite the shard or pass --skip-bad-shards") from None
+        from capaudit.io.layouts.parquet import unreadable
+
+        raise unreadable(path, exc, Path(name_of(path)).suffix[1:]) from None

@@ -16,10 +16,8 @@ looks complete, a link is never followed, and nothing capaudit did not write is 
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import tarfile
 from pathlib import Path
 
 from capaudit.core.names import safe_file_name
@@ -155,6 +153,8 @@ WEBDATASET_LAYOUT = ("one sample per caption, 1,000 samples a shard: KEY.txt hol
 def _write_shards(store, info, folder: Path) -> None:
     """Webdataset shards (:data:`WEBDATASET_LAYOUT`): every caption reaches a trainer that
     reads ``.txt``; ``sets add`` reads the shards back to the same ids and captions."""
+    from capaudit.io.layouts.tar import add_file, open_writer
+
     used: set[str] = set()
     samples = []
     for key, iid, caps, ns in exports.captions_by_image(store, info.set_id):
@@ -165,12 +165,10 @@ def _write_shards(store, info, folder: Path) -> None:
             samples.append((name, json.dumps(meta, ensure_ascii=False).encode(), cap.encode()))
     stem, shard_size = safe_file_name(info.name), 1000
     for s in range(0, len(samples), shard_size):
-        with tarfile.open(folder / f"{stem}-{s // shard_size:05d}.tar", "w") as tf:
+        with open_writer(folder / f"{stem}-{s // shard_size:05d}.tar") as tf:
             for name, meta, text in samples[s:s + shard_size]:
                 for ext, data in (("txt", text), ("json", meta)):
-                    member = tarfile.TarInfo(f"{name}.{ext}")
-                    member.size = len(data)
-                    tf.addfile(member, io.BytesIO(data))
+                    add_file(tf, f"{name}.{ext}", data)
 
 
 def _unique(name: str, used: set[str]) -> str:

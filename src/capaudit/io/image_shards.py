@@ -17,19 +17,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from capaudit.core.storage.paths import write_whole
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.markers import clean_tmp, config_hash, is_done, write_marker
-from capaudit.io.readers.webdataset import IMAGE_EXTS, iter_samples, parse_sample, shard_paths
+from capaudit.io.layouts.parquet import table_bytes
+from capaudit.io.layouts.tar import IMAGE_EXTS, USTAR, add_file, iter_samples, open_writer
+from capaudit.io.readers.webdataset import parse_sample, shard_paths
 
 
 @dataclass
@@ -77,15 +77,11 @@ def _shown(location) -> str:
 
 def read_shard(tar_path: str | Path) -> Iterator[Sample]:
     """Yield the samples of one shard in tar order (both layouts, see module doc); a URL is
-    read streaming (:func:`capaudit.core.storage.paths.open_binary`)."""
-    from capaudit.core.storage.paths import open_binary
-    from capaudit.core.storage.urls import on_disk
+    read streaming (:func:`capaudit.core.storage.paths.readable`)."""
+    from capaudit.core.storage.paths import readable
 
-    if not on_disk(tar_path):
-        with open_binary(str(tar_path)) as fh:
-            yield from _samples(_shown(tar_path), fh)
-        return
-    yield from _samples(Path(tar_path), None)
+    with readable(tar_path) as (shown, source):
+        yield from _samples(shown, source)
 
 
 def _samples(tar_path, fileobj) -> Iterator[Sample]:
@@ -100,23 +96,17 @@ def _samples(tar_path, fileobj) -> Iterator[Sample]:
 
 
 # -- writing ------------------------------------------------------------------------
-def _add_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(data), 0, 0o644  # mtime 0: byte-identical reruns
-    tf.addfile(info, io.BytesIO(data))
-
-
 def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
                 cfg_hash: str) -> dict:
     """Write ``shard_name`` (.tar), its parquet index and its marker, atomically."""
     out_dir = Path(out_dir)
     buf = io.BytesIO()
     rows = {"key": [], "image_id": [], "file_name": [], "n_captions": [], "image_sha256": []}
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+    with open_writer(buf, USTAR) as tf:   # USTAR, mtime 0: byte-identical reruns
         for s in samples:
-            _add_member(tf, f"{s.key}.{s.image_ext}", s.image or b"")
+            add_file(tf, f"{s.key}.{s.image_ext}", s.image or b"")
             meta = {**s.meta, "image_id": s.image_id, "captions": s.captions}
-            _add_member(tf, f"{s.key}.json", json.dumps(meta, sort_keys=True).encode())
+            add_file(tf, f"{s.key}.json", json.dumps(meta, sort_keys=True).encode())
             rows["key"].append(s.key)
             rows["image_id"].append(s.image_id)
             rows["file_name"].append(s.meta.get("file_name"))
@@ -129,9 +119,7 @@ def write_shard(out_dir: Path, shard_name: str, samples: Iterable[Sample],
                       "file_name": pa.array(rows["file_name"], pa.string()),
                       "n_captions": pa.array(rows["n_captions"], pa.int32()),
                       "image_sha256": pa.array(rows["image_sha256"], pa.string())})
-    sink = pa.BufferOutputStream()
-    pq.write_table(index, sink)
-    write_whole(tar_path.with_suffix(".parquet"), sink.getvalue().to_pybytes())
+    write_whole(tar_path.with_suffix(".parquet"), table_bytes(index))
     counts = {"samples": len(rows["key"]), "captions": sum(rows["n_captions"])}
     write_marker(out_dir, shard_name, cfg_hash, counts)
     return counts

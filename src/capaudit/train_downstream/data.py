@@ -26,9 +26,8 @@ import numpy as np
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.layouts.tar import IMAGE_EXTS
 from capaudit.io.readers.webdataset import shard_paths
-
-IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp")
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,29 @@ def open_binary(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
+@contextmanager
+def readable(location, storage_options: dict | None = None, *,
+             ranged: bool = False) -> Iterator[tuple]:
+    """``(name for messages, source)`` of a file a layout reader reads: a local file as its
+    ``Path`` (the reader opens it, memory-maps it or seeks in it), a remote one as its URL
+    text when the reader fetches byte ranges itself (``ranged``: parquet), else open as a
+    stream of retried blocks; a URL is named as :func:`~capaudit.core.storage.urls.shown_url`
+    shows it."""
+    local = local_path(location)
+    if local is not None:
+        yield local, local
+        return
+    from capaudit.core.storage.urls import shown_url
+
+    if ranged:
+        yield shown_url(location), str(location)
+        return
+    from capaudit.core.storage.fs import open_input
+
+    with open_input(str(location), storage_options) as src:
+        yield shown_url(location), src
+
+
 def stat_of(path: str) -> dict:
     """A disk file's stat, or an object's identity read fresh (no cached listing)."""
     if is_remote(path):

@@ -22,6 +22,9 @@ import pyarrow as pa
 
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError
+# the JSON layout's readers, named here too for the readers and annotation files that import
+# them from this module
+from capaudit.io.layouts.json import load_json_document, load_json_lines  # noqa: F401
 
 READERS: Registry = Registry("caption format", group="readers")  # base set below
 
@@ -119,44 +122,6 @@ def refuse_pickle(path: Path, head: bytes) -> None:
     if path.suffix.lower() in PICKLE_SUFFIXES or head.startswith(PICKLE_MAGIC):
         raise InputError("pickle files are refused, never loaded: unpickling can run arbitrary "
                          "code", path=path, fix="convert it to JSONL, JSON, CSV or parquet")
-
-
-def load_json_document(path: Path):
-    """Load a whole JSON document with one-line errors (line number from the parser)."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Notepad's) as in JSONL
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
-                         fix="re-encode the file as UTF-8") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})",
-                         path=path, fix="repair the JSON, or use JSONL with one object per line") \
-            from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply to read", path=path,
-                         fix="flatten the document (captions need only a few levels)") from None
-
-
-def load_json_lines(path: Path) -> Iterator[tuple[int, object]]:
-    """``(1-based row, value)`` of each non-blank line of a JSONL file, with one-line errors
-    naming the row (readers and annotation files share it)."""
-    with open(path, "rb") as fh:
-        for row, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield row, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise InputError("not valid UTF-8", path=path, row=row,
-                                 fix="re-encode the file as UTF-8") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
-                                 fix="one JSON object per line") from None
-            except RecursionError:
-                raise InputError("JSON nested too deeply", path=path, row=row,
-                                 fix="flatten the record") from None
 
 
 def detect_format(path: Path) -> str:

@@ -16,7 +16,7 @@
   When the names are not the ones known, one line names the columns and the likely id and
   caption among them (:mod:`capaudit.io.readers.columns`).
 
-Both stream the array record by record (:mod:`capaudit.io.json_stream`) and record each
+Both stream the array record by record (:mod:`capaudit.io.layouts.json`) and record each
 caption's place (``meta.src``, the 0-based record index) so the set can be written back.
 """
 
@@ -29,7 +29,7 @@ from typing import Iterator
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import require_image_id
-from capaudit.io.json_stream import is_json_array, iter_array_records
+from capaudit.io.layouts.json import is_json_array, iter_array_records
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
                                          id_like, missing_caption, missing_id,
                                          namespace_hint, not_captions)

@@ -1,7 +1,7 @@
 """What the record readers (LLaVA, ShareGPT, ShareGPT4V, Karpathy, JSON lists) share.
 
 - :func:`load_records`: a JSON array (streamed record by record through
-  :mod:`capaudit.io.json_stream`: a 1.2M-record ShareGPT4V file is never held whole) or a
+  :mod:`capaudit.io.layouts.json`: a 1.2M-record ShareGPT4V file is never held whole) or a
   JSONL file, as ``(row, record)`` pairs, with one-line errors naming the row;
 - ``--where``: a DuckDB SQL expression over the record's fields (:mod:`capaudit.store.where`),
   evaluated once over the file; the records it leaves out are skipped as they stream by;
@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.json_stream import is_json_array, iter_array_records
-from capaudit.io.readers.base import CaptionReader, load_json_lines, make_batch, read_head
+from capaudit.io.layouts.json import is_json_array, iter_array_records, load_json_lines
+from capaudit.io.readers.base import CaptionReader, make_batch, read_head
 
 TURNS = ("first", "all", "join")
 JOIN_SEP = "\n\n"

@@ -90,7 +90,7 @@ def open_rewriter(fmt: str, options: Mapping, src: IO[bytes], out: IO[bytes] | N
         cls = jr.ChairRewriter if fmt == "chair" else jr.CocoRewriter
         return cls(src, out, path, log, **batching)
     layout = _layout(fmt, options, path)
-    from capaudit.io.json_stream import is_json_array
+    from capaudit.io.layouts.json import is_json_array
 
     cls = jr.JsonArrayRewriter if is_json_array(_peek(src, 4096)) else jr.JsonlRewriter
     return cls(src, out, path, log, layout=layout, **batching)

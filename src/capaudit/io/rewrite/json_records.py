@@ -1,7 +1,7 @@
 """JSON records back in their file: a JSON array (ShareGPT4V, LLaVA, COCO results, CapsFusion)
 or JSONL, streamed record by record.
 
-The array is read with :mod:`capaudit.io.json_stream`, which hands each record's exact text
+The array is read with :mod:`capaudit.io.layouts.json`, which hands each record's exact text
 and the text between records: an untouched record is copied as it was, a changed one is
 written again in the way its own text was written (its indentation, separators and
 escaping, measured on the record), a dropped one goes with the comma before it. A file
@@ -17,52 +17,11 @@ import json
 from typing import Iterator
 
 from capaudit.errors import InputError
+from capaudit.io.layouts.json import dumps_like, revised_in_place
 from capaudit.io.rewrite.base import Changes, Record, Rewriter, own_changes
 from capaudit.io.rewrite.layouts import RecordLayout
 
-__all__ = ["JsonArrayRewriter", "JsonlRewriter", "CocoRewriter", "ChairRewriter", "dumps_like"]
-
-
-def dumps_like(value, text: str, gap: str) -> str:
-    """``value`` as JSON written the way ``text`` (the record's original text, which followed
-    ``gap`` in the file) was: same indentation unit and depth, separators and escaping."""
-    ascii_only = not any(ord(c) > 127 for c in text)
-    lines = text.split("\n", 2)
-    if len(lines) > 1:
-        base = gap.rsplit("\n", 1)[-1] if "\n" in gap else ""
-        second = lines[1][:len(lines[1]) - len(lines[1].lstrip(" \t"))]
-        unit = second[len(base):] if second.startswith(base) else second
-        out = json.dumps(value, indent=unit or None, ensure_ascii=ascii_only,
-                         separators=(",", ": "))
-        return out.replace("\n", "\n" + base) if base else out
-    item = ", " if (", \"" in text or ", {" in text or ", [" in text) else ","
-    key = ": " if "\": " in text else ":"
-    if "," not in text:
-        item = ", "
-    return json.dumps(value, ensure_ascii=ascii_only, separators=(item, key))
-
-
-def revised_in_place(text: str, rec: Record, mine: Changes, value) -> str | None:
-    """The record's ``text`` with each revised caption's JSON string replaced where it stands,
-    everything else kept byte for byte; ``None`` when that is not certain to be right (a
-    dropped caption, a caption whose string is not found exactly once, a result that does
-    not read back as ``value``, the record with its changes applied): the caller writes the
-    record again with :func:`dumps_like`.
-
-    Why: writing an indented record again runs ``json``'s pure-Python encoder (the C one
-    takes no indent), 12% of a sharded filter's CPU on ShareGPT4V arrays; and what was not
-    revised is left exactly as it was, whatever the file's own spacing or escapes."""
-    ascii_only = text.isascii()
-    olds = {p.turn: p.text for p in rec.places}
-    for turn, new in mine.items():
-        old = olds.get(turn, None)
-        if new is None or not isinstance(old, str):
-            return None
-        encoded = json.dumps(old, ensure_ascii=ascii_only)
-        if text.count(encoded) != 1:
-            return None
-        text = text.replace(encoded, json.dumps(new, ensure_ascii=ascii_only))
-    return text if json.loads(text) == value else None
+__all__ = ["JsonArrayRewriter", "JsonlRewriter", "CocoRewriter", "ChairRewriter"]
 
 
 class JsonArrayRewriter(Rewriter):
@@ -76,7 +35,7 @@ class JsonArrayRewriter(Rewriter):
         self.written = 0
 
     def records(self) -> Iterator[Record]:
-        from capaudit.io.json_stream import iter_array_pieces
+        from capaudit.io.layouts.json import iter_array_pieces
 
         gap = ""
         for kind, index, text, value in iter_array_pieces(self.src, self.path):

@@ -5,7 +5,8 @@ the row groups (each source row group is one row group out, less its dropped row
 Read batch by batch; in each, only the caption column is rebuilt (a revised text in place;
 a list of captions loses its dropped entries) and rows whose caption went are taken out
 with a mask: every other column passes through as Arrow arrays, never as Python values.
-The writer uses the source's compression. A row's index (``meta.src``) is its row number,
+The file is read and written by the layout (:mod:`capaudit.io.layouts.parquet`), the writer
+with the source's compression. A row's index (``meta.src``) is its row number,
 as ``sets add`` (one DuckDB scan) numbers it; a caption list's entries are its turns.
 """
 
@@ -17,29 +18,21 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.layouts.parquet import (CAPTION_COLUMNS, ID_COLUMNS, open_file, unreadable,
+                                         writer_like)
 from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter
 
-__all__ = ["ParquetRewriter", "SHARD_CAPTIONS", "SHARD_IDS"]
+__all__ = ["ParquetRewriter"]
 
-# the columns a parquet shard keeps its caption and id in (img2dataset, DataComp): the
-# sharded audit's own (capaudit.io.caption_shards)
-SHARD_CAPTIONS = ("caption", "text", "TEXT", "alt_text", "captions")
-SHARD_IDS = ("image_id", "key", "uid", "id", "image")
 PENDING_BYTES = 256 << 20   # a source row group past this much Arrow data is written in parts
 
 
 class ParquetRewriter(Rewriter):
     def __init__(self, *args, caption_col: str | None = None, id_col: str | None = None,
-                 caption_candidates=SHARD_CAPTIONS, id_candidates=SHARD_IDS, **kw):
+                 caption_candidates=CAPTION_COLUMNS, id_candidates=ID_COLUMNS, **kw):
         super().__init__(*args, **kw)
-        import pyarrow.parquet as pq
-
-        try:
-            self.file = pq.ParquetFile(self.src)
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"not a readable parquet shard ({str(exc).splitlines()[0]})",
-                             path=self.path, fix="rewrite the shard or pass "
-                                                 "--skip-bad-shards") from None
+        # the shard's columns by default: the sharded audit's own (capaudit.io.caption_shards)
+        self.file = open_file(self.src, self.path)
         names = self.file.schema_arrow.names
         self.cap = caption_col or next((c for c in caption_candidates if c in names), None)
         if self.cap is None or self.cap not in names:
@@ -60,9 +53,7 @@ class ParquetRewriter(Rewriter):
                     yield self._records(batch)
                 self._flush()   # the group's rows written: one row group, as in the source
         except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"not a readable parquet shard ({str(exc).splitlines()[0]})",
-                             path=self.path, fix="rewrite the shard or pass "
-                                                 "--skip-bad-shards") from None
+            raise unreadable(self.path, exc) from None
 
     def _records(self, batch: pa.RecordBatch) -> list[Record]:
         caps = batch.column(self.cap).to_pylist()
@@ -131,14 +122,7 @@ class ParquetRewriter(Rewriter):
 
     def _writer(self):
         if self.writer is None:
-            import pyarrow.parquet as pq
-
-            meta = self.file.metadata
-            codec = meta.row_group(0).column(0).compression if meta.num_row_groups and \
-                meta.num_columns else "snappy"
-            self.writer = pq.ParquetWriter(self.out, self.file.schema_arrow,
-                                           compression=codec.lower() if codec != "UNCOMPRESSED"
-                                           else "none")
+            self.writer = writer_like(self.file, self.out)
         return self.writer
 
     def finish(self) -> None:

@@ -1,4 +1,5 @@
-"""Webdataset tars back as tars: read as a stream (``r|*``), members grouped by key, every
+"""Webdataset tars back as tars: read as a stream by the layout's reader
+(:class:`~capaudit.io.layouts.tar.TarReader`), members grouped by key, every
 member but the caption written with its own header and bytes, in the source's order.
 
 A sample's caption is ``KEY.txt`` or a field of ``KEY.json`` (``caption``, or a
@@ -17,39 +18,15 @@ from __future__ import annotations
 
 import copy
 import io
-import json
 import tarfile
-import zlib
 from typing import Iterator
 
 from capaudit.errors import InputError
+from capaudit.io.layouts.tar import PAX, TarReader, open_writer, sample_key
 from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter, own_changes
-from capaudit.io.rewrite.json_records import dumps_like
+from capaudit.io.layouts.json import dumps_like
 
 __all__ = ["TarRewriter"]
-
-_TAIL = 1 << 16
-_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
-
-
-class _Tail:
-    """A read-only stream that remembers how much was read and its last bytes (to find the
-    end-of-archive marker after ``tarfile``'s stream mode stops)."""
-
-    def __init__(self, fh):
-        self.fh, self.total, self.tail = fh, 0, bytearray()
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.fh.read(n)
-        self.total += len(data)
-        self.tail += data
-        if len(self.tail) > 2 * _TAIL:
-            del self.tail[:-_TAIL]
-        return data
-
-    def drain(self) -> None:
-        while self.read(1 << 20):
-            pass
 
 
 class TarRewriter(Rewriter):
@@ -60,56 +37,19 @@ class TarRewriter(Rewriter):
 
     # -- reading ----------------------------------------------------------------------
     def records(self) -> Iterator[Record]:
-        from capaudit.io.readers.webdataset import _read_member, member_limits
-
-        text_cap, image_cap = member_limits()
-        src = _Tail(self.src)
-        try:
-            tf = tarfile.open(fileobj=src, mode="r|*")
-        except _ERRORS as exc:
-            raise InputError(f"not a readable tar shard ({exc})", path=self.path,
-                             fix="rebuild or re-download the shard") from None
-        key, members, n, row = None, [], 0, 0
-        while True:
-            try:
-                member = tf.next()
-            except _ERRORS as exc:
-                raise self._broken(f"truncated or corrupt tar after {n} members ({exc})")
-            if member is None:
-                break
-            n += 1
-            data = _read_member(tf, member, self.path, text_cap, image_cap) \
-                if member.isfile() else None
-            name = member.name.rsplit("/", 1)[-1]
-            this = member.name[:len(member.name) - len(name)] + name.split(".", 1)[0] \
-                if member.isfile() and "." in name else key
+        reader = TarReader(self.path, self.src, stream=True)
+        key, members, row = None, [], 0
+        for member in reader:
+            data = reader.read(member) if member.isfile() else None
+            this = sample_key(member)
+            this = key if this is None else this
             if key is not None and this != key and members:
                 yield self._record(row, key, members)
                 row, members = row + 1, []
             key = this
             members.append((member, data))
-        self._check_end(tf, src, n)
         if members:
             yield self._record(row, key, members)
-
-    def _broken(self, why: str) -> InputError:
-        return InputError(why, path=self.path, fix="rebuild or re-download the shard")
-
-    def _check_end(self, tf: tarfile.TarFile, src: _Tail, n: int) -> None:
-        """Two zero blocks must follow the last member (stream mode stops silently at a cut)."""
-        try:
-            src.drain()
-        except _ERRORS as exc:
-            raise self._broken(f"truncated or corrupt tar after {n} members ({exc})")
-        start = tf.offset - (src.total - len(src.tail))
-        end = bytes(src.tail[max(start, 0):max(start, 0) + 2 * tarfile.BLOCKSIZE])
-        if len(end) == 2 * tarfile.BLOCKSIZE and not end.strip(b"\0"):
-            return
-        if end[:tarfile.BLOCKSIZE].strip(b"\0"):
-            raise self._broken(f"corrupt tar: unreadable header at byte {tf.offset} after "
-                               f"{n} members")
-        raise self._broken(f"truncated tar: no end-of-archive marker after {n} members "
-                           f"(the file ends at byte {src.total})")
 
     def _record(self, row: int, key: str, members: list) -> Record:
         from capaudit.io.readers.webdataset import parse_sample, sample_id
@@ -139,7 +79,7 @@ class TarRewriter(Rewriter):
                              key=rec.places[0].image_key if rec.places else None)
             return False
         if self.out_tar is None:
-            self.out_tar = tarfile.open(fileobj=self.out, mode="w|", format=tarfile.PAX_FORMAT)
+            self.out_tar = open_writer(self.out, PAX, stream=True)
         ext = "txt" if where == "txt" else "json"
         for member, data in members:
             if new is not None and _ext(member) == ext:
@@ -168,7 +108,7 @@ class TarRewriter(Rewriter):
 
     def finish(self) -> None:
         if self.out_tar is None:   # every sample went: an empty, valid tar
-            self.out_tar = tarfile.open(fileobj=self.out, mode="w|", format=tarfile.PAX_FORMAT)
+            self.out_tar = open_writer(self.out, PAX, stream=True)
         self.out_tar.close()
 
 

@@ -1,0 +1,14 @@
+"""One module per file layout, each the layout's one reader and one writer: whoever reads
+or writes that layout (``sets add``, ``audit run --shards``, ``filter run --shards``, ``sets
+export``, image shards) goes through it.
+
+- :mod:`.tar`: webdataset tars (members grouped into samples; written PAX or USTAR);
+- :mod:`.parquet`: parquet (record batches of chosen columns, by path, stream or URL ranges;
+  written with a source's schema and compression);
+- :mod:`.arrow`: Arrow IPC (a ``datasets`` folder's shards; read only);
+- :mod:`.json`: JSON documents, JSONL lines, JSON arrays record by record (exact text kept),
+  and a record written back in its own style.
+
+Where a file is (a local path or a URL) is the storage layer's
+(:func:`capaudit.core.storage.paths.readable`); what its bytes mean is the layout's.
+"""
