@@ -101,3 +101,27 @@ def test_ray_with_two_workers_matches_local(runs):
         assert (tmp / "oray" / name).read_bytes() == (tmp / "o7" / name).read_bytes()
     assert _log(tmp / "oray").equals(_log(tmp / "o7"))
     _same_summary(got, summary["seven"])
+
+
+def test_a_csv_shard_matches_the_registered_set_export(runs, tmp_path):
+    """A CSV shard is read through a text wrapper over the hashing stream (it once asked the
+    stream ``seekable()`` and stopped with a traceback): same bytes as the set path."""
+    import csv
+
+    _, gt, _ = runs
+    recs = json.loads((runs[0] / "one" / "corpus.json").read_text())
+    (tmp_path / "csv").mkdir()
+    with open(tmp_path / "csv" / "corpus.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["image_id", "caption"])
+        w.writerows([int(r["id"]), r["conversations"][-1]["value"]] for r in recs)
+    _shards(tmp_path, tmp_path / "csv", tmp_path / "ocsv", gt)
+    db = tmp_path / "set.duckdb"
+    assert run_cli("sets", "add", "c", tmp_path / "csv" / "corpus.csv", "--db", db) == 0
+    assert run_cli("filter", "run", "c", "--filter", "hallucination", "--chair-gt", gt,
+                   "--out", "c_clean", "--db", db) == 0
+    assert run_cli("sets", "export", "c_clean", "--to", "original", "--out",
+                   tmp_path / "exp.csv", "--db", db) == 0
+    got = (tmp_path / "ocsv" / "corpus.csv").read_bytes()
+    assert got == (tmp_path / "exp.csv").read_bytes()
+    assert got != (tmp_path / "csv" / "corpus.csv").read_bytes()     # captions did change

@@ -75,6 +75,13 @@ class HashingReader:
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        """Never: every byte must pass through the hash once (a text wrapper asks)."""
+        return False
+
+    def writable(self) -> bool:
+        return False
+
     closed = False
 
     def close(self) -> None:
