@@ -56,9 +56,13 @@ def test_the_rules_endings_and_words_outside_the_fast_path():
     words = [p + e for e in endings for p in ("", "a", "re", "ox", "xx", "tion")]
     words += ["".join(rng.choice("aeiosuxnlrvtdcmb") for _ in range(rng.randint(1, 9)))
               for _ in range(20_000)]
-    # the function's other paths: hyphens, apostrophes, capitals, non-ASCII, digits
-    words += ["mothers-in-law", "dogs'", "Dogs", "CATS", "ſs", "café", "2s", "x-rays", "", "'"]
-    assert _check(words) > 20_000
+    # hyphens (a preposition after the first one recurses), apostrophes, digits, punctuation,
+    # and what textblob's own function answers: capitals, non-ASCII, a final line break
+    words += ["".join(rng.choice("aeisvxnoe-'.,0S\nſ") for _ in range(rng.randint(1, 9)))
+              for _ in range(20_000)]
+    words += ["mothers-in-law", "passers-by", "dogs'", "cats'-in-law", "Dogs", "CATS", "ſs", "café",
+              "2s", "x-rays", "", "'", "-", "dogs\n", "1990s", "3.5", ",", "...", "t-shirts", "o'es"]
+    assert _check(words) > 40_000
 
 
 @needs_shared

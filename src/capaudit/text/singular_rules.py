@@ -16,9 +16,9 @@ The same decisions, taken in the same order, from the same tables
   when the word ends in ``X``, so only the rules for the word's last letter (and those whose
   last letter cannot be read off the pattern) are tried, in table order.
 
-Only words of ``a-z`` take this path (no hyphen, apostrophe, capital or non-ASCII letter,
-where textblob recurses or case folding could match more): anything else goes to textblob's
-own function. ``tests/test_singular_rules.py`` checks both agree on every token of the shared
+Hyphenated words and a final apostrophe recurse as textblob does. Only ASCII words without
+a capital or a line break take this path (case folding and ``$`` before a final newline could
+match more elsewhere): anything else goes to textblob's own function. ``tests/test_singular_rules.py`` checks both agree on every token of the shared
 caption files and on the tables' own words and their variants.
 """
 
@@ -28,7 +28,7 @@ import re
 
 __all__ = ["indexed_singularize"]
 
-_PLAIN = re.compile(r"[a-z]+").fullmatch
+_NOT_PLAIN = re.compile(r"[A-Z\n]").search   # (with str.isascii)
 _LAST_LETTER = re.compile(r"(?<!\\)([a-z])\$$")
 
 
@@ -59,14 +59,21 @@ def indexed_singularize(inflect):
         else:
             by_last.setdefault(m.group(1), []).append(i)
     to_try = {c: sorted(by_last.get(c, []) + anywhere) for c in "abcdefghijklmnopqrstuvwxyz"}
+    prepositions = set(inflect.plural_prepositions)
 
     def first(word: str, at: dict[str, int]) -> int | None:
         found = [at[e] for e in (word[k:] for k in range(len(word))) if e in at]
         return min(found) if found else None
 
     def singularize(word: str) -> str:
-        if not _PLAIN(word):
+        if not word.isascii() or _NOT_PLAIN(word):
             return original(word)
+        if "-" in word:   # "mothers-in-law"
+            words = word.split("-")
+            if words[1] in prepositions:
+                return singularize(words[0]) + "-" + "-".join(words[1:])
+        if word.endswith("'"):   # "dogs'"
+            return singularize(word[:-1]) + "'s"
         if word in kept:
             return word
         if word[-1] == "s":
@@ -77,7 +84,7 @@ def indexed_singularize(inflect):
         if (i := first(word, irr_at)) is not None:
             w = irr[i]
             return re.sub("(?i)" + w + "$", irregular[w], word)
-        for i in to_try[word[-1]]:
+        for i in to_try.get(word[-1], anywhere):
             suffix, inflection = rules[i]
             match = suffix.search(word)
             if match:
