@@ -61,8 +61,12 @@ def indexed_singularize(inflect):
     to_try = {c: sorted(by_last.get(c, []) + anywhere) for c in "abcdefghijklmnopqrstuvwxyz"}
     prepositions = set(inflect.plural_prepositions)
 
+    longest = max(map(len, (*ie_at, *s_at, *irr_at)), default=0)
+
     def first(word: str, at: dict[str, int]) -> int | None:
-        found = [at[e] for e in (word[k:] for k in range(len(word))) if e in at]
+        """The lowest table position among the word's endings (none longer than a key)."""
+        n = len(word)
+        found = [at[e] for e in (word[k:] for k in range(max(0, n - longest), n)) if e in at]
         return min(found) if found else None
 
     def singularize(word: str) -> str:
