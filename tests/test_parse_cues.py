@@ -99,3 +99,41 @@ def test_ruler_matches_equal_the_matchers(shared):
         assert ruler_matches(doc, compiled) == component.match(doc)
         n += len(doc)
     assert n > 30_000
+
+
+def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
+    """parse._nlp loads without spaCy's tokenizer (and entities, sentence splitter) and its
+    lemmatizer's index held as sets: the parses and lemmas of 400 real sentences equal those
+    of the pipeline as spaCy loads it (docs built from the same words; the tokenizer the
+    config builds in its place is never called), and so does the lazy lemma."""
+    import spacy
+    from spacy.tokens import Doc
+
+    from capaudit.filters.parse import SPACY_MODELS, UNREAD, _nlp, _words
+    from capaudit.filters.spacy_pipeline import _lemmatize
+    from capaudit.text.sentences import caption_sentences
+
+    assert "tokenizer" in UNREAD and "tokenizer" not in _nlp().pipe_names
+    path = shared("data", "enriched", "sharegpt4v_gpt4v_coco2017_890.json")
+    caps = [next(t["value"] for t in r["conversations"] if t["from"] == "gpt")
+            for r in json.loads(path.read_text("utf-8"))[500:560]]
+    sents = [s for c in caps for s in caption_sentences(c)[1]][:400]
+    for name in SPACY_MODELS:
+        try:
+            whole = spacy.load(name, exclude=["ner"])
+            break
+        except OSError:
+            continue
+
+    def view(nlp):
+        return [[(t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, t.lemma_) for t in d]
+                for d in nlp.pipe(Doc(nlp.vocab, words=_words(s)) for s in sents)]
+
+    _lemmatize()   # the lemma index held as sets from here on
+    want = view(whole)
+    assert len(sents) == 400 and want == view(_nlp())
+    # the lazy lemma (remembered by text, pos, morph) on the batched parse, twice
+    for _ in range(2):
+        assert [[(t.lemma_ or t.text).lower() for t in d] for d in whole.pipe(
+            Doc(whole.vocab, words=_words(s)) for s in sents)] == \
+            [[token_lemma(t) for t in d] for d in parse_many(sents)]

