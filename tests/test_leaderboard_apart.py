@@ -16,6 +16,7 @@ import json
 import pytest
 
 from test_foreign_ids import _files, _run
+from test_leaderboard_status import chromium, open_page
 
 VOCAB = ["--metrics", "vocab", "--n-boot", "50"]
 NOT_RANKED = ("not ranked: different images (the sets are images of different datasets "
@@ -78,26 +79,16 @@ def test_all_images_ranks_sets_of_one_dataset_neither(shared, tmp_path, capsys):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_page_ranks_nothing(shared, tmp_path, capsys):
-    import shutil
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    browser = chromium()
     db = _store(shared, tmp_path, capsys)
     (code, _, err), _ = _board(capsys, tmp_path, db, "nic", "vz", "--all-images")
     assert code == 0, err
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        page = browser.new_page()
-        page.goto((tmp_path / "page" / "index.html").as_uri())
-        page.wait_for_selector("body[data-ready='1']")
+    with open_page(browser, tmp_path / "page" / "index.html") as page:
         heads = page.eval_on_selector_all("#board thead th", "hs => hs.map(h => h.textContent)")
         cells = page.eval_on_selector_all("#board tbody tr", "rs => rs.map(r => r.innerText)")
         said = page.eval_on_selector("#unranked", "e => e.hidden ? '' : e.textContent")
         hidden = page.eval_on_selector_all("#profilebar, #ranking, #method",
                                            "es => es.map(e => e.hidden)")
-        browser.close()
     assert heads == ["set", "vocab ↑"]
     assert said.startswith(NOT_RANKED) and hidden == [True, True, True]
     assert any("26" in c and "n=100" in c for c in cells)
