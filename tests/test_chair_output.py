@@ -160,3 +160,22 @@ def test_file_scores_in_compare_and_run_json(tmp_path, shared, capsys):
            "CHAIRi 0.00, Recall 85.71, on all its captions; capaudit's here rest on the " \
            "compared images only" in out
     assert "they differ" not in out and "agrees on" not in out
+
+
+def test_file_scores_of_a_chair_file_given_as_a_file(tmp_path, shared, capsys):
+    """A CHAIR output given to ``audit run`` / ``audit compare`` as a file (not registered):
+    its own scores read back from it, the per-caption agreement by row as for a set."""
+    db, gt = _ref_and_variant(tmp_path, shared)
+    chair = ["--chair-gt", gt, "--metrics", "chair_s,chair_i", "--n-boot", "50", "--db", db]
+    files = [str(tmp_path / "variant.json"), str(_reference(shared))]
+    capsys.readouterr()
+    assert main(["audit", "run", *files, "--json", str(tmp_path / "a.json"), *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "variant: per caption, CHAIR_s agrees on 1 of 2; judged otherwise: sentence 2" in out
+    assert "reference_outputs: per caption, CHAIR_s agrees on 2 of 2" in out
+    got = json.loads((tmp_path / "a.json").read_text())["file_scores"]
+    assert got["variant"]["agreement"] == {"captions": 2, "judged_otherwise": 1,
+                                           "first_rows": [2]}
+    assert main(["audit", "compare", *files, "--report", str(tmp_path / "r"), *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "variant: they differ" in out and "reference_outputs: they differ" not in out

@@ -206,7 +206,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         assign_status(res.results, cov, cfg)
         mark_by_construction(store, t, res.results, cov)
         mark_circular_values(store, t, res.results, coverage.restrict(annotations, cov), cfg)
-        res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
+        res.meta.update(coverage={**dataclasses.asdict(cov), "line": cov.line()}, source=t.source)
         results[t.name] = res
 
     if store is not None:
