@@ -86,10 +86,9 @@ def test_a_filtered_chair_output_keeps_its_layout(store, tmp_path):
         (0, "revised"), (2, "dropped"), (3, "revised")]
 
 
-def test_file_scores_beside_capaudits(tmp_path, shared, capsys):
-    """The file's CHAIR_s and capaudit's side by side, and where they differ the note: the
-    reference output agrees with capaudit (both 0.00); the same file as a variant scored it
-    (sentence 2 called hallucinated, overall CHAIR_s 0.5) is named as differing."""
+def _ref_and_variant(tmp_path, shared) -> tuple[str, str]:
+    """Sets ref (the reference output) and variant (the same, sentence 2 scored hallucinated,
+    overall CHAIRs 0.5, as another CHAIR variant would), and the CHAIR ground truth."""
     doc = json.loads(_reference(shared).read_text())
     doc["sentences"][1]["metrics"]["CHAIRs"] = 1
     doc["overall_metrics"]["CHAIRs"] = 0.5
@@ -98,7 +97,14 @@ def test_file_scores_beside_capaudits(tmp_path, shared, capsys):
     db = str(tmp_path / "s.duckdb")
     for name, path in (("ref", _reference(shared)), ("variant", variant)):
         assert main(["sets", "add", name, str(path), "--db", db]) == 0
-    gt = shared("data", "coco2014", "chair_objects_trainval2014.jsonl")
+    return db, str(shared("data", "coco2014", "chair_objects_trainval2014.jsonl"))
+
+
+def test_file_scores_beside_capaudits(tmp_path, shared, capsys):
+    """The file's CHAIR_s and capaudit's side by side, and where they differ the note: the
+    reference output agrees with capaudit (both 0.00); the same file as a variant scored it
+    (sentence 2 called hallucinated, overall CHAIR_s 0.5) is named as differing."""
+    db, gt = _ref_and_variant(tmp_path, shared)
     capsys.readouterr()
     assert main(["sets", "show", "ref", "--db", db]) == 0
     shown = " ".join(capsys.readouterr().out.split())
@@ -114,3 +120,62 @@ def test_file_scores_beside_capaudits(tmp_path, shared, capsys):
     assert "CHAIR_s: file's 50.00, capaudit's 0.00" in out
     assert "variant: per caption, CHAIR_s agrees on 1 of 2; judged otherwise: sentence 2" in out
     assert "variant: they differ: the file was likely scored with another CHAIR variant" in out
+
+
+def test_file_scores_in_compare_and_run_json(tmp_path, shared, capsys):
+    """``audit compare`` (terminal and report.md) and ``audit run --json`` carry the same
+    lines as ``audit run``; where compare scores only part of a set (the images it shares
+    with another), the file's overall is shown on its own, never called a different variant."""
+    db, gt = _ref_and_variant(tmp_path, shared)
+    chair = ["--chair-gt", gt, "--metrics", "chair_s,chair_i", "--n-boot", "50", "--db", db]
+    capsys.readouterr()
+    assert main(["audit", "compare", "ref", "variant", "--report", str(tmp_path / "r"),
+                 *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    report = " ".join((tmp_path / "r" / "report.md").read_text().split())
+    for text in (out, report):
+        assert "ref: per caption, CHAIR_s agrees on 2 of 2" in text
+        assert "variant: the file's own scores (2 captions, x 100) beside capaudit's: CHAIR_s: " \
+               "file's 50.00, capaudit's 0.00 (n = 2" in text
+        assert "variant: per caption, CHAIR_s agrees on 1 of 2; judged otherwise: sentence 2" \
+            in text
+        assert "variant: they differ" in text and "ref: they differ" not in text
+    assert main(["audit", "run", "ref", "variant", "--json", str(tmp_path / "a.json"),
+                 *chair]) == 0
+    got = json.loads((tmp_path / "a.json").read_text())["file_scores"]
+    assert got["variant"]["overall"]["CHAIRs"] == 0.5 and got["ref"]["captions"] == 2
+    assert got["variant"]["agreement"] == {"captions": 2, "judged_otherwise": 1,
+                                           "first_rows": [2]}
+    assert got["ref"]["agreement"]["judged_otherwise"] == 0
+    assert "variant: they differ" in got["variant"]["lines"][-1]
+    # one of ref's two images beside ref: capaudit scores ref on that image only
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"image": "COCO_val2014_000000001290.jpg",
+                               "caption": "a man riding a horse"}) + "\n")
+    capsys.readouterr()
+    assert main(["audit", "compare", "ref", str(one), "--report", str(tmp_path / "r"),
+                 *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ref: the file's own scores (chair output, 2 captions, x 100): CHAIRs 0.00, " \
+           "CHAIRi 0.00, Recall 85.71, on all its captions; capaudit's here rest on the " \
+           "compared images only" in out
+    assert "they differ" not in out and "agrees on" not in out
+
+
+def test_file_scores_of_a_chair_file_given_as_a_file(tmp_path, shared, capsys):
+    """A CHAIR output given to ``audit run`` / ``audit compare`` as a file (not registered):
+    its own scores read back from it, the per-caption agreement by row as for a set."""
+    db, gt = _ref_and_variant(tmp_path, shared)
+    chair = ["--chair-gt", gt, "--metrics", "chair_s,chair_i", "--n-boot", "50", "--db", db]
+    files = [str(tmp_path / "variant.json"), str(_reference(shared))]
+    capsys.readouterr()
+    assert main(["audit", "run", *files, "--json", str(tmp_path / "a.json"), *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "variant: per caption, CHAIR_s agrees on 1 of 2; judged otherwise: sentence 2" in out
+    assert "reference_outputs: per caption, CHAIR_s agrees on 2 of 2" in out
+    got = json.loads((tmp_path / "a.json").read_text())["file_scores"]
+    assert got["variant"]["agreement"] == {"captions": 2, "judged_otherwise": 1,
+                                           "first_rows": [2]}
+    assert main(["audit", "compare", *files, "--report", str(tmp_path / "r"), *chair]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "variant: they differ" in out and "reference_outputs: they differ" not in out

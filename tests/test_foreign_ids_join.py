@@ -33,8 +33,8 @@ def test_leaderboard_refuses_sets_of_two_datasets(shared, tmp_path, capsys):
     assert code == 2 and "N-avg" not in out
     assert err == ("capaudit: error: the sets are images of different datasets (nic: coco2014, "
                    "vz: vizwiz): an id names another image in each, so they share no images "
-                   "(fix: rank sets of one dataset; audit compare --all-images shows each set "
-                   "on its own images, unranked)")
+                   "(fix: rank sets of one dataset; --all-images shows each set on its own "
+                   "images, unranked)")
     code, out, _ = _run(capsys, "query", "SELECT count(*) AS n FROM runs", "--db", db)
     assert code == 0 and " 0 " in f" {out} "                  # nothing stored
 

@@ -4,6 +4,7 @@ the coverage guard runs before any metric. On real captioner output for COCO val
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -12,6 +13,30 @@ from capaudit.cli.main import main
 
 CATS = ("chair_objects_trainval2014.jsonl", "instance_categories_val2014.jsonl",
         "demographics_val2014.jsonl")
+
+
+def chromium():
+    """Chromium's path and playwright's sync API, or skip (before any work) naming the fix."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
+    return exe, pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+
+@contextlib.contextmanager
+def open_page(browser, index, **page_options):
+    """The leaderboard page ``index`` loaded in a headless Chromium (``browser``: what
+    :func:`chromium` gave), its script done."""
+    exe, sync_api = browser
+    with sync_api.sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = chrome.new_page(**page_options)
+        page.goto(index.as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        yield page
+        chrome.close()
 
 
 def _head(shared, tmp_path, model: str, n: int) -> tuple:
@@ -116,24 +141,15 @@ def test_coverage_guard_and_partial_values(shared, tmp_path, capsys):
 @pytest.mark.slow
 def test_page_shows_each_status(shared, tmp_path, capsys):
     """The page writes too-few beside the gap resting on 115 women, as the Markdown does."""
-    import shutil
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    browser = chromium()
     sets = [_head(shared, tmp_path, m, 400)[0] for m in ("nic", "oscar")]
     code, _, text = _board(shared, tmp_path, sets, "page", capsys, "--min-n", "200",
                            "--html", str(tmp_path / "page"))
     assert code == 0, text.out
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto((tmp_path / "page" / "index.html").as_uri())
-        page.wait_for_selector("body[data-ready='1']")
+    with open_page(browser, tmp_path / "page" / "index.html",
+                   viewport={"width": 1400, "height": 1000}) as page:
         gap_tags = page.eval_on_selector_all("#gaps .status", "ts => ts.map(t => t.textContent)")
         board_tags = page.eval_on_selector_all("#board .status", "ts => ts.length")
-        browser.close()
     assert gap_tags and set(gap_tags) == {"too-few"}
     assert board_tags == 0          # recall and CHAIR rest on 400 images each
 
@@ -145,12 +161,7 @@ def test_page_table_fits_1400px_set_pinned_values_in_their_format(shared, tmp_pa
     fits (no horizontal scroll, the set column pinned should it ever need one), vocab is a
     whole count as everywhere else (739 [722, 757], not 739.0), and each gap is signed with
     its direction named."""
-    import shutil
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("no chromium binary (Debian: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    browser = chromium()
     coco = shared("data", "coco2014")
     full = json.loads((coco / "captions_val2014_subset.json").read_text())
     nic = shared("data", "captioners", "nic_val2014_gender.jsonl")
@@ -173,11 +184,8 @@ def test_page_table_fits_1400px_set_pinned_values_in_their_format(shared, tmp_pa
                  "--chair-gt", str(coco / CATS[0]),
                  "--instances", str(coco / CATS[1]), "--demographics", str(coco / CATS[2]),
                  "--n-boot", "20", "--html", str(tmp_path / "page"), "--db", db]) == 0
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto((tmp_path / "page" / "index.html").as_uri())
-        page.wait_for_selector("body[data-ready='1']")
+    with open_page(browser, tmp_path / "page" / "index.html",
+                   viewport={"width": 1400, "height": 1000}) as page:
         widths = page.eval_on_selector(".wrap", "w => [w.scrollWidth, w.clientWidth, "
                                        "document.documentElement.scrollWidth]")
         pinned = page.eval_on_selector("#board th.pin", "t => getComputedStyle(t).position")
@@ -189,7 +197,6 @@ def test_page_table_fits_1400px_set_pinned_values_in_their_format(shared, tmp_pa
                                          "ts => ts.map(t => t.textContent)")
         first = page.eval_on_selector_all("#gaps tr td:nth-child(2)",
                                           "ts => ts.map(t => t.firstChild.textContent)")
-        browser.close()
     assert len(heads) == 5 + 13, heads          # every metric column (no CLIP model) is there
     assert widths[0] <= widths[1] and widths[2] <= 1400, widths
     assert pinned == "sticky"

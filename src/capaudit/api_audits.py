@@ -39,11 +39,14 @@ class LeaderboardCardLic:
     def leaderboard(self, targets: Sequence[str], metrics: str | Sequence[str] | None = None,
                     *, profile: str | None = None, html: str | Path | None = None,
                     markdown: str | Path | None = None, json: str | Path | None = None,
-                    config: str | Path | None = None, **options: Any):
+                    all_images: bool = False, config: str | Path | None = None,
+                    **options: Any):
         """``capaudit audit leaderboard``: every metric (default: every GCE and LOTUS one)
         on two or more sets, bias gaps, criterion scores and each profile's N-avg ranking
         with its bootstrap; stored as a run. ``html``/``markdown``/``json``: the page
-        folder and files to write (provenance beside each). ``options``: the audit settings
+        folder and files to write (provenance beside each). ``all_images``: each set's
+        values on its own images and nothing ranked (``profiles`` empty; sets of different
+        datasets, refused without it, are shown). ``options``: the audit settings
         (``reference``, ``nsfw_lexicon``, ``n_boot``, ``min_n``, ``intersections``, ...).
 
         Returns the :class:`capaudit.leaderboard.board.Leaderboard`: ``sets``, ``columns``,
@@ -72,7 +75,8 @@ class LeaderboardCardLic:
         from capaudit.io.annotation_store import annotation_provenance
 
         with self._open(create=True) as store:
-            out = run_leaderboard(store, [str(t) for t in targets], cfg)
+            out = run_leaderboard(store, [str(t) for t in targets], cfg,
+                                  all_images=all_images)
             ann = annotation_provenance(store, out.get("annotations") or {})
         write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
                                                  "annotations": ann}, json, markdown, html)

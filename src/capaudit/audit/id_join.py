@@ -11,6 +11,12 @@ Equal ids join only where the evidence says they are the same images:
   unassigned, cover all 1,000 images of its ``coco2014`` set and still join);
 - two unassigned sets join as before (the user's own ids, one source).
 
+A caption file given instead of a stored set is judged alike: its namespace is what
+``sets add`` would give it (:func:`target_namespace`: ``COCO_val2014_...jpg`` names are
+``coco2014``, CHAIR's own output is ``coco2014``, a ``namespace`` column is taken at its word,
+bare numbers are unassigned), and the fix it is given is to register it with the namespace
+it really has (``sets add NAME FILE --namespace ...``).
+
 Refused in one line naming the sets, their namespaces and the fix, or, where the caller
 allows it (``audit compare --all-images``), each set on its own images and nothing ranked.
 """
@@ -51,15 +57,33 @@ def unranked_reason(datasets: dict[str, str]) -> str | None:
     return f"the sets are images of different datasets ({', '.join(named)})"
 
 
-def set_datasets(store, resolved: list) -> dict[str, str]:
-    """``{set: namespace}`` when two of the sets have known namespaces whose ids name
-    different images (coco2014 and vizwiz: 139 equal ids, no equal image); else ``{}``."""
+def target_namespace(store, t) -> str | None:
+    """A target's namespace: a stored set's, else what ``sets add`` would give the file
+    (the reader's and the image keys' evidence, :func:`~capaudit.io.targets.target_images`,
+    the rows the coverage guard counts); None: unassigned, ``mixed``: rows disagree."""
+    info = set_info(store, t)
+    if info is not None or t.source.startswith("set:"):
+        return info.namespace if info is not None else None
+    from capaudit.io.imageids import set_namespace
+    from capaudit.io.targets import target_images
+
+    return set_namespace(ns for _, _, ns in target_images(store, t))
+
+
+def _label(t) -> str:
+    """How a line names a target: a stored set by its name, a file as the user gave it."""
+    return t.name if t.source.startswith("set:") else t.spec
+
+
+def set_datasets(spaces: dict[str, str | None]) -> dict[str, str]:
+    """``{target: namespace}`` (``spaces``: each target's, :func:`target_namespace`) when two
+    of the targets have known namespaces whose ids name different images (coco2014 and
+    vizwiz: 139 equal ids, no equal image); else ``{}``."""
     from capaudit.io.imageids import compatible
 
-    known = {t.name: info.namespace for t in resolved
-             if (info := set_info(store, t)) is not None and info.namespace not in (None, "mixed")}
-    spaces = list(known.values())
-    if all(compatible(a, b) for a in spaces for b in spaces):
+    known = {n: ns for n, ns in spaces.items() if ns not in (None, "mixed")}
+    values = list(known.values())
+    if all(compatible(a, b) for a in values for b in values):
         return {}
     return known
 
@@ -78,23 +102,22 @@ def annotated_ids(store, annotations, ns: str) -> set:
     return out
 
 
-def _unproven(store, resolved: list, ids_of, min_coverage: float, annotations
-              ) -> tuple[dict[str, str], list[str]]:
-    """Stored sets of unassigned ids beside sets of a named dataset: equal ids are evidence
+def _unproven(store, resolved: list, spaces: dict, ids_of, min_coverage: float,
+              annotations) -> tuple[dict[str, str], list[str]]:
+    """Sets or files of unassigned ids beside sets of a named dataset: equal ids are evidence
     of the same images only when most (``min_coverage``, the coverage guard's share) of the
     set's images are ids of the named sets or of that dataset's annotations (nic's 10,780
     val2014 images: all in COCO's instances; a VizWiz set's 100: 40 COCO ids by chance);
     ``annotations``: the audit's, or a call that reads them (only when needed);
-    ``({set: namespace}, [why per set])``."""
-    infos = {t.name: set_info(store, t) for t in resolved}
-    named = {n: i.namespace for n, i in infos.items()
-             if i is not None and i.namespace not in (None, "mixed")}
-    loose = [t for t in resolved if (i := infos[t.name]) is not None and i.namespace is None]
+    ``({target: namespace}, [why per target])``."""
+    named = {_label(t): spaces[_label(t)] for t in resolved
+             if spaces[_label(t)] not in (None, "mixed")}
+    loose = [t for t in resolved if spaces[_label(t)] is None]
     if not named or not loose:
         return {}, []
     ns = next(iter(named.values()))
     annotations = annotations() if callable(annotations) else annotations
-    known = set().union(*(ids_of(t) for t in resolved if t.name in named))
+    known = set().union(*(ids_of(t) for t in resolved if _label(t) in named))
     if annotations is not None:
         known |= annotated_ids(store, annotations, ns)
     label = ", ".join(f"{n} ({v})" for n, v in named.items())
@@ -103,8 +126,8 @@ def _unproven(store, resolved: list, ids_of, min_coverage: float, annotations
         own = ids_of(t)
         hit = len(own & known)
         if own and hit / len(own) < min_coverage:
-            out[t.name] = UNASSIGNED
-            why.append(f"only {hit:,} of the {len(own):,} images of '{t.name}' "
+            out[_label(t)] = UNASSIGNED
+            why.append(f"only {hit:,} of the {len(own):,} images of '{_label(t)}' "
                        f"({100 * hit / len(own):.1f}%, below {100 * min_coverage:.0f}%) are "
                        f"images of {label} or its annotations: its ids are unassigned (bare "
                        "numbers), and so few matches are no evidence that they are the same "
@@ -112,23 +135,36 @@ def _unproven(store, resolved: list, ids_of, min_coverage: float, annotations
     return ({**named, **out}, why) if out else ({}, [])
 
 
+def _fix(resolved: list, datasets: dict[str, str], fix: str) -> str:
+    """The refusal's fix: say what an unassigned set's ids are (``sets add ... --namespace``;
+    ``--replace`` for a stored set; a file is registered so, then compared as a set)."""
+    loose = [t for t in resolved if datasets.get(_label(t)) == UNASSIGNED]
+    if not loose:
+        return fix
+    ns = next(ns for ns in datasets.values() if ns != UNASSIGNED)
+    t = loose[0]
+    if t.source.startswith("set:"):
+        return (f"if they are {ns} images, say so: capaudit sets add {t.name} FILE "
+                f"--namespace {ns} --replace; " + fix)
+    return (f"register the file with the dataset of its images and compare the set: capaudit "
+            f"sets add {t.name} {t.spec} --namespace {ns} if they are {ns} images, or "
+            f"--namespace vizwiz, nocaps, ... if not; " + fix)
+
+
 def check_datasets(store, resolved: list, apart_ok: bool, min_coverage: float,
                    fix: str, ids_of=None, annotations=None) -> dict[str, str]:
-    """Sets whose ids are not shown to name the same images: two named datasets
-    (:func:`set_datasets`), or unassigned ids beside a named dataset that few of them match.
-    Refused in one line with ``fix`` unless ``apart_ok`` (each on its own images, unranked);
-    returns ``{set: namespace}`` of those sets (``{}``: the ids may join). ``audit compare``
-    and ``audit leaderboard`` both ask here."""
-    datasets = set_datasets(store, resolved)
+    """Sets or caption files whose ids are not shown to name the same images: two named
+    datasets (:func:`set_datasets`), or unassigned ids beside a named dataset that few of them
+    match. Refused in one line with ``fix`` unless ``apart_ok`` (each on its own images,
+    unranked); returns ``{target: namespace}`` of those (``{}``: the ids may join; a file is
+    named as the user gave it). ``audit compare`` and ``audit leaderboard`` both ask here."""
+    spaces = {_label(t): target_namespace(store, t) for t in resolved}
+    datasets = set_datasets(spaces)
     why: list[str] = []
     if not datasets:
         ids_of = ids_of or (lambda t: {i for i, _ in t.rows() if i is not None})
-        datasets, why = _unproven(store, resolved, ids_of, min_coverage, annotations)
+        datasets, why = _unproven(store, resolved, spaces, ids_of, min_coverage, annotations)
     if datasets and not apart_ok:
-        loose = [n for n, ns in datasets.items() if ns == UNASSIGNED]
-        ns = next(ns for ns in datasets.values() if ns != UNASSIGNED)
-        if loose:
-            fix = (f"if they are {ns} images, say so: capaudit sets add {loose[0]} FILE "
-                   f"--namespace {ns} --replace; " + fix)
-        raise InputError("; ".join(why) or other_datasets(datasets), fix=fix)
+        raise InputError("; ".join(why) or other_datasets(datasets),
+                         fix=_fix(resolved, datasets, fix))
     return datasets

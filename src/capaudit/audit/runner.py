@@ -206,7 +206,7 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         assign_status(res.results, cov, cfg)
         mark_by_construction(store, t, res.results, cov)
         mark_circular_values(store, t, res.results, coverage.restrict(annotations, cov), cfg)
-        res.meta["coverage"] = {**dataclasses.asdict(cov), "line": cov.line()}
+        res.meta.update(coverage={**dataclasses.asdict(cov), "line": cov.line()}, source=t.source)
         results[t.name] = res
 
     if store is not None:
@@ -233,7 +233,9 @@ def results_json(results: dict[str, Any]) -> dict:
             "coverage": {n: results[n].meta.get("coverage") for n in names}}
 
 
-def write_json(results: dict[str, Any], path: str | Path) -> Path:
+def write_json(results: dict[str, Any], path: str | Path, extra: dict | None = None) -> Path:
+    """``audit run --json``: the results, plus ``extra`` top-level entries (file_scores)."""
     from capaudit.core.safe_write import write_text
 
-    return write_text(path, json.dumps(results_json(results), indent=2), parents=True)
+    return write_text(path, json.dumps({**results_json(results), **(extra or {})}, indent=2),
+                      parents=True)

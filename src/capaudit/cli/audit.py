@@ -105,36 +105,26 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     with _AuditProgress() as hooks:
         results = run_audit(store, targets, cfg, **hooks, only_needed=True)
     run_id = results.get("_run_id")
+    from capaudit.report.file_scores import file_scores
+
+    own = file_scores(store, run_id, results)   # a CHAIR output's own scores, beside ours
     if json_out:
-        _write_json(store, results, json_out, cfg, run_id)
+        _write_json(store, results, json_out, cfg, run_id, own)
     _print_results(results, int(cfg.get("min_n") or 30))
-    _print_file_scores(store, results, run_id)
+    for line in (line for got in own.values() for line in got["lines"]):
+        console.print(esc(line), markup=True)
     console.print(f"stored as run {run_id} in {store.path}"
                   + (f"; JSON: {json_out}" if json_out else ""))
 
 
-def _print_file_scores(store, results: dict, run_id) -> None:
-    """A set read from CHAIR's output: the file's own scores beside capaudit's."""
-    from capaudit.report.file_scores import beside_lines, file_metrics
-    from capaudit.store.details import file_score_agreement
-
-    for n in (n for n in results if not n.startswith("_")):
-        info = store.find_set(n)
-        if info is None or file_metrics(info.meta) is None:
-            continue
-        agreement = (file_score_agreement(store, run_id, n, info.set_id)
-                     if run_id is not None and "chair_s" in results[n].results else None)
-        for line in beside_lines(n, info.meta, results[n].results, agreement):
-            console.print(esc(line), markup=True)
-
-
-def _write_json(store, results: dict, json_out: str, cfg, run_id) -> None:
-    """The results as JSON, provenance beside it (settings, seed, the annotations' sha256)."""
+def _write_json(store, results: dict, json_out: str, cfg, run_id, own: dict) -> None:
+    """The results as JSON (``file_scores``: a CHAIR output's own scores beside capaudit's),
+    provenance beside it (settings, seed, the annotations' sha256)."""
     from capaudit.audit.runner import write_json
     from capaudit.core.config import provenance_beside
     from capaudit.io.annotation_store import annotation_provenance
 
-    write_json(results, json_out)
+    write_json(results, json_out, {"file_scores": own} if own else None)
     ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
     provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
 

@@ -33,6 +33,9 @@ def leaderboard_command(
         demographics: Optional[Path] = opt.Demographics, allow_partial: Optional[bool] =
         opt.AllowPartial, min_coverage: Optional[float] = opt.MinCoverage,
         min_n: Optional[int] = opt.MinN, n_boot: Optional[int] = opt.NBoot,
+        all_images: bool = typer.Option(
+            False, "--all-images", help="Each set's values on its own images, with n and "
+            "status, and nothing ranked (sets of different datasets, refused without it)"),
         seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
         config: Optional[Path] = opt.LeaderboardConfig, db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
@@ -46,13 +49,14 @@ def leaderboard_command(
                        **annotation_cli(instances, chair_gt, demographics))
     store = open_store(db, create=True)  # results and caches are written
     with _Progress() as say:
-        out = run_leaderboard(store, targets, cfg, say)
+        out = run_leaderboard(store, targets, cfg, say, all_images)
     lb = out["leaderboard"]
     _print_values(lb)
     _print_profiles(lb)
     _print_intersections(lb)
-    for note in lb.notes:
-        console.print(f"note: {note}")  # the console prints data verbatim (no markup)
+    for note in lb.notes:   # not ranked: said under the values table
+        if note != lb.meta.get("unranked"):
+            console.print(f"note: {note}")  # the console prints data verbatim (no markup)
     from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
 
     from capaudit.io.annotation_store import annotation_provenance
@@ -64,7 +68,7 @@ def leaderboard_command(
     if index is not None:
         console.print(f"page: {str(index)}")
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
-                  " (metrics.grp = 'leaderboard:PROFILE')")
+                  + ("" if lb.meta.get("unranked") else " (metrics.grp = 'leaderboard:PROFILE')"))
 
 
 QUIET_S = 2.0
@@ -112,7 +116,9 @@ def _print_values(lb) -> None:
     from capaudit.metrics.present import signed
     from capaudit.metrics.spec import number_format
 
-    table = Table(title="leaderboard values (95% interval; n = images)")
+    apart = lb.meta.get("unranked")   # --all-images: each set on its own images, no ranks
+    table = Table(title=f"leaderboard values{', each set on its own images' if apart else ''} "
+                        "(95% interval; n = images)")
     table.add_column("metric", overflow="fold")
     for name in lb.sets:
         table.add_column(name, justify="right", overflow="fold")
@@ -136,7 +142,9 @@ def _print_values(lb) -> None:
                 c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")
         table.add_row(head, *cells)
     console.print(table)
-    if not all(c.averaged for c in lb.columns):
+    if apart:
+        console.print(apart)
+    elif not all(c.averaged for c in lb.columns):
         console.print("* shown, not averaged (see the notes)")
 
 

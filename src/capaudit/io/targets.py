@@ -42,6 +42,7 @@ class StreamTarget:
     n: int | None = None           # captions, when known before reading (registered sets)
     batches: Callable[[], Iterator] | None = None  # a caption file's reader batches, replayable
     padded_from: str | None = None  # the parent set whose images pad it (audit compare)
+    images: list | None = None     # a file's distinct images, once read (target_images)
 
     @property
     def captions(self) -> range:
@@ -185,6 +186,8 @@ def target_images(store, target) -> list[tuple]:
             return list(dict.fromkeys(store.set_images(target.spec)
                                       + store.set_images(target.padded_from)))
         return store.set_images(target.spec)
+    if getattr(target, "images", None) is not None:   # read once for the file: the judge of
+        return target.images       # its namespace (audit compare) and the coverage guard ask
     batches = getattr(target, "batches", None)
     reader = getattr(batches, "reader", None)  # a file's ReplayBatches keeps its reader
     if batches is None:
@@ -222,6 +225,8 @@ def target_images(store, target) -> list[tuple]:
                              (ns for _, _, ns in rows))
     if evidence:
         rows = [(key, iid, evidence) for key, iid, _ in rows]
+    if isinstance(target, StreamTarget):
+        target.images = rows
     return rows
 
 

@@ -97,11 +97,12 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
                       n_boot: int = 1000, seed: int = 0, workers: int = 1,
                       profiles: Sequence[str] | None = None, intersections: bool = False,
                       min_n: int | None = None, partial: dict | None = None,
-                      circular: dict | None = None) -> Leaderboard:
+                      circular: dict | None = None, unranked: str | None = None) -> Leaderboard:
     """Values, gaps, criterion scores and profile rankings with their bootstrap.
     ``intersections``: also each metric on every gender x skin-tone cell, with its images;
     ``min_n`` / ``partial`` / ``circular``: each value's status (:mod:`.status`), too-few
-    and circular ones unranked."""
+    and circular ones unranked; ``unranked``: why no profile ranks the sets (each on its own
+    images: ``audit leaderboard --all-images``), said first in the notes and ``meta``."""
     notes: list[str] = []
     columns = board_columns(sets, cat, annotations, notes)
     union = ImageUnion(sets)
@@ -160,16 +161,17 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
     ranked = [columns[j] for j in keep]
     prof_out = {p: rank_profile(values[:, keep], reps[..., keep] if boots else None, ranked,
                                  cat.weights(p), [s.name for s in sets])
-                for p in (profiles or cat.profiles)}
+                for p in (profiles or cat.profiles) if unranked is None}
     left_out = left_out_reasons(cat, columns, sets)
     for p, r in prof_out.items():
         r["left_out"] = {c: left_out.get(c, "no averaged metric") for c in r["left_out"]}
     notes += profile_notes(prof_out, names)
     return Leaderboard(names, columns, values, n_img, ci, groups, prof_out,
-                       list(dict.fromkeys(notes)),
+                       list(dict.fromkeys(([unranked] if unranked else []) + notes)),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
-                        "min_n": min_n}, status, why, _cell_notes(sets, columns))
+                        "min_n": min_n, "unranked": unranked}, status, why,
+                       _cell_notes(sets, columns))
 
 
 def _intervals(reps: np.ndarray, values: np.ndarray, ests: list[list]) -> np.ndarray:

@@ -80,12 +80,14 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                 cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))
             way = c.get("gap") or c["by"]
             out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
-    out += profiles_markdown(lb["profiles"], sets)
+    apart = (lb.get("meta") or {}).get("unranked")   # --all-images: no ranks to show
+    out += ["", f"**{apart}**: each set's values on its own images; no profile ranks "
+            "them."] if apart else profiles_markdown(lb["profiles"], sets)
     from capaudit.leaderboard.cells import cells_markdown
 
     out += cells_markdown(lb.get("groups") or {}, sets)
     if lb.get("notes"):
-        out += [""] + [f"- {n}" for n in lb["notes"]]
+        out += [""] + [f"- {n}" for n in lb["notes"] if n != apart]
     from capaudit.core.names import escape_markdown_html
 
     return escape_markdown_html("\n".join(out) + "\n")

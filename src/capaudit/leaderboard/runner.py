@@ -23,9 +23,10 @@ from capaudit.errors import InputError
 __all__ = ["DEFAULTS", "run_leaderboard", "evaluate_set", "worst_captions"]
 
 DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # the audit settings: one set for both
-# sets of two datasets: never ranked together; compare shows each on its own images
-LEADERBOARD_APART = ("rank sets of one dataset; audit compare --all-images shows each set on "
-                     "its own images, unranked")
+# sets of two datasets: never ranked together; --all-images shows each on its own images
+LEADERBOARD_APART = ("rank sets of one dataset; --all-images shows each set on its own images, "
+                     "unranked")
+NOT_RANKED = "not ranked: different images"   # what every view of an --all-images board says
 
 
 def all_metrics() -> list[str]:
@@ -112,9 +113,12 @@ def _iid(ctx, i: int):
 
 
 def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping,
-                    say: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    say: Callable[[str], None] | None = None,
+                    all_images: bool = False) -> dict[str, Any]:
     """Evaluate, rank and store; returns ``{"leaderboard", "sets", "_run_id"}``. ``say``
-    hears what the run is doing (a line per stage and per chunk of each set)."""
+    hears what the run is doing (a line per stage and per chunk of each set).
+    ``all_images``: each set's values on its own images, nothing ranked (sets of different
+    datasets are then shown side by side, never refused)."""
     say = say or (lambda _text: None)
     from capaudit.audit.runner import metric_names
     from capaudit.core.config import current_command, package_versions
@@ -140,7 +144,8 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping,
                                       cfg.get("demographics"))
     say("reading the reference set and the lexicons")
     prepare(store, cfg)  # reference set read once, CLIP model checked: bad ones fail here
-    resolved, partial = guard_coverage(store, targets, annotations, cfg, metrics)
+    resolved, partial, unranked = guard_coverage(store, targets, annotations, cfg, metrics,
+                                                 all_images)
     evals = []
     for k, t in enumerate(resolved, 1):
         say(f"set {k} of {len(resolved)}: {t.name}")
@@ -148,7 +153,7 @@ def run_leaderboard(store, targets: Sequence[str], cfg: AuditConfig | Mapping,
     say(f"ranking: {cfg['n_boot']:,} resamples of the union of the sets' images")
     lb = build_leaderboard(evals, cat, annotations, cfg["n_boot"], cfg["seed"], cfg["workers"],
                            profiles, bool(cfg.get("intersections")), cfg.get("min_n"), partial,
-                           circular_notes(store, resolved, annotations, cfg, metrics))
+                           circular_notes(store, resolved, annotations, cfg, metrics), unranked)
     out: dict[str, Any] = {"leaderboard": lb, "sets": evals, "annotations": annotations.sources}
     if store is not None:
         with store.transaction():
@@ -179,25 +184,30 @@ def circular_notes(store, resolved, annotations, cfg, metrics) -> dict[str, dict
 
 
 def guard_coverage(store, targets: Sequence[str], annotations, cfg: Mapping,
-                   metrics: Sequence[str]) -> tuple[list, dict]:
+                   metrics: Sequence[str], all_images: bool = False
+                   ) -> tuple[list, dict, str | None]:
     """The audit's coverage guard (:mod:`capaudit.audit.annotation_coverage`) on every set,
     before any metric: a set whose ids the annotations barely cover stops with one line
     (``--allow-partial`` scores its covered images, each such value marked partial); ids
     that may not join are hidden. Sets whose ids are not shown to name the same images (two
     datasets) stop first, as ``audit compare`` stops them (:mod:`capaudit.audit.id_join`):
-    a ranking of them would rank images, not captioners. Returns the resolved targets and
-    the partial notes."""
+    a ranking of them would rank images, not captioners; ``all_images`` shows them, each on
+    its own images, and ranks nothing. Returns the resolved targets, the partial notes and
+    why nothing is ranked (None: ranked)."""
     from capaudit.audit import annotation_coverage as coverage
-    from capaudit.audit.id_join import check_datasets
+    from capaudit.audit.id_join import check_datasets, unranked_reason
     from capaudit.audit.runner import resolve_target
     from capaudit.leaderboard.status import partial_notes
 
     resolved = [resolve_target(store, spec) for spec in targets]
-    check_datasets(store, resolved, False, float(cfg["min_coverage"]), LEADERBOARD_APART,
-                   annotations=annotations)
+    datasets = check_datasets(store, resolved, all_images, float(cfg["min_coverage"]),
+                              LEADERBOARD_APART, annotations=annotations)
+    why = unranked_reason(datasets) or ("--all-images: each set on its own images, which "
+                                        "need not be the others'")
+    unranked = f"{NOT_RANKED} ({why})" if all_images else None
     covs = {t.name: coverage.guard_target(store, t, annotations, list(metrics), cfg)
             for t in resolved}
-    return resolved, partial_notes(covs, metrics, bool(cfg.get("allow_partial")))
+    return resolved, partial_notes(covs, metrics, bool(cfg.get("allow_partial"))), unranked
 
 
 def store_leaderboard(store, run_id: int, lb, evals) -> None:

@@ -78,7 +78,7 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
     ``pad``'s count per image (a filtered set on its ``parent``'s images: the coverage guard
     then counts those images as the set's, so an empty caption keeps its image's id)."""
     if keep is None and pad is None:
-        return StreamTarget(t.name, t.source, t.spec, t.rows, n)
+        return StreamTarget(t.name, t.source, t.spec, t.rows, n, images=t.images)
 
     def rows():
         seen: Counter = Counter()
@@ -91,7 +91,8 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
                 for _ in range(k - seen[iid]):
                     yield iid, ""
 
-    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent)
+    # a file's images: all of the file's, as the coverage guard counts them (not the kept)
+    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent, images=t.images)
 
 
 def set_format(store, t: StreamTarget) -> str | None:

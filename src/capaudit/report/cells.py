@@ -81,6 +81,7 @@ def notes(cmp) -> list[str]:
         for n in cmp.names)]
     if lic_one:
         lines.append("LIC from one classifier seed: no interval (use --lic-seeds 2 or more)")
+    lines += [line for got in getattr(cmp, "file_scores", {}).values() for line in got["lines"]]
     sources = getattr(cmp.annotations, "sources", None)
     if sources:  # the most recent stored source of a kind is used: say which one it was
         lines.append("annotations: " + ", ".join(f"{k} {v}" for k, v in sources.items()))

@@ -88,6 +88,7 @@ class Comparison:
     unranked: dict[str, str] = field(default_factory=dict)  # metric -> why the data cannot rank it
     min_n: int = 30                       # images every compared value needs to be ranked
     human: set[str] = field(default_factory=set)  # human caption sets: drawn, never fitted
+    file_scores: dict[str, dict] = field(default_factory=dict)  # set -> its file's own scores
 
     def value(self, name: str, metric: str):
         r = self.results[name].results.get(metric)
@@ -228,6 +229,9 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     flag_circular(cmp)
     rank(cmp)
     cmp.parent_costs = parent_costs(store, cmp)
+    from capaudit.report.file_scores import file_scores   # a CHAIR output's, beside capaudit's
+    cmp.file_scores = file_scores(store, run_id, results, lambda n: n not in basis.on_parent and
+                                  basis.captions[n] == basis.total_captions[n])
     from capaudit.store.validations import validations_of
     cmp.validations = {n: v for n in set_names if (v := validations_of(store, n))}
     if cfg.get("disparity"):

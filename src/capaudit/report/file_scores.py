@@ -11,9 +11,9 @@ and how many captions the two judge otherwise.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
-__all__ = ["file_metrics", "summary_line", "beside_lines", "PAIRS"]
+__all__ = ["file_metrics", "summary_line", "beside_lines", "file_scores", "PAIRS"]
 
 # the file's name -> capaudit's metric and label
 PAIRS = (("CHAIRs", "chair_s", "CHAIR_s"), ("CHAIRi", "chair_i", "CHAIR_i"))
@@ -83,3 +83,61 @@ def beside_lines(name: str, meta: Mapping | None, results: Mapping,
     if differ:
         lines.append(f"{name}: {VARIANT_NOTE}")
     return lines
+
+
+def file_scores(store, run_id: int | None, results: Mapping,
+                whole: Callable[[str], bool] | None = None) -> dict[str, dict]:
+    """Each audited set read with its file's own scores: ``{set: {"format", "captions",
+    "overall", "agreement", "lines"}}``, ``lines`` as :func:`beside_lines` says them (the
+    one source of ``audit run``'s lines, its ``--json`` and ``audit compare``'s notes).
+    ``whole(set)``: False where capaudit scored only part of the set (``audit compare`` on
+    shared images): the file's overall rests on other captions, so the two are not set side
+    by side, and the per-caption agreement (by row) is not taken."""
+    from capaudit.store.details import file_score_agreement
+
+    out: dict[str, dict] = {}
+    for name in (n for n in results if not n.startswith("_")):
+        info = store.find_set(name) if store is not None else None
+        meta, theirs = ((info.meta, None) if info is not None else
+                        _given_file(results[name].meta.get("source")))
+        got = file_metrics(meta)
+        if got is None:
+            continue
+        res = results[name].results
+        part = whole is not None and not whole(name)
+        agreement = (file_score_agreement(store, run_id, name, info and info.set_id,
+                                          theirs=theirs)
+                     if run_id is not None and "chair_s" in res and not part else None)
+        lines = beside_lines(name, meta, res, agreement) if not part else [
+            f"{name}: {summary_line(meta).split('; ')[0]}, on all its captions; "
+            "capaudit's here rest on the compared images only, so they are not set beside "
+            f"them (capaudit audit run {name} does)"]
+        out[name] = {"format": got.get("format"), "captions": got.get("captions"),
+                     "overall": got["overall"], "lines": lines,
+                     "agreement": None if not agreement or not agreement[0] else {
+                         "captions": agreement[0], "judged_otherwise": agreement[1],
+                         "first_rows": [r + 1 for r in agreement[2]]}}
+    return out
+
+
+def _given_file(source: str | None) -> tuple[dict | None, list | None]:
+    """A CHAIR output audited as a file, not registered (``audit run chair.json``): its own
+    scores read back from it (the set's meta and each sentence's CHAIRs, in row order, as
+    ``sets add`` would keep them); ``(None, None)`` for any other target."""
+    import json
+    from pathlib import Path
+
+    from capaudit.errors import InputError
+    from capaudit.io.readers import detect_format, get_reader
+    from capaudit.io.readers.chair import ChairOutputReader
+
+    path = Path(source) if source and not source.startswith("set:") else None
+    try:
+        if path is None or not path.is_file() or detect_format(path) != ChairOutputReader.name:
+            return None, None
+    except InputError:        # a layout no reader knows: no scores of its own
+        return None, None
+    reader = get_reader(ChairOutputReader.name)
+    theirs = [json.loads(m or "{}").get("chair", {}).get("CHAIRs")
+              for batch in reader.read(path) for m in batch.column("meta").to_pylist()]
+    return getattr(reader, "set_meta", None), [_number(v) for v in theirs]

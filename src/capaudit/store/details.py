@@ -60,16 +60,24 @@ def stored_schema(schema: pa.Schema) -> pa.Schema:
                       for f in schema])
 
 
-def file_score_agreement(store, run_id: int, set_name: str, set_id: int,
-                         field: str = "CHAIRs") -> tuple[int, int, list[int]]:
+def file_score_agreement(store, run_id: int, set_name: str, set_id: int | None,
+                         field: str = "CHAIRs", theirs: list | None = None
+                         ) -> tuple[int, int, list[int]]:
     """How run ``run_id``'s per-caption CHAIR_s agrees with the file's own (each caption's
     ``meta.chair.<field>``, :mod:`capaudit.io.readers.chair`): ``(captions both scored,
-    captions judged otherwise, the first few of those rows)``."""
-    rows = store.sql(
-        "SELECT c.row_idx, d.chair_s, TRY_CAST(json_extract_string(c.meta, '$.chair.' || ?) "
-        "AS DOUBLE) AS theirs FROM captions c JOIN caption_details d ON d.run_id = ? AND "
-        "d.set_name = ? AND d.row_idx = c.row_idx WHERE c.set_id = ? AND d.chair_s IS NOT "
-        "NULL ORDER BY c.row_idx", [field, run_id, set_name, set_id])
+    captions judged otherwise, the first few of those rows)``. ``theirs``: a file audited
+    as a file (no stored captions): its captions' own scores in row order."""
+    if theirs is None:
+        rows = store.sql(
+            "SELECT c.row_idx, d.chair_s, TRY_CAST(json_extract_string(c.meta, '$.chair.' || ?) "
+            "AS DOUBLE) AS theirs FROM captions c JOIN caption_details d ON d.run_id = ? AND "
+            "d.set_name = ? AND d.row_idx = c.row_idx WHERE c.set_id = ? AND d.chair_s IS NOT "
+            "NULL ORDER BY c.row_idx", [field, run_id, set_name, set_id])
+    else:
+        rows = [(row, ours, theirs[row] if row < len(theirs) else None) for row, ours in
+                store.sql("SELECT row_idx, chair_s FROM caption_details WHERE run_id = ? AND "
+                          "set_name = ? AND chair_s IS NOT NULL ORDER BY row_idx",
+                          [run_id, set_name])]
     scored = [(row, ours, theirs > 0) for row, ours, theirs in rows if theirs is not None]
     differ = [row for row, ours, theirs in scored if bool(ours) != theirs]
     return len(scored), len(differ), differ[:5]

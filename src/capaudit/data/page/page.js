@@ -10,7 +10,9 @@
   const MAIN = COLS.map((c, j) => j).filter(j => !COLS[j].by);
   const CRITERIA = LB.meta.criteria_order;
   const SVGNS = "http://www.w3.org/2000/svg";
-  let sortKey = "rank", sortDir = 1;
+  // --all-images: each set on its own images, nothing ranked (no profile, rank, N-avg)
+  const UNRANKED = LB.meta.unranked || null;
+  let sortKey = UNRANKED ? "set" : "rank", sortDir = 1;
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -94,7 +96,7 @@
     const head = table.tHead, body = table.tBodies[0];
     head.textContent = ""; body.textContent = "";
     const tr = el("tr");
-    const keys = [["rank", "rank"], ["set", "set"], ["navg", "N-avg"], ["interval", "rank 95%"], ["first", "first"]]
+    const keys = (UNRANKED ? [["set", "set"]] : [["rank", "rank"], ["set", "set"], ["navg", "N-avg"], ["interval", "rank 95%"], ["first", "first"]])
       .concat(MAIN.map(j => ["c" + j, COLS[j].name + (COLS[j].higher_is_better ? " ↑" : " ↓")
         + (COLS[j].averaged === false ? " *" : "")]));
     keys.forEach(([k, label]) => {
@@ -128,18 +130,20 @@
     rows.forEach(i => {
       const row = el("tr");
       row.dataset.set = SETS[i];
-      row.appendChild(el("td", rankLabel(r, i), "pin0"));
+      if (!UNRANKED) row.appendChild(el("td", rankLabel(r, i), "pin0"));
       const name = el("td", null, "name pin");
       const a = el("a", SETS[i]);
       a.href = DATA.links[SETS[i]];
       a.title = "worst captions";
       name.appendChild(a);
       row.appendChild(name);
-      row.appendChild(el("td", fmt(r.score[i])));
-      const ri = r.profile.rank_interval;
-      row.appendChild(el("td", ri ? "[" + ri[i][0] + ", " + ri[i][1] + "]" : "–"));
-      const fs = r.profile.first_share;
-      row.appendChild(el("td", fs ? Math.round(100 * fs[i]) + "%" : "–"));
+      if (!UNRANKED) {
+        row.appendChild(el("td", fmt(r.score[i])));
+        const ri = r.profile.rank_interval;
+        row.appendChild(el("td", ri ? "[" + ri[i][0] + ", " + ri[i][1] + "]" : "–"));
+        const fs = r.profile.first_share;
+        row.appendChild(el("td", fs ? Math.round(100 * fs[i]) + "%" : "–"));
+      }
       MAIN.forEach(j => {
         const d = COLS[j].decimals;
         const td = el("td", fmt(LB.values[i][j], d));
@@ -151,6 +155,7 @@
       });
       body.appendChild(row);
     });
+    if (UNRANKED) return;
     const st = document.getElementById("stability");
     const flips = (r.profile.flips || []).filter(f => f.share > 0.05);
     st.textContent = flips.length ? "ranking not settled: " + flips.map(f => f.above + " / " + f.below + " flip in " + Math.round(100 * f.share) + "% of resamples").join("; ") : "";
@@ -274,8 +279,16 @@
   }
 
   function render() {
+    if (UNRANKED) { renderBoard(null); return; }
     const r = current();
     renderBoard(r); renderCriteria(r); renderRadars(r);
+  }
+  if (UNRANKED) {
+    const box = document.getElementById("unranked");
+    box.textContent = UNRANKED + ": each set's values on its own images; no profile ranks them.";
+    box.hidden = false;
+    document.getElementById("profilebar").hidden = true;
+    ["ranking", "method"].forEach(id => { document.getElementById(id).hidden = true; });
   }
   const notes = document.getElementById("notes");
   (LB.notes.length ? LB.notes : ["every metric computed"]).forEach(n => notes.appendChild(el("li", n, "note")));
