@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capaudit.errors import InputError
-from capaudit.runner.step import Step
+from capaudit.runner.step import Step, once_per_worker
 
 __all__ = ["run_detect_annotations", "detect_shard"]
 
@@ -35,27 +35,22 @@ class DetectTask:
     cfg_hash: str
 
 
-_DETECTORS: dict = {}  # per process: the model loads once per worker
-
-
 def detect_shard(task: DetectTask) -> dict:
     """Detect every image of one shard into its instances JSONL (or find it done)."""
     from capaudit.enrich.detectors import make_detector
     from capaudit.enrich.detectors.base import decode_image
     from capaudit.io.image_shards import read_shard
     from capaudit.core.storage.paths import write_whole
-    from capaudit.io.markers import input_fingerprint, read_marker, write_marker
+    from capaudit.io.markers import input_fingerprint, matches, read_marker, write_marker
 
     work, name = Path(task.work), Path(task.shard).name
     marker = read_marker(work, name)
     fp = input_fingerprint(Path(task.shard), (marker or {}).get("input"))
     out = work / (Path(name).stem + ".instances.jsonl")
-    if (marker and marker.get("config_hash") == task.cfg_hash and out.exists()
-            and marker.get("input", {}).get("sha256") == fp["sha256"]):
+    if matches(marker, task.cfg_hash, fp) and out.exists():
         return {"shard": name, "status": "resumed", "images": marker["images"]}
-    key = (task.detector, json.dumps(task.options, sort_keys=True))
-    det = _DETECTORS.get(key) or _DETECTORS.setdefault(key, make_detector(task.detector,
-                                                                          task.options))
+    det = once_per_worker(("detector", task.detector, json.dumps(task.options, sort_keys=True)),
+                          lambda: make_detector(task.detector, task.options))  # once per worker
     lines, n, undecodable = [], 0, 0
     for s in read_shard(task.shard):
         if s.image is None or s.image_id is None:

@@ -36,7 +36,7 @@ from capaudit.errors import InputError
 from capaudit.core.storage.work_folder import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
 from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
-from capaudit.runner.step import Step
+from capaudit.runner.step import Step, once_per_worker
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -48,8 +48,6 @@ DEFAULTS: dict = {
     "prompts": {},
     "batch_size": 16,
 }
-
-_CONTEXTS: dict[str, Context] = {}  # per process and cache: models load once per worker
 
 
 @dataclass(frozen=True)
@@ -67,10 +65,6 @@ def output_name(shard: str) -> str:
     from capaudit.core.storage.urls import name_of
 
     return Path(name_of(shard)).stem + ".jsonl"
-
-
-def output_path(out_dir: Path, shard: str) -> Path:
-    return Path(out_dir) / output_name(shard)
 
 
 def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Context:
@@ -103,10 +97,9 @@ def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Co
 
 
 def _context(task: ShardTask) -> Context:
-    key = f"{task.cfg_hash}|{task.cache_path}"  # another cache file is another context
-    if key not in _CONTEXTS:
-        _CONTEXTS[key] = build_context(task.adapter, task.config, task.cache_path)
-    return _CONTEXTS[key]
+    """Models load once per worker (another cache file is another context)."""
+    return once_per_worker(("enrich", task.cfg_hash, task.cache_path),
+                           lambda: build_context(task.adapter, task.config, task.cache_path))
 
 
 def _snapshot(ctx: Context) -> dict:
@@ -157,37 +150,6 @@ def effective_hash(adapter: str, config: dict) -> str:
     return config_hash({"adapter": adapter, "config": keep, "prompts": prompts})
 
 
-def plan(shards_dir: str | Path, out_dir, adapter: str, config: dict,
-         cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
-    """(tasks still to do, markers of shards already done).
-
-    A shard is done when its marker matches the config hash AND the input
-    shard's content (a rebuilt shard of the same name is redone; a remote one: the
-    same size and ETag), lists no failure, and its output exists.
-    """
-    from capaudit.core.storage.urls import name_of
-    from capaudit.io.markers import same_input
-
-    out_dir = as_folder(out_dir).make()
-    clean_tmp(out_dir)
-    h = effective_hash(adapter, config)
-    todo, done = [], []
-    for shard in list_shards(shards_dir)[:limit]:
-        name = name_of(shard)
-        marker = read_marker(out_dir, name) or {}
-        last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
-        fp = None
-        if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
-                and out_dir.exists(output_name(name)):
-            fp = input_fingerprint(shard, last_fp)
-            if same_input(last_fp, fp):
-                done.append(marker)
-                continue
-        todo.append(ShardTask(str(shard), out_dir.location, adapter, config, h, cache_path,
-                              fp or last_fp))
-    return todo, done
-
-
 def collect(out_dir, shard_names: list[str]) -> pa.Table:
     """Assemble the outputs in shard order (identical across executors)."""
     keys, ids, caps, metas = [], [], [], []
@@ -214,17 +176,37 @@ class EnrichStep(Step):
     passes = (process_shard,)
 
     def __init__(self, shards_dir, out_dir, adapter: str, config: dict,
-                 cache_path: str | None, limit: int | None, on_start: Callable | None):
-        self.shards_dir, self.out_dir, self.adapter, self.config = shards_dir, out_dir, adapter, config
-        self.cache_path, self.limit, self.on_start = cache_path, limit, on_start
+                 cache_path: str | None, limit: int | None):
+        self.shards_dir, self.out_dir, self.adapter = shards_dir, out_dir, adapter
+        self.config, self.cache_path, self.limit = config, cache_path, limit
         self.work_dir = out_dir.location
         self.shared = ((out_dir.location, "work folder", "--work-dir"),)
 
     def plan(self, root: str, workers: int) -> list[ShardTask]:
-        todo, self.done = plan(self.shards_dir, self.out_dir, self.adapter, self.config,
-                               self.cache_path, self.limit)
-        if self.on_start:
-            self.on_start(len(todo), len(self.done))
+        """The shards still to do; a shard is done (its marker in ``self.done``) when its
+        marker matches the config hash AND the input shard's content (a rebuilt shard of the
+        same name is redone; a remote one: the same size and ETag), lists no failure, and its
+        output exists."""
+        from capaudit.core.storage.urls import name_of
+        from capaudit.io.markers import same_input
+
+        out_dir = self.out_dir.make()
+        clean_tmp(out_dir)
+        h = effective_hash(self.adapter, self.config)
+        todo, self.done = [], []
+        for shard in list_shards(self.shards_dir)[:self.limit]:
+            name = name_of(shard)
+            marker = read_marker(out_dir, name) or {}
+            last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
+            fp = None
+            if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
+                    and out_dir.exists(output_name(name)):
+                fp = input_fingerprint(shard, last_fp)
+                if same_input(last_fp, fp):
+                    self.done.append(marker)
+                    continue
+            todo.append(ShardTask(str(shard), out_dir.location, self.adapter, self.config, h,
+                                  self.cache_path, fp or last_fp))
         self.t0 = time.perf_counter()
         return todo
 
@@ -268,6 +250,5 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
         raise InputError("captions must be 'first' or 'all'")
     check_number("limit", limit, 1, None, optional=True, flag="--limit")  # [:-1] kept all but one
     check_number("workers", workers, 1, 1024, flag="--workers")
-    step = EnrichStep(shards_dir, as_folder(out_dir), adapter, config, cache_path, limit,
-                      on_start)
-    return run_step(step, RunOptions(executor, workers, address, False, on_shard))
+    step = EnrichStep(shards_dir, as_folder(out_dir), adapter, config, cache_path, limit)
+    return run_step(step, RunOptions(executor, workers, address, False, on_shard, on_start))

@@ -34,8 +34,8 @@ from capaudit.errors import InputError
 from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
 __all__ = ["list_shards", "list_shard_entries", "open_input", "HashingReader",
-           "HashingWriter", "fingerprint", "changed", "read_marker", "write_marker",
-           "write_json", "work_folder", "remove_work_folder"]
+           "HashingWriter", "changed", "read_marker", "write_marker",
+           "write_json"]
 
 
 def list_shard_entries(spec: str) -> list[tuple[str, str, int | None, dict]]:
@@ -127,15 +127,6 @@ def open_input(path: str) -> Iterator[IO[bytes]]:
         yield fh
 
 
-def fingerprint(path: str, previous: dict | None = None, known: dict | None = None) -> dict:
-    """The input's identity (:func:`capaudit.io.markers.input_fingerprint`): on a disk its
-    sha256 and stat (the hash of ``previous`` reused while the stat is unchanged); on object
-    storage what the store reports (``known``: from the listing, no request)."""
-    from capaudit.io.markers import input_fingerprint
-
-    return input_fingerprint(path, previous, known=known)
-
-
 def changed(path: str, fp: dict, sha: str | None = None) -> bool:
     """The input is no longer the one ``fp`` names: its sha256 as read (``sha``) on a disk,
     else its stat; on object storage the identity the store reports now."""
@@ -178,18 +169,3 @@ def write_json(path: str, data: dict) -> None:
     write_whole`; a local one's parents made)."""
     paths.make_folder(os.path.dirname(path) or ".")
     paths.write_whole(path, json.dumps(data, sort_keys=True, default=str, indent=1).encode())
-
-
-
-def work_folder(store_path: str, name: str) -> str:
-    """The default work folder of a run named ``name`` beside the store."""
-    from capaudit.core.storage.work_folder import default_work_dir
-
-    return str(default_work_dir(store_path, name, "filter-work"))
-
-
-def remove_work_folder(made: str, up_to: str | None = None) -> None:
-    """What a successful run made in its work folder (:func:`capaudit.core.storage.work_folder.remove_work`)."""
-    from capaudit.core.storage.work_folder import remove_work
-
-    remove_work(made, up_to=up_to)

@@ -1,11 +1,10 @@
-"""``run_step``: a step's tasks on local processes or Ray, with its work folder held.
+"""``run_step``: a step's tasks on local processes or Ray, its work folder held.
 
-The order is the same for every step: the workers are counted (:func:`.step.worker_budget`)
-and the executor started, the folders every node must reach are checked (before anything is
-written), the work folder is held (one run at a time), the step plans its tasks, each pass
-runs its task function over them (a failed shard stops the run with one line naming it,
-unless ``skip_bad`` and the failure is not fatal: then it is left out and listed), and the
-step merges the parts. The executor is closed whatever happens.
+Every step in one order: the workers counted (:func:`.step.worker_budget`), the executor
+started, the folders every node must reach checked (before anything is written), the work
+folder held (one run at a time), the tasks planned, each pass run (a failed shard stops the
+run with one line unless ``skip_bad`` and the failure is not fatal: it is then left out and
+listed), the parts merged; the executor closed whatever happens.
 """
 
 from __future__ import annotations
@@ -25,13 +24,16 @@ def run_step(step: Step, opts: RunOptions) -> Any:
     from capaudit.executors.base import require_shared
 
     workers = worker_budget(opts.executor, opts.workers, step.sizes, step.worker_mb)
-    # local workers started once, for every pass
-    ex = get_executor(opts.executor, workers=workers, address=opts.address, keep_pool=True)
+    # local workers started once, for every pass (and let go after the last)
+    ex = get_executor(opts.executor, workers=workers, address=opts.address,
+                      keep_pool=len(step.passes) > 1)
     try:
         for location, what, flag in step.shared:
             require_shared(ex, location, what=what, flag=flag)
         with work_dir_lock(step.work_dir) as root:
             tasks = step.plan(getattr(root, "location", None) or str(root), workers)
+            if opts.on_start:
+                opts.on_start(len(tasks) * len(step.passes), workers)
             results: list[dict[int, dict]] = []
             for fn in step.passes:
                 todo = step.between(tasks, results) if results else tasks
@@ -43,8 +45,8 @@ def run_step(step: Step, opts: RunOptions) -> Any:
 
 def run_pass(ex, fn: Callable[[Any], dict], tasks: list, todo: list,
              opts: RunOptions) -> dict[int, dict]:
-    """``fn`` over ``todo`` (some of ``tasks``); the summaries by the task's place in
-    ``tasks``, reported to ``on_shard`` as they complete."""
+    """``fn`` over ``todo`` (some of ``tasks``): the summaries by the task's place in
+    ``tasks``, each told to ``on_shard`` as it completes."""
     place = {id(t): i for i, t in enumerate(tasks)}
     done: dict[int, dict] = {}
     for task, summary in ex.map_unordered(fn, todo):

@@ -1,11 +1,9 @@
-"""What a step declares to the runner, and how many local workers a step's shards are worth.
+"""What a step declares to the runner, and how many local workers its shards are worth.
 
-A step is a small object (datatrove's ``PipelineStep`` with the executor's markers): its
-shards' sizes, its default megabytes per local worker, the folders every node must reach,
-its work folder, its ``plan`` (one task per shard, made while the work folder is held), its
-``passes`` (module-level task functions, run in order over the tasks: what a Ray task can
-carry) and its ``merge`` of the parts. Audit (``audit.shards.step``), the sharded filters
-(``filters.shards.step``), enrich and detect (``enrich``) are steps.
+A step (datatrove's ``PipelineStep``) holds its shards' sizes, its default megabytes per local
+worker, the folders every node must reach, its work folder, its ``plan`` (a task per shard,
+made while the work folder is held), its ``passes`` (module-level task functions, run in order:
+what a Ray task can carry) and its ``merge`` of the parts.
 """
 
 from __future__ import annotations
@@ -14,29 +12,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["Step", "RunOptions", "worker_budget", "WORKER_MB_ENV"]
+__all__ = ["Step", "RunOptions", "worker_budget", "shard_bytes", "once_per_worker"]
 
-# shard megabytes that make one more local worker worth starting, read here alone; each step
-# declares its own default (an audit's accumulators are heavy, a filter streams); 0: every
-# worker asked for, whatever the load and the size (the tests of the process pool)
+# shard megabytes that make one more local worker worth starting, read here alone (each step
+# declares its default); 0: every worker asked for, whatever the load and the size
 WORKER_MB_ENV = "CAPAUDIT_WORKER_MB"
+_BUILT: dict = {}   # this worker process's models, indexes, evidence: built once, by key
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a step's tasks run: executor, workers asked for, cluster, failure rule, progress."""
+    """How a step's tasks run. ``on_start(tasks of every pass, workers)`` once planned;
+    ``on_shard(summary)`` as each task completes."""
 
     executor: str = "local"
     workers: int = 1
     address: str | None = None
     skip_bad: bool = False
     on_shard: Callable[[dict], Any] | None = None
+    on_start: Callable[[int, int], Any] | None = None
 
 
 class Step:
-    """The protocol, with its defaults. ``sizes``: the shards' sizes in bytes (None: not
-    known, counted as one worker's worth); ``shared``: ``(location, what, flag)`` of the
-    folders every node of a cluster must reach; ``work_dir``: the folder held for the run."""
+    """The protocol, with its defaults. ``sizes``: the shards' bytes (None: not known, one
+    worker's worth); ``shared``: ``(location, what, flag)`` of each folder every node of a
+    cluster must reach; ``work_dir``: the folder this run holds alone."""
 
     worker_mb: float | None = None   # None: the workers asked for (work not measured in bytes)
     sizes: Sequence[int | None] = ()
@@ -45,16 +45,16 @@ class Step:
     passes: Sequence[Callable[[Any], dict]] = ()
 
     def plan(self, root: str, workers: int) -> list:
-        """One task per shard (``root``: the work folder, held by this run)."""
+        """A task per shard (``root``: the work folder, held by this run)."""
         raise NotImplementedError
 
     def between(self, tasks: list, results: list[dict[int, dict]]) -> list:
-        """The tasks of the next pass: by default those the last pass did not fail."""
-        return [t for i, t in enumerate(tasks) if i in results[-1]
-                and results[-1][i]["status"] != "failed"]
+        """The tasks of the next pass: those the last pass did not fail."""
+        return [t for i, t in enumerate(tasks)
+                if results[-1].get(i, {}).get("status", "failed") != "failed"]
 
     def merge(self, tasks: list, results: list[dict[int, dict]]) -> Any:
-        """The run's result from each pass's summaries (by the task's place in ``tasks``)."""
+        """The run's result from each pass's summaries (keyed by the task's place)."""
         raise NotImplementedError
 
 
@@ -79,3 +79,11 @@ def shard_bytes(entries: Sequence) -> list[int | None]:
     """Sizes of listed shards (entries with ``size``) or of paths on this disk."""
     return [e.stat().st_size if isinstance(e, Path) else getattr(e, "size", None)
             for e in entries]
+
+
+def once_per_worker(key, build: Callable[[], Any]) -> Any:
+    """What a task needs that outlives it (a model, the evidence), built once per worker
+    process and key."""
+    if key not in _BUILT:
+        _BUILT[key] = build()
+    return _BUILT[key]

@@ -49,11 +49,9 @@ def _parts(acc) -> dict | None:
 
 
 def _done(task: ShardTask, fp: dict, marker: dict | None, folder) -> bool:
-    from capaudit.io.markers import same_input
+    from capaudit.io.markers import matches
 
-    if not marker or marker.get("config_hash") != task.cfg_hash:
-        return False
-    if marker.get("index") != task.index or not same_input(marker.get("input"), fp):
+    if not matches(marker, task.cfg_hash, fp) or marker.get("index") != task.index:
         return False
     from capaudit.audit.shards.outputs import details_ok
 
@@ -161,11 +159,10 @@ class AuditStep(Step):
     passes = (audit_shard,)
 
     def __init__(self, spec: str, cfg: AuditConfig, annotations, work_dir, shards: list,
-                 opts: dict, ann_ns, name: str | None, executor: str, address: str | None,
-                 on_start: Callable[[int], Any] | None):
+                 opts: dict, ann_ns, name: str | None, executor: str, address: str | None):
         self.spec, self.cfg, self.annotations, self.work_dir = spec, cfg, annotations, work_dir
         self.shards, self.opts, self.ann_ns, self.name = shards, opts, ann_ns, name
-        self.executor, self.address, self.on_start = executor, address, on_start
+        self.executor, self.address = executor, address
         self.sizes, self.shared = shard_bytes(shards), ((str(work_dir), "work folder",
                                                          "--work-dir"),)
         self.details = bool(cfg.get("details", True))
@@ -178,12 +175,9 @@ class AuditStep(Step):
         self.workers = workers
         self.work = Folder(root, self.opts).sub(self.key).make()  # one folder per configuration
         clean_tmp(self.work)
-        tasks = [ShardTask(e.location, i, self.work.location, self.cfg, self.key,
-                           self.annotations, self.ann_ns, self.details, dict(e.identity),
-                           self.opts) for i, e in enumerate(self.shards)]
-        if self.on_start:
-            self.on_start(len(tasks))
-        return tasks
+        return [ShardTask(e.location, i, self.work.location, self.cfg, self.key,
+                          self.annotations, self.ann_ns, self.details, dict(e.identity),
+                          self.opts) for i, e in enumerate(self.shards)]
 
     def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]):
         """The shards' coverage held to the single-file rule, then their states merged."""
@@ -206,7 +200,7 @@ class AuditStep(Step):
 
 def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str | Path, *,
                 executor: str = "local", workers: int = 1, address: str | None = None,
-                skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
+                skip_bad: bool = False, on_start: Callable[[int, int], Any] | None = None,
                 on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
                 store=None, storage_options: dict | None = None):
     """Audit every shard of ``spec`` (folder, glob, brace list, manifest or file; paths or
@@ -243,9 +237,9 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     shards = find_shard_entries(spec, opts)
     ann_ns = annotation_namespaces(store, annotations, metric_names(cfg))  # typos fail first
     step = AuditStep(spec, cfg, annotations, work_dir, shards, opts, ann_ns, name, executor,
-                     address, on_start)
+                     address)
     res, cov, files, summaries = run_step(step, RunOptions(executor, workers, address, skip_bad,
-                                                           on_shard))
+                                                           on_shard, on_start))
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(shards), executor=executor, workers=step.workers,

@@ -49,6 +49,7 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     """Clean the shards of ``spec`` into the folder ``out``; returns ``(summary, shard
     summaries in shard order, the coverage)``."""
     from capaudit.core.runs import recorded_run
+    from capaudit.core.storage.work_folder import default_work_dir, remove_work
     from capaudit.filters.base import FILTERS
     from capaudit.filters.shards.step import FilterStep
     from capaudit.runner.run import run_step
@@ -58,7 +59,7 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     given_out, out = str(out), paths.absolute(str(out))
     shards = files.list_shard_entries(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
-    work = str(work_dir or files.work_folder(str(store.path), _name(out)))
+    work = str(work_dir or default_work_dir(str(store.path), _name(out), "filter-work"))
     up_to = os.path.dirname(work) if work_dir is None else \
         None if paths.path_kind(work) != "missing" else work
     worker_opts = {**opts, "evidence": kind, "chair_gt": None, "instances": None,
@@ -73,12 +74,13 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
            "reader": reader, "executor": executor}
     with recorded_run(store, cfg, seed) as run_id:
         step = FilterStep(store, run_id, cfg, seed, shards, out, given_out, work, opts, kind,
-                          worker_opts, on_start)
-        results = run_step(step, RunOptions(executor, workers, address, skip_bad, on_shard))
+                          worker_opts)
+        results = run_step(step, RunOptions(executor, workers, address, skip_bad, on_shard,
+                                            on_start))
     if not keep_work:
-        files.remove_work_folder(join(step.root, "coverage-" + step.ids_key))
+        remove_work(join(step.root, "coverage-" + step.ids_key))
         paths.remove_file(step.evidence["path"])
-        files.remove_work_folder(join(step.root, step.key), up_to=up_to)
+        remove_work(join(step.root, step.key), up_to=up_to)
     return results
 
 

@@ -12,7 +12,7 @@ resolved configuration, seed and versions, and recorded in the store under DST's
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from capaudit.core.storage import paths
 from capaudit.core.storage.urls import shown_url
@@ -31,11 +31,10 @@ class FilterStep(Step):
     passes = (coverage_shard, filter_shard)
 
     def __init__(self, store, run_id: int, cfg: dict, seed: int, shards: list[tuple], out: str,
-                 given_out: str, work: str, opts: dict, kind: str, worker_opts: dict,
-                 on_start: Callable | None):
+                 given_out: str, work: str, opts: dict, kind: str, worker_opts: dict):
         self.store, self.run_id, self.cfg, self.seed = store, run_id, cfg, seed
         self.shards, self.out, self.opts, self.kind = shards, out, opts, kind
-        self.worker_opts, self.on_start, self.work_dir = worker_opts, on_start, work
+        self.worker_opts, self.work_dir = worker_opts, work
         self.sizes = [s[2] for s in shards]
         self.shared = ((work, "work folder", "--work-dir"), (given_out, "output folder", "--out"))
 
@@ -54,8 +53,6 @@ class FilterStep(Step):
         for folder, names in ((self.out, [t["rel"] for t in tasks]),
                               (plan.log_dir(self.out), [t["log_rel"] for t in tasks])):
             paths.clean_tmp(folder, names)
-        if self.on_start:
-            self.on_start(len(tasks), workers)
         return tasks
 
     def between(self, tasks: list[dict], results: list[dict[int, dict]]) -> list[dict]:
