@@ -36,18 +36,17 @@ def run_step(step: Step, opts: RunOptions) -> Any:
                 opts.on_start(len(tasks) * len(step.passes), workers)
             results: list[dict[int, dict]] = []
             for fn in step.passes:
-                todo = step.between(tasks, results) if results else tasks
-                results.append(run_pass(ex, fn, tasks, todo, opts))
+                results.append(run_pass(ex, fn, step.between(tasks, results) if results
+                                        else tasks, opts))
             return step.merge(tasks, results)
     finally:
         ex.close()
 
 
-def run_pass(ex, fn: Callable[[Any], dict], tasks: list, todo: list,
-             opts: RunOptions) -> dict[int, dict]:
-    """``fn`` over ``todo`` (some of ``tasks``): the summaries by the task's place in
-    ``tasks``, each told to ``on_shard`` as it completes."""
-    place = {id(t): i for i, t in enumerate(tasks)}
+def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions) -> dict[int, dict]:
+    """``fn`` over ``todo``: the summaries by the task's place in ``todo``, each told to
+    ``on_shard`` as it completes."""
+    place = {id(t): i for i, t in enumerate(todo)}
     done: dict[int, dict] = {}
     for task, summary in ex.map_unordered(fn, todo):
         done[place[id(task)]] = summary

@@ -49,12 +49,13 @@ class Step:
         raise NotImplementedError
 
     def between(self, tasks: list, results: list[dict[int, dict]]) -> list:
-        """The tasks of the next pass: those the last pass did not fail."""
+        """The tasks of the second pass: those the first did not fail."""
         return [t for i, t in enumerate(tasks)
-                if results[-1].get(i, {}).get("status", "failed") != "failed"]
+                if results[0].get(i, {}).get("status", "failed") != "failed"]
 
     def merge(self, tasks: list, results: list[dict[int, dict]]) -> Any:
-        """The run's result from each pass's summaries (keyed by the task's place)."""
+        """The run's result from each pass's summaries (keyed by the place of the task in
+        the list that pass ran: ``tasks`` for the first)."""
         raise NotImplementedError
 
 

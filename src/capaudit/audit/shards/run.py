@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from capaudit.audit.shards.sums import shard_sums
 from capaudit.audit.shards.task import ShardTask, sha256_hex, state_name
 from capaudit.errors import InputError
 from capaudit.audit.config import AuditConfig
@@ -156,13 +157,12 @@ class AuditStep(Step):
     the states merged in shard order once the shards' coverage is held to the set's rule."""
 
     worker_mb = 64.0        # an audit's accumulators are heavy: 64 MB of shards per worker
-    passes = (audit_shard,)
+    passes = (audit_shard, shard_sums)
 
     def __init__(self, spec: str, cfg: AuditConfig, annotations, work_dir, shards: list,
-                 opts: dict, ann_ns, name: str | None, executor: str, address: str | None):
+                 opts: dict, ann_ns, name: str | None):
         self.spec, self.cfg, self.annotations, self.work_dir = spec, cfg, annotations, work_dir
         self.shards, self.opts, self.ann_ns, self.name = shards, opts, ann_ns, name
-        self.executor, self.address = executor, address
         self.sizes, self.shared = shard_bytes(shards), ((str(work_dir), "work folder",
                                                          "--work-dir"),)
         self.details = bool(cfg.get("details", True))
@@ -179,23 +179,33 @@ class AuditStep(Step):
                           self.annotations, self.ann_ns, self.details, dict(e.identity),
                           self.opts) for i, e in enumerate(self.shards)]
 
-    def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]):
-        """The shards' coverage held to the single-file rule, then their states merged."""
+    def between(self, tasks: list[ShardTask], results: list[dict[int, dict]]) -> list:
+        """The shards' coverage held to the single-file rule; then, where
+        :func:`~capaudit.audit.shards.sums.sums_plan` allows, each done shard's replicate sums
+        (the second pass, on the same workers)."""
         from capaudit.audit import annotation_coverage as coverage
-        from capaudit.audit.shards.merge import merge_shards
+        from capaudit.audit.shards.merge import sums_jobs
         from capaudit.audit.shards.outputs import merged_coverage
+        from capaudit.audit.shards.sums import sums_plan
         from capaudit.io.caption_shards import shards_name
 
-        summaries = results[0]
-        ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
-        covs = [summaries[t.index]["coverage"] for t in ok]
-        cov = merged_coverage(self.name or shards_name(self.spec), covs, self.ann_ns)
-        coverage.check(cov, float(self.cfg.get("min_coverage", 0.5)),
+        self.ok = [t for t in tasks if results[0][t.index]["status"] != "failed"]
+        self.covs = [results[0][t.index]["coverage"] for t in self.ok]
+        self.cov = merged_coverage(self.name or shards_name(self.spec), self.covs, self.ann_ns)
+        coverage.check(self.cov, float(self.cfg.get("min_coverage", 0.5)),
                        bool(self.cfg.get("allow_partial")))
-        files = _details_files(ok, summaries, self.details)
-        res = merge_shards(ok, covs, self.cfg, self.annotations, self.executor, self.workers,
-                           self.address)
-        return res, cov, files, [summaries[t.index] for t in tasks]
+        plan, _ = sums_plan(self.cfg, self.covs)
+        return [] if plan is None else sums_jobs(self.ok, plan, self.cfg)
+
+    def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]):
+        """The done shards' replicate sums added, or their states merged."""
+        from capaudit.audit.shards.merge import merge_shards
+
+        summaries, sums = results
+        files = _details_files(self.ok, summaries, self.details)
+        res = merge_shards(self.ok, self.covs, self.cfg, self.annotations,
+                           sums=[sums[i] for i in sorted(sums)] or None)
+        return res, self.cov, files, [summaries[t.index] for t in tasks]
 
 
 def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str | Path, *,
@@ -236,8 +246,7 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     opts = _task_options(storage_options)
     shards = find_shard_entries(spec, opts)
     ann_ns = annotation_namespaces(store, annotations, metric_names(cfg))  # typos fail first
-    step = AuditStep(spec, cfg, annotations, work_dir, shards, opts, ann_ns, name, executor,
-                     address)
+    step = AuditStep(spec, cfg, annotations, work_dir, shards, opts, ann_ns, name)
     res, cov, files, summaries = run_step(step, RunOptions(executor, workers, address, skip_bad,
                                                            on_shard, on_start))
     coverage.mark_skipped(res.results, cov)

@@ -60,7 +60,7 @@ class FilterStep(Step):
         from capaudit.core.storage.urls import name_of
         from capaudit.filters.shards.coverage import check_coverage
 
-        ok = super().between(tasks, results)
+        self.ok = ok = super().between(tasks, results)
         self.cov = check_coverage(name_of(self.out) or self.out,
                                   [results[0][t["index"]] for t in ok], self.kind,
                                   self.evidence["namespace"], float(self.opts["min_coverage"]),
@@ -69,8 +69,9 @@ class FilterStep(Step):
 
     def merge(self, tasks: list[dict], results: list[dict[int, dict]]) -> tuple[dict, list, Any]:
         """The run's summary (sum of the shards'), its files beside DST, its rows in the store."""
+        second = {self.ok[i]["index"]: summary for i, summary in results[1].items()}
         return _finish(self.store, self.run_id, self.cfg, self.seed, self.out, tasks,
-                       results[0], results[1], self.cov, self.evidence)
+                       results[0], second, self.cov, self.evidence)
 
 
 def _evidence(store, kind: str, opts: dict, folder: str) -> dict:
