@@ -24,9 +24,7 @@ def run_step(step: Step, opts: RunOptions) -> Any:
     from capaudit.executors.base import require_shared
 
     workers = worker_budget(opts.executor, opts.workers, step.sizes, step.worker_mb)
-    # local workers started once, for every pass (and let go after the last)
-    ex = get_executor(opts.executor, workers=workers, address=opts.address,
-                      keep_pool=len(step.passes) > 1)
+    ex = get_executor(opts.executor, workers=workers, address=opts.address)
     try:
         for location, what, flag in step.shared:
             require_shared(ex, location, what=what, flag=flag)
@@ -35,9 +33,10 @@ def run_step(step: Step, opts: RunOptions) -> Any:
             if opts.on_start:
                 opts.on_start(len(tasks) * len(step.passes), workers)
             results: list[dict[int, dict]] = []
-            for fn in step.passes:
+            for fn in step.passes:   # local workers started once, for every pass
                 results.append(run_pass(ex, fn, step.between(tasks, results) if results
                                         else tasks, opts))
+            ex.close()               # and gone before the merge (the driver's memory)
             return step.merge(tasks, results)
     finally:
         ex.close()

@@ -1,12 +1,6 @@
-"""``filter run --shards``: clean a corpus shard by shard, on local processes or Ray, exactly.
-
-The driver resolves the filter's options and hands its step (:mod:`.step`: plan, the coverage
-pass, the filter pass, the merge) to the one runner (:func:`capaudit.runner.run.run_step`),
-inside a run recorded in the store; a successful run's work folder goes unless ``keep_work``.
-A failed shard stops the run with one line naming it (the shards done keep their markers),
-or with ``skip_bad`` is left out and listed. A killed run resumes with the shards that have
-no matching marker.
-"""
+"""``filter run --shards``: the filter's options resolved, its step (:mod:`.step`) handed to
+the one runner (:func:`capaudit.runner.run.run_step`) inside a run recorded in the store, and
+the work folder of a successful run removed unless ``keep_work``."""
 
 from __future__ import annotations
 
