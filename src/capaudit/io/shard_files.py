@@ -34,7 +34,7 @@ from capaudit.errors import InputError
 from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
 __all__ = ["list_shards", "list_shard_entries", "open_input", "HashingReader",
-           "HashingWriter", "changed", "read_marker", "write_marker",
+           "HashingWriter", "fingerprint", "changed", "read_marker", "write_marker",
            "write_json"]
 
 
@@ -125,6 +125,15 @@ def open_input(path: str) -> Iterator[IO[bytes]]:
                          fix="check the file, or pass --skip-bad-shards") from None
     with fh:
         yield fh
+
+
+def fingerprint(path: str, previous: dict | None = None, known: dict | None = None) -> dict:
+    """The input's identity (:func:`capaudit.io.markers.input_fingerprint`): on a disk its
+    sha256 and stat (the hash of ``previous`` reused while the stat is unchanged); on object
+    storage what the store reports (``known``: from the listing, no request)."""
+    from capaudit.io.markers import input_fingerprint
+
+    return input_fingerprint(path, previous, known=known)
 
 
 def changed(path: str, fp: dict, sha: str | None = None) -> bool:

@@ -252,8 +252,8 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(shards), executor=executor, workers=step.workers,
-                    details_files=files,
-                    work_folder=step.work.location,   # this configuration's markers: the CLI removes them
+                    details_files=files,   # and this configuration's markers: the CLI removes
+                    work_folder=step.work.location,
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, summaries
 

@@ -71,15 +71,16 @@ def _count(task: dict) -> dict:
 def coverage_shard(task: dict) -> dict:
     """One shard's coverage counts (or its marker's); ``status`` failed with the one-line
     error for a shard that cannot be read."""
-    from capaudit.io.markers import input_fingerprint, matches
+    from capaudit.io.markers import same_input
 
     t0 = time.perf_counter()
     path = task["path"]
     marker = files.read_marker(task["ids_work"], task["rel"])
     try:
-        fp = input_fingerprint(path, marker.get("input"), known=task.get("identity") or None) \
+        fp = files.fingerprint(path, (marker or {}).get("input"), task.get("identity") or None) \
             if marker else None
-        if matches(marker, task["ids_hash"], fp):
+        if marker and marker.get("config_hash") == task["ids_hash"] and \
+                same_input(marker.get("input"), fp):
             return {**marker["coverage"], "shard": task["rel"], "index": task["index"],
                     "status": "resumed"}
         before = paths.stat_of(path)
@@ -88,7 +89,7 @@ def coverage_shard(task: dict) -> dict:
             raise InputError("the shard changed while it was read", path=shown_url(path),
                              fix="rerun once the shard is no longer being written")
         fp = before if paths.store_identifies(path) else \
-            {**before, "sha256": sha or input_fingerprint(path)["sha256"]}
+            {**before, "sha256": sha or files.fingerprint(path)["sha256"]}
         files.write_marker(task["ids_work"], task["rel"], task["ids_hash"],
                            {"input": fp, "coverage": cov})
     except (InputError, OSError) as exc:

@@ -94,9 +94,11 @@ def failure(task: dict, exc: Exception) -> dict:
 
 
 def _done(task: dict, fp: dict, marker: dict | None) -> bool:
-    from capaudit.io.markers import matches
+    from capaudit.io.markers import same_input
 
-    if not matches(marker, task["cfg_hash"], fp):
+    if not marker or marker.get("config_hash") != task["cfg_hash"]:
+        return False
+    if not same_input(marker.get("input"), fp):
         return False
     summary = marker.get("summary") or {}
     return paths.file_size(task["out_path"]) == summary.get("output", {}).get("bytes") and \
@@ -106,14 +108,12 @@ def _done(task: dict, fp: dict, marker: dict | None) -> bool:
 def filter_shard(task: dict) -> dict:
     """Filter one shard (or find it done); its summary, never an exception for bad input:
     ``{"shard", "status": done|resumed|failed, ...}``."""
-    from capaudit.io.markers import input_fingerprint
-
     t0 = time.perf_counter()
     marker = files.read_marker(task["work"], task["rel"])
     previous = (marker or {}).get("input") or (files.read_marker(task["ids_work"], task["rel"])
                                                or {}).get("input")
     try:
-        fp = input_fingerprint(task["path"], previous, known=task.get("identity") or None)
+        fp = files.fingerprint(task["path"], previous, task.get("identity") or None)
         if _done(task, fp, marker):
             return {**marker["summary"], "status": "resumed", "seconds": 0.0}
         summary = _filter(task, fp)
