@@ -1,8 +1,8 @@
 """``capaudit filter run --shards SRC --out DST``: the thin CLI over
 :func:`capaudit.filters.shards.run.run_sharded_filter`.
 
-A progress bar counts shard tasks (the coverage pass, then the filter pass), then the run's
-summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
+A progress bar counts shard tasks (of every pass: the coverage pass, then the filter pass),
+then the run's summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
 failed with their one-line reason) and where the cleaned shards, logs and summary are.
 """
 
@@ -26,7 +26,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
 
     store = open_store(db, create=True)
     t0 = time.perf_counter()
-    with ShardProgress("shards: coverage, then filter", "captions_in") as bar:
+    with ShardProgress("filtering shards", "captions_in") as bar:
         summary, shards_done, cov = run_sharded_filter(
             store, shards, out, filter_name, given, config=config, seed=seed,
             overrides=overrides, executor=executor, workers=workers, address=address,
