@@ -2,8 +2,9 @@
 :func:`capaudit.filters.shards.run.run_sharded_filter`.
 
 A progress bar counts shard tasks (of every pass: the coverage pass, then the filter pass),
-then the run's summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
-failed with their one-line reason) and where the cleaned shards, logs and summary are.
+then the run's summary is printed as ``filter run SET``'s is, with a line on the shards
+(filtered, resumed, failed with their one-line reason) and where the cleaned shards, logs and
+summary are.
 """
 
 from __future__ import annotations
