@@ -34,7 +34,7 @@ from capaudit.audit.shards.task import ShardTask, sha256_hex, state_name
 from capaudit.errors import InputError
 from capaudit.audit.config import AuditConfig
 from capaudit.io.markers import config_hash
-from capaudit.runner.step import Step, shard_bytes
+from capaudit.runner.step import Step, shard_bytes, worker_budget
 
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
@@ -147,8 +147,6 @@ def _key(cfg: dict, annotations) -> dict:
 def _local_workers(executor: str, workers: int, shards: list) -> int:
     """Local workers worth starting for these shards (listing entries, or paths):
     :func:`capaudit.runner.step.worker_budget` at an audit's :attr:`AuditStep.worker_mb`."""
-    from capaudit.runner.step import shard_bytes, worker_budget
-
     return worker_budget(executor, workers, shard_bytes(shards), AuditStep.worker_mb)
 
 
@@ -252,8 +250,8 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
     res.meta.update(n_shards=len(shards), executor=executor, workers=step.workers,
-                    details_files=files,   # and this configuration's markers: the CLI removes
-                    work_folder=step.work.location,
+                    details_files=files,
+                    work_folder=step.work.location,   # this configuration's: the CLI removes it
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
     return res, summaries
 
