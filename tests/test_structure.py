@@ -26,7 +26,7 @@ LAYERS = [
     {"text"},
     {"store", "llm", "executors"},
     {"io"},
-    {"metrics"},
+    {"metrics", "runner"},
     {"audit", "enrich", "train_downstream"},
     {"report", "leaderboard", "judge"},
     {"filters"},

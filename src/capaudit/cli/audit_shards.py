@@ -14,30 +14,7 @@ from pathlib import Path
 
 
 from capaudit.audit.config import AuditConfig
-from capaudit.cli.common import console, esc, open_store
-
-
-class _ShardProgress:
-    def __init__(self):
-        from capaudit.cli.common import progress
-
-        self.bar, self.task, self.caps, self.t0 = progress(), None, 0, time.perf_counter()
-
-    def __enter__(self):
-        self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.bar.__exit__(*exc)
-
-    def start(self, n: int) -> None:
-        self.task = self.bar.add_task("auditing shards", total=n)
-
-    def shard(self, summary: dict) -> None:
-        self.caps += summary["n_captions"]
-        rate = self.caps / max(time.perf_counter() - self.t0, 1e-9)
-        self.bar.update(self.task, advance=1,
-                        description=f"auditing shards ({self.caps:,} captions, {rate:,.0f}/s)")
+from capaudit.cli.common import ShardProgress, console, open_store, print_skipped
 
 
 def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor: str,
@@ -70,7 +47,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
         if local.exists() else local
     stored = {**cfg, "shards": shards, "executor": executor}  # the run row's config
     t0 = time.perf_counter()
-    with _ShardProgress() as bar:
+    with ShardProgress("auditing shards", "n_captions") as bar:
         res, summaries = run_sharded(shards, cfg, annotations, work, executor=executor,
                                      workers=int(cfg.workers or 1), address=address,
                                      skip_bad=skip_bad, on_start=bar.start, on_shard=bar.shard,
@@ -100,8 +77,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
                   f"({n / max(wall, 1e-9):,.0f} captions/s, {res.meta['workers']} of "
                   f"{cfg.workers or 1} workers: idle cores and input size); driver merge: "
                   f"{res.meta['merge']}")
-    for s in by["failed"]:
-        console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
+    print_skipped(by["failed"])
     console.print(f"stored as run {run_id} in {store.path} ({n_details:,} caption "
                   f"details)" + (f"; JSON: {json_out}" if json_out else "")
                   + (f"; work folder kept: {shown_url(made)}" if keep_work else ""))

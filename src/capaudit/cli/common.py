@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -96,6 +97,37 @@ def progress(transient: bool = False) -> Progress:
                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=err_console, transient=transient,
                     disable=not sys.stderr.isatty() and not os.environ.get("CAPAUDIT_PROGRESS"))
+
+
+class ShardProgress:
+    """A sharded run's bar (the runner's ``on_start``, ``on_shard``): shard tasks done of
+    all, and the captions so far (a summary's ``count``) with their rate."""
+
+    def __init__(self, label: str, count: str):
+        self.bar, self.label, self.count, self.caps = progress(), label, count, 0
+        self.task, self.t0 = None, time.perf_counter()
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def start(self, n: int, workers: int) -> None:
+        self.task = self.bar.add_task(f"{self.label} ({workers} worker(s))", total=n)
+
+    def shard(self, summary: dict) -> None:
+        self.caps += summary.get(self.count) or 0
+        rate = self.caps / max(time.perf_counter() - self.t0, 1e-9)
+        self.bar.update(self.task, advance=1,
+                        description=f"{self.label} ({self.caps:,} captions, {rate:,.0f}/s)")
+
+
+def print_skipped(failed: list[dict]) -> None:
+    """The shards ``--skip-bad-shards`` left out, each with its one-line error."""
+    for s in failed:
+        console.print(f"  [red]skipped[/] {esc(s['shard'])}: {esc(s['error'])}", markup=True)
 
 
 def deprecated_spelling(given, old: str, new: str):

@@ -1,9 +1,10 @@
 """``capaudit filter run --shards SRC --out DST``: the thin CLI over
 :func:`capaudit.filters.shards.run.run_sharded_filter`.
 
-A progress bar counts shard tasks (a filter's first pass, then the filter pass), then the run's
-summary is printed as ``filter run SET``'s is, with a line on the shards (filtered, resumed,
-failed with their one-line reason) and where the cleaned shards, logs and summary are.
+A progress bar counts shard tasks (of every pass: the coverage pass, then the filter pass),
+then the run's summary is printed as ``filter run SET``'s is, with a line on the shards
+(filtered, resumed, failed with their one-line reason) and where the cleaned shards, logs and
+summary are.
 """
 
 from __future__ import annotations
@@ -11,31 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from capaudit.cli.common import console, esc, open_store, progress
-
-
-class _Progress:
-    def __init__(self):
-        self.bar, self.task, self.t0, self.caps = progress(), None, time.perf_counter(), 0
-
-    def __enter__(self):
-        self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.bar.__exit__(*exc)
-
-    def start(self, n: int, workers: int, passes: int = 2) -> None:
-        self.workers = workers
-        what = "a first pass, then filter" if passes == 2 else "filter"
-        self.task = self.bar.add_task(f"shards: {what} ({workers} worker(s))",
-                                      total=passes * n)
-
-    def shard(self, summary: dict) -> None:
-        self.caps += summary.get("captions_in") or 0
-        rate = self.caps / max(time.perf_counter() - self.t0, 1e-9)
-        self.bar.update(self.task, advance=1, description=f"shards ({self.caps:,} captions "
-                                                          f"filtered, {rate:,.0f}/s)")
+from capaudit.cli.common import ShardProgress, console, open_store, print_skipped
 
 
 def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, seed: int,
@@ -50,7 +27,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
 
     store = open_store(db, create=True)
     t0 = time.perf_counter()
-    with _Progress() as bar:
+    with ShardProgress("filtering shards", "captions_in") as bar:
         summary, shards_done, cov = run_sharded_filter(
             store, shards, out, filter_name, given, config=config, seed=seed,
             overrides=overrides, executor=executor, workers=workers, address=address,
@@ -67,8 +44,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
                   f"{rec.get('records_out', 0):,} out ({rec.get('records_dropped', 0):,} "
                   f"dropped whole: every caption gone, a tar sample with its image); "
                   f"{summary.get('captions_in', 0):,} captions in {wall:.1f} s")
-    for f in s["failed"]:
-        console.print(f"  [red]skipped[/] {esc(f['shard'])}: {esc(f['error'])}", markup=True)
+    print_skipped(s["failed"])
     full = absolute(out)
     console.print(f"cleaned shards: {out}; logs: {log_dir(full)}; "
                   f"summary: {summary_path(full)}")

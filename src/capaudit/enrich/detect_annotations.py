@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.runner.step import Step, once_per_worker
 
 __all__ = ["run_detect_annotations", "detect_shard"]
 
@@ -34,27 +35,22 @@ class DetectTask:
     cfg_hash: str
 
 
-_DETECTORS: dict = {}  # per process: the model loads once per worker
-
-
 def detect_shard(task: DetectTask) -> dict:
     """Detect every image of one shard into its instances JSONL (or find it done)."""
     from capaudit.enrich.detectors import make_detector
     from capaudit.enrich.detectors.base import decode_image
     from capaudit.io.image_shards import read_shard
     from capaudit.core.storage.paths import write_whole
-    from capaudit.io.markers import input_fingerprint, read_marker, write_marker
+    from capaudit.io.markers import input_fingerprint, matches, read_marker, write_marker
 
     work, name = Path(task.work), Path(task.shard).name
     marker = read_marker(work, name)
     fp = input_fingerprint(Path(task.shard), (marker or {}).get("input"))
     out = work / (Path(name).stem + ".instances.jsonl")
-    if (marker and marker.get("config_hash") == task.cfg_hash and out.exists()
-            and marker.get("input", {}).get("sha256") == fp["sha256"]):
+    if matches(marker, task.cfg_hash, fp) and out.exists():
         return {"shard": name, "status": "resumed", "images": marker["images"]}
-    key = (task.detector, json.dumps(task.options, sort_keys=True))
-    det = _DETECTORS.get(key) or _DETECTORS.setdefault(key, make_detector(task.detector,
-                                                                          task.options))
+    det = once_per_worker(("detector", task.detector, json.dumps(task.options, sort_keys=True)),
+                          lambda: make_detector(task.detector, task.options))  # once per worker
     lines, n, undecodable = [], 0, 0
     for s in read_shard(task.shard):
         if s.image is None or s.image_id is None:
@@ -77,19 +73,53 @@ def detect_shard(task: DetectTask) -> dict:
     return {"shard": name, "status": "done", "images": n, "undecodable": undecodable}
 
 
+class DetectStep(Step):
+    """``annotations detect`` as a step of the runner: a task per shard (:func:`detect_shard`),
+    the shards' instances joined in shard order into ``NAME.instances.jsonl`` with its
+    provenance beside it."""
+
+    passes = (detect_shard,)
+
+    def __init__(self, shards: list[Path], work_dir, name: str, detector: str, options: dict,
+                 min_score: float, prov: dict):
+        from capaudit.io.markers import config_hash
+
+        self.shards, self.work_dir, self.name, self.prov = shards, work_dir, name, prov
+        self.detector, self.options, self.min_score = detector, options, min_score
+        self.key = config_hash(prov)
+        self.shared = ((str(work_dir), "work folder", "--work-dir"),)
+
+    def plan(self, root: str, workers: int) -> list[DetectTask]:
+        self.root, self.work = Path(root), Path(root) / self.key
+        self.work.mkdir(exist_ok=True)
+        return [DetectTask(str(p), str(self.work), self.detector, self.options, self.min_score,
+                           self.key) for p in self.shards]
+
+    def merge(self, tasks: list[DetectTask], results: list[dict[int, dict]]) -> Path:
+        from capaudit.core.storage.paths import write_whole
+
+        merged = b"".join((self.work / (p.stem + ".instances.jsonl")).read_bytes()
+                          for p in self.shards)
+        out = self.root / f"{self.name}.instances.jsonl"
+        write_whole(out, merged)
+        write_whole(self.root / f"{self.name}.instances.provenance.json",
+                    json.dumps({**self.prov, "shards": [p.name for p in self.shards]},
+                               indent=2).encode())
+        return out
+
+
 def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-mobilenet",
                            options: dict | None = None, min_score: float = 0.5,
                            work_dir: str | Path | None = None, executor: str = "local",
                            workers: int = 1, address: str | None = None,
                            on_shard=None) -> tuple[str, int, dict]:
     """Detect, then store the instance source ``name``; returns (name, images, provenance)."""
+    from capaudit.core.storage.work_folder import default_work_dir
     from capaudit.enrich.detectors import make_detector
-    from capaudit.core.storage.work_folder import work_dir_lock
-    from capaudit.executors import get_executor
     from capaudit.io.annotation_store import add_annotations
     from capaudit.io.image_shards import list_shards
-    from capaudit.core.storage.paths import write_whole
-    from capaudit.io.markers import config_hash
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
 
     if not 0 <= min_score <= 1:
         raise InputError(f"--min-score {min_score} is not a score", fix="a value in [0, 1]")
@@ -100,26 +130,9 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
     prov = {"detector": detector, "model_id": det.model_id, "min_score": min_score,
             "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()
             if weights else None}
-    key = config_hash(prov)
-    from capaudit.core.storage.work_folder import default_work_dir
-
     # beside the store (<store>.work/NAME.detect-work), never the working directory
-    with work_dir_lock(work_dir or default_work_dir(store.path, name, "detect-work")) as root:
-        work = root / key
-        work.mkdir(exist_ok=True)
-        tasks = [DetectTask(str(p), str(work), detector, options, min_score, key) for p in paths]
-        ex = get_executor(executor, workers=workers, address=address)
-        try:
-            for _, summary in ex.map_unordered(detect_shard, tasks):
-                if on_shard:
-                    on_shard(summary)
-        finally:
-            ex.close()
-        merged = b"".join((work / (p.stem + ".instances.jsonl")).read_bytes() for p in paths)
-        out = root / f"{name}.instances.jsonl"
-        write_whole(out, merged)
-        write_whole(root / f"{name}.instances.provenance.json",
-                           json.dumps({**prov, "shards": [p.name for p in paths]},
-                                      indent=2).encode())
+    step = DetectStep(paths, work_dir or default_work_dir(store.path, name, "detect-work"),
+                      name, detector, options, min_score, prov)
+    out = run_step(step, RunOptions(executor, workers, address, False, on_shard))
     src, n = add_annotations(store, "instances", out, name, replace=True)
     return src, n, prov

@@ -1,4 +1,4 @@
-"""The shard function and the driver that runs it over all shards.
+"""The shard function of ``enrich`` and its step of the runner (:mod:`capaudit.runner`).
 
 Why this shape: ``process_shard`` is a pure function of (shard, config): it
 builds the worker context once per process, processes the shard, writes
@@ -9,7 +9,7 @@ the next run deletes, and the shards without a matching marker are redone.
 Shards whose marker lists failures are retried on a rerun (successful
 samples come from the response cache and cost nothing).
 
-The driver (``run_enrich``) then reads the outputs in shard order, so the
+The step's merge (:class:`EnrichStep`) then reads the outputs in shard order, so the
 assembled table is identical whatever executor or worker count produced it.
 
 Shards and the work folder may be URLs (``--shards s3://bucket/shards/``, ``--work-dir
@@ -36,6 +36,7 @@ from capaudit.errors import InputError
 from capaudit.core.storage.work_folder import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
 from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
+from capaudit.runner.step import Step, once_per_worker
 
 DEFAULTS: dict = {
     "llm": {"backend": "openai", "model": "", "options": {}, "params": {}},
@@ -47,8 +48,6 @@ DEFAULTS: dict = {
     "prompts": {},
     "batch_size": 16,
 }
-
-_CONTEXTS: dict[str, Context] = {}  # per process and cache: models load once per worker
 
 
 @dataclass(frozen=True)
@@ -66,10 +65,6 @@ def output_name(shard: str) -> str:
     from capaudit.core.storage.urls import name_of
 
     return Path(name_of(shard)).stem + ".jsonl"
-
-
-def output_path(out_dir: Path, shard: str) -> Path:
-    return Path(out_dir) / output_name(shard)
 
 
 def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Context:
@@ -102,10 +97,9 @@ def build_context(adapter_name: str, config: dict, cache_path: str | None) -> Co
 
 
 def _context(task: ShardTask) -> Context:
-    key = f"{task.cfg_hash}|{task.cache_path}"  # another cache file is another context
-    if key not in _CONTEXTS:
-        _CONTEXTS[key] = build_context(task.adapter, task.config, task.cache_path)
-    return _CONTEXTS[key]
+    """Models load once per worker (another cache file is another context)."""
+    return once_per_worker(("enrich", task.cfg_hash, task.cache_path),
+                           lambda: build_context(task.adapter, task.config, task.cache_path))
 
 
 def _snapshot(ctx: Context) -> dict:
@@ -156,37 +150,6 @@ def effective_hash(adapter: str, config: dict) -> str:
     return config_hash({"adapter": adapter, "config": keep, "prompts": prompts})
 
 
-def plan(shards_dir: str | Path, out_dir, adapter: str, config: dict,
-         cache_path: str | None, limit: int | None = None) -> tuple[list[ShardTask], list[dict]]:
-    """(tasks still to do, markers of shards already done).
-
-    A shard is done when its marker matches the config hash AND the input
-    shard's content (a rebuilt shard of the same name is redone; a remote one: the
-    same size and ETag), lists no failure, and its output exists.
-    """
-    from capaudit.core.storage.urls import name_of
-    from capaudit.io.markers import same_input
-
-    out_dir = as_folder(out_dir).make()
-    clean_tmp(out_dir)
-    h = effective_hash(adapter, config)
-    todo, done = [], []
-    for shard in list_shards(shards_dir)[:limit]:
-        name = name_of(shard)
-        marker = read_marker(out_dir, name) or {}
-        last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
-        fp = None
-        if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
-                and out_dir.exists(output_name(name)):
-            fp = input_fingerprint(shard, last_fp)
-            if same_input(last_fp, fp):
-                done.append(marker)
-                continue
-        todo.append(ShardTask(str(shard), out_dir.location, adapter, config, h, cache_path,
-                              fp or last_fp))
-    return todo, done
-
-
 def collect(out_dir, shard_names: list[str]) -> pa.Table:
     """Assemble the outputs in shard order (identical across executors)."""
     keys, ids, caps, metas = [], [], [], []
@@ -206,6 +169,70 @@ def collect(out_dir, shard_names: list[str]) -> pa.Table:
                      "caption": pa.array(caps, pa.string()), "meta": pa.array(metas, pa.string())})
 
 
+class EnrichStep(Step):
+    """``enrich`` as a step of the runner: the shards not yet done, one task each
+    (:func:`process_shard`), their outputs assembled in shard order."""
+
+    passes = (process_shard,)
+
+    def __init__(self, shards_dir, out_dir, adapter: str, config: dict,
+                 cache_path: str | None, limit: int | None):
+        self.shards_dir, self.out_dir, self.adapter = shards_dir, out_dir, adapter
+        self.config, self.cache_path, self.limit = config, cache_path, limit
+        self.work_dir = out_dir.location
+        self.shared = ((out_dir.location, "work folder", "--work-dir"),)
+
+    def plan(self, root: str, workers: int) -> list[ShardTask]:
+        """The shards still to do; a shard is done (its marker in ``self.done``) when its
+        marker matches the config hash AND the input shard's content (a rebuilt shard of the
+        same name is redone; a remote one: the same size and ETag), lists no failure, and its
+        output exists."""
+        from capaudit.core.storage.urls import name_of
+        from capaudit.io.markers import same_input
+
+        out_dir = self.out_dir.make()
+        clean_tmp(out_dir)
+        h = effective_hash(self.adapter, self.config)
+        todo, self.done = [], []
+        for shard in list_shards(self.shards_dir)[:self.limit]:
+            name = name_of(shard)
+            marker = read_marker(out_dir, name) or {}
+            last_fp = marker.get("input") if isinstance(marker.get("input"), dict) else None
+            fp = None
+            if marker.get("config_hash") == h and last_fp and not marker.get("failures") \
+                    and out_dir.exists(output_name(name)):
+                fp = input_fingerprint(shard, last_fp)
+                if same_input(last_fp, fp):
+                    self.done.append(marker)
+                    continue
+            todo.append(ShardTask(str(shard), out_dir.location, self.adapter, self.config, h,
+                                  self.cache_path, fp or last_fp))
+        self.t0 = time.perf_counter()
+        return todo
+
+    def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]) -> dict:
+        """The table (shards in name order), this run's failures written to
+        ``failures.jsonl``, the counts and the backends' counters."""
+        elapsed = time.perf_counter() - self.t0
+        ran = [results[0][i] for i in sorted(results[0])]
+        names = sorted([m["shard"] for m in self.done] + [r["shard"] for r in ran])
+        table = collect(self.out_dir, names)
+        failures = [f | {"shard": r["shard"]} for r in ran for f in r["failures"]]
+        self.out_dir.write_bytes("failures.jsonl", "".join(
+            json.dumps(f, sort_keys=True) + "\n" for f in failures).encode("utf-8"))
+        stats = Stats()
+        for r in ran:
+            stats.add(r["stats"])
+        n_samples = sum(r["samples"] for r in ran)
+        return {"table": table, "shards_total": len(names),
+                "shards_run": len(ran), "shards_skipped": len(self.done), "samples": n_samples,
+                "outputs": sum(r["outputs"] for r in ran), "failures": failures,
+                "stats": dict(stats.__dict__), "seconds": elapsed,
+                "samples_per_s": n_samples / elapsed if elapsed > 0 else 0.0,
+                "config_hash": (tasks[0].cfg_hash if tasks else
+                                effective_hash(self.adapter, self.config))}
+
+
 def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config: dict, *,
                executor: str = "local", workers: int = 1, address: str | None = None,
                cache_path: str | None = None, limit: int | None = None,
@@ -216,44 +243,12 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
     Holds the work directory (:func:`work_dir_lock`) while it plans, runs,
     assembles and writes ``failures.jsonl`` (this run's failed samples).
     """
-    from capaudit.executors import get_executor
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
 
     if config.get("captions") not in ("first", "all"):
         raise InputError("captions must be 'first' or 'all'")
     check_number("limit", limit, 1, None, optional=True, flag="--limit")  # [:-1] kept all but one
     check_number("workers", workers, 1, 1024, flag="--workers")
-    from capaudit.executors.base import require_shared
-
-    out_dir = as_folder(out_dir)
-    with work_dir_lock(out_dir.location):
-        todo, done = plan(shards_dir, out_dir, adapter, config, cache_path, limit)
-        if on_start:
-            on_start(len(todo), len(done))
-        t0 = time.perf_counter()
-        results = []
-        if todo:
-            ex = get_executor(executor, workers=workers, address=address)
-            try:
-                require_shared(ex, out_dir.location)
-                for _, res in ex.map_unordered(process_shard, todo):
-                    results.append(res)
-                    if on_shard:
-                        on_shard(res)
-            finally:
-                ex.close()
-        elapsed = time.perf_counter() - t0
-        names = sorted([m["shard"] for m in done] + [r["shard"] for r in results])
-        table = collect(out_dir, names)
-        failures = [f | {"shard": r["shard"]} for r in results for f in r["failures"]]
-        out_dir.write_bytes("failures.jsonl", "".join(
-            json.dumps(f, sort_keys=True) + "\n" for f in failures).encode("utf-8"))
-    stats = Stats()
-    for r in results:
-        stats.add(r["stats"])
-    n_samples = sum(r["samples"] for r in results)
-    return {"table": table, "shards_total": len(names),
-            "shards_run": len(results), "shards_skipped": len(done), "samples": n_samples,
-            "outputs": sum(r["outputs"] for r in results), "failures": failures,
-            "stats": dict(stats.__dict__), "seconds": elapsed,
-            "samples_per_s": n_samples / elapsed if elapsed > 0 else 0.0,
-            "config_hash": (todo[0].cfg_hash if todo else effective_hash(adapter, config))}
+    step = EnrichStep(shards_dir, as_folder(out_dir), adapter, config, cache_path, limit)
+    return run_step(step, RunOptions(executor, workers, address, False, on_shard, on_start))

@@ -26,12 +26,10 @@ from typing import Any, Callable, Iterable, Iterator
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, workers: int = 1, *, keep_pool: bool = False, **_: Any):
-        """``keep_pool``: the workers outlive one :meth:`map_unordered` and serve the next
-        (until :meth:`close`): a caller with several passes over the same shards (the sharded
-        filter's coverage pass, then its filter pass) starts them, and imports in them, once."""
+    def __init__(self, workers: int = 1, **_: Any):
+        """The workers, once started, serve every :meth:`map_unordered` until :meth:`close`:
+        a step's passes over the same shards start them, and import in them, once."""
         self.workers = max(1, int(workers))
-        self.keep_pool = keep_pool
         self._pool: ProcessPoolExecutor | None = None
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
@@ -56,9 +54,6 @@ class LocalExecutor:
             self.stop()
             self.close()
             raise
-        finally:
-            if not self.keep_pool:
-                self.close()
 
     def stop(self) -> None:
         """End the workers at once (SIGTERM): running tasks are abandoned, never half-kept

@@ -10,7 +10,7 @@ A cluster's nodes share no disk. So a task receives text and plain data only
 credentials) and builds its file system itself, with the node's own
 credentials (a pickled file system would carry the driver's keys); its outputs
 go to the work folder, which must then be a URL every node reaches
-(:func:`capaudit.audit.shards.run.run_sharded` refuses a local path when
+(:func:`capaudit.runner.run.run_step` refuses a local path when
 :meth:`RayExecutor.nodes` is above one), and its summary comes back through
 Ray's object store. Each task declares its resources (``num_cpus``, and
 ``memory`` from ``CAPAUDIT_RAY_TASK_MB``), so Ray never packs more tasks on a

@@ -27,7 +27,7 @@ from capaudit.core.storage.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 
 __all__ = ["MARKER_SUFFIX", "config_hash", "marker_path", "marker_name",
-           "write_marker", "read_marker", "is_done", "input_fingerprint", "same_input",
+           "write_marker", "read_marker", "is_done", "input_fingerprint", "same_input", "matches",
            "clean_tmp", "as_folder"]
 
 MARKER_SUFFIX = ".done.json"
@@ -139,6 +139,12 @@ def same_input(recorded: Mapping | None, current: Mapping) -> bool:
             return recorded.get(key) == current[key] and (
                 key == "sha256" or recorded.get("size") == current.get("size"))
     return False
+
+
+def matches(marker: Mapping | None, cfg_hash: str, current: Mapping) -> bool:
+    """``marker`` marks this configuration done over the input there now."""
+    return bool(marker) and marker.get("config_hash") == cfg_hash and \
+        same_input(marker.get("input"), current)
 
 
 def clean_tmp(out_dir) -> int:

@@ -35,7 +35,7 @@ from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
 __all__ = ["list_shards", "list_shard_entries", "open_input", "HashingReader",
            "HashingWriter", "fingerprint", "changed", "read_marker", "write_marker",
-           "write_json", "work_folder", "work_lock", "remove_work_folder"]
+           "write_json"]
 
 
 def list_shard_entries(spec: str) -> list[tuple[str, str, int | None, dict]]:
@@ -185,28 +185,3 @@ def write_json(path: str, data: dict) -> None:
     write_whole`; a local one's parents made)."""
     paths.make_folder(os.path.dirname(path) or ".")
     paths.write_whole(path, json.dumps(data, sort_keys=True, default=str, indent=1).encode())
-
-
-
-def work_folder(store_path: str, name: str) -> str:
-    """The default work folder of a run named ``name`` beside the store."""
-    from capaudit.core.storage.work_folder import default_work_dir
-
-    return str(default_work_dir(store_path, name, "filter-work"))
-
-
-@contextmanager
-def work_lock(path: str) -> Iterator[str]:
-    """The work folder held by this run alone (:func:`capaudit.core.storage.work_folder.work_dir_lock`);
-    yields its location (a path, or the URL as given)."""
-    from capaudit.core.storage.work_folder import work_dir_lock
-
-    with work_dir_lock(path) as root:
-        yield getattr(root, "location", None) or str(root)
-
-
-def remove_work_folder(made: str, up_to: str | None = None) -> None:
-    """What a successful run made in its work folder (:func:`capaudit.core.storage.work_folder.remove_work`)."""
-    from capaudit.core.storage.work_folder import remove_work
-
-    remove_work(made, up_to=up_to)

@@ -19,19 +19,20 @@ __all__ = ["merge_shards", "load_task_state"]
 
 
 def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
-                 executor: str = "local", workers: int = 1, address: str | None = None,
-                 per_image: bool = False):
+                 per_image: bool = False, sums: list[dict] | None = None):
     """The audit result of the done shards ``ok`` (``parts``: their coverage counts):
     from per-shard replicate sums where :func:`~capaudit.audit.shards.sums.sums_plan`
-    allows, else (or ``per_image``) by merging their per-image states; ``meta["merge"]``
-    says which and why."""
+    allows (``sums``: :func:`~capaudit.audit.shards.sums.shard_sums` of :func:`sums_jobs`,
+    in shard order, the runner's second pass; computed here when not given), else (or
+    ``per_image``) by merging their per-image states; ``meta["merge"]`` says which and why."""
     from capaudit.audit.engine import finish_audit
-    from capaudit.audit.shards.sums import sums_plan
+    from capaudit.audit.shards.sums import shard_sums, sums_plan
 
     plan, why = (None, "per-image states (requested)") if per_image else sums_plan(cfg, parts)
     res = None
     if plan is not None:
-        res, why = _by_sums(ok, plan, cfg, executor, workers, address)
+        sums = sums or [shard_sums(job) for job in sums_jobs(ok, plan, cfg)]
+        res, why = _by_sums(ok, plan, cfg, sums)
     if res is None:
         level = [load_task_state(t) for t in ok]
         acc, acc2 = _merge_tree(level) if level else fresh_accumulators(cfg, annotations)
@@ -41,29 +42,26 @@ def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
     return res
 
 
-def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, executor: str, workers: int,
-             address: str | None):
-    """The result from per-shard replicate sums (:mod:`capaudit.audit.shards.sums`), or
+def sums_jobs(ok: list[ShardTask], plan: dict, cfg: dict) -> list:
+    """One replicate-sums job per done shard (:class:`~capaudit.audit.shards.sums.SumsJob`)."""
+    from capaudit.audit.shards.sums import SumsJob
+
+    return [SumsJob(t, plan["n_images"], plan["prefix"][i], cfg["n_boot"], cfg["seed"])
+            for i, t in enumerate(ok)]
+
+
+def _by_sums(ok: list[ShardTask], plan: dict, cfg: dict, parts: list[dict]):
+    """The result from the shards' replicate sums (:mod:`capaudit.audit.shards.sums`), or
     ``(None, why)`` when a metric's state is not a sum (the caller merges per image)."""
     from capaudit.audit.engine import finish_audit
-    from capaudit.audit.shards.sums import SumsJob, finish_sums, shard_sums
-    from capaudit.executors import get_executor
+    from capaudit.audit.shards.sums import finish_sums
 
-    jobs = [SumsJob(t, plan["n_images"], plan["prefix"][i], cfg["n_boot"], cfg["seed"])
-            for i, t in enumerate(ok)]
-    got: dict[int, dict] = {}
-    ex = get_executor(executor, workers=workers, address=address)
-    try:
-        for job, part in ex.map_unordered(shard_sums, jobs):
-            bad = [p["unsupported"] for p in (part["acc"], part["acc2"] or {}) if "unsupported" in p]
-            if bad:
-                return None, f"per-image states (metric {bad[0]} is not a sum)"
-            got[job.task.index] = part
-    finally:
-        ex.close()
+    bad = [p["unsupported"] for part in parts for p in (part["acc"], part["acc2"] or {})
+           if "unsupported" in p]
+    if bad:
+        return None, f"per-image states (metric {bad[0]} is not a sum)"
     acc, acc2 = fresh_accumulators(cfg, ok[0].annotations if ok else None)
     res = finish_audit(acc, acc2, 0, cfg["seed"], 1)   # the empty skeleton: details, skips
-    parts = [got[t.index] for t in ok]
     res.results = finish_sums([p["acc"] for p in parts], acc, plan, cfg["n_boot"], cfg["seed"])
     if acc2 is not None:
         from capaudit.metrics.spec import CORRECTED_SUFFIX

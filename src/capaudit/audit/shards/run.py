@@ -29,16 +29,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from capaudit.audit.shards.sums import shard_sums
 from capaudit.audit.shards.task import ShardTask, sha256_hex, state_name
 from capaudit.errors import InputError
 from capaudit.audit.config import AuditConfig
+from capaudit.io.markers import config_hash
+from capaudit.runner.step import Step, shard_bytes, worker_budget
 
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
 SHARD_OFFSET = 1 << 40        # captions per shard stay below this (unit numbering)
-# shard megabytes that make one more local worker worth starting; 0: every worker asked
-# for, whatever the load and the size (the tests of the process pool)
-WORKER_MB_ENV, DEFAULT_WORKER_MB = "CAPAUDIT_WORKER_MB", 64
 KEY_FIELDS = ("metrics", "mode", "corrected", "min_images")
 
 
@@ -50,11 +50,9 @@ def _parts(acc) -> dict | None:
 
 
 def _done(task: ShardTask, fp: dict, marker: dict | None, folder) -> bool:
-    from capaudit.io.markers import same_input
+    from capaudit.io.markers import matches
 
-    if not marker or marker.get("config_hash") != task.cfg_hash:
-        return False
-    if marker.get("index") != task.index or not same_input(marker.get("input"), fp):
+    if not matches(marker, task.cfg_hash, fp) or marker.get("index") != task.index:
         return False
     from capaudit.audit.shards.outputs import details_ok
 
@@ -147,24 +145,70 @@ def _key(cfg: dict, annotations) -> dict:
 
 
 def _local_workers(executor: str, workers: int, shards: list) -> int:
-    """Local workers worth starting for these shards (:func:`capaudit.core.config.worker_count`:
-    idle cores, one per ``CAPAUDIT_WORKER_MB`` of shards); a Ray cluster's cores are its own."""
-    from capaudit.core.ranges import env_number
+    """Local workers worth starting for these shards (listing entries, or paths):
+    :func:`capaudit.runner.step.worker_budget` at an audit's :attr:`AuditStep.worker_mb`."""
+    return worker_budget(executor, workers, shard_bytes(shards), AuditStep.worker_mb)
 
-    per_mb = env_number(WORKER_MB_ENV, DEFAULT_WORKER_MB, 0, 1e6)
-    if executor != "local" or per_mb == 0:
-        return workers
-    from capaudit.core.config import worker_count
 
-    sizes = [getattr(e, "size", None) if not isinstance(e, Path) else e.stat().st_size
-             for e in shards]   # listing entries (a URL's size may be unknown), or paths
-    size = sum(int(per_mb * 2 ** 20) if n is None else n for n in sizes)
-    return min(len(shards) or 1, worker_count(workers, size, int(per_mb * 2 ** 20)))
+class AuditStep(Step):
+    """``audit run --shards`` as a step of the runner: a task per shard (:func:`audit_shard`),
+    the states merged in shard order once the shards' coverage is held to the set's rule."""
+
+    worker_mb = 64.0        # an audit's accumulators are heavy: 64 MB of shards per worker
+    passes = (audit_shard, shard_sums)
+
+    def __init__(self, spec: str, cfg: AuditConfig, annotations, work_dir, shards: list,
+                 opts: dict, ann_ns, name: str | None):
+        self.spec, self.cfg, self.annotations, self.work_dir = spec, cfg, annotations, work_dir
+        self.shards, self.opts, self.ann_ns, self.name = shards, opts, ann_ns, name
+        self.sizes, self.shared = shard_bytes(shards), ((str(work_dir), "work folder",
+                                                         "--work-dir"),)
+        self.details = bool(cfg.get("details", True))
+        self.key = config_hash(_key(cfg, annotations))
+
+    def plan(self, root: str, workers: int) -> list[ShardTask]:
+        from capaudit.core.storage.folder import Folder
+        from capaudit.io.markers import clean_tmp
+
+        self.workers = workers
+        self.work = Folder(root, self.opts).sub(self.key).make()  # one folder per configuration
+        clean_tmp(self.work)
+        return [ShardTask(e.location, i, self.work.location, self.cfg, self.key,
+                          self.annotations, self.ann_ns, self.details, dict(e.identity),
+                          self.opts) for i, e in enumerate(self.shards)]
+
+    def between(self, tasks: list[ShardTask], results: list[dict[int, dict]]) -> list:
+        """The shards' coverage held to the single-file rule; then, where
+        :func:`~capaudit.audit.shards.sums.sums_plan` allows, each done shard's replicate sums
+        (the second pass, on the same workers)."""
+        from capaudit.audit import annotation_coverage as coverage
+        from capaudit.audit.shards.merge import sums_jobs
+        from capaudit.audit.shards.outputs import merged_coverage
+        from capaudit.audit.shards.sums import sums_plan
+        from capaudit.io.caption_shards import shards_name
+
+        self.ok = [t for t in tasks if results[0][t.index]["status"] != "failed"]
+        self.covs = [results[0][t.index]["coverage"] for t in self.ok]
+        self.cov = merged_coverage(self.name or shards_name(self.spec), self.covs, self.ann_ns)
+        coverage.check(self.cov, float(self.cfg.get("min_coverage", 0.5)),
+                       bool(self.cfg.get("allow_partial")))
+        plan, _ = sums_plan(self.cfg, self.covs)
+        return [] if plan is None else sums_jobs(self.ok, plan, self.cfg)
+
+    def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]):
+        """The done shards' replicate sums added, or their states merged."""
+        from capaudit.audit.shards.merge import merge_shards
+
+        summaries, sums = results
+        files = _details_files(self.ok, summaries, self.details)
+        res = merge_shards(self.ok, self.covs, self.cfg, self.annotations,
+                           sums=[sums[i] for i in sorted(sums)] or None)
+        return res, self.cov, files, [summaries[t.index] for t in tasks]
 
 
 def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str | Path, *,
                 executor: str = "local", workers: int = 1, address: str | None = None,
-                skip_bad: bool = False, on_start: Callable[[int], Any] | None = None,
+                skip_bad: bool = False, on_start: Callable[[int, int], Any] | None = None,
                 on_shard: Callable[[dict], Any] | None = None, name: str | None = None,
                 store=None, storage_options: dict | None = None):
     """Audit every shard of ``spec`` (folder, glob, brace list, manifest or file; paths or
@@ -187,14 +231,10 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
     from capaudit.audit import annotation_coverage as coverage
     from capaudit.audit.result_status import assign_status
     from capaudit.audit.runner import metric_names
-    from capaudit.audit.shards.merge import merge_shards
-    from capaudit.audit.shards.outputs import annotation_namespaces, merged_coverage
-    from capaudit.core.storage.folder import Folder
-    from capaudit.executors import get_executor
-    from capaudit.executors.base import require_shared
-    from capaudit.io.caption_shards import find_shard_entries, shards_name
-    from capaudit.io.markers import clean_tmp, config_hash
-    from capaudit.core.storage.work_folder import work_dir_lock
+    from capaudit.audit.shards.outputs import annotation_namespaces
+    from capaudit.io.caption_shards import find_shard_entries
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
 
     cfg = AuditConfig.of(cfg)
     if cfg.get("lic"):
@@ -203,52 +243,17 @@ def run_sharded(spec: str, cfg: AuditConfig | dict, annotations, work_dir: str |
                          "on a sample of the set (a caption file of its gender-labelled images)")
     opts = _task_options(storage_options)
     shards = find_shard_entries(spec, opts)
-    workers = _local_workers(executor, workers, shards)
-    names = metric_names(cfg)  # typos fail before any work
-    ann_ns = annotation_namespaces(store, annotations, names)
-    details = bool(cfg.get("details", True))
-    key = config_hash(_key(cfg, annotations))
-    ex = get_executor(executor, workers=workers, address=address)
-    try:
-        require_shared(ex, str(work_dir))
-        with work_dir_lock(work_dir) as root:
-            work = Folder(root, opts).sub(key).make()  # one folder per configuration
-            clean_tmp(work)
-            tasks = [ShardTask(e.location, i, work.location, cfg, key, annotations, ann_ns,
-                               details, dict(e.identity), opts) for i, e in enumerate(shards)]
-            if on_start:
-                on_start(len(tasks))
-            summaries = _run_tasks(ex, tasks, on_shard, skip_bad)
-            ok = [t for t in tasks if summaries[t.index]["status"] != "failed"]
-            covs = [summaries[t.index]["coverage"] for t in ok]
-            cov = merged_coverage(name or shards_name(spec), covs, ann_ns)
-            coverage.check(cov, float(cfg.get("min_coverage", 0.5)),
-                           bool(cfg.get("allow_partial")))
-            files = _details_files(ok, summaries, details)
-            res = merge_shards(ok, covs, cfg, annotations, executor, workers, address)
-    finally:
-        ex.close()
+    ann_ns = annotation_namespaces(store, annotations, metric_names(cfg))  # typos fail first
+    step = AuditStep(spec, cfg, annotations, work_dir, shards, opts, ann_ns, name)
+    res, cov, files, summaries = run_step(step, RunOptions(executor, workers, address, skip_bad,
+                                                           on_shard, on_start))
     coverage.mark_skipped(res.results, cov)
     assign_status(res.results, cov, cfg)
-    res.meta.update(n_shards=len(tasks), executor=executor, workers=workers, details_files=files,
-                    work_folder=work.location,   # this configuration's markers: the CLI removes them
+    res.meta.update(n_shards=len(shards), executor=executor, workers=step.workers,
+                    details_files=files,
+                    work_folder=step.work.location,   # this configuration's: the CLI removes it
                     coverage={**dataclasses.asdict(cov), "line": cov.line()})
-    return res, [summaries[t.index] for t in tasks]
-
-
-def _run_tasks(ex, tasks: list[ShardTask], on_shard, skip_bad: bool) -> dict[int, dict]:
-    """Every shard on the executor; a failed shard stops the run (one line) unless
-    ``skip_bad`` and the failure is not fatal."""
-    summaries: dict[int, dict] = {}
-    for task, summary in ex.map_unordered(audit_shard, tasks):
-        summaries[task.index] = summary
-        if on_shard:
-            on_shard(summary)
-        if summary["status"] == "failed" and (summary.get("fatal") or not skip_bad):
-            err = summary["error"]
-            raise InputError(f"shard {summary['shard']} failed: {err}", fix=None
-                             if "(fix:" in err else "repair it or pass --skip-bad-shards")
-    return summaries
+    return res, summaries
 
 
 def _details_files(ok: list[ShardTask], summaries: dict, details: bool) -> list[tuple]:

@@ -1,22 +1,21 @@
 """``filter run --shards``: clean a corpus shard by shard, on local processes or Ray, exactly.
 
-The driver lists the shards once, writes what the workers read once (the filter's step,
-:mod:`.steps`: evidence, labels), and runs its passes of shard tasks through an executor
-(:mod:`capaudit.executors`): a filter's first pass where it has one (the hallucination
-filter's coverage pass, :mod:`.coverage`, held to its coverage rule; gender-balance's count,
-from which the corpus's decision is taken) before any cleaned shard is written, then the
-filter pass (:mod:`.task`), each task writing its cleaned shard, its log and its marker and
-returning its summary. The run's summary is the exact sum of the shards'
-(:mod:`.merge`), written beside DST with the resolved configuration, seed and versions, and
-recorded in the store as a run (``runs``, and ``filter_runs`` under DST's path, where
-``capaudit filter log DST`` finds the shards' logs). A failed shard stops the run with one
-line naming it (the shards done keep their markers), or with ``skip_bad`` is left out and
-listed. A killed run resumes with the shards that have no matching marker.
+A sharded filter is a step of the one runner (:func:`capaudit.runner.run.run_step`):
+:class:`FilterStep` lists the shards once, writes what the workers read once (the filter's
+parts, found by name: :mod:`.steps`), runs the filter's first pass
+where it has one (the coverage pass, :mod:`.coverage`, whose sum is held to the filter's
+coverage rule before any cleaned shard is written), then the filter pass (:mod:`.task`), each
+task writing its cleaned shard, its log and its marker and returning its summary. The run's
+summary is the exact sum of the shards' (:mod:`.merge`), written beside DST with the resolved
+configuration, seed and versions, and recorded in the store as a run (``runs``, and
+``filter_runs`` under DST's path, where ``capaudit filter log DST`` finds the shards' logs).
+A failed shard stops the run with one line naming it (the shards done keep their markers),
+or with ``skip_bad`` is left out and listed. A killed run resumes with the shards that have
+no matching marker.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any, Callable, Mapping
 
@@ -25,55 +24,9 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.urls import join, shown_url
 from capaudit.io import shard_files as files
 from capaudit.filters.shards.steps import SHARDED_FILTERS, shard_step
+from capaudit.runner.step import Step
 
 __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
-
-WORKER_MB_ENV, DEFAULT_WORKER_MB = "CAPAUDIT_WORKER_MB", 4
-
-
-def _workers(executor: str, asked: int, shards: list[tuple]) -> int:
-    """Local workers worth starting (idle cores, one per ``CAPAUDIT_WORKER_MB`` of shards,
-    no more than the shards, their sizes as listed); a Ray cluster's cores are its own."""
-    from capaudit.core.config import worker_count
-    from capaudit.core.ranges import env_number
-
-    per_mb = env_number(WORKER_MB_ENV, DEFAULT_WORKER_MB, 0, 1e6)
-    if executor != "local" or per_mb == 0:
-        return max(1, min(asked, len(shards)))
-    size = sum(s[2] or 0 for s in shards)
-    return min(len(shards) or 1, worker_count(asked, size, int(per_mb * 2 ** 20)))
-
-
-def _executor(executor: str, workers: int, address: str | None, work: str, out: str):
-    """The executor of both passes (local workers started once, for both); on a Ray cluster
-    of several nodes (no shared disk) the work folder and DST must be URLs every node reaches,
-    else one line before any work."""
-    from capaudit.executors import get_executor
-    from capaudit.executors.base import require_shared
-
-    ex = get_executor(executor, workers=workers, address=address, keep_pool=True)
-    try:
-        require_shared(ex, work)
-        require_shared(ex, out, what="output folder", flag="--out")
-    except BaseException:
-        ex.close()
-        raise
-    return ex
-
-
-def _run_pass(fn, tasks: list[dict], ex, skip_bad: bool,
-              on_shard: Callable | None) -> dict[int, dict]:
-    done: dict[int, dict] = {}
-    for task, result in ex.map_unordered(fn, tasks):
-        done[task["index"]] = result
-        if on_shard:
-            on_shard(result)
-        if result["status"] == "failed" and not skip_bad:
-            fix = result.get("fix")
-            raise InputError(f"shard {result['shard']} failed: {result['error']}",
-                             fix=(f"{fix}; or " if fix else "") + "pass --skip-bad-shards "
-                                 "to leave it out and list it")
-    return done
 
 
 def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> tuple[dict, str | None]:
@@ -103,54 +56,89 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     summaries in shard order, the first pass's guard or None)``. The filter's own part is its
     step (:mod:`.steps`), found by name."""
     from capaudit.core.runs import recorded_run
+    from capaudit.core.storage.work_folder import default_work_dir, remove_work
     from capaudit.filters.base import FILTERS
-    from capaudit.filters.shards import plan
-    from capaudit.filters.shards.task import filter_shard
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
+
     opts, kind = _options(filter_name, given, config, overrides, seed)
-    step = shard_step(filter_name).Driver(filter_name, opts, kind)
+    parts = shard_step(filter_name).Driver(filter_name, opts, kind)
     given_out, out = str(out), paths.absolute(str(out))
     shards = files.list_shard_entries(str(spec))
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
-    work = str(work_dir or files.work_folder(str(store.path), _name(out)))
+    work = str(work_dir or default_work_dir(str(store.path), _name(out), "filter-work"))
     up_to = os.path.dirname(work) if work_dir is None else \
         None if paths.path_kind(work) != "missing" else work
-    worker_opts = step.worker_options()
     cfg = {"command": "filter run --shards", "shards": shown_url(str(spec)),
            "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
            "reader": reader, "executor": executor}
-    n = _workers(executor, workers, shards)
-    ex = _executor(executor, n, address, work, given_out)
-    with _closing(ex), recorded_run(store, cfg, seed) as run_id, files.work_lock(work) as root:
-        evidence = step.prepare(store, root)
-        key, ids_key = plan.run_key(filter_name, FILTERS.version(filter_name), worker_opts,
-                                    evidence, reader, fmt)
-        tasks = plan.make_tasks(shards, out, str(root), key, ids_key, {
-            "filter": filter_name, "options": worker_opts, "evidence": evidence,
-            "reader": reader, "fmt": fmt, **step.task_fields()})
-        plan.check_out(out, tasks, [s[0] for s in shards])
-        for folder, names in ((out, [t["rel"] for t in tasks]),
-                              (plan.log_dir(out), [t["log_rel"] for t in tasks])):
-            paths.clean_tmp(folder, names)
-        if on_start:
-            on_start(len(tasks), n, 2 if step.first_pass else 1)
-        first, ok, guard, written = {}, tasks, None, []
-        if step.first_pass:      # the whole corpus counted before any output is written
-            first = _run_pass(step.first_pass, tasks, ex, skip_bad, on_shard)
-            ok = [t for t in tasks if first[t["index"]]["status"] != "failed"]
-            guard, fields, written = step.after_first(_name(out), [first[t["index"]]
-                                                                   for t in ok], str(root))
-            for t in ok:     # what the first pass decided keys the filter pass
-                t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
-        second = _run_pass(filter_shard, ok, ex, skip_bad, on_shard)
-        results = _finish(store, run_id, cfg, seed, out, tasks, first, second, guard, evidence)
+    with recorded_run(store, cfg, seed) as run_id:
+        step = FilterStep(store, run_id, cfg, seed, shards, (out, given_out), work, parts)
+        results = run_step(step, RunOptions(executor, workers, address, skip_bad, on_shard,
+                                            on_start))
     if not keep_work:
-        files.remove_work_folder(join(root, "coverage-" + ids_key))
-        for path in [evidence["path"], *written]:
+        remove_work(join(step.root, "coverage-" + step.ids_key))
+        for path in [step.evidence["path"], *step.written]:
             if path:
                 paths.remove_file(path)
-        files.remove_work_folder(join(root, key), up_to=up_to)
+        remove_work(join(step.root, step.key), up_to=up_to)
     return results
+
+
+class FilterStep(Step):
+    """``filter run --shards`` of any filter, its own parts handed in (``parts``: what its
+    workers read, their options, its first pass and what follows from it)."""
+
+    worker_mb = 4.0         # a filter streams its shards: 4 MB of shards per worker
+
+    def __init__(self, store, run_id: int, cfg: dict, seed: int, shards: list[tuple],
+                 outs: tuple[str, str], work: str, parts):
+        from capaudit.filters.shards.task import filter_shard
+
+        self.store, self.run_id, self.cfg, self.seed, self.shards = store, run_id, cfg, seed, shards
+        (self.out, given_out), self.work_dir, self.parts = outs, work, parts
+        self.sizes = [s[2] for s in shards]
+        self.shared = ((work, "work folder", "--work-dir"), (given_out, "output folder", "--out"))
+        self.passes = (parts.first_pass, filter_shard) if parts.first_pass else (filter_shard,)
+        self.worker_opts, self.guard, self.written = parts.worker_options(), None, []
+
+    def plan(self, root: str, workers: int) -> list[dict]:
+        """What the workers read, written once; the markers' keys; a task per shard; DST
+        checked (nothing capaudit did not write is replaced)."""
+        from capaudit.filters.base import FILTERS
+        from capaudit.filters.shards import plan
+
+        name, cfg = self.cfg["filter"], self.cfg
+        self.root, self.evidence = root, self.parts.prepare(self.store, root)
+        self.key, self.ids_key = plan.run_key(name, FILTERS.version(name), self.worker_opts,
+                                              self.evidence, cfg["reader"], cfg["format"])
+        self.ok = tasks = plan.make_tasks(self.shards, self.out, root, self.key, self.ids_key, {
+            "filter": name, "options": self.worker_opts, "evidence": self.evidence,
+            "reader": cfg["reader"], "fmt": cfg["format"], **self.parts.task_fields()})
+        plan.check_out(self.out, tasks, [s[0] for s in self.shards])
+        for folder, names in ((self.out, [t["rel"] for t in tasks]),
+                              (plan.log_dir(self.out), [t["log_rel"] for t in tasks])):
+            paths.clean_tmp(folder, names)
+        return tasks
+
+    def between(self, tasks: list[dict], results: list[dict[int, dict]]) -> list[dict]:
+        """The first pass's counts of the shards it read held to the filter's rule (or turned
+        into what the filter pass's tasks carry); those shards go on."""
+        self.ok = super().between(tasks, results)
+        self.guard, fields, self.written = self.parts.after_first(
+            _name(self.out), [results[0][t["index"]] for t in self.ok], self.root)
+        from capaudit.filters.shards import plan
+
+        for t in self.ok:     # what the first pass decided keys the filter pass
+            t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
+        return self.ok
+
+    def merge(self, tasks: list[dict], results: list[dict[int, dict]]) -> tuple[dict, list, Any]:
+        first = results[0] if len(results) > 1 else {}
+        second = {self.ok[i]["index"]: summary for i, summary in results[-1].items()}
+        return _finish(self.store, self.run_id, self.cfg, self.seed, self.out, tasks, first,
+                       second, self.guard, self.evidence)
 
 
 def _name(out: str) -> str:
@@ -158,14 +146,6 @@ def _name(out: str) -> str:
     from capaudit.core.storage.urls import name_of
 
     return name_of(out) or out
-
-
-@contextlib.contextmanager
-def _closing(ex):
-    try:
-        yield ex
-    finally:
-        ex.close()
 
 
 def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict],
