@@ -29,7 +29,7 @@ from typing import IO, Iterator
 
 from capaudit.core.storage import paths
 from capaudit.core.storage.listing import list_tree
-from capaudit.core.storage.urls import shown_url
+from capaudit.core.storage.urls import Spec
 from capaudit.errors import InputError
 from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
@@ -38,21 +38,22 @@ __all__ = ["list_shards", "list_shard_entries", "open_input", "HashingReader",
            "write_json"]
 
 
-def list_shard_entries(spec: str) -> list[tuple[str, str, int | None, dict]]:
+def list_shard_entries(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], Spec]:
     """``(location, name relative to the listing's root, size, identity)`` of every shard
-    of ``spec``, sorted by name (:func:`capaudit.core.storage.listing.list_tree`)."""
+    of ``spec``, sorted by name (:func:`capaudit.core.storage.listing.list_tree`), and the
+    spec as read (:class:`capaudit.core.storage.urls.Spec`: how it is shown)."""
     rows, listed = list_tree(spec)
     shards = [r for r in rows if r[0].endswith(REWRITTEN_SHARD_SUFFIXES)]
     if not shards:
         raise InputError(f"no shards here ({', '.join(REWRITTEN_SHARD_SUFFIXES)})",
-                         path=shown_url(listed),
+                         path=listed.shown_text,
                          fix="point --shards to webdataset tars, parquet or JSON/JSONL files")
-    return sorted(shards, key=lambda s: s[1])
+    return sorted(shards, key=lambda s: s[1]), listed
 
 
 def list_shards(spec: str) -> list[tuple[str, str]]:
     """``(location, name relative to the listing's root)`` of every shard of ``spec``."""
-    return [(loc, rel) for loc, rel, _, _ in list_shard_entries(spec)]
+    return [(loc, rel) for loc, rel, _, _ in list_shard_entries(spec)[0]]
 
 
 class HashingReader:

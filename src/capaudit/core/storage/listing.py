@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capaudit.core.storage.fs import filesystem, info_identity, retrying
-from capaudit.core.storage.urls import (expand_braces, has_glob, is_remote, is_url, join,
-                                        local_path, name_of, parent_of, protocol_of, shown_url)
+from capaudit.core.storage.urls import (Location, Spec, is_url, join, locate, name_of,
+                                        parse_spec)
 from capaudit.errors import InputError
 
 __all__ = ["Entry", "list_files", "list_tree", "MANIFEST_SUFFIX"]
@@ -59,20 +59,24 @@ def list_files(spec, storage_options: dict | None = None, *,
     """The files ``spec`` names (see the module doc), sorted; ``manifest``: a ``.txt`` spec is
     a list of files (shards: never a ``.txt`` themselves); ``recursive``: a folder's files at
     any depth (a corpus cut into sub-folders), not one level."""
-    spec = str(spec)
-    if manifest and spec.endswith(MANIFEST_SUFFIX) and not has_glob(spec) and "{" not in spec:
+    spec = parse_spec(spec)
+    if manifest and spec.text.endswith(MANIFEST_SUFFIX) and spec.literal:
         return _from_manifest(spec, storage_options)
+    return _listed_spec(spec, storage_options, recursive)
+
+
+def _listed_spec(spec: Spec, options, recursive: bool = False) -> list[Entry]:
+    """The files of a spec's names: its globs matched, one name listed, or several checked."""
     found: dict[str, Entry] = {}
-    names = expand_braces(spec)
-    explicit = [n for n in names if not has_glob(n)]
-    for pattern in (n for n in names if has_glob(n)):
-        for e in _glob(pattern, storage_options):
+    explicit = [n for n in spec.names if not n.globbed]
+    for pattern in (n for n in spec.names if n.globbed):
+        for e in _glob(pattern, options):
             found[e.location] = e
-    if len(explicit) == 1 and len(names) == 1:
-        for e in _one(explicit[0], storage_options, recursive):
+    if len(explicit) == 1 and len(spec.names) == 1:
+        for e in _one(spec, options, recursive):
             found[e.location] = e
     elif explicit:
-        for e in _named(explicit, storage_options):
+        for e in _named(explicit, options):
             found[e.location] = e
     return [found[k] for k in sorted(found)]
 
@@ -81,9 +85,9 @@ def _local_entry(path: Path) -> Entry:
     return Entry(str(path), path.stat().st_size)
 
 
-def _one(location: str, options, recursive: bool = False) -> list[Entry]:
+def _one(spec: Spec, options, recursive: bool = False) -> list[Entry]:
     """A folder (its files, one level or ``recursive``) or one file."""
-    path = local_path(location)
+    path, location = spec.path, spec.given
     if path is not None:
         if path.is_dir():
             found = path.rglob("*") if recursive else path.iterdir()
@@ -91,16 +95,23 @@ def _one(location: str, options, recursive: bool = False) -> list[Entry]:
         if path.is_file():
             return [_local_entry(path)]
         raise InputError("no such file or folder", path=location, fix="check the path")
-    if protocol_of(location) in _UNLISTABLE:
+    if spec.protocol in _UNLISTABLE:
         return [Entry(location)]
     fs, path = filesystem(location, options)
     info = retrying(lambda: fs.info(path), location)   # FileNotFoundError: one line
     if info.get("type") != "directory":
         return [Entry(location, info.get("size"), info_identity(info))]
     if recursive:
-        items = list(retrying(lambda: fs.find(path, detail=True), location).values())
-    else:
-        items = retrying(lambda: fs.ls(path, detail=True), location)
+        return _asked(location, options, lambda fs, path: fs.find(path, detail=True))
+    return _asked(location, options, lambda fs, path: fs.ls(path, detail=True))
+
+
+def _asked(location: str, options, ask) -> list[Entry]:
+    """The files among the infos the store answers ``ask(fs, path)`` with (a list or a dict;
+    retried until the deadline), as entries."""
+    fs, path = filesystem(location, options)
+    items = retrying(lambda: ask(fs, path), location)
+    items = items.values() if isinstance(items, dict) else items
     return [_remote_entry(fs, i) for i in items if i.get("type", "file") == "file"]
 
 
@@ -108,60 +119,55 @@ def _remote_entry(fs, info: dict) -> Entry:
     return Entry(fs.unstrip_protocol(info["name"]), info.get("size"), info_identity(info))
 
 
-def _named(locations: list[str], options) -> list[Entry]:
+def _named(locations: list[Location], options) -> list[Entry]:
     """Names taken as given (a brace list): checked by one listing per folder under the
     names' common prefix; on http(s), unchecked."""
     out, folders = [], {}
     for loc in locations:
-        if local_path(loc) is not None:
-            if not Path(local_path(loc)).is_file():
-                raise InputError("no such file", path=loc, fix="check the brace pattern")
-            out.append(_local_entry(local_path(loc)))
-        elif protocol_of(loc) in _UNLISTABLE:
-            out.append(Entry(loc))
+        if loc.path is not None:
+            if not loc.path.is_file():
+                raise InputError("no such file", path=loc.text, fix="check the brace pattern")
+            out.append(_local_entry(loc.path))
+        elif loc.protocol in _UNLISTABLE:
+            out.append(Entry(loc.text))
         else:
-            folders.setdefault(parent_of(loc), []).append(loc)
+            folders.setdefault(loc.parent, []).append(loc)
     for folder, locs in folders.items():
         listed = {e.location: e for e in _listed(folder, os.path.commonprefix(
-            [name_of(x) for x in locs]), options)}
+            [x.name for x in locs]), options)}
         for loc in locs:
-            if loc not in listed:
-                raise InputError("no such object", path=shown_url(loc),
+            if loc.text not in listed:
+                raise InputError("no such object", path=loc.shown,
                                  fix="check the brace pattern and the bucket")
-            out.append(listed[loc])
+            out.append(listed[loc.text])
     return out
 
 
 def _listed(folder: str, prefix: str, options) -> list[Entry]:
     """The files directly in ``folder`` whose names start with ``prefix``: a server-side
     prefix where the backend takes one (s3fs, gcsfs), else one listing of the folder."""
-    fs, path = filesystem(folder, options)
-    try:
-        items = retrying(lambda: fs.find(path, maxdepth=1, prefix=prefix, detail=True),
-                         folder)
-    except TypeError:   # a backend without server-side prefixes
-        items = retrying(lambda: fs.find(path, maxdepth=1, detail=True), folder)
-    items = items.values() if isinstance(items, dict) else items
-    return [_remote_entry(fs, i) for i in items if i.get("type", "file") == "file"
-            and name_of(i["name"]).startswith(prefix)]
+    def ask(fs, path):
+        try:
+            return fs.find(path, maxdepth=1, prefix=prefix, detail=True)
+        except TypeError:   # a backend without server-side prefixes
+            return fs.find(path, maxdepth=1, detail=True)
+    return [e for e in _asked(folder, options, ask) if e.name.startswith(prefix)]
 
 
-def _glob(pattern: str, options) -> list[Entry]:
-    path = local_path(pattern)
+def _glob(pattern: Location, options) -> list[Entry]:
+    path = pattern.path
     if path is not None:
         return [_local_entry(Path(p)) for p in sorted(globlib.glob(str(path)))
                 if Path(p).is_file()]
-    if protocol_of(pattern) in _UNLISTABLE:
+    if pattern.protocol in _UNLISTABLE:
         raise InputError("an http(s) server cannot be listed, so a wildcard cannot be matched "
-                         "there", path=shown_url(pattern), fix="name the files, e.g. with a "
+                         "there", path=pattern.shown, fix="name the files, e.g. with a "
                          "brace list: https://host/shard-{00000..00099}.tar")
-    folder, last = parent_of(pattern), name_of(pattern)
-    if not has_glob(folder) and "**" not in last:
-        fixed = last[:min(last.index(c) for c in "*?[" if c in last)]
-        return [e for e in _listed(folder, fixed, options) if fnmatch.fnmatchcase(e.name, last)]
-    fs, path = filesystem(pattern, options)
-    items = retrying(lambda: fs.glob(path, detail=True), pattern)
-    return [_remote_entry(fs, i) for i in items.values() if i.get("type") == "file"]
+    fixed = pattern.name_prefix
+    if fixed is not None:
+        return [e for e in _listed(pattern.parent, fixed, options)
+                if fnmatch.fnmatchcase(e.name, pattern.name)]
+    return _asked(pattern.text, options, lambda fs, path: fs.glob(path, detail=True))
 
 
 def _normal(location: str) -> str:
@@ -175,79 +181,72 @@ def _normal(location: str) -> str:
     return f"{scheme}://{root}/{posixpath.normpath(path).lstrip('/')}"
 
 
-def _from_manifest(spec: str, options) -> list[Entry]:
+def _from_manifest(spec: Spec, options) -> list[Entry]:
     """The files a manifest lists, one per line (relative to the manifest, or URLs)."""
     from capaudit.core.storage.fs import open_input
 
-    with open_input(spec, options) as fh:
+    with open_input(spec.given, options) as fh:
         lines = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
-    base = parent_of(spec)
-    locations = [ln if is_url(ln) or os.path.isabs(ln) else _normal(join(base, ln))
+    base = spec.parent
+    locations = [locate(ln if is_url(ln) or os.path.isabs(ln) else _normal(join(base, ln)))
                  for ln in lines if ln and not ln.startswith("#")]
     if not locations:
-        raise InputError("the manifest lists no file", path=shown_url(spec),
+        raise InputError("the manifest lists no file", path=spec.shown,
                          fix="one shard name or URL per line")
     return sorted(_named(locations, options), key=lambda e: e.location)
 
 
 # -- a tree of files by location string (filter run --shards) ---------------------------
-def _root(spec: str) -> str:
-    """The folder a glob's or a brace list's names are relative to: its part before the
-    first wildcard or brace, up to the last separator."""
-    cut = min((i for i, ch in enumerate(spec) if ch in "*?[{"), default=len(spec))
-    return os.path.dirname(spec[:cut]) or "."
-
-
-def _local(spec: str) -> tuple[list[str], str] | None:
-    """The files of a local spec and their root (None: ``spec`` is one file)."""
-    if "{" in spec:
-        paths = [p for s in expand_braces(spec)
-                 for p in (sorted(globlib.glob(s)) if has_glob(s) else [s])]
+def _local(spec: Spec) -> list[str] | None:
+    """The files of a local spec (None: ``spec`` is one file)."""
+    text = spec.text
+    if "{" in text:
+        paths = [p for n in spec.names
+                 for p in (sorted(globlib.glob(n.text)) if n.globbed else [n.text])]
         missing = [p for p in paths if not os.path.isfile(p)]
         if missing:
             raise InputError(f"{len(missing):,} shard(s) of the brace list are missing, "
-                             f"the first {missing[0]}", path=spec, fix="check --shards")
-        return paths, _root(spec)
-    if has_glob(spec):
-        return sorted(globlib.glob(spec, recursive=True)), _root(spec)
-    if os.path.isdir(spec):
-        return sorted(str(p) for p in Path(spec).rglob("*") if p.is_file()
-                      and not p.name.startswith(".")), spec
-    if os.path.isfile(spec):
+                             f"the first {missing[0]}", path=text, fix="check --shards")
+        return paths
+    if spec.globbed:
+        return sorted(globlib.glob(text, recursive=True))
+    if os.path.isdir(text):
+        return sorted(str(p) for p in Path(text).rglob("*") if p.is_file()
+                      and not p.name.startswith("."))
+    if os.path.isfile(text):
         return None
-    raise InputError("no such shard folder, file, glob or brace list", path=spec,
+    raise InputError("no such shard folder, file, glob or brace list", path=text,
                      fix="check --shards")
 
 
-def _remote(spec: str) -> tuple[list, str] | None:
-    """The entries (:class:`Entry`) of a URL spec and their
-    root (None: one object). Listed with narrow prefixes; a folder recursively."""
-    if "{" in spec or has_glob(spec):
-        return list_files(spec), _root(spec)
-    entries = list_files(spec, recursive=True)
-    if len(entries) == 1 and entries[0].location.rstrip("/") == spec.rstrip("/"):
+def _remote(spec: Spec) -> list[Entry] | None:
+    """The entries of a URL spec (None: one object). Listed with narrow prefixes; a folder
+    recursively."""
+    if not spec.literal:
+        return _listed_spec(spec, None)
+    entries = _listed_spec(spec, None, recursive=True)
+    if len(entries) == 1 and entries[0].location.rstrip("/") == spec.text.rstrip("/"):
         return None
-    return [e for e in entries if not e.name.startswith(".")], spec.rstrip("/")
+    return [e for e in entries if not e.name.startswith(".")]
 
 
-def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], str]:
+def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], Spec]:
     """``(location, name relative to the listing's root, size, identity)`` of every file of
     one file, a folder (recursively, hidden names left out), a glob or a brace list, and
-    ``spec`` as listed (a ``file://`` URL's path); the identity (ETag, size, modification
-    time) is what the store reported while listing (empty for a local file)."""
-    spec = str(spec)
-    if is_remote(spec):
-        found = _remote(spec)
-        if found is None:
-            e = list_files(spec)[0]
+    ``spec`` as read (:class:`~capaudit.core.storage.urls.Spec`; its ``text``: a ``file://``
+    URL's path); the identity (ETag, size, modification time) is what the store reported
+    while listing (empty for a local file)."""
+    spec = parse_spec(spec)
+    if spec.remote:
+        entries = _remote(spec)
+        if entries is None:
+            e = _listed_spec(spec, None)[0]
             return [(e.location, e.name, e.size, dict(e.identity))], spec
-        entries, root = found
+        root = spec.root.rstrip("/")
         return [(e.location, e.location[len(root):].lstrip("/") if e.location.startswith(
             root + "/") else e.name, e.size, dict(e.identity)) for e in entries], spec
-    spec = spec if "://" not in spec else spec[len("file://"):]   # file:///PATH: PATH
-    found = _local(spec)
-    if found is None:
-        return [(spec, os.path.basename(spec), os.stat(spec).st_size, {})], spec
-    paths, root = found
-    return [(p, os.path.relpath(p, root), os.stat(p).st_size, {}) for p in paths
+    paths = _local(spec)
+    if paths is None:
+        return [(spec.text, os.path.basename(spec.text), os.stat(spec.text).st_size, {})], spec
+    return [(p, os.path.relpath(p, spec.root), os.stat(p).st_size, {}) for p in paths
             if os.path.isfile(p)], spec

@@ -13,18 +13,25 @@ local run must not pay fsspec's import for that. Nothing here touches a file sys
   ``s3://b/k`` into ``s3:/b/k`` (what ``pathlib.Path`` does to a URL).
 - :func:`shown_url`: a URL as it may be printed or stored (userinfo, signatures and
   tokens masked by :func:`capaudit.core.redact.redact`).
+- :func:`parse_spec`: a spec of inputs read once into a :class:`Spec` (where it is, the
+  names of its brace list, the folder they are relative to, how it is shown), which
+  :mod:`capaudit.core.storage.listing` lists without reading the text again.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from capaudit.errors import InputError
 
 __all__ = ["is_url", "protocol_of", "expand_braces", "has_glob", "join", "name_of",
-           "parent_of", "shown_url", "local_path", "is_remote", "on_disk", "READ_ONLY", "BACKENDS", "MAX_EXPANDED"]
+           "parent_of", "shown_url", "local_path", "is_remote", "on_disk", "Location", "locate",
+           "Spec", "parse_spec",
+           "READ_ONLY", "BACKENDS", "MAX_EXPANDED"]
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 # protocol -> (module that implements it, the capaudit extra that installs it)
@@ -145,3 +152,109 @@ def shown_url(location) -> str:
     from capaudit.core.redact import redact
 
     return redact(str(location)) or ""
+
+
+class Location(NamedTuple):
+    """One path or URL of a spec (a brace list's name, a glob), read once: its protocol says
+    where it is; the rest is asked of it when listing needs it."""
+
+    text: str
+    protocol: str               # "local", "file", "s3", ...
+
+    @property
+    def path(self) -> Path | None:
+        """The path on this machine (a path, or a ``file://`` URL's); None: a URL."""
+        if self.protocol == "local":
+            return Path(self.text)
+        return Path(self.text[len("file://"):]) if self.protocol == "file" else None
+
+    @property
+    def parent(self) -> str:
+        return parent_of(self.text)
+
+    @property
+    def name(self) -> str:
+        return name_of(self.text)
+
+    @property
+    def shown(self) -> str:
+        return shown_url(self.text)
+
+    @property
+    def globbed(self) -> bool:
+        """A wildcard in it: its files are matched."""
+        return has_glob(self.text)
+
+    @property
+    def name_prefix(self) -> str | None:
+        """A glob's name up to its first wildcard, when its wildcards are all in its name
+        (the prefix a store lists server-side); None: one is in a folder part, or ``**``."""
+        last = self.name
+        if has_glob(self.parent) or "**" in last:
+            return None
+        return last[:min(last.index(c) for c in "*?[" if c in last)]
+
+
+def locate(text) -> Location:
+    """``text`` (a path or a URL) as a :class:`Location`."""
+    return Location(str(text), protocol_of(text))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A spec of inputs (one file, a folder, a glob, a brace list, a manifest), read once.
+
+    Why: listing asks of a spec where it is, which names its brace list stands for and which
+    folder they are relative to; asking the text again at each step of a listing sent it back
+    and forth through this module. ``text`` is the spec as listed (a ``file://`` URL's path:
+    the local functions take paths), ``given`` as it was written (what a run records)."""
+
+    given: str
+    text: str
+    path: Path | None           # the file or folder on this machine; None: a URL
+    protocol: str               # "local", "file", "s3", ...
+    names: tuple[Location, ...]  # its brace list's names, in order (``text`` alone: none)
+    root: str                   # the folder its names are relative to (see :func:`parse_spec`)
+
+    @property
+    def remote(self) -> bool:
+        """Object storage or a server, not this machine's disk."""
+        return self.path is None
+
+    @property
+    def parent(self) -> str:
+        """The folder holding it (a manifest's names are relative to it)."""
+        return parent_of(self.given)
+
+    @property
+    def shown(self) -> str:
+        """As it may be printed or stored (what a run records)."""
+        return shown_url(self.given)
+
+    @property
+    def shown_text(self) -> str:
+        """As listed (a ``file://`` URL's path), as it may be printed."""
+        return shown_url(self.text)
+
+    @property
+    def globbed(self) -> bool:
+        """A wildcard in it: its files are matched."""
+        return has_glob(self.text)
+
+    @property
+    def literal(self) -> bool:
+        """No wildcard and no brace list: one file or one folder."""
+        return "{" not in self.text and not self.globbed
+
+
+def parse_spec(spec) -> Spec:
+    """``spec`` read once. Its root is the part before the first wildcard or brace, up to
+    the last separator (the spec itself when it has neither: a folder or a file)."""
+    given = str(spec)
+    protocol = protocol_of(given)
+    path = local_path(given)
+    text = given if path is None or "://" not in given else given[len("file://"):]
+    cut = min((i for i, ch in enumerate(text) if ch in "*?[{"), default=None)
+    root = text if cut is None else os.path.dirname(text[:cut]) or "."
+    names = tuple(map(locate, expand_braces(text))) if "{" in text else (locate(text),)
+    return Spec(given, text, path, protocol, names, root)

@@ -64,12 +64,12 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     opts, kind = _options(filter_name, given, config, overrides, seed)
     parts = shard_step(filter_name).Driver(filter_name, opts, kind)
     given_out, out = str(out), paths.absolute(str(out))
-    shards = files.list_shard_entries(str(spec))
+    shards, spec = files.list_shard_entries(spec)
     reader = {k: v for k, v in dict(reader or {}).items() if v is not None}
     work = str(work_dir or default_work_dir(str(store.path), _name(out), "filter-work"))
     up_to = os.path.dirname(work) if work_dir is None else \
         None if paths.path_kind(work) != "missing" else work
-    cfg = {"command": "filter run --shards", "shards": shown_url(str(spec)),
+    cfg = {"command": "filter run --shards", "shards": spec.shown,
            "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
            "reader": reader, "executor": executor}
