@@ -118,6 +118,12 @@ def first_line(head: bytes) -> bytes:
     return head.lstrip().split(b"\n", 1)[0]
 
 
+def file_line(path: Path, head: bytes) -> bytes | None:
+    """:func:`first_line` of a file; None for a folder (what a reader of lines never reads),
+    so a line sniffer tests ``first is not None and ...``."""
+    return None if path.is_dir() else first_line(head)
+
+
 def refuse_pickle(path: Path, head: bytes) -> None:
     if path.suffix.lower() in PICKLE_SUFFIXES or head.startswith(PICKLE_MAGIC):
         raise InputError("pickle files are refused, never loaded: unpickling can run arbitrary "

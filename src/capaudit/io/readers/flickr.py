@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import infer_namespace, parse_image_id
-from capaudit.io.readers.base import CaptionReader, first_line, make_batch
+from capaudit.io.readers.base import CaptionReader, file_line, make_batch
 
 _LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 
@@ -30,10 +30,8 @@ class FlickrTokenReader(CaptionReader):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        if path.is_dir():
-            return False
-        first = first_line(head).decode("utf-8", "replace").rstrip("\r")
-        return _LINE.match(first) is not None
+        line = (file_line(path, head) or b"").decode("utf-8", "replace").rstrip("\r")
+        return _LINE.match(line) is not None
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         keys, ids, caps, metas, spaces = [], [], [], [], []

@@ -26,7 +26,7 @@ from typing import Iterator
 
 from capaudit.errors import InputError
 from capaudit.io.json_stream import is_json_array
-from capaudit.io.readers.base import first_line, load_json_document, read_head
+from capaudit.io.readers.base import file_line, load_json_document, read_head
 from capaudit.io.readers.records import JOIN_SEP, RecordReader, load_records, pick_turns
 
 
@@ -105,10 +105,9 @@ class LLaVAReader(ShareGPT4VReader):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        if path.is_dir():
-            return False
-        first = first_line(head)
-        return first.startswith(b"{") and (b'"conversations"' in first or (
+        first = file_line(path, head)
+        return first is not None and first.startswith(b"{") and (
+            b'"conversations"' in first or (
             b'"instruction"' in first and b'"output"' in first and b'"image"' in first))
 
 

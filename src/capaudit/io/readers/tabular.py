@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
-from capaudit.io.readers.base import SCHEMA, CaptionReader, first_line
+from capaudit.io.readers.base import SCHEMA, CaptionReader, file_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
                                          id_like, missing_caption, missing_id, not_captions,
                                          pick_id_column)
@@ -233,11 +233,9 @@ class JsonlReader(_DuckReader):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        if path.is_dir():
-            return False
-        first = first_line(head)
-        return path.suffix.lower() in {".jsonl", ".ndjson"} or (
-            first.startswith(b"{") and first.rstrip().endswith(b"}"))
+        first = file_line(path, head)
+        return first is not None and (path.suffix.lower() in {".jsonl", ".ndjson"} or (
+            first.startswith(b"{") and first.rstrip().endswith(b"}")))
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         """Sample the schema cheaply; read only the chosen columns, typed as asked.
