@@ -52,7 +52,7 @@ def references_from_set(store, name: str) -> dict[int, list[str]]:
 
 
 def _records(path: Path):
-    from capaudit.io.readers.base import load_json_document, load_json_lines
+    from capaudit.io.layouts.json import load_json_document, load_json_lines
 
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         yield from load_json_lines(path)

@@ -25,7 +25,7 @@ from capaudit.core.names import check_path_text
 from capaudit.errors import InputError
 from capaudit.io.annotation_columns import read_name_sets
 from capaudit.io.imageids import require_image_id
-from capaudit.io.readers.base import load_json_lines
+from capaudit.io.layouts.json import load_json_lines
 
 GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
                   "female": "female", "woman": "female", "f": "female", "women": "female"}

@@ -55,7 +55,7 @@ def shard_format(path: str, fmt: str | None) -> str:
         return fmt
     from pathlib import Path
 
-    from capaudit.io.json_stream import is_json_array
+    from capaudit.io.layouts.json import is_json_array
     from capaudit.io.readers.base import detect_format, read_head
 
     with paths.local_head(path) as local:

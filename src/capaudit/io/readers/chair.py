@@ -28,7 +28,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError
-from capaudit.io.readers.base import CaptionReader, load_json_document
+from capaudit.io.layouts.json import load_json_document
+from capaudit.io.readers.base import CaptionReader
 from capaudit.io.readers.coco import checked_records, id_caption_batches
 
 __all__ = ["ChairOutputReader", "CHAIR_NAMESPACE"]

@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import document_namespace, require_image_id
-from capaudit.io.readers.base import CaptionReader, load_json_document, make_batch
+from capaudit.io.layouts.json import load_json_document
+from capaudit.io.readers.base import CaptionReader, make_batch
 
 
 class CocoReader(CaptionReader):

@@ -53,7 +53,8 @@ def not_a_list(path: Path, fmt: str, expects: str) -> None:
     """A JSON document that is no list (an indented object: the CHAIR script's output) read
     with ``--format json``/``coco-results``: one line naming what the format wants and what
     the file is, not JSONL's "one JSON object per line" (#46). JSONL is still read."""
-    from capaudit.io.readers.base import first_line, load_json_document, read_head
+    from capaudit.io.layouts.json import load_json_document
+    from capaudit.io.readers.base import first_line, read_head
 
     head = read_head(path, 1 << 12)
     if is_json_array(head):

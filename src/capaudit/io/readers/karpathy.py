@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id, require_image_id
-from capaudit.io.readers.base import load_json_document, make_batch
+from capaudit.io.layouts.json import load_json_document
+from capaudit.io.readers.base import make_batch
 from capaudit.io.readers.records import RecordReader
 
 SPLITS = ("train", "val", "test", "restval")

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Iterator
 
 from capaudit.errors import InputError
-from capaudit.io.json_stream import is_json_array
-from capaudit.io.readers.base import file_line, load_json_document, read_head
+from capaudit.io.layouts.json import is_json_array, load_json_document
+from capaudit.io.readers.base import file_line, read_head
 from capaudit.io.readers.records import JOIN_SEP, RecordReader, load_records, pick_turns
 
 
