@@ -46,7 +46,7 @@ def list_shard_entries(spec: str) -> tuple[list[tuple[str, str, int | None, dict
     shards = [r for r in rows if r[0].endswith(REWRITTEN_SHARD_SUFFIXES)]
     if not shards:
         raise InputError(f"no shards here ({', '.join(REWRITTEN_SHARD_SUFFIXES)})",
-                         path=listed.shown_text,
+                         path=listed.shown_listed,
                          fix="point --shards to webdataset tars, parquet or JSON/JSONL files")
     return sorted(shards, key=lambda s: s[1]), listed
 

@@ -60,7 +60,7 @@ def list_files(spec, storage_options: dict | None = None, *,
     a list of files (shards: never a ``.txt`` themselves); ``recursive``: a folder's files at
     any depth (a corpus cut into sub-folders), not one level."""
     spec = parse_spec(spec)
-    if manifest and spec.text.endswith(MANIFEST_SUFFIX) and spec.literal:
+    if manifest and spec.listed.endswith(MANIFEST_SUFFIX) and spec.literal:
         return _from_manifest(spec, storage_options)
     return _listed_spec(spec, storage_options, recursive)
 
@@ -87,7 +87,7 @@ def _local_entry(path: Path) -> Entry:
 
 def _one(spec: Spec, options, recursive: bool = False) -> list[Entry]:
     """A folder (its files, one level or ``recursive``) or one file."""
-    path, location = spec.path, spec.given
+    path, location = spec.path, spec.text
     if path is not None:
         if path.is_dir():
             found = path.rglob("*") if recursive else path.iterdir()
@@ -185,7 +185,7 @@ def _from_manifest(spec: Spec, options) -> list[Entry]:
     """The files a manifest lists, one per line (relative to the manifest, or URLs)."""
     from capaudit.core.storage.fs import open_input
 
-    with open_input(spec.given, options) as fh:
+    with open_input(spec.text, options) as fh:
         lines = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
     base = spec.parent
     locations = [locate(ln if is_url(ln) or os.path.isabs(ln) else _normal(join(base, ln)))
@@ -199,7 +199,7 @@ def _from_manifest(spec: Spec, options) -> list[Entry]:
 # -- a tree of files by location string (filter run --shards) ---------------------------
 def _local(spec: Spec) -> list[str] | None:
     """The files of a local spec (None: ``spec`` is one file)."""
-    text = spec.text
+    text = spec.listed
     if "{" in text:
         paths = [p for n in spec.names
                  for p in (sorted(globlib.glob(n.text)) if n.globbed else [n.text])]
@@ -225,7 +225,7 @@ def _remote(spec: Spec) -> list[Entry] | None:
     if not spec.literal:
         return _listed_spec(spec, None)
     entries = _listed_spec(spec, None, recursive=True)
-    if len(entries) == 1 and entries[0].location.rstrip("/") == spec.text.rstrip("/"):
+    if len(entries) == 1 and entries[0].location.rstrip("/") == spec.listed.rstrip("/"):
         return None
     return [e for e in entries if not e.name.startswith(".")]
 
@@ -237,7 +237,7 @@ def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], Spec]
     URL's path); the identity (ETag, size, modification time) is what the store reported
     while listing (empty for a local file)."""
     spec = parse_spec(spec)
-    if spec.remote:
+    if spec.path is None:      # a URL: object storage or a server
         entries = _remote(spec)
         if entries is None:
             e = _listed_spec(spec, None)[0]
@@ -247,6 +247,7 @@ def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], Spec]
             root + "/") else e.name, e.size, dict(e.identity)) for e in entries], spec
     paths = _local(spec)
     if paths is None:
-        return [(spec.text, os.path.basename(spec.text), os.stat(spec.text).st_size, {})], spec
+        one = spec.listed
+        return [(one, os.path.basename(one), os.stat(one).st_size, {})], spec
     return [(p, os.path.relpath(p, spec.root), os.stat(p).st_size, {}) for p in paths
             if os.path.isfile(p)], spec

@@ -24,7 +24,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from capaudit.errors import InputError
 
@@ -154,12 +153,18 @@ def shown_url(location) -> str:
     return redact(str(location)) or ""
 
 
-class Location(NamedTuple):
-    """One path or URL of a spec (a brace list's name, a glob), read once: its protocol says
+@dataclass(frozen=True, slots=True)
+class Location:
+    """One path or URL (a spec, a brace list's name, a glob), read once: its protocol says
     where it is; the rest is asked of it when listing needs it."""
 
     text: str
     protocol: str               # "local", "file", "s3", ...
+
+    @property
+    def shown(self) -> str:
+        """As it may be printed or stored: no credentials."""
+        return shown_url(self.text)
 
     @property
     def path(self) -> Path | None:
@@ -173,19 +178,6 @@ class Location(NamedTuple):
         return parent_of(self.text)
 
     @property
-    def name(self) -> str:
-        return name_of(self.text)
-
-    @property
-    def shown(self) -> str:
-        return shown_url(self.text)
-
-    @property
-    def globbed(self) -> bool:
-        """A wildcard in it: its files are matched."""
-        return has_glob(self.text)
-
-    @property
     def name_prefix(self) -> str | None:
         """A glob's name up to its first wildcard, when its wildcards are all in its name
         (the prefix a store lists server-side); None: one is in a folder part, or ``**``."""
@@ -194,52 +186,38 @@ class Location(NamedTuple):
             return None
         return last[:min(last.index(c) for c in "*?[" if c in last)]
 
+    @property
+    def name(self) -> str:
+        return name_of(self.text)
+
+    @property
+    def globbed(self) -> bool:
+        """A wildcard in it: its files are matched."""
+        return has_glob(self.text)
+
 
 def locate(text) -> Location:
     """``text`` (a path or a URL) as a :class:`Location`."""
     return Location(str(text), protocol_of(text))
 
 
-@dataclass(frozen=True)
-class Spec:
-    """A spec of inputs (one file, a folder, a glob, a brace list, a manifest), read once.
+@dataclass(frozen=True, slots=True)
+class Spec(Location):
+    """A spec of inputs (one file, a folder, a glob, a brace list, a manifest), read once:
+    ``text`` as it was written (what a run records), ``listed`` as it is listed (a
+    ``file://`` URL's path: the local functions take paths).
 
     Why: listing asks of a spec where it is, which names its brace list stands for and which
     folder they are relative to; asking the text again at each step of a listing sent it back
-    and forth through this module. ``text`` is the spec as listed (a ``file://`` URL's path:
-    the local functions take paths), ``given`` as it was written (what a run records)."""
+    and forth through this module."""
 
-    given: str
-    text: str
-    path: Path | None           # the file or folder on this machine; None: a URL
-    protocol: str               # "local", "file", "s3", ...
-    names: tuple[Location, ...]  # its brace list's names, in order (``text`` alone: none)
+    listed: str
+    names: tuple[Location, ...]  # its brace list's names, in order (``listed`` alone: none)
     root: str                   # the folder its names are relative to (see :func:`parse_spec`)
 
     @property
-    def remote(self) -> bool:
-        """Object storage or a server, not this machine's disk."""
-        return self.path is None
-
-    @property
-    def parent(self) -> str:
-        """The folder holding it (a manifest's names are relative to it)."""
-        return parent_of(self.given)
-
-    @property
-    def shown(self) -> str:
-        """As it may be printed or stored (what a run records)."""
-        return shown_url(self.given)
-
-    @property
-    def shown_text(self) -> str:
-        """As listed (a ``file://`` URL's path), as it may be printed."""
-        return shown_url(self.text)
-
-    @property
-    def globbed(self) -> bool:
-        """A wildcard in it: its files are matched."""
-        return has_glob(self.text)
+    def shown_listed(self) -> str:
+        return shown_url(self.listed)
 
     @property
     def literal(self) -> bool:
@@ -252,9 +230,8 @@ def parse_spec(spec) -> Spec:
     the last separator (the spec itself when it has neither: a folder or a file)."""
     given = str(spec)
     protocol = protocol_of(given)
-    path = local_path(given)
-    text = given if path is None or "://" not in given else given[len("file://"):]
-    cut = min((i for i, ch in enumerate(text) if ch in "*?[{"), default=None)
-    root = text if cut is None else os.path.dirname(text[:cut]) or "."
-    names = tuple(map(locate, expand_braces(text))) if "{" in text else (locate(text),)
-    return Spec(given, text, path, protocol, names, root)
+    listed = given[len("file://"):] if protocol == "file" else given
+    cut = min((i for i, ch in enumerate(listed) if ch in "*?[{"), default=None)
+    root = listed if cut is None else os.path.dirname(listed[:cut]) or "."
+    names = tuple(map(locate, expand_braces(listed))) if "{" in listed else (locate(listed),)
+    return Spec(given, protocol, listed, names, root)
