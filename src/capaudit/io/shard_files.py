@@ -29,7 +29,7 @@ from typing import IO, Iterator
 
 from capaudit.core.storage import paths
 from capaudit.core.storage.listing import list_tree
-from capaudit.core.storage.urls import Spec
+from capaudit.core.storage.urls import Spec, parse_spec
 from capaudit.errors import InputError
 from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
@@ -42,6 +42,7 @@ def list_shard_entries(spec: str) -> tuple[list[tuple[str, str, int | None, dict
     """``(location, name relative to the listing's root, size, identity)`` of every shard
     of ``spec``, sorted by name (:func:`capaudit.core.storage.listing.list_tree`), and the
     spec as read (:class:`capaudit.core.storage.urls.Spec`: how it is shown)."""
+    spec = parse_spec(spec)
     rows, listed = list_tree(spec)
     shards = [r for r in rows if r[0].endswith(REWRITTEN_SHARD_SUFFIXES)]
     if not shards:

@@ -102,15 +102,15 @@ def _one(spec: Spec, options, recursive: bool = False) -> list[Entry]:
     if info.get("type") != "directory":
         return [Entry(location, info.get("size"), info_identity(info))]
     if recursive:
-        return _asked(location, options, lambda fs, path: fs.find(path, detail=True))
-    return _asked(location, options, lambda fs, path: fs.ls(path, detail=True))
+        return _asked(spec, options, lambda fs, path: fs.find(path, detail=True))
+    return _asked(spec, options, lambda fs, path: fs.ls(path, detail=True))
 
 
-def _asked(location: str, options, ask) -> list[Entry]:
+def _asked(location: Location, options, ask) -> list[Entry]:
     """The files among the infos the store answers ``ask(fs, path)`` with (a list or a dict;
     retried until the deadline), as entries."""
-    fs, path = filesystem(location, options)
-    items = retrying(lambda: ask(fs, path), location)
+    fs, path = filesystem(location.text, options)
+    items = retrying(lambda: ask(fs, path), location.text)
     items = items.values() if isinstance(items, dict) else items
     return [_remote_entry(fs, i) for i in items if i.get("type", "file") == "file"]
 
@@ -131,7 +131,7 @@ def _named(locations: list[Location], options) -> list[Entry]:
         elif loc.protocol in _UNLISTABLE:
             out.append(Entry(loc.text))
         else:
-            folders.setdefault(loc.parent, []).append(loc)
+            folders.setdefault(loc.folder, []).append(loc)
     for folder, locs in folders.items():
         listed = {e.location: e for e in _listed(folder, os.path.commonprefix(
             [x.name for x in locs]), options)}
@@ -143,7 +143,7 @@ def _named(locations: list[Location], options) -> list[Entry]:
     return out
 
 
-def _listed(folder: str, prefix: str, options) -> list[Entry]:
+def _listed(folder: Location, prefix: str, options) -> list[Entry]:
     """The files directly in ``folder`` whose names start with ``prefix``: a server-side
     prefix where the backend takes one (s3fs, gcsfs), else one listing of the folder."""
     def ask(fs, path):
@@ -165,9 +165,9 @@ def _glob(pattern: Location, options) -> list[Entry]:
                          "brace list: https://host/shard-{00000..00099}.tar")
     fixed = pattern.name_prefix
     if fixed is not None:
-        return [e for e in _listed(pattern.parent, fixed, options)
+        return [e for e in _listed(pattern.folder, fixed, options)
                 if fnmatch.fnmatchcase(e.name, pattern.name)]
-    return _asked(pattern.text, options, lambda fs, path: fs.glob(path, detail=True))
+    return _asked(pattern, options, lambda fs, path: fs.glob(path, detail=True))
 
 
 def _normal(location: str) -> str:
@@ -187,7 +187,7 @@ def _from_manifest(spec: Spec, options) -> list[Entry]:
 
     with open_input(spec.text, options) as fh:
         lines = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
-    base = spec.parent
+    base = spec.folder.text
     locations = [locate(ln if is_url(ln) or os.path.isabs(ln) else _normal(join(base, ln)))
                  for ln in lines if ln and not ln.startswith("#")]
     if not locations:
@@ -230,13 +230,12 @@ def _remote(spec: Spec) -> list[Entry] | None:
     return [e for e in entries if not e.name.startswith(".")]
 
 
-def list_tree(spec: str) -> tuple[list[tuple[str, str, int | None, dict]], Spec]:
+def list_tree(spec: Spec) -> tuple[list[tuple[str, str, int | None, dict]], Spec]:
     """``(location, name relative to the listing's root, size, identity)`` of every file of
-    one file, a folder (recursively, hidden names left out), a glob or a brace list, and
-    ``spec`` as read (:class:`~capaudit.core.storage.urls.Spec`; its ``text``: a ``file://``
-    URL's path); the identity (ETag, size, modification time) is what the store reported
-    while listing (empty for a local file)."""
-    spec = parse_spec(spec)
+    one file, a folder (recursively, hidden names left out), a glob or a brace list (a spec
+    read by :func:`~capaudit.core.storage.urls.parse_spec`), and the spec; the identity
+    (ETag, size, modification time) is what the store reported while listing (empty for a
+    local file)."""
     if spec.path is None:      # a URL: object storage or a server
         entries = _remote(spec)
         if entries is None:

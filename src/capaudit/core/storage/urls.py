@@ -174,15 +174,15 @@ class Location:
         return Path(self.text[len("file://"):]) if self.protocol == "file" else None
 
     @property
-    def parent(self) -> str:
-        return parent_of(self.text)
+    def folder(self) -> Location:
+        return Location(parent_of(self.text), self.protocol)
 
     @property
     def name_prefix(self) -> str | None:
         """A glob's name up to its first wildcard, when its wildcards are all in its name
         (the prefix a store lists server-side); None: one is in a folder part, or ``**``."""
         last = self.name
-        if has_glob(self.parent) or "**" in last:
+        if self.folder.globbed or "**" in last:
             return None
         return last[:min(last.index(c) for c in "*?[" if c in last)]
 
