@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from capaudit.core.arrays import byte_lengths, from_numpy, strings, to_numpy
+from capaudit.core.arrays import byte_lengths, from_list, from_numpy, strings, to_numpy
 
 DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float32, np.float64,
           np.bool_]
@@ -94,3 +94,54 @@ print("PANDAS" if "pandas" in sys.modules else "NO-PANDAS")
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "NO-PANDAS"
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.int32(), pa.int64(), pa.float64()])
+def test_from_list_is_pa_array(typ):
+    rng = np.random.default_rng(5)
+    if typ == pa.string():
+        pool = ["", "é", "日本語", "a dog on a bench", "x" * 300, "\x00", "\u2028"]
+    elif typ == pa.float64():
+        pool = [0.0, -1.5, 1e300, float("nan"), float("inf"), 0.25]
+    else:
+        pool = [0, 1, -7, 2**31 - 1, -2**31] + ([2**62, -2**63] if typ == pa.int64() else [])
+    for n, nulls in [(0, 0), (1, 0), (1, 1), (9, 3), (130, 40), (64, 0)]:
+        values = [pool[i] for i in rng.integers(0, len(pool), n)]
+        for i in rng.choice(n, nulls, replace=False) if n else []:
+            values[i] = None
+        got, want = from_list(values, typ), pa.array(values, typ)
+        assert got.type == want.type and got.null_count == want.null_count
+        assert _shown(got) == _shown(want) == _shown(values)
+
+
+def _shown(values) -> list:
+    """Values with NaN as text (NaN != NaN)."""
+    values = values.to_pylist() if isinstance(values, pa.Array) else values
+    return ["nan" if isinstance(v, float) and v != v else v for v in values]
+
+
+def test_from_list_leaves_the_rest_to_pyarrow():
+    # other kinds, out of range, surrogates: pa.array's own conversion or its own error
+    assert from_list([1, 2.0], pa.float64()).equals(pa.array([1, 2.0], pa.float64()))
+    assert from_list([np.int64(3)], pa.int64()).equals(pa.array([3], pa.int64()))
+    for values, typ in (([2**31], pa.int32()), ([2**63], pa.int64()), (["\ud800"], pa.string()),
+                        ([1], pa.string()), ([True, None], pa.int64())):
+        with pytest.raises(Exception) as got:
+            from_list(values, typ)
+        with pytest.raises(type(got.value)):
+            pa.array(values, typ)
+
+
+def test_filter_log_table_imports_no_pandas():
+    # the filter's log rows go to Arrow through the buffers: no pandas in the process
+    code = ("import sys\nfrom capaudit.filters.stream import LOG_SCHEMA, LogColumns\n"
+            "cols = LogColumns()\n"
+            "for f in LOG_SCHEMA:\n"
+            "    cols.cols[f.name] += {'string': ['a', None], 'double': [0.5, None]}.get("
+            "str(f.type), [3, None])\n"
+            "t = cols.table('s', None, {'shard': ['x', 'y'], 'record': [1, 2], 'turn': [0, None]})"
+            "\nassert t.num_rows == 2 and t.column('turn').null_count == 1, t\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')))")
+    out = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out) == []

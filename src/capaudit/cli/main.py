@@ -59,8 +59,11 @@ def _register_all() -> None:
         module.register(app)
 
 
-_register_all()
-_fill_defaults(app)   # every option's default in --help (capaudit.cli.help_defaults)
+# a process that multiprocessing spawns (the evidence reader, a --workers worker) imports
+# this module again as ``__mp_main__`` only to run a task: it needs no commands (~0.2 CPU-s)
+if __name__ != "__mp_main__":
+    _register_all()
+    _fill_defaults(app)   # every option's default in --help (capaudit.cli.help_defaults)
 
 
 def _asked_app(argv: list[str]) -> typer.Typer:

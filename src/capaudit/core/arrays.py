@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["to_numpy", "from_numpy", "strings", "byte_lengths"]
+__all__ = ["to_numpy", "from_numpy", "strings", "from_list", "byte_lengths"]
 
 
 def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -60,6 +60,43 @@ def strings(values: list[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(data),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
                                  null_count=0)
+
+
+_INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+_LIST_TYPES = {"string": (str, None), "int32": (int, np.int32), "int64": (int, np.int64),
+               "double": (float, np.float64)}
+
+
+def from_list(values: list, typ: pa.DataType) -> pa.Array:
+    """A list of ``str``, ``int`` or ``float`` values of one kind and ``None`` (null) as an
+    Arrow ``string``, ``int32``/``int64`` or ``double`` array, the array
+    ``pa.array(values, typ)`` gives. Anything else (another type or value, an int out of
+    range, text that is no UTF-8, over 2 GiB of text) is left to ``pa.array`` itself, which
+    converts it or raises as it always did."""
+    kind, dtype = _LIST_TYPES.get(str(typ), (None, None))
+    if kind is None or not {type(v) for v in values} <= {kind, type(None)}:
+        return pa.array(values, typ)
+    valid = [v is not None for v in values]
+    n, nulls = len(values), len(values) - sum(valid)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    if kind is str:
+        try:
+            data = [b"" if v is None else v.encode("utf-8") for v in values]
+        except UnicodeEncodeError:
+            return pa.array(values, typ)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        if offsets[-1] >= 2**31:
+            return pa.array(values, typ)
+        return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets.astype(np.int32)),
+                                              pa.py_buffer(b"".join(data))], null_count=nulls)
+    filled = [0 if v is None else v for v in values]
+    if kind is int:
+        low, high = _INT_RANGE[str(typ)]
+        if filled and not (low <= min(filled) and max(filled) <= high):
+            return pa.array(values, typ)
+    data = np.array(filled, dtype) if n else np.zeros(0, dtype)
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(data)], null_count=nulls)
 
 
 def byte_lengths(arr: pa.Array) -> np.ndarray:

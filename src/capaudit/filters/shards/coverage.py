@@ -49,9 +49,9 @@ def read_shard(task: dict, visit) -> str | None:
 
 def _count(task: dict) -> tuple[dict, str | None]:
     """Read the shard once: its images, those the evidence covers, its sha256."""
-    from capaudit.filters.shards.task import foreign_namespace, worker_evidence
+    from capaudit.filters.shards.task import worker_evidence
     from capaudit.filters.stream import DistinctIds
-    from capaudit.io.imageids import infer_namespace
+    from capaudit.io.imageids import compatible, infer_namespace
 
     evidence = worker_evidence(task["evidence"])
     ann_ns = task["evidence"].get("namespace")
@@ -67,7 +67,7 @@ def _count(task: dict) -> tuple[dict, str | None]:
                     else infer_namespace(p.image_key)
                 namespaces.add(ns)
                 ids.add(p.image_id)
-                if foreign_namespace(p.image_key, ann_ns):
+                if not compatible(ns, ann_ns):   # task.foreign_namespace, ns read once
                     n["hidden"] += 1
                 elif p.image_id in evidence:
                     covered.add(p.image_id)

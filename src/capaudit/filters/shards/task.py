@@ -128,6 +128,7 @@ def _filter(task: dict, fp: dict) -> dict:
 
     filt = worker_filter(task)
     shard_step(task["filter"]).begin(filt)       # the shard's own counts
+    _freeze_once()
     # claimed before anything is written: a killed run's output is known as ours on resume
     files.write_json(task["claim"], {"out": task["out_path"], "log": task["log_path"]})
     summary, changelog = FilterSummary(filt.name), ChangeLog(None)
@@ -158,6 +159,22 @@ def _filter(task: dict, fp: dict) -> dict:
             "output": {"name": task["rel"], "bytes": out.size, "sha256": out.sha.hexdigest()},
             "log": {"name": task["log_rel"], "bytes": log_fh.size,
                     "sha256": log_fh.sha.hexdigest()}}
+
+
+def _freeze_once() -> None:
+    """Once per process of capaudit's own (the command line and its workers, as
+    :func:`capaudit.core.lean_import.enabled` tells; not a library caller's), the filter, its
+    evidence and models set up: what exists now lives until the process ends, so the cyclic
+    collector stops walking it (its collections walked the parser's objects again and again:
+    GC 0.24 -> 0.14 CPU-s of a 10,980-caption run). Reference counting frees as before;
+    only cycles already unreachable now are never collected, once."""
+    from capaudit.core.lean_import import enabled
+
+    if "frozen" not in _WORKER and enabled():
+        import gc
+
+        gc.freeze()
+        _WORKER["frozen"] = True
 
 
 class ShardLog:
