@@ -112,3 +112,18 @@ def test_spans_move_offset_by_offset_between_captions_that_differ_in_white_space
     assert offset_map("a b", "  a  b  ") == [2, 3, 5, 6]
     assert offset_map("ab", "a b") is None and offset_map("a b", "ab") is None
     assert offset_map("a cat", "a dog") is None
+
+
+def test_sets_show_of_the_shard_run_shows_its_validation(runs, tmp_path, capsys):
+    """A sharded run has no set, yet ``sets show DST`` shows the run and its validation as it
+    shows a set's: the labels, status and n's (caption level: 171 labelled, as validated)."""
+    res = _validate(runs, runs["labels"], runs["dst"], tmp_path / "v.json")
+    capsys.readouterr()
+    assert main(["sets", "show", runs["dst"], "--db", runs["db"]]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "output of filter run --shards" in out and "hallucination" in out
+    assert "validated against human labels `faithscore_annotation.jsonl`" in out
+    assert f"status {res['status']}" in out and res["status"] == "ok"
+    n = res["caption"]["n"]
+    assert n == 171 and f"(n {n:,})" in out
+    assert f"{res['matching']['matched']:,} of {res['matching']['labelled_captions']:,}" in out

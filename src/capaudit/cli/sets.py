@@ -124,8 +124,11 @@ def set_summary(store, name: str, samples: int = 5) -> dict:
 @sets_app.command("show")
 def show(name: str, samples: int = typer.Option(5, help="Sample captions to print"),
          db: Path = DbOption):
-    """Rows, images, captions per image and sample captions of a set."""
+    """Rows, images, captions per image and sample captions of a set (the --out of a filter
+    run --shards run: the run and its validations)."""
     store = open_store(db, read_only=True, sandbox=True)
+    if store.find_set(name) is None and _show_sharded_run(store, name):
+        return
     s = set_summary(store, name, samples)
     info = s["info"]
     console.print(f"[bold]{esc(info.name)}[/] ({esc(info.format)}) from "
@@ -161,6 +164,26 @@ def show(name: str, samples: int = typer.Option(5, help="Sample captions to prin
     for key, cap in s["samples"]:
         table.add_row(key, cap)
     console.print(table)
+
+
+def _show_sharded_run(store, name: str) -> bool:
+    """``sets show DST`` of a ``filter run --shards ... --out DST`` run (no set: its output is
+    files): the run, and its validations (``filter validate --set DST``) with their n and
+    status, where a set's would be shown. False when ``name`` is no such run either."""
+    from capaudit.filters.logs import sharded_run
+    from capaudit.report.card_parts import validation_lines
+    from capaudit.store.validations import validations_of
+
+    info = sharded_run(store, name)
+    if info is None:
+        return False
+    console.print(f"[bold]{esc(info['set_name'])}[/]: output of filter run --shards "
+                  f"(filter {esc(info['filter'])} of {esc(str(info['parent']))}; logs "
+                  f"{esc(str(info['config'].get('log_dir')))}); not a set", markup=True)
+    lines = validation_lines(validations_of(store, info["set_name"]))
+    for line in lines or ["- not validated (capaudit filter validate LABELS --set DST)"]:
+        console.print(esc(line[2:]), markup=True)
+    return True
 
 
 @sets_app.command("remove")
