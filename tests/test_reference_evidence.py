@@ -196,6 +196,21 @@ def test_a_reference_column_travels_with_its_record_over_shards(tmp_path):
     shard = {r["image_id"]: r["caption"] for r in
              map(json.loads, (tmp_path / "out" / "a.jsonl").read_text().splitlines())}
     assert shard == KEPT
+    # a CSV shard of the same records: the column travels as the JSONL field does (a list
+    # as JSON text in the cell, a plain cell one text, an empty cell none)
+    import csv
+    (tmp_path / "c").mkdir()
+    with open(tmp_path / "c" / "a.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["image_id", "caption", "refs"])
+        w.writerow([1, CASE[0]["caption"], json.dumps(["a dog lying under a tree"])])
+        w.writerow([2, CASE[1]["caption"], ""])
+    assert run_cli("filter", "run", "--shards", tmp_path / "c", "--out", tmp_path / "c_out",
+                   "--filter", "hallucination", "--chair-gt", gt, "--reference-col", "refs",
+                   "--object-mode", "visual", "--db", tmp_path / "s5.duckdb") == 0
+    rows = list(csv.DictReader(open(tmp_path / "c_out" / "a.csv", newline="")))
+    assert {int(r["image_id"]): r["caption"] for r in rows} == KEPT
+    assert [r["refs"] for r in rows] == [json.dumps(["a dog lying under a tree"]), ""]
     # a column no record of the shard holds: the shard fails in one line, reported
     assert run_cli("filter", "run", "--shards", tmp_path / "in", "--out", tmp_path / "out2",
                    "--filter", "hallucination", "--chair-gt", gt, "--reference-col", "nope",
@@ -209,8 +224,9 @@ def test_a_reference_column_travels_with_its_record_over_shards(tmp_path):
 def test_reference_col_over_jsonl_and_parquet_shards_logs_as_the_set_run(shared, tmp_path):
     """40 real Oscar captions, each record with its image's COCO captions, judged with the
     real CHAIR ground truth and the column: the set run's log, sentence for sentence, from a
-    JSONL shard, a parquet shard (a list<string> column) and a webdataset tar (the field of
-    each sample's .json)."""
+    JSONL shard, a parquet shard (a list<string> column), a webdataset tar (the field of
+    each sample's .json) and a CSV shard (the list as JSON text in the cell)."""
+    import csv
     import io
     import tarfile
 
@@ -242,7 +258,12 @@ def test_reference_col_over_jsonl_and_parquet_shards_logs_as_the_set_run(shared,
                 info = tarfile.TarInfo(f"{i:06d}.{ext}")
                 info.size = len(data)
                 tf.addfile(info, io.BytesIO(data))
-    for kind in ("j", "p", "t"):
+    (tmp_path / "c").mkdir()   # CSV: the references as JSON text in the cell
+    with open(tmp_path / "c" / "a.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["image_id", "caption", "references"])
+        w.writerows([r["image_id"], r["caption"], json.dumps(r["references"])] for r in rows)
+    for kind in ("j", "p", "t", "c"):
         db = tmp_path / f"{kind}.duckdb"
         assert run_cli("filter", "run", "--shards", tmp_path / kind, "--out",
                        tmp_path / f"{kind}_out", "--filter", "hallucination", "--action", "flag",

@@ -77,7 +77,8 @@ OPTIONS: Mapping[str, Option] = {
                               "set; best with --object-mode visual (docs/filters.md)"),
     "reference_col": Option(str, "hallucination: the field of each record of the set's "
                                  "JSON/JSONL source holding its references (string or list); "
-                                 "--shards: of each shard record (JSON, tar .json, parquet)"),
+                                 "--shards: of each shard record (JSON, tar .json, parquet, "
+                                 "CSV: a list as JSON text in the cell)"),
     "similarity": Option(float, "hallucination: MiniLM cosine at which a reference's object "
                                 "supports a similar one (default 0.8; above 1: off)"),
     "judge": Option(str, "hallucination: ask an LLM/VLM judge (--judge-backend, --judge-url, "

@@ -5,7 +5,9 @@ Why here: a shard run has no stored set whose source the worker could re-read fo
 (the set run reads it once, :func:`capaudit.filters.reference_sources.references_from_column`);
 the references travel with their record, so the shard task takes them from each batch of
 records it filters: a JSON or JSONL record's field, a webdataset sample's ``.json`` field, a
-parquet row's column (a string or a list of strings). The batch's images get those texts (the
+parquet row's column (a string or a list of strings), a CSV/TSV record's column by its
+header name (a cell holds one text, or a list written as JSON text, ``["a dog", "a bus"]``,
+as label files write list fields in CSV cells). The batch's images get those texts (the
 texts of all the batch's records of an image, as the set run joins every record of an image),
 followed by the ``--references FILE`` texts when both are given (the set run's order); only
 the batch's are held, so memory stays bounded by the batch.
@@ -22,7 +24,11 @@ def record_value(rec, name: str):
     """Field ``name`` of a record as its shard's reader holds it (None when it has none): a
     JSON record (JSONL ``(line, value)``, JSON list ``(gap, text, value)``), a webdataset
     sample (``(members, meta, where)``: its JSON meta), a parquet row ``(batch, i)``."""
+    from capaudit.io.rewrite.text_lines import CsvRaw
+
     raw = rec.raw
+    if isinstance(raw, CsvRaw):
+        return _csv_cell(raw, name)
     if isinstance(raw, dict):
         return raw.get(name)
     if not isinstance(raw, tuple):
@@ -34,6 +40,24 @@ def record_value(rec, name: str):
     if hasattr(head, "schema") and name in head.schema.names:   # a parquet record batch
         return head.column(name)[raw[1]].as_py()
     return None
+
+
+def _csv_cell(raw, name: str):
+    """A CSV record's cell of column ``name`` (None without that column): a JSON list of
+    strings when the cell is one, else the cell's text (a single reference)."""
+    import json
+
+    if name not in raw.names or raw.names.index(name) >= len(raw.fields):
+        return None
+    cell = raw.fields[raw.names.index(name)]
+    if cell.lstrip().startswith("["):
+        try:
+            value = json.loads(cell)
+        except ValueError:
+            return cell
+        if isinstance(value, list) and all(isinstance(t, str) for t in value):
+            return value
+    return cell
 
 
 class BatchReferences:
@@ -79,5 +103,5 @@ class ReferenceColumn:
             raise InputError(f"reference column '{self.column}' {what} of the shard",
                              path=shard, fix="name the field that holds the references (a "
                              "string or a list of strings: a JSON/JSONL field, a tar sample's "
-                             ".json field or a parquet column) with --reference-col, or pass "
-                             "--references FILE")
+                             ".json field, a parquet or CSV column; in a CSV cell a list is JSON "
+                             "text) with --reference-col, or pass --references FILE")

@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter, own_changes
 
-__all__ = ["CsvRewriter", "FlickrTokenRewriter"]
+__all__ = ["CsvRaw", "CsvRewriter", "FlickrTokenRewriter"]
+
+
+class CsvRaw(NamedTuple):
+    """A CSV record as read: its raw text (copied back when untouched), its fields, and the
+    file's column names (the header's, or ``column0`` ... without one), so that another
+    column of the record (``--reference-col``) can be read by name."""
+    text: str
+    fields: list
+    names: list
 
 
 class CsvRewriter(Rewriter):
@@ -29,6 +38,7 @@ class CsvRewriter(Rewriter):
         self.delimiter, self.header = delimiter, header
         self.given = (caption_col, id_col, caption_candidates, id_candidates)
         self.cap = self.idc = None
+        self.names: list[str] = []
 
     def _lines(self, raw: list[str]) -> Iterator[str]:
         text = io.TextIOWrapper(self.src, encoding="utf-8", newline="")
@@ -38,6 +48,7 @@ class CsvRewriter(Rewriter):
 
     def _columns(self, names: list[str]) -> None:
         caption_col, id_col, caps, ids = self.given
+        self.names = names
         self.cap = _index(names, caption_col, caps, self.path, "caption", required=True)
         self.idc = _index(names, id_col, ids, self.path, "image id", required=False)
 
@@ -61,11 +72,11 @@ class CsvRewriter(Rewriter):
             key = fields[self.idc] if self.idc is not None and self.idc < len(fields) \
                 else str(index)
             places = [] if cap is None else [Place(None, cap, key, parse_image_id(key))]
-            yield Record(index, places, (text, fields), len(text))
+            yield Record(index, places, CsvRaw(text, fields, self.names), len(text))
             index += 1
 
     def write_record(self, rec: Record, changes: Changes) -> bool:
-        text, fields = rec.raw
+        text, fields = rec.raw[:2]
         mine = own_changes(rec, changes) if rec.index >= 0 else None
         if mine:
             new = mine[None]
