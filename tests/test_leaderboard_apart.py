@@ -59,6 +59,9 @@ def test_sets_of_two_datasets_each_on_its_own_images(shared, tmp_path, capsys):
     assert "| vocab ↑ | complexity | " in md and "26 [26, 26] n=100" in md
     assert "each set on its own images" in out and NOT_RANKED in out
     assert "N-avg" not in out and "rank" not in out.split(NOT_RANKED)[0]
+    # nothing averaged, so no "dropped from the average" notes (the ranked board has them)
+    assert "from the average" not in out and not any("average" in n for n in lb["notes"])
+    assert "from the average" not in md
     code, out, _ = _run(capsys, "query", "SELECT count(*) AS n FROM metrics WHERE grp LIKE "
                         "'leaderboard:%'", "--db", db)
     assert code == 0 and " 0 " in f" {out} "                     # no N-avg stored
@@ -72,8 +75,10 @@ def test_all_images_ranks_sets_of_one_dataset_neither(shared, tmp_path, capsys):
     assert code == 0 and lb["profiles"] == {}
     assert lb["meta"]["unranked"] == ("not ranked: different images (--all-images: each set "
                                       "on its own images, which need not be the others')")
-    (code, _, _), lb = _board(capsys, tmp_path, db, "nic", str(tmp_path / "nic.jsonl"))
+    (code, out, _), lb = _board(capsys, tmp_path, db, "nic", str(tmp_path / "nic.jsonl"))
     assert code == 0 and lb["profiles"] and lb["meta"]["unranked"] is None
+    # ranked, the averaging notes stay: chair_s was not asked for, so no N-avg uses it
+    assert "note: dropped from the average: " in out and "chair_s" in out
 
 
 @pytest.mark.browser

@@ -167,11 +167,20 @@ def build_leaderboard(sets: Sequence[SetEval], cat: Catalogue, annotations,
         r["left_out"] = {c: left_out.get(c, "no averaged metric") for c in r["left_out"]}
     notes += profile_notes(prof_out, names)
     return Leaderboard(names, columns, values, n_img, ci, groups, prof_out,
-                       list(dict.fromkeys(([unranked] if unranked else []) + notes)),
+                       _board_notes(notes, unranked),
                        {"n_boot": n_boot, "seed": seed, "union_images": int(len(union.images)),
                         "catalogue": cat.source, "criteria_order": list(CRITERIA_ORDER),
                         "min_n": min_n, "unranked": unranked}, status, why,
                        _cell_notes(sets, columns))
+
+
+def _board_notes(notes: list[str], unranked: str | None) -> list[str]:
+    """The notes, the reason first when nothing is ranked (``--all-images``); then nothing is
+    averaged, so which columns a ranking would drop from the average is beside the point."""
+    if unranked is None:
+        return list(dict.fromkeys(notes))
+    return list(dict.fromkeys([unranked] + [n for n in notes if "from the average" not in n
+                                            and not n.startswith("nothing ranked:")]))
 
 
 def _intervals(reps: np.ndarray, values: np.ndarray, ests: list[list]) -> np.ndarray:
