@@ -50,10 +50,11 @@ def similar_pairs(categories: list[str]):
     np.fill_diagonal(cos, 0.0)
     i, j = np.nonzero(cos >= FLOOR)
     out = i.astype(np.int32), j.astype(np.int32), cos[i, j].astype(np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, i=out[0], j=out[1], cos=out[2])
-    tmp.replace(path)   # whole or nothing: a reader never sees half a cache
+    from capaudit.core.safe_write import atomic_open
+
+    # whole or nothing, a temporary file per writer: workers filling a cold cache at once
+    with atomic_open(path, "wb", parents=True) as fh:
+        np.savez(fh, i=out[0], j=out[1], cos=out[2])
     return out
 
 
