@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
 from capaudit.cli.filter_summary import _print_summary
 from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
@@ -41,17 +42,14 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
                                    "filter: one file, a folder, a glob or a brace list "
                                    "(shard-{00000..00099}.tar) of webdataset tars, parquet or "
                                    "JSON/JSONL shards"),
-        executor: str = typer.Option("local", "--executor", help="--shards: local or ray"),
+        executor: str = opt.Executor,
         workers: int = typer.Option(1, "--workers", min=1, help="--shards: processes (Ray "
                                     "tasks) at most"),
-        address: str = typer.Option(None, "--address", help="--shards: Ray cluster (auto)"),
+        address: str = opt.RayAddress,
         work_dir: str = typer.Option(None, "--work-dir", help="--shards: markers, a path or "
                                      "URL (default STORE.work/DST.filter-work); a rerun "
                                      "resumes"),
-        skip_bad: bool = typer.Option(False, "--skip-bad-shards", help="--shards: report and "
-                                      "skip unreadable shards"),
-        keep_work: bool = typer.Option(False, "--keep-work", help="--shards: keep the work "
-                                       "folder after success"),
+        skip_bad: bool = opt.SkipBadShards, keep_work: bool = opt.KeepWork,
         fmt: str = typer.Option(None, "--format", help="--shards: the shards' format (default: "
                                 "by suffix, JSON sniffed as sets add does)"),
         caption_col: str = typer.Option(None, "--caption-col", help="--shards: caption field "
