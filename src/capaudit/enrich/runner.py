@@ -192,7 +192,7 @@ class EnrichStep(Step):
 
         out_dir = self.out_dir.make()
         clean_tmp(out_dir)
-        h = effective_hash(self.adapter, self.config)
+        h = self.key = effective_hash(self.adapter, self.config)
         todo, self.done = [], []
         for shard in list_shards(self.shards_dir)[:self.limit]:
             name = name_of(shard)
@@ -229,8 +229,7 @@ class EnrichStep(Step):
                 "outputs": sum(r["outputs"] for r in ran), "failures": failures,
                 "stats": dict(stats.__dict__), "seconds": elapsed,
                 "samples_per_s": n_samples / elapsed if elapsed > 0 else 0.0,
-                "config_hash": (tasks[0].cfg_hash if tasks else
-                                effective_hash(self.adapter, self.config))}
+                "config_hash": self.key}
 
 
 def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config: dict, *,

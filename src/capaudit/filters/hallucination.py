@@ -95,7 +95,7 @@ class HallucinationFilter(Filter):
         self.source = "given" if evidence_map is not None else None
         self._scans = ScanCache(o["object_mode"], bool(o["negation"]))
         self._notes = SentenceNotes(o["object_mode"], self._modifiers, self._non_visual)
-        self._counts: Counter = Counter()
+        self._counts, self._judge = Counter(), None   # the undecided judge: setup builds it
         self._images: set = set()
         self._covered: set = set()
         self._foreign: set = set()   # ids of rows of another namespace: never joined
@@ -258,7 +258,7 @@ class HallucinationFilter(Filter):
             with no_cyclic_gc():
                 self._prepare(batch)
                 results = [self.decide(doc, self.score(doc)) for doc in batch] \
-                    if getattr(self, "_judge", None) is None else self._judge.settle(self, batch)
+                    if self._judge is None else self._judge.settle(self, batch)
                 self._scans.new_batch()  # freed before the collector runs again
             yield from results
 
@@ -289,7 +289,7 @@ class HallucinationFilter(Filter):
                           **{k: self._counts[k] for k in
                              ("non_visual_mentions", "non_visual_sentences",
                               "modifier_mentions", "modifier_sentences")}},
-                **({"judge": self._judge.report} if getattr(self, "_judge", None) else {})}
+                **({"judge": self._judge.report} if self._judge else {})}
 
     def config(self) -> dict:
         cfg = super().config()
