@@ -91,7 +91,9 @@ def shard_log_files(info: dict) -> list[str]:
             if n[:-len(".log.parquet")] not in failed]
 
 
-def _batches(info: dict, columns: list[str] | None = None):
+def log_batches(info: dict, columns: list[str] | None = None):
+    """The record batches of a sharded run's logs, shard by shard (``filter validate`` reads
+    them too)."""
     import pyarrow.parquet as pq
 
     for path in shard_log_files(info):
@@ -105,7 +107,7 @@ def read_shard_log(info: dict, actions: tuple[str, ...] | None = ("flag", "revis
     from capaudit.filters.stream import SHARD_LOG_SCHEMA
 
     out, n = [], 0
-    for batch in _batches(info):
+    for batch in log_batches(info):
         keep = [a in actions for a in batch.column("action").to_pylist()] if actions \
             else [True] * batch.num_rows
         part = batch.filter(pa.array(keep))
@@ -126,7 +128,7 @@ def shard_log_counts(info: dict) -> dict:
 
     by: Counter = Counter()
     captions, kept_captions, last = 0, 0, None
-    for batch in _batches(info, ["shard", "row_idx", "new_row_idx", "action"]):
+    for batch in log_batches(info, ["shard", "row_idx", "new_row_idx", "action"]):
         by.update(batch.column("action").to_pylist())
         for shard, row, new in zip(batch.column("shard").to_pylist(),
                                    batch.column("row_idx").to_pylist(),
@@ -167,7 +169,7 @@ def shard_review_rows(info: dict, all_rows: bool):
                 "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                 "reasons": " | ".join(r[6] or "" for r in group if r[5] in ("flag", "revise")),
                 "decision": "", "edited_caption": text}
-    for batch in _batches(info, cols):
+    for batch in log_batches(info, cols):
         for row in zip(*(batch.column(c).to_pylist() for c in cols)):
             if group and (row[0], row[1]) != (group[0][0], group[0][1]):
                 rec = emit()

@@ -71,28 +71,27 @@ def load_shard_captions(info: dict, ids: set[str]) -> list[SetCaption]:
     with the labels' text exactly, or up to white space, and lays spans by text); its row is
     its place in the run's logs in shard order (``row_idx`` of the disagreement file).
     Shard logs carry image ids, not keys: labels are joined by id."""
-    import pyarrow.parquet as pq
-
     from capaudit.errors import InputError
-    from capaudit.filters.logs import shard_log_files
+    from capaudit.filters.logs import log_batches, shard_log_files
 
-    files = shard_log_files(info)
-    if not files:
+    if not shard_log_files(info):
         raise InputError(f"the filter run --shards ... --out {info['set_name']} has no shard "
                          "logs left", path=info["config"].get("log_dir"),
                          fix="run filter run --shards again (with --action flag)")
-    out: list[SetCaption] = []
+    keep: list[SetCaption] = []
     cols = ["shard", "row_idx", "image_id", "sentence_idx", "original", "action", "reason"]
-    last = None
-    for path in files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=8192, columns=cols):
-            for shard, row, iid, si, text, action, reason in zip(
-                    *(batch.column(c).to_pylist() for c in cols)):
-                if (shard, row) != last:
-                    last = (shard, row)
-                    out.append(SetCaption(len(out), iid, None, "", []))
-                out[-1].sentences.append((si, text or "", action, reason or ""))
-    keep = [c for c in out if c.image_id is not None and str(c.image_id) in ids]
+    last, n, current = None, -1, None   # n: the caption's place in the run's logs
+    for batch in log_batches(info, cols):
+        for shard, row, iid, si, text, action, reason in zip(
+                *(batch.column(c).to_pylist() for c in cols)):
+            if (shard, row) != last:     # a new caption: kept only when labels name its id
+                last, n = (shard, row), n + 1
+                current = None
+                if iid is not None and str(iid) in ids:
+                    current = SetCaption(n, iid, None, "", [])
+                    keep.append(current)
+            if current is not None:
+                current.sentences.append((si, text or "", action, reason or ""))
     for c in keep:
         c.caption = " ".join(s[1].strip() for s in c.sentences)
     return keep
