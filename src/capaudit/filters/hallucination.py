@@ -146,7 +146,7 @@ class HallucinationFilter(Filter):
             parser_available()  # fail now, naming the extra, not at the first hallucination
         from capaudit.filters.undecided_judge import undecided_judge
 
-        self._judge = undecided_judge(self.options)   # None: off (the default)
+        self._judge = self._judge.anew() if self._judge else undecided_judge(self.options)
         from capaudit.filters.stream import DistinctIds   # ~8 bytes per image, not a set's ~60
 
         self._counts, self._images, self._covered = Counter(), DistinctIds(), DistinctIds()

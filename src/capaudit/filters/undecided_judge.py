@@ -78,6 +78,16 @@ class UndecidedJudge:
                                                  "openai with a VLM server")
         self.counts: Counter = Counter()
 
+    def anew(self) -> "UndecidedJudge":
+        """The same judge with its counts, time and caps starting again (a sharded run's
+        next shard: its report is the shard's), its backend kept: a local model loads once
+        per worker, not once per shard."""
+        from capaudit.judge.config import JudgeStats
+
+        self.counts = Counter()
+        self.judge.stats, self.judge._t0 = JudgeStats(), None
+        return self
+
     def candidates(self, results, scored) -> list[tuple]:
         """``(caption, sentence)`` index pairs the evidence keeps and the scope asks about."""
         out = []
