@@ -94,8 +94,10 @@ def test_page_ranks_nothing(shared, tmp_path, capsys):
         said = page.eval_on_selector("#unranked", "e => e.hidden ? '' : e.textContent")
         hidden = page.eval_on_selector_all("#profilebar, #ranking, #method",
                                            "es => es.map(e => e.hidden)")
+        notes = page.eval_on_selector_all("#notes li", "ls => ls.map(l => l.textContent)")
     assert heads == ["set", "vocab ↑"]
     assert said.startswith(NOT_RANKED) and hidden == [True, True, True]
+    assert notes and not any(NOT_RANKED in n for n in notes)   # said once, in its box
     assert any("26" in c and "n=100" in c for c in cells)
 
 

@@ -291,7 +291,8 @@
     ["ranking", "method"].forEach(id => { document.getElementById(id).hidden = true; });
   }
   const notes = document.getElementById("notes");
-  (LB.notes.length ? LB.notes : ["every metric computed"]).forEach(n => notes.appendChild(el("li", n, "note")));
+  const listed = LB.notes.filter(n => n !== UNRANKED);  // not ranked: said in its own box above
+  (listed.length ? listed : ["every metric computed"]).forEach(n => notes.appendChild(el("li", n, "note")));
   sel.addEventListener("change", render);
   window.addEventListener("pageshow", render);  // a restored form (back button) re-ranks too
   renderGaps();
