@@ -61,8 +61,8 @@ def target_namespace(store, t) -> str | None:
     """A target's namespace: a stored set's, else what ``sets add`` would give the file
     (the reader's and the image keys' evidence, :func:`~capaudit.io.targets.target_images`,
     the rows the coverage guard counts); None: unassigned, ``mixed``: rows disagree."""
-    info = set_info(store, t)
-    if info is not None or t.source.startswith("set:"):
+    if t.source.startswith("set:"):
+        info = set_info(store, t)
         return info.namespace if info is not None else None
     from capaudit.io.imageids import set_namespace
     from capaudit.io.targets import target_images
