@@ -198,7 +198,7 @@ def _audit(tmp: Path, src: Path) -> str:
 
 
 def image_shards(tmp: Path) -> dict:
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
     from capaudit.io.ingest import add_caption_set
     from capaudit.store import Store
     from test_enrich_fixtures import make_captions, make_images

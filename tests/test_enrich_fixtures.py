@@ -38,7 +38,7 @@ def make_captions(path: Path, ids: list[int], per_image: int = 2) -> Path:
 def make_dataset(tmp: Path, n_images: int = 6, shard_size: int = 2, per_image: int = 2):
     """(db path, shards dir, ids): a store with set 'coco' and shards built from it."""
     from capaudit.io.ingest import add_caption_set
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
     from capaudit.store import Store
 
     ids = make_images(tmp / "images", n_images)

@@ -251,7 +251,7 @@ def _ids_of(db: Path, name: str) -> list[int]:
 
 def test_rebuilt_shards_are_redone_not_reported_done(tmp_path, cli):
     from capaudit.io.ingest import add_caption_set
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
 
     db, shards, ids = make_dataset(tmp_path, n_images=4, shard_size=2)
     work = tmp_path / "work"

@@ -294,7 +294,7 @@ def test_images_from_shards_reach_the_judge(coco50, tmp_path, capsys):
 
     import pyarrow as pa
 
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
 
     d, ids, caps, _ = coco50
     table = pa.table({"image_key": [None] * 5, "image_id": pa.array(ids[:5], pa.int64()),

@@ -71,7 +71,7 @@ def test_fusecap_enrichment_carries_ocr_lines(tmp_path):
     from capaudit.enrich.runner import run_enrich
     from capaudit.enrich.testing import FakeOpenAIServer
     from capaudit.io.ingest import add_caption_set
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
     from capaudit.store import Store
     from test_enrich_fixtures import base_config, make_captions, make_images
 

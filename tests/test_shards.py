@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from capaudit.errors import InputError
-from capaudit.io.image_shards import build_shards, list_shards, read_manifest, read_shard
+from capaudit.enrich.shards_build import build_shards
+from capaudit.io.image_shards import list_shards, read_manifest, read_shard
 from capaudit.io.markers import clean_tmp, config_hash, is_done, read_marker
 from test_enrich_fixtures import make_dataset, make_images
 

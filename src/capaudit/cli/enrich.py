@@ -1,7 +1,7 @@
 """CLI: ``shards build``, ``enrich ADAPTER`` and ``detect``.
 
 Thin wrappers: options are turned into a config (CLI > YAML > defaults), the
-plain functions in :mod:`capaudit.io.image_shards`, :mod:`capaudit.enrich.runner`
+plain functions in :mod:`capaudit.enrich.shards_build`, :mod:`capaudit.enrich.runner`
 and the detectors do the work, and this module only prints. The enrich
 summary always lists failed samples (also written to ``failures.jsonl``).
 """
@@ -25,19 +25,28 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                  captions: str = typer.Option(..., "--captions", help="registered caption set"),
                  out: Path = typer.Option(..., "--out", help="output folder for the shards"),
                  shard_size: int = typer.Option(1000, "--shard-size", min=1),
+                 executor: str = typer.Option("local", "--executor", help="local | ray"),
+                 workers: int = typer.Option(1, "--workers", min=1),
+                 address: Optional[str] = typer.Option(None, "--address", help="Ray address (auto)"),
                  db: Optional[Path] = DbOption):
     """Pair images with a caption set into webdataset tars + parquet indexes."""
-    from capaudit.io.image_shards import build_shards
+    from capaudit.enrich.shards_build import build_shards
+    from capaudit.executors import EXECUTORS
 
+    EXECUTORS.entry(executor)
     with open_store(db, read_only=True) as store:
         table = store.captions(captions, "row_idx, image_key, image_id, caption, namespace")
+    keep_on_interrupt(f"finished shards are kept in {out}; rerun the same command to resume")
     with progress() as bar:
         task = bar.add_task("shards", total=None)
         summary = build_shards(images, table, out, shard_size=shard_size, set_name=captions,
-                               on_shard=lambda name: bar.advance(task))
+                               executor=executor, workers=workers, address=address,
+                               on_start=lambda n, w: bar.update(task, total=n),
+                               on_shard=lambda s: bar.advance(task))
     console.print(f"{summary['samples']} images in {summary['shards']} shards at {out} "
                   f"({summary['written']} written, {summary['skipped_done']} already done); "
-                  f"{summary['unmatched_images']} images had no caption in '{captions}'")
+                  f"{summary['unmatched_images']} images had no caption in '{captions}'",
+                  markup=False)
 
 
 def _enrich_config(config: Optional[Path], cli: dict) -> dict:

@@ -9,6 +9,7 @@ listed), the parts merged; the executor closed whatever happens.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, Callable
 
 from capaudit.errors import InputError
@@ -28,7 +29,7 @@ def run_step(step: Step, opts: RunOptions) -> Any:
     try:
         for location, what, flag in step.shared:
             require_shared(ex, location, what=what, flag=flag)
-        with work_dir_lock(step.work_dir) as root:
+        with work_dir_lock(step.work_dir) if step.work_dir else nullcontext("") as root:
             tasks = step.plan(getattr(root, "location", None) or str(root), workers)
             if opts.on_start:
                 opts.on_start(len(tasks) * len(step.passes), workers)

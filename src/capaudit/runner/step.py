@@ -36,7 +36,7 @@ class RunOptions:
 class Step:
     """The protocol, with its defaults. ``sizes``: the shards' bytes (None: not known, one
     worker's worth); ``shared``: ``(location, what, flag)`` of each folder every node of a
-    cluster must reach; ``work_dir``: the folder this run holds alone."""
+    cluster must reach; ``work_dir``: the folder this run holds alone ("": none held)."""
 
     worker_mb: float | None = None   # None: the workers asked for (work not measured in bytes)
     sizes: Sequence[int | None] = ()

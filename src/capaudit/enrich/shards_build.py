@@ -1,0 +1,153 @@
+"""``shards build``: images paired with a caption set, written as webdataset shards (the
+unit of work of ``enrich`` and ``annotations detect``) by the runner (:mod:`capaudit.runner`).
+
+Why a step: each shard is a task (its tar, index and marker written whole by
+:func:`capaudit.io.image_shards.write_shard`) on local processes or Ray, bytes the same
+whatever the workers; a shard whose marker holds this configuration over the same images
+and captions is kept, so a killed build resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from capaudit.core.storage.paths import write_whole
+from capaudit.errors import InputError
+from capaudit.io.image_shards import Sample, write_shard
+from capaudit.io.imageids import parse_image_id
+from capaudit.io.layouts.tar import IMAGE_EXTS
+from capaudit.io.markers import clean_tmp, config_hash, matches, read_marker
+from capaudit.runner.step import Step
+
+__all__ = ["build_shards", "BuildStep", "build_shard"]
+
+
+@dataclass(frozen=True)
+class BuildTask:
+    out_dir: str
+    name: str            # shard-NNNNN.tar
+    cfg_hash: str
+    images: tuple        # (path, image id, captions, namespace) per image, in shard order
+    input: dict          # the images' and captions' identity, kept in the marker
+
+
+def build_shard(task: BuildTask) -> dict:
+    """Write one shard (its images read one at a time); a file that cannot be read or
+    written fails it in one line."""
+    samples = (Sample(key=f"{iid:012d}" if iid is not None else Path(p).stem, image_id=iid,
+                      image=Path(p).read_bytes(), image_ext=Path(p).suffix.lower().lstrip("."),
+                      captions=list(caps),
+                      meta={"file_name": Path(p).name, **({"namespace": ns} if ns else {})})
+               for p, iid, caps, ns in task.images)
+    try:
+        counts = write_shard(Path(task.out_dir), task.name, samples, task.cfg_hash,
+                             {"input": task.input})
+    except OSError as exc:
+        return {"shard": task.name, "status": "failed", "error": str(InputError(
+            f"cannot read or write this file ({exc.strerror or exc})", path=exc.filename,
+            fix="an image must be readable and --out writable"))}
+    return {"shard": task.name, "status": "done", **counts}
+
+
+def _identity(chunk: list) -> dict:
+    """What a marker records of its shard's input: a hash of the images' names, sizes and
+    modification times with their captions and namespaces, and their bytes in all (none for
+    an image gone: the shard is redone, and its task names the image)."""
+    try:
+        stats = [Path(p).stat() for p, *_ in chunk]
+    except OSError:
+        return {}
+    text = json.dumps([[Path(p).name, st.st_size, st.st_mtime_ns, caps, ns]
+                       for (p, _, caps, ns), st in zip(chunk, stats)])
+    return {"checksum": hashlib.sha256(text.encode()).hexdigest(),
+            "size": sum(st.st_size for st in stats)}
+
+
+class BuildStep(Step):
+    """A task per shard not yet done (:func:`build_shard`); the merge writes the manifest.
+    No work folder held: a lock file would be one more file in the user's shard folder."""
+
+    passes = (build_shard,)
+
+    def __init__(self, images_dir: Path, captions: pa.Table, out_dir: Path, shard_size: int,
+                 set_name: str):
+        if not images_dir.is_dir():
+            raise InputError("not a folder of images", path=images_dir, fix="pass --images DIR")
+        if shard_size < 1:
+            raise InputError("--shard-size must be at least 1")
+        self.paired, self.unmatched = _pair(images_dir, captions, set_name)
+        self.out_dir, self.shard_size, self.set_name = out_dir, shard_size, set_name
+        self.key = config_hash({"set": set_name, "shard_size": shard_size,
+                                "files": [Path(p).name for p, *_ in self.paired]})
+        self.shared = ((str(images_dir), "image folder", "--images"),
+                       (str(out_dir), "shard folder", "--out"))
+
+    def plan(self, root: str, workers: int) -> list[BuildTask]:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        clean_tmp(self.out_dir)
+        self.names, todo = [], []
+        for start in range(0, len(self.paired), self.shard_size):
+            chunk = self.paired[start:start + self.shard_size]
+            name = f"shard-{start // self.shard_size:05d}.tar"
+            self.names.append(name)
+            fp = _identity(chunk)
+            if not (matches(read_marker(self.out_dir, name), self.key, fp)
+                    and (self.out_dir / name).is_file()):
+                todo.append(BuildTask(str(self.out_dir), name, self.key, tuple(chunk), fp))
+        return todo
+
+    def merge(self, tasks: list[BuildTask], results: list[dict[int, dict]]) -> dict:
+        summary = {"shards": len(self.names), "written": len(tasks),
+                   "skipped_done": len(self.names) - len(tasks), "samples": len(self.paired),
+                   "unmatched_images": self.unmatched, "config_hash": self.key}
+        write_whole(self.out_dir / "manifest.json", json.dumps(
+            {"captions_set": self.set_name, "shard_size": self.shard_size, **summary},
+            sort_keys=True, indent=1).encode())
+        return summary
+
+
+def _pair(images_dir: Path, captions: pa.Table, set_name: str) -> tuple[list, int]:
+    """Each image with captions as (path, image id, captions, the set's namespace: read back,
+    the ids keep their dataset), found by the id in its name, else its name or stem as a
+    caption key; and how many images had none."""
+    found: dict = {}   # image id (int) or key (str) -> (captions, the first one's namespace)
+    spaces = captions.column("namespace").to_pylist() if "namespace" in \
+        captions.column_names else [None] * captions.num_rows
+    for key, iid, cap, ns in zip(captions.column("image_key").to_pylist(),
+                                 captions.column("image_id").to_pylist(),
+                                 captions.column("caption").to_pylist(), spaces):
+        for k in (str(key),) if iid is None else (int(iid), str(key)):
+            found.setdefault(k, ([], ns))[0].append(cap)
+    files = sorted(p for p in images_dir.iterdir()
+                   if p.is_file() and p.suffix.lower().lstrip(".") in IMAGE_EXTS)
+    if not files:
+        raise InputError("no images (.jpg/.png/...) in this folder", path=images_dir)
+    paired = []
+    for p in files:
+        iid = parse_image_id(p.name)
+        caps, ns = next((found[k] for k in (iid, p.name, p.stem) if k in found), (None, None))
+        if caps:
+            paired.append((str(p), iid, tuple(caps), ns))
+    if not paired:
+        raise InputError(f"no image in this folder matches a caption of set '{set_name}'",
+                         path=images_dir, fix="name images by COCO file name or caption key")
+    return paired, len(files) - len(paired)
+
+
+def build_shards(images_dir: str | Path, captions: pa.Table, out_dir: str | Path, *,
+                 shard_size: int = 1000, set_name: str = "", executor: str = "local",
+                 workers: int = 1, address: str | None = None, on_shard=None,
+                 on_start=None) -> dict:
+    """Pair images (named by COCO file name or key) with captions and write the shards not
+    yet done; returns the summary (images without a caption are counted, never silent)."""
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
+
+    step = BuildStep(Path(images_dir), captions, Path(out_dir), shard_size, set_name)
+    return run_step(step, RunOptions(executor, workers, address, on_shard=on_shard,
+                                     on_start=on_start))
