@@ -12,7 +12,7 @@ import pytest
 from capaudit.errors import InputError
 from capaudit.enrich.shards_build import build_shards
 from capaudit.io.image_shards import list_shards, read_manifest, read_shard
-from capaudit.io.markers import clean_tmp, config_hash, is_done, read_marker
+from capaudit.io.markers import clean_tmp, config_hash, matches, read_marker
 from test_enrich_fixtures import make_dataset, make_images
 
 
@@ -88,7 +88,9 @@ def test_config_hash_is_order_independent_and_markers_check_it(tmp_path):
     assert config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
     from capaudit.io.markers import write_marker
 
-    write_marker(tmp_path, "s.tar", "h1", {"samples": 3})
-    assert is_done(tmp_path, "s.tar", "h1") and not is_done(tmp_path, "s.tar", "h2")
+    write_marker(tmp_path, "s.tar", "h1", {"samples": 3, "input": {"sha256": "ab"}})
+    marker = read_marker(tmp_path, "s.tar")
+    assert matches(marker, "h1", {"sha256": "ab"}) and not matches(marker, "h2", {"sha256": "ab"})
+    assert not matches(marker, "h1", {"sha256": "cd"}) and not matches(marker, "h1", {})
     (tmp_path / "x.tmp-9").write_text("")
     assert clean_tmp(tmp_path) == 1

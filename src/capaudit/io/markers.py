@@ -27,7 +27,7 @@ from capaudit.core.storage.urls import local_path, name_of, shown_url
 from capaudit.errors import InputError
 
 __all__ = ["MARKER_SUFFIX", "config_hash", "marker_path", "marker_name",
-           "write_marker", "read_marker", "is_done", "input_fingerprint", "same_input", "matches",
+           "write_marker", "read_marker", "input_fingerprint", "same_input", "matches",
            "clean_tmp", "as_folder"]
 
 MARKER_SUFFIX = ".done.json"
@@ -93,11 +93,6 @@ def read_marker(out_dir, shard_name: str) -> dict | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None  # a torn marker cannot happen with atomic writes; treat as missing
     return marker if isinstance(marker, dict) else None
-
-
-def is_done(out_dir, shard_name: str, cfg_hash: str) -> bool:
-    marker = read_marker(out_dir, shard_name)
-    return bool(marker and marker.get("config_hash") == cfg_hash)
 
 
 def input_fingerprint(location, previous: Mapping | None = None, *,
