@@ -134,11 +134,7 @@ def cluster(monkeypatch):
     """``--executor cluster``: :class:`_Cluster`, its starts counted."""
     import capaudit.executors as executors
 
-    class Registry:
-        get = staticmethod(lambda name: _Cluster)
-
     monkeypatch.setattr(_Cluster, "starts", 0)
-    monkeypatch.setattr(executors, "EXECUTORS", Registry())
     monkeypatch.setattr(executors, "get_executor", lambda name, workers, **kw: _Cluster(workers))
     return RunOptions(executor="cluster")
 

@@ -4,9 +4,10 @@ Every step in one order: the workers counted (:func:`.step.worker_budget`), the 
 held (one run at a time), the tasks planned, each pass run (a failed shard stops the run
 with one line unless ``skip_bad`` and the failure is not fatal: it is then left out and
 listed), the parts merged. The executor is started when a pass first has work (a run that
-resumes with nothing left starts no Ray), and the folders every node must reach are checked
-as it starts; where the check can refuse (a local folder on an executor of nodes), it is
-started first, before anything is written. It is closed whatever happens.
+resumes with nothing left over URL folders starts no Ray) and the folders every node must
+reach are checked as it starts; with a local folder, which only a started cluster can say
+its nodes share or not, it is started first, before anything is written. It is closed
+whatever happens.
 """
 
 from __future__ import annotations
@@ -25,21 +26,21 @@ def run_step(step: Step, opts: RunOptions) -> Any:
     (a later pass may run fewer jobs than there are tasks: the audit's replicate sums)."""
     from capaudit.core.storage.urls import is_url
     from capaudit.core.storage.work_folder import work_dir_lock
-    from capaudit.executors import EXECUTORS, get_executor
+    from capaudit.executors import get_executor
     from capaudit.executors.base import require_shared
 
     workers, started = worker_budget(opts.executor, opts.workers, step.sizes, step.worker_mb), []
 
     def executor():
+        """Started at its first use, the folders every node must reach checked at once."""
         if not started:
             started.append(get_executor(opts.executor, workers=workers, address=opts.address))
             for location, what, flag in step.shared:
                 require_shared(started[0], location, what=what, flag=flag)
         return started[0]
     try:
-        if hasattr(EXECUTORS.get(opts.executor), "nodes") and not all(
-                is_url(location) for location, _, _ in step.shared):
-            executor()       # only the cluster knows its nodes: asked before any write
+        if not all(is_url(location) for location, _, _ in step.shared):
+            executor()    # a local folder, refused on a cluster of nodes: before any write
         with work_dir_lock(step.work_dir) as root:
             tasks = step.plan(getattr(root, "location", None) or str(root), workers)
             results: list[dict[int, dict]] = []
