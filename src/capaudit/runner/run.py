@@ -21,9 +21,7 @@ __all__ = ["run_step", "run_pass", "shard_failed"]
 
 
 def run_step(step: Step, opts: RunOptions) -> Any:
-    """Plan, run every pass and merge ``step``; returns what its ``merge`` returns.
-    ``opts.on_start(jobs, workers)`` is told the jobs planned so far as each pass is planned
-    (a later pass may run fewer jobs than there are tasks: the audit's replicate sums)."""
+    """Plan, run every pass and merge ``step``; returns what its ``merge`` returns."""
     from capaudit.core.storage.urls import is_url
     from capaudit.core.storage.work_folder import work_dir_lock
     from capaudit.executors import get_executor
@@ -43,8 +41,7 @@ def run_step(step: Step, opts: RunOptions) -> Any:
             executor()    # a local folder, refused on a cluster of nodes: before any write
         with work_dir_lock(step.work_dir) as root:
             tasks = step.plan(getattr(root, "location", None) or str(root), workers)
-            results: list[dict[int, dict]] = []
-            jobs = 0
+            results, jobs = [], 0     # a later pass may run fewer jobs (the audit's sums)
             for fn in step.passes:   # local workers started once, for every pass
                 todo = step.between(tasks, results) if results else tasks
                 jobs += len(todo)
