@@ -80,7 +80,8 @@ def write_states(work: Path, shared: Path, n_images: int, n_shards: int, n_boot:
 
 
 def child(work: Path, mode: str, n_boot: int) -> None:
-    from capaudit.audit.shards.merge import merge_shards
+    from capaudit.audit.shards.merge import merge_shards, sums_jobs
+    from capaudit.audit.shards.sums import shard_sums, sums_plan
     from capaudit.audit.shards.task import ShardTask
     from capaudit.io.annotation_files import Annotations
     from capaudit.io.markers import read_marker
@@ -91,7 +92,12 @@ def child(work: Path, mode: str, n_boot: int) -> None:
     tasks = [ShardTask(str(work / n), i, str(work), cfg, "bench", ann) for i, n in enumerate(names)]
     parts = [read_marker(work, n)["coverage"] for n in names]
     t0 = time.perf_counter()
-    res = merge_shards(tasks, parts, cfg, ann, per_image=mode == "per-image")
+    if mode == "per-image":
+        res = merge_shards(tasks, cfg, ann)
+    else:     # the replicate sums in this process (a run's second pass, on 1 worker)
+        plan, why = sums_plan(cfg, parts)
+        sums = [shard_sums(job) for job in sums_jobs(tasks, plan, cfg)] if plan else []
+        res = merge_shards(tasks, cfg, ann, plan, sums, why)
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"mode": res.meta["merge"], "shards": len(tasks),

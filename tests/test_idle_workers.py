@@ -38,6 +38,14 @@ def test_records_use_no_more_processes_than_idle_cores(monkeypatch):
     assert busy.m_cat.size > 2 * records.CHUNK  # the captions did mention objects
 
 
+def _local_workers(executor: str, workers: int, shards: list) -> int:
+    """Local workers worth starting for an audit of these shards."""
+    from capaudit.audit.shards.run import AuditStep
+    from capaudit.runner.step import shard_bytes, worker_budget
+
+    return worker_budget(executor, workers, shard_bytes(shards), AuditStep.worker_mb)
+
+
 def test_sharded_audit_starts_workers_only_for_idle_cores_and_enough_input(monkeypatch, tmp_path,
                                                                           shared):
     """#24: 810k captions in 8 parquet shards (33 MB) on 2 workers cost 1.67x the CPU of one;
@@ -60,14 +68,14 @@ def test_sharded_audit_starts_workers_only_for_idle_cores_and_enough_input(monke
     shards = sorted(folder.iterdir())
     size = sum(p.stat().st_size for p in shards)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))   # idle machine
-    assert shards_run._local_workers("local", 2, shards) == 1           # a few KB of shards
+    assert _local_workers("local", 2, shards) == 1           # a few KB of shards
     monkeypatch.setenv("CAPAUDIT_WORKER_MB", str(size / 2 ** 20 / 2.5))  # 2.5 workers' worth
-    assert shards_run._local_workers("local", 8, shards) == min(2, cores)
-    assert shards_run._local_workers("ray", 8, shards) == 8              # a cluster's own cores
+    assert _local_workers("local", 8, shards) == min(2, cores)
+    assert _local_workers("ray", 8, shards) == 8              # a cluster's own cores
     monkeypatch.setattr(os, "getloadavg", lambda: (float(cores), 0.0, 0.0))  # every core busy
-    assert shards_run._local_workers("local", 8, shards) == 1
+    assert _local_workers("local", 8, shards) == 1
     monkeypatch.setenv("CAPAUDIT_WORKER_MB", "0")                        # the pool's tests
-    assert shards_run._local_workers("local", 8, shards) == 8
+    assert _local_workers("local", 8, shards) == 8
     monkeypatch.setenv("CAPAUDIT_WORKER_MB", "64")
     cfg = {**DEFAULTS, "metrics": ["length", "vocab"], "n_boot": 20, "workers": 2}
     res, _ = shards_run.run_sharded(str(folder), cfg, _no_annotations(), tmp_path / "work",

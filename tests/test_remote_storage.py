@@ -376,7 +376,7 @@ def test_an_audit_of_a_caption_file_and_annotations_on_s3(shared, tmp_path, s3, 
     assert src == inst and ns == "coco2014"   # named by its URL, namespace from its name
 
 
-def test_enrich_reads_shards_on_s3_and_keeps_its_work_there(tmp_path, s3):
+def test_enrich_reads_shards_on_s3_and_keeps_its_work_there(tmp_path, s3, monkeypatch):
     """The same outputs, byte for byte, as from local shards into a local work folder; a
     rerun finds every shard done by its ETag; the manifest names the parent set."""
     from capaudit.enrich.runner import run_enrich
@@ -393,9 +393,15 @@ def test_enrich_reads_shards_on_s3_and_keeps_its_work_there(tmp_path, s3):
     outs = sorted(k for k in s3.keys("enrich") if k.endswith(".jsonl"))
     assert [name_of(k) for k in outs] == sorted(p.name for p in (tmp_path / "w").glob("*.jsonl"))
     assert all(s3.cat(k) == (tmp_path / "w" / name_of(k)).read_bytes() for k in outs)
+    import capaudit.executors as executors
+
+    starts, start = [], executors.get_executor
+    monkeypatch.setattr(executors, "get_executor", lambda *a, **kw: starts.append(a) or start(
+        *a, **kw))
     again = run_enrich(s3.url("shards/shard-{00000..00002}.tar"), s3.url("enrich"),
                        "capsfusion", cfg)
     assert again["shards_run"] == 0 and again["shards_skipped"] == 3
+    assert starts == [] and again["table"].equals(remote["table"])   # nothing left: no executor
     assert read_manifest(s3.url("shards/"))["captions_set"] == "coco"
 
 

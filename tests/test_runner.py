@@ -4,6 +4,7 @@ and a step's plan, passes, failure rule and merge, on a step written here (in pr
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -71,7 +72,8 @@ def test_a_step_is_planned_in_its_held_work_folder_run_pass_by_pass_and_merged(t
     got = run_step(step, RunOptions(on_shard=seen.append,
                                     on_start=lambda n, w: started.append((n, w))))
     assert got == [3, 5, 7]                        # 2v + 1, in shard order
-    assert started == [(6, 1)] and len(seen) == 6  # 3 shards x 2 passes, 1 worker
+    assert started == [(3, 1), (6, 1)] and len(seen) == 6  # the jobs planned as each pass is
+    #                                                     planned: 3, then 3 more; 1 worker
     assert step.planned_in == str((tmp_path / "work").resolve())
 
 
@@ -79,5 +81,80 @@ def test_a_failed_shard_stops_the_run_in_one_line_unless_skipped(tmp_path):
     with pytest.raises(InputError, match=r"shard s1 failed: a negative value.*make it "
                                          r"positive; or pass --skip-bad-shards"):
         run_step(_Toy([1, -2, 3], tmp_path / "w1"), RunOptions())
-    got = run_step(_Toy([1, -2, 3], tmp_path / "w2"), RunOptions(skip_bad=True))
+    started = []
+    got = run_step(_Toy([1, -2, 3], tmp_path / "w2"), RunOptions(
+        skip_bad=True, on_start=lambda n, w: started.append(n)))
     assert got == [3, 7]                           # s1 left out of the second pass
+    assert started == [3, 5]                       # which has 2 jobs, not 3
+
+
+def write_tripled(task: dict) -> dict:
+    Path(task["root"], task["name"]).write_text(str(3 * task["value"]))
+    return {"shard": task["name"], "status": "done"}
+
+
+class _Resumable(Step):
+    """One pass; a shard whose output is in the work folder is done: not planned again."""
+
+    passes = (write_tripled,)
+
+    def __init__(self, values: list[int], work, shared=()):
+        self.values, self.work_dir, self.shared = values, work, shared
+
+    def plan(self, root: str, workers: int) -> list[dict]:
+        self.root = Path(root)
+        return [{"name": f"s{i}", "value": v, "root": root} for i, v in enumerate(self.values)
+                if not (self.root / f"s{i}").exists()]
+
+    def merge(self, tasks, results):
+        return [(self.root / f"s{i}").read_text() for i in range(len(self.values))]
+
+
+class _Cluster:
+    """An executor of two nodes sharing no disk (as Ray reports them), run in process."""
+
+    starts = 0
+
+    def __init__(self, workers: int = 1, **_):
+        type(self).starts += 1
+
+    def nodes(self) -> int:
+        return 2
+
+    def map_unordered(self, fn, tasks):
+        for task in tasks:
+            yield task, fn(task)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture()
+def cluster(monkeypatch):
+    """``--executor cluster``: :class:`_Cluster`, its starts counted."""
+    import capaudit.executors as executors
+
+    monkeypatch.setattr(_Cluster, "starts", 0)
+    monkeypatch.setattr(executors, "get_executor", lambda name, workers, **kw: _Cluster(workers))
+    return RunOptions(executor="cluster")
+
+
+def test_a_run_with_nothing_left_starts_no_executor(tmp_path, cluster):
+    """Resumed with every shard done, a run plans, finds nothing to do and merges what the
+    first run wrote without starting the executor; its folders are URLs, which the
+    cluster's nodes reach whatever their number."""
+    shared = (("s3://bucket/w", "work folder", "--work-dir"),)
+    first = run_step(_Resumable([1, 2], tmp_path / "w", shared), cluster)
+    assert _Cluster.starts == 1
+    again = run_step(_Resumable([1, 2], tmp_path / "w", shared), cluster)
+    assert again == first == ["3", "6"] and _Cluster.starts == 1
+
+
+def test_a_local_folder_on_several_nodes_is_refused_before_anything_is_written(tmp_path,
+                                                                               cluster):
+    """Only a started cluster can say how many nodes it has, so with a local folder it is
+    started first: the refusal comes before the work folder is made."""
+    shared = ((str(tmp_path / "w"), "work folder", "--work-dir"),)
+    with pytest.raises(InputError, match="2 nodes"):
+        run_step(_Resumable([1], tmp_path / "w", shared), cluster)
+    assert _Cluster.starts == 1 and not (tmp_path / "w").exists()

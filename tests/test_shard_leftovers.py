@@ -171,6 +171,17 @@ def _cfg(**kw) -> dict:
             **kw}
 
 
+def _barred(folder: Path, cfg: dict, ann, work: Path):
+    """The audit and its progress bar's ``(completed, total)`` at the end."""
+    from capaudit.cli.common import ShardProgress
+
+    with ShardProgress("auditing shards", "n_captions") as bar:
+        res, _ = sharded.run_sharded(str(folder), cfg, ann, work, on_start=bar.start,
+                                     on_shard=bar.shard)
+    task = bar.bar.tasks[0]
+    return res, (task.completed, task.total)
+
+
 def test_replicate_sums_per_shard_equal_the_per_image_merge(shared, tmp_path, monkeypatch):
     """Sorted ids (no image in two shards) and captions without an id: the shards' replicate
     sums give the per-image path's values up to the order of floating-point additions."""
@@ -180,11 +191,12 @@ def test_replicate_sums_per_shard_equal_the_per_image_merge(shared, tmp_path, mo
     ann = _annotations(shared)
     cfg = _cfg(metrics=["vocab", "length", "recall", "gender_error", "recall_disparity",
                         "chair_s", "chair_i"], corrected=True, min_images=3)
-    fast, _ = sharded.run_sharded(str(folder), cfg, ann, tmp_path / "w")
+    fast, bars = _barred(folder, cfg, ann, tmp_path / "w")
     monkeypatch.setattr(shard_sums, "sums_plan", lambda cfg, parts: (None, "per-image"))
-    slow, _ = sharded.run_sharded(str(folder), cfg, ann, tmp_path / "w")
+    slow, bars_slow = _barred(folder, cfg, ann, tmp_path / "w")
     assert fast.meta["merge"] == "replicate sums per shard"
     assert slow.meta["merge"] == "per-image"
+    assert bars == (8, 8) and bars_slow == (4, 4)   # no sums pass: the bar's total is 4 jobs
     assert list(fast.results) == list(slow.results) and "recall_corrected" in fast.results
     assert fast.results["recall_disparity"].extra["m"] > 3   # categories chosen on all shards
     for name, a in fast.results.items():

@@ -115,7 +115,11 @@ class ShardProgress:
         return self.bar.__exit__(*exc)
 
     def start(self, n: int, workers: int) -> None:
-        self.task = self.bar.add_task(f"{self.label} ({workers} worker(s))", total=n)
+        """``n``: the jobs planned so far; told again as each pass is planned."""
+        if self.task is None:
+            self.task = self.bar.add_task(f"{self.label} ({workers} worker(s))", total=n)
+        else:
+            self.bar.update(self.task, total=n)
 
     def shard(self, summary: dict) -> None:
         self.caps += summary.get(self.count) or 0

@@ -28,7 +28,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
     store = open_store(db, create=True)
     t0 = time.perf_counter()
     with ShardProgress("filtering shards", "captions_in") as bar:
-        summary, shards_done, cov = run_sharded_filter(
+        summary, cov, shown_shards = run_sharded_filter(
             store, shards, out, filter_name, given, config=config, seed=seed,
             overrides=overrides, executor=executor, workers=workers, address=address,
             work_dir=str(work_dir) if work_dir else None, skip_bad=skip_bad, fmt=fmt,
@@ -37,7 +37,7 @@ def run_shards(shards: str, out: str, filter_name: str, given: dict, *, config, 
     if cov is not None:     # the first pass's guard (the hallucination filter's coverage)
         console.print(cov.line())
     out = shown_url(out)
-    _print_summary(summary, out, shown_url(shards))
+    _print_summary(summary, out, shown_shards)
     s, rec = summary["shards"], summary.get("records") or {}
     console.print(f"{s['total']} shards: {s['filtered']} filtered, {s['resumed']} resumed, "
                   f"{len(s['failed'])} failed; records {rec.get('records_in', 0):,} in, "

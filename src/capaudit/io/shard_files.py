@@ -43,13 +43,12 @@ def list_shard_entries(spec: str) -> tuple[list[tuple[str, str, int | None, dict
     of ``spec``, sorted by name (:func:`capaudit.core.storage.listing.list_tree`), and the
     spec as read (:class:`capaudit.core.storage.urls.Spec`: how it is shown)."""
     spec = parse_spec(spec)
-    rows, listed = list_tree(spec)
-    shards = [r for r in rows if r[0].endswith(REWRITTEN_SHARD_SUFFIXES)]
+    shards = [r for r in list_tree(spec) if r[0].endswith(REWRITTEN_SHARD_SUFFIXES)]
     if not shards:
         raise InputError(f"no shards here ({', '.join(REWRITTEN_SHARD_SUFFIXES)})",
-                         path=listed.shown_listed,
+                         path=spec.shown_listed,
                          fix="point --shards to webdataset tars, parquet or JSON/JSONL files")
-    return sorted(shards, key=lambda s: s[1]), listed
+    return sorted(shards, key=lambda s: s[1]), spec
 
 
 def list_shards(spec: str) -> list[tuple[str, str]]:

@@ -1,10 +1,13 @@
 """``run_step``: a step's tasks on local processes or Ray, its work folder held.
 
-Every step in one order: the workers counted (:func:`.step.worker_budget`), the executor
-started, the folders every node must reach checked (before anything is written), the work
-folder held (one run at a time), the tasks planned, each pass run (a failed shard stops the
-run with one line unless ``skip_bad`` and the failure is not fatal: it is then left out and
-listed), the parts merged; the executor closed whatever happens.
+Every step in one order: the workers counted (:func:`.step.worker_budget`), the work folder
+held (one run at a time), the tasks planned, each pass run (a failed shard stops the run
+with one line unless ``skip_bad`` and the failure is not fatal: it is then left out and
+listed), the parts merged. The executor is started when a pass first has work (a run that
+resumes with nothing left over URL folders starts no Ray) and the folders every node must
+reach are checked as it starts; with a local folder, which only a started cluster can say
+its nodes share or not, it is started first, before anything is written. It is closed
+whatever happens.
 """
 
 from __future__ import annotations
@@ -20,27 +23,38 @@ __all__ = ["run_step", "run_pass", "shard_failed"]
 
 def run_step(step: Step, opts: RunOptions) -> Any:
     """Plan, run every pass and merge ``step``; returns what its ``merge`` returns."""
+    from capaudit.core.storage.urls import is_url
     from capaudit.core.storage.work_folder import work_dir_lock
     from capaudit.executors import get_executor
     from capaudit.executors.base import require_shared
 
-    workers = worker_budget(opts.executor, opts.workers, step.sizes, step.worker_mb)
-    ex = get_executor(opts.executor, workers=workers, address=opts.address)
+    workers, started = worker_budget(opts.executor, opts.workers, step.sizes, step.worker_mb), []
+
+    def executor():
+        """Started at its first use, the folders every node must reach checked at once."""
+        if not started:
+            started.append(get_executor(opts.executor, workers=workers, address=opts.address))
+            for location, what, flag in step.shared:
+                require_shared(started[0], location, what=what, flag=flag)
+        return started[0]
     try:
-        for location, what, flag in step.shared:
-            require_shared(ex, location, what=what, flag=flag)
+        if not all(is_url(location) for location, _, _ in step.shared):
+            executor()    # a local folder, refused on a cluster of nodes: before any write
         with work_dir_lock(step.work_dir) if step.work_dir else nullcontext("") as root:
             tasks = step.plan(getattr(root, "location", None) or str(root), workers)
-            if opts.on_start:
-                opts.on_start(len(tasks) * len(step.passes), workers)
-            results: list[dict[int, dict]] = []
+            results, jobs = [], 0     # a later pass may run fewer jobs (the audit's sums)
             for fn in step.passes:   # local workers started once, for every pass
-                results.append(run_pass(ex, fn, step.between(tasks, results) if results
-                                        else tasks, opts))
-            ex.close()               # and gone before the merge (the driver's memory)
+                todo = step.between(tasks, results) if results else tasks
+                jobs += len(todo)
+                if opts.on_start:
+                    opts.on_start(jobs, workers)
+                results.append(run_pass(executor(), fn, todo, opts) if todo else {})
+            for ex in started:       # gone before the merge (the driver's memory)
+                ex.close()
             return step.merge(tasks, results)
     finally:
-        ex.close()
+        for ex in started:
+            ex.close()
 
 
 def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions) -> dict[int, dict]:

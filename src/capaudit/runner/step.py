@@ -22,8 +22,9 @@ _BUILT: dict = {}   # this worker process's models, indexes, evidence: built onc
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a step's tasks run. ``on_start(tasks of every pass, workers)`` once planned;
-    ``on_shard(summary)`` as each task completes."""
+    """How a step's tasks run. ``on_start(jobs, workers)`` as each pass is planned (``jobs``:
+    of every pass planned so far, a total that grows); ``on_shard(summary)`` as each job
+    completes."""
 
     executor: str = "local"
     workers: int = 1

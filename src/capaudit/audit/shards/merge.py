@@ -18,20 +18,17 @@ from capaudit.audit.shards.task import ShardTask, fresh_accumulators, load_task_
 __all__ = ["merge_shards", "load_task_state"]
 
 
-def merge_shards(ok: list[ShardTask], parts: list[dict], cfg: dict, annotations,
-                 per_image: bool = False, sums: list[dict] | None = None):
-    """The audit result of the done shards ``ok`` (``parts``: their coverage counts):
-    from per-shard replicate sums where :func:`~capaudit.audit.shards.sums.sums_plan`
-    allows (``sums``: :func:`~capaudit.audit.shards.sums.shard_sums` of :func:`sums_jobs`,
-    in shard order, the runner's second pass; computed here when not given), else (or
-    ``per_image``) by merging their per-image states; ``meta["merge"]`` says which and why."""
+def merge_shards(ok: list[ShardTask], cfg: dict, annotations, plan: dict | None = None,
+                 sums: list[dict] = (), why: str = "per-image states (requested)"):
+    """The audit result of the done shards ``ok``: from their replicate sums where
+    :func:`~capaudit.audit.shards.sums.sums_plan` gave a ``plan`` (``sums``:
+    :func:`~capaudit.audit.shards.sums.shard_sums` of :func:`sums_jobs`, in shard order: the
+    runner's second pass), else by merging their per-image states; ``meta["merge"]`` says
+    which and why (``why``: the plan's reason when it gave none)."""
     from capaudit.audit.engine import finish_audit
-    from capaudit.audit.shards.sums import shard_sums, sums_plan
 
-    plan, why = (None, "per-image states (requested)") if per_image else sums_plan(cfg, parts)
     res = None
     if plan is not None:
-        sums = sums or [shard_sums(job) for job in sums_jobs(ok, plan, cfg)]
         res, why = _by_sums(ok, plan, cfg, sums)
     if res is None:
         level = [load_task_state(t) for t in ok]

@@ -34,7 +34,7 @@ from capaudit.audit.shards.task import ShardTask, sha256_hex, state_name
 from capaudit.errors import InputError
 from capaudit.audit.config import AuditConfig
 from capaudit.io.markers import config_hash
-from capaudit.runner.step import Step, shard_bytes, worker_budget
+from capaudit.runner.step import Step, shard_bytes
 
 __all__ = ["ShardTask", "audit_shard", "run_sharded", "SHARD_OFFSET"]
 
@@ -144,12 +144,6 @@ def _key(cfg: dict, annotations) -> dict:
     return key
 
 
-def _local_workers(executor: str, workers: int, shards: list) -> int:
-    """Local workers worth starting for these shards (listing entries, or paths):
-    :func:`capaudit.runner.step.worker_budget` at an audit's :attr:`AuditStep.worker_mb`."""
-    return worker_budget(executor, workers, shard_bytes(shards), AuditStep.worker_mb)
-
-
 class AuditStep(Step):
     """``audit run --shards`` as a step of the runner: a task per shard (:func:`audit_shard`),
     the states merged in shard order once the shards' coverage is held to the set's rule."""
@@ -192,7 +186,8 @@ class AuditStep(Step):
         self.cov = merged_coverage(self.name or shards_name(self.spec), self.covs, self.ann_ns)
         coverage.check(self.cov, float(self.cfg.get("min_coverage", 0.5)),
                        bool(self.cfg.get("allow_partial")))
-        plan, _ = sums_plan(self.cfg, self.covs)
+        self.planned = sums_plan(self.cfg, self.covs)      # (the plan or None, why)
+        plan = self.planned[0]
         return [] if plan is None else sums_jobs(self.ok, plan, self.cfg)
 
     def merge(self, tasks: list[ShardTask], results: list[dict[int, dict]]):
@@ -201,8 +196,9 @@ class AuditStep(Step):
 
         summaries, sums = results
         files = _details_files(self.ok, summaries, self.details)
-        res = merge_shards(self.ok, self.covs, self.cfg, self.annotations,
-                           sums=[sums[i] for i in sorted(sums)] or None)
+        plan, why = self.planned
+        res = merge_shards(self.ok, self.cfg, self.annotations, plan,
+                           [sums[i] for i in sorted(sums)], why)
         return res, self.cov, files, [summaries[t.index] for t in tasks]
 
 

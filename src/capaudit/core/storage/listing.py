@@ -230,23 +230,22 @@ def _remote(spec: Spec) -> list[Entry] | None:
     return [e for e in entries if not e.name.startswith(".")]
 
 
-def list_tree(spec: Spec) -> tuple[list[tuple[str, str, int | None, dict]], Spec]:
+def list_tree(spec: Spec) -> list[tuple[str, str, int | None, dict]]:
     """``(location, name relative to the listing's root, size, identity)`` of every file of
     one file, a folder (recursively, hidden names left out), a glob or a brace list (a spec
-    read by :func:`~capaudit.core.storage.urls.parse_spec`), and the spec; the identity
-    (ETag, size, modification time) is what the store reported while listing (empty for a
-    local file)."""
+    read by :func:`~capaudit.core.storage.urls.parse_spec`); the identity (ETag, size,
+    modification time) is what the store reported while listing (empty for a local file)."""
     if spec.path is None:      # a URL: object storage or a server
         entries = _remote(spec)
         if entries is None:
             e = _listed_spec(spec, None)[0]
-            return [(e.location, e.name, e.size, dict(e.identity))], spec
+            return [(e.location, e.name, e.size, dict(e.identity))]
         root = spec.root.rstrip("/")
         return [(e.location, e.location[len(root):].lstrip("/") if e.location.startswith(
-            root + "/") else e.name, e.size, dict(e.identity)) for e in entries], spec
+            root + "/") else e.name, e.size, dict(e.identity)) for e in entries]
     paths = _local(spec)
     if paths is None:
         one = spec.listed
-        return [(one, os.path.basename(one), os.stat(one).st_size, {})], spec
+        return [(one, os.path.basename(one), os.stat(one).st_size, {})]
     return [(p, os.path.relpath(p, spec.root), os.stat(p).st_size, {}) for p in paths
-            if os.path.isfile(p)], spec
+            if os.path.isfile(p)]

@@ -52,9 +52,9 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
                        skip_bad: bool = False, fmt: str | None = None,
                        reader: Mapping | None = None, keep_work: bool = False,
                        on_start: Callable | None = None, on_shard: Callable | None = None):
-    """Clean the shards of ``spec`` into the folder ``out``; returns ``(summary, shard
-    summaries in shard order, the first pass's guard or None)``. The filter's own part is its
-    step (:mod:`.steps`), found by name."""
+    """Clean the shards of ``spec`` into the folder ``out``; returns ``(summary, the first
+    pass's guard or None, the spec as it may be shown)``. The filter's own part is its step
+    (:mod:`.steps`), found by name."""
     from capaudit.core.runs import recorded_run
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
     from capaudit.filters.base import FILTERS
@@ -75,15 +75,15 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
            "reader": reader, "executor": executor}
     with recorded_run(store, cfg, seed) as run_id:
         step = FilterStep(store, run_id, cfg, seed, shards, (out, given_out), work, parts)
-        results = run_step(step, RunOptions(executor, workers, address, skip_bad, on_shard,
-                                            on_start))
+        summary, cov = run_step(step, RunOptions(executor, workers, address, skip_bad,
+                                                 on_shard, on_start))
     if not keep_work:
         remove_work(join(step.root, "coverage-" + step.ids_key))
         for path in [step.evidence["path"], *step.written]:
             if path:
                 paths.remove_file(path)
         remove_work(join(step.root, step.key), up_to=up_to)
-    return results
+    return summary, cov, spec.shown
 
 
 class FilterStep(Step):
@@ -134,7 +134,7 @@ class FilterStep(Step):
             t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
         return self.ok
 
-    def merge(self, tasks: list[dict], results: list[dict[int, dict]]) -> tuple[dict, list, Any]:
+    def merge(self, tasks: list[dict], results: list[dict[int, dict]]) -> tuple[dict, Any]:
         first = results[0] if len(results) > 1 else {}
         second = {self.ok[i]["index"]: summary for i, summary in results[-1].items()}
         return _finish(self.store, self.run_id, self.cfg, self.seed, self.out, tasks, first,
@@ -149,7 +149,7 @@ def _name(out: str) -> str:
 
 
 def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict],
-            first: dict, second: dict, cov, evidence: dict) -> tuple[dict, list, Any]:
+            first: dict, second: dict, cov, evidence: dict) -> tuple[dict, Any]:
     """The run's summary (sum of the shards'), its files beside DST, its rows in the store."""
     import dataclasses
     import json
@@ -188,4 +188,4 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
                                      json.dumps({**cfg, "log_dir": plan.log_dir(shown),
                                                  "summary_file": plan.summary_path(shown)},
                                               default=str), json.dumps(summary, default=str)])
-    return summary, shard_rows, cov
+    return summary, cov
