@@ -9,7 +9,9 @@ mode ``visual``: ~1,500 categories, :mod:`capaudit.text.visual_objects`). An obj
 sentence is supported when a reference names it or a synonym (the same category), a
 hypernym or hyponym (the vocabulary's hierarchy), or a category whose MiniLM cosine with it
 is at least ``similarity`` (:mod:`capaudit.filters.vocab_similarity`, ALOHa's recipe; the
-cosines are the vocabulary's pairs, computed once).
+cosines are the vocabulary's pairs, computed once), and a part when they name its whole (a
+building's windows). Their silence about the backdrop (sky, walls, floor, ceiling:
+:data:`capaudit.text.visual_objects.BACKDROP`) leaves it undecided.
 
 Combined with the other evidence (``chair-gt``, ``instances``, ``detector``): an object is
 supported when any of them supports it. A 0 from the CHAIR ground truth counts only for
@@ -24,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.text.objects import VISUAL_MODE
+from capaudit.text.visual_objects import BACKDROP
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
            "add_references"]
@@ -44,15 +48,19 @@ class Support(dict):
     """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
     judge is ``None`` (undecided) rather than the caller's default."""
 
-    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None):
+    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None,
+                 unjudged: frozenset = frozenset()):
         super().__init__(scores)
-        self.judges, self.missing = judges, missing   # judges None: every category
+        self.judges, self.missing = judges, missing   # judges None: every category ...
+        self.unjudged = unjudged                      # ... but these (the backdrop)
         self.attributes = attributes or {}            # {category: [Attached]} of the references
 
     def get(self, key, default=None):
         v = dict.get(self, key)
         if v is not None:
             return v
+        if key in self.unjudged:
+            return None
         return self.missing if self.judges is None or key in self.judges else None
 
     def contradicted(self, category: str, tokens: list[str], index: int, support):
@@ -89,6 +97,8 @@ class WithReferences(Mapping):
         self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
         self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
         self._keys = set(refs) | (set(base.keys()) if base is not None else set())
+        # the backdrop (sky, walls ...): references' silence does not count against it
+        self.backdrop = (BACKDROP if mode == VISUAL_MODE else frozenset()) - self.base_names
         self._cache: dict = {}
 
     def __getitem__(self, iid) -> Support:
@@ -114,7 +124,8 @@ class WithReferences(Mapping):
         if len(self._cache) >= 4096:
             self._cache.clear()
         hit = self._cache[iid] = Support(scores, judges, missing,
-                                         attrs if self.attributes else None)
+                                         attrs if self.attributes else None,
+                                         self.backdrop if texts is not None else frozenset())
         return hit
 
     def use_references(self, refs) -> None:
@@ -123,13 +134,17 @@ class WithReferences(Mapping):
         self.refs, self._cache = refs, {}
 
     def _from_references(self, named: set[str]) -> dict:
-        from capaudit.text.visual_objects import hierarchy
+        from capaudit.text.visual_objects import hierarchy, parts
 
-        scores: dict = {c: Scored(1.0, "references: named") for c in named}
-        tree = hierarchy(self.mode)
+        named = sorted(named)   # a support names the first category that gives it: in
+        scores: dict = {c: Scored(1.0, "references: named") for c in named}  # a fixed order
+        tree, wholes = hierarchy(self.mode), parts(self.mode)
         for c in named:
             for r in tree.get(c, ()):
                 scores.setdefault(r, Scored(1.0, f"references: {c} (hierarchy)"))
+        for c in named:   # a building's windows, a laptop's screen
+            for r in wholes.get(c, ()):
+                scores.setdefault(r, Scored(1.0, f"references: {c} (part)"))
         for c in named:
             for r, cos in self.near.get(c, {}).items():
                 if r not in scores:
@@ -159,7 +174,6 @@ def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
     from capaudit.filters.evidence import resolve_evidence
-    from capaudit.text.objects import VISUAL_MODE
 
     o, kind = filt.options, filt.kind
     store = context.store if context else None
