@@ -190,7 +190,7 @@ def test_references_in_a_set_and_over_shards_decide_alike(tmp_path):
     store.add_set("a", src)
     _, summary = store.filter("a", "hallucination", "a_f", chair_gt=str(gt),
                               references=str(refs), object_mode=VISUAL_MODE)
-    cats = summary.extra["evidence"]["categories"]   # COCO's 80, not the vocabulary's 1,524
+    cats = summary.extra["evidence"]["categories"]   # COCO's 80, not the vocabulary's 1,522
     assert (cats["present"], cats["total"]) == (80, 80)
     got = {r["image_id"]: r["caption"] for r in map(json.loads, store.export(
         "a_f", "jsonl", tmp_path / "set_out.jsonl").read_text().splitlines())}
