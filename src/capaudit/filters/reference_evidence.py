@@ -30,7 +30,7 @@ from capaudit.text.objects import VISUAL_MODE
 from capaudit.text.visual_objects import BACKDROP
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
-           "add_references"]
+           "add_references", "has_references", "wants_wrapper", "with_references"]
 
 
 class Scored(float):
@@ -170,6 +170,31 @@ class WithReferences(Mapping):
         return refs | (evidence_names(self.base) if self.base is not None else set())
 
 
+def has_references(options: Mapping) -> bool:
+    """The options give reference texts (``references`` or ``reference_col``)."""
+    return bool(options.get("references") or options.get("reference_col"))
+
+
+def wants_wrapper(options: Mapping) -> bool:
+    """The evidence is read through :class:`WithReferences`: references are given, or the
+    visual vocabulary is read (COCO's 80 judged by the base evidence, other objects
+    undecided, detector labels read as phrases)."""
+    return has_references(options) or options.get("object_mode") == VISUAL_MODE
+
+
+def with_references(base, kind: str, refs, options: Mapping) -> WithReferences:
+    """``base`` (the kind's evidence, or None) and ``refs`` as one support mapping, as the
+    options say: detector labels read as phrases in object mode visual, the similarity
+    threshold 0.8 unless given. The one builder of the set run and the shard workers."""
+    if kind == "detector" and options["object_mode"] == VISUAL_MODE:
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, VISUAL_MODE)
+    thr = options.get("similarity")
+    return WithReferences(base, judged_names(kind, base), refs, options["object_mode"],
+                          0.8 if thr is None else float(thr))
+
+
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
@@ -182,25 +207,17 @@ def setup_evidence(filt, context):
         ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
                "detector": o["detections"]}.get(kind)
         base, source = resolve_evidence(kind, ref, store)
-    has_refs = bool(o.get("references") or o.get("reference_col"))
-    if kind == "references" and not has_refs:
+    if kind == "references" and not has_references(o):
         raise InputError("evidence 'references' needs reference texts",
                          fix="pass --references FILE|SET or --reference-col NAME")
-    if not has_refs and o["object_mode"] != VISUAL_MODE:
+    if not wants_wrapper(o):
         return base, source                      # COCO's modes: the evidence as it always was
-    if kind == "detector" and o["object_mode"] == VISUAL_MODE:   # labels read as phrases
-        from capaudit.filters.phrase_detections import detections_as_categories
-
-        base = detections_as_categories(base, VISUAL_MODE)
     refs, where = {}, None
-    if has_refs:
+    if has_references(o):
         from capaudit.filters.reference_sources import load_references
 
         refs, where = load_references(o.get("references"), o.get("reference_col"), context)
-    thr = o.get("similarity")
-    ev = WithReferences(base, judged_names(kind, base), refs, o["object_mode"],
-                        0.8 if thr is None else float(thr))
-    return ev, ";".join(x for x in (source, where) if x)
+    return with_references(base, kind, refs, o), ";".join(x for x in (source, where) if x)
 
 
 def judged_names(kind: str, base) -> set[str]:
@@ -213,9 +230,7 @@ def judged_names(kind: str, base) -> set[str]:
 
     if base is None:
         return set()
-    names = evidence_names(base) | set(get_lexicon("corrected").categories)
-    return names
-
+    return evidence_names(base) | set(get_lexicon("corrected").categories)
 
 
 def shard_references(opts: dict, kind: str) -> str | None:
@@ -241,12 +256,6 @@ def add_references(base, options: dict) -> WithReferences:
     its options (if any) over it, the objects it cannot judge undecided."""
     from capaudit.filters.reference_sources import references_from_file
 
-    thr = options.get("similarity")
-    if options["evidence"] == "detector" and options["object_mode"] == "visual":
-        from capaudit.filters.phrase_detections import detections_as_categories
-
-        base = detections_as_categories(base, "visual")
-    return WithReferences(base, judged_names(options["evidence"], base),
-                          references_from_file(Path(options["references"]))
-                          if options.get("references") else {},
-                          options["object_mode"], 0.8 if thr is None else float(thr))
+    refs = references_from_file(Path(options["references"])) if options.get("references") \
+        else {}
+    return with_references(base, options["evidence"], refs, options)
