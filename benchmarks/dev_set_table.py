@@ -69,6 +69,9 @@ ROWS = [
      {"evidence": "chair-gt", "object_mode": "visual", "similarity": 0.8, "refs": True}),
     ("chair-gt + references, visual, similarity 0.7",
      {"evidence": "chair-gt", "object_mode": "visual", "similarity": 0.7, "refs": True}),
+    # what a user gets who hands the filter references and nothing else (the issue's
+    # command): no evidence or object mode given, so chair-gt + the visual vocabulary
+    ("chair-gt + references (default object mode)", {"refs": True}),
     ("references alone, visual, similarity 0.8 (5 images judged)",
      {"evidence": "references", "object_mode": "visual", "similarity": 0.8, "refs": True,
       "allow_partial": True}),
@@ -124,7 +127,7 @@ def run(shared: Path, split: str, n_boot: int, work: Path) -> list[dict]:
         if row_opts.get("refs"):
             opts["references"] = refs
         store.filter("fs", "hallucination", f"f{i}", action="flag",
-                     **opts, **files[opts["evidence"]])
+                     **opts, **files[opts.get("evidence", "chair-gt")])
         v = store.validate_filter(labels, f"f{i}", n_boot=n_boot)
         out.append({"row": name, "options": opts, "split": split,
                     "images": len(chosen), "status": v["status"], "caption": v["caption"]})

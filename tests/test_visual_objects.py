@@ -63,3 +63,31 @@ def test_hierarchy_relates_hypernyms_and_hyponyms():
 def test_named_categories_of_reference_texts():
     refs = ["Two puppies sleep on a couch.", "A dog and a cat under a tree."]
     assert named_categories(refs) == {"dog", "couch", "cat", "tree"}
+
+
+@pytest.mark.parametrize("caption", [
+    "In the heart of the image, a dog sleeps.",      # the idiom, not the organ or shape
+    "A muted colour palette.",
+    "A rich tapestry of textures.",
+])
+def test_figurative_nouns_decide_nothing(caption):
+    assert [c for _, c in words(caption)] == (["dog"] if "dog" in caption else [])
+
+
+def test_a_parent_is_a_category_of_its_own():
+    """CHAIR lists "container" as a synonym of bowl: a bowl is no parent of cups and bottles
+    (the builder's "container:" line used to resolve to bowl)."""
+    tree = hierarchy(VISUAL_MODE)
+    assert "bowl" not in tree.get("cup", ()) and "bottle" not in tree.get("bowl", ())
+    assert related_categories({"cup"}) == {"cup"}
+
+
+def test_parts_of_a_whole():
+    from capaudit.text.visual_objects import parts
+
+    p = parts(VISUAL_MODE)
+    assert {"window", "door"} <= p["building"] and "screen" in p["laptop"]
+    assert "leaf" in p["tree"] and "wheel" in p["car"]
+    coco = set(get_lexicon("corrected").categories)
+    assert not set().union(*p.values()) & coco   # the CHAIR ground truth judges COCO's 80
+    assert "building" not in p.get("window", ()) and parts("corrected") == {}

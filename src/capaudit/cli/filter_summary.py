@@ -101,6 +101,8 @@ def _print_summary(summary: dict, out: str, parent: str | None = None) -> None:
     if summary.get("reasons"):
         console.print("  reasons: " + ", ".join(f"{r} {n:,}"
                                                 for r, n in list(summary["reasons"].items())[:6]))
+    for why in (summary.get("chosen") or {}).values():   # "object mode visual: chosen ..."
+        console.print(Text(f"  {why}"))
     _print_evidence(summary, out, parent)
     review = (summary.get("review") or {}).get("sentences")
     if review:

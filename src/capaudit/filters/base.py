@@ -193,6 +193,10 @@ class Filter:
     #: set-level facts the runner stores in the summary once the stream has ended (a filter
     #: sets its own dict, or, where they cost work to count, defines a property)
     report: Mapping[str, Any] = MappingProxyType({})
+    #: ``{option: why}`` for options a rule chose from other options (e.g. the object mode
+    #: references bring: :data:`capaudit.filters.declared.CHOSEN`); saved in its config
+    #: and summary
+    chosen: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self, **options):
         unknown = set(options) - set(self.defaults)
@@ -219,7 +223,10 @@ class Filter:
             yield self.decide(doc, self.score(doc))
 
     def config(self) -> dict:
-        return {"filter": self.name, "version": self.version, **self.options}
+        cfg = {"filter": self.name, "version": self.version, **self.options}
+        if self.chosen:
+            cfg["chosen"] = dict(self.chosen)
+        return cfg
 
 
 FILTERS.base = Filter

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-__all__ = ["DEFAULTS", "OPTIONS", "Option", "builtin_keys"]
+__all__ = ["DEFAULTS", "OPTIONS", "CHOSEN", "Chosen", "Option", "builtin_keys"]
 
 
 class Option(NamedTuple):
@@ -51,6 +51,27 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
                         "timeout_s": 60.0},
 }
 
+class Chosen(NamedTuple):
+    """A default that follows from other options: ``key`` takes ``value`` when no one set
+    ``key`` (CLI, YAML, ``--filter.KEY``, the Python API) and any of ``when`` is given; else
+    the declared default. ``why`` is saved with the run's config and shown in its summary."""
+
+    key: str
+    value: Any
+    when: tuple[str, ...]
+    why: str
+
+
+#: the defaults that follow from other options, per filter (applied by
+#: :func:`capaudit.filters.options.filter_options`, the one place options get defaults)
+CHOSEN: Mapping[str, tuple[Chosen, ...]] = {
+    # reference texts can name any of the ~1,500 visual objects, not only COCO's 80, which
+    # the CHAIR ground truth already names: in a COCO mode they would add almost nothing
+    "hallucination": (Chosen("object_mode", "visual", ("references", "reference_col"),
+                             "chosen because references were given (they judge objects "
+                             "beyond COCO's 80; --object-mode corrected keeps COCO's)"),),
+}
+
 #: every option a built-in filter uses, in the order ``filter run --help`` lists them
 OPTIONS: Mapping[str, Option] = {
     "action": Option(str, "drop-sentence, drop-caption or flag"),
@@ -61,7 +82,8 @@ OPTIONS: Mapping[str, Option] = {
     "min_score": Option(float, "Detector score threshold"),
     "object_mode": Option(str, "corrected (hallucination's default: fewer false drops, "
                                "docs/filters.md), reference (the CHAIR code's readings) or "
-                               "visual (hallucination: ~1,500 visual objects, not only COCO's)"),
+                               "visual (hallucination: ~1,500 visual objects, not only COCO's; "
+                               "the default with --references or --reference-col)"),
     "negation": Option(bool, "Skip negated mentions (default on)"),
     "missing": Option(str, "Images without evidence: keep/drop"),
     "non_visual": Option(str, "hallucination: mentions in generic or hypothetical clauses "
@@ -74,7 +96,8 @@ OPTIONS: Mapping[str, Option] = {
                                   "part (uncovered captions kept unjudged)"),
     "references": Option(str, "hallucination: the images' reference captions, a caption file "
                               "(any layout sets add reads, joined by image id) or a stored "
-                              "set; best with --object-mode visual (docs/filters.md)"),
+                              "set; object mode visual unless --object-mode is given "
+                              "(docs/filters.md)"),
     "reference_col": Option(str, "hallucination: the field of each record of the set's "
                                  "JSON/JSONL source holding its references (string or list); "
                                  "--shards: of each shard record (JSON, tar .json, parquet, "

@@ -38,10 +38,50 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None,
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise InputError(f"filter '{name}' does not use {flags}",
                          fix=f"its options: {', '.join('--' + k.replace('_', '-') for k in sorted(allowed))}")
-    cfg = resolve(dict(cls.defaults), yaml_path, {k: v for k, v in given.items() if k in allowed},
-                  section="filter")
+    rules = _rules(name, cls)
+    unset = {r.key: None for r in rules}   # None through the merge: no one set it
+    cfg = resolve({**cls.defaults, **unset}, yaml_path,
+                  {k: v for k, v in given.items() if k in allowed}, section="filter")
     cfg.update(typed)
-    return {k: v for k, v in cfg.items() if k in cls.defaults}
+    out = Resolved({k: v for k, v in cfg.items() if k in cls.defaults})
+    for rule in rules:
+        if out[rule.key] is not None:
+            continue
+        if any(out.get(k) for k in rule.when):
+            out[rule.key] = rule.value
+            out.chosen[rule.key] = f"{rule.key.replace('_', ' ')} {rule.value}: {rule.why}"
+        else:
+            out[rule.key] = cls.defaults[rule.key]
+    return out
+
+
+class Resolved(dict):
+    """A filter's resolved options; ``chosen``: ``{key: why}`` for each option whose value a
+    rule of :data:`capaudit.filters.declared.CHOSEN` chose because another option was given
+    (saved with the run's config and shown in its summary)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.chosen: dict[str, str] = {}
+
+
+def _rules(name: str, cls) -> tuple:
+    """The :data:`~capaudit.filters.declared.CHOSEN` rules of filter ``name`` whose options
+    its class declares (a plugin's rules are none)."""
+    from capaudit.filters.declared import CHOSEN
+
+    return tuple(r for r in CHOSEN.get(name, ()) if cls.defaults.get(r.key) is not None
+                 and all(k in cls.defaults for k in r.when))
+
+
+def make_filter(name: str, opts: Mapping, *args):
+    """The filter ``name`` built on resolved ``opts`` (and ``args``, e.g. its evidence),
+    knowing which of them a rule chose (:class:`Resolved`)."""
+    from capaudit.filters.base import FILTERS
+
+    filt = FILTERS.get(name)(*args, **{k: v for k, v in opts.items() if v is not None})
+    filt.chosen = dict(getattr(opts, "chosen", {}))
+    return filt
 
 
 def split_overrides(args: list[str]) -> tuple[list[str], list[tuple[str, str]]]:

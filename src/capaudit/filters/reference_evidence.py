@@ -9,7 +9,9 @@ mode ``visual``: ~1,500 categories, :mod:`capaudit.text.visual_objects`). An obj
 sentence is supported when a reference names it or a synonym (the same category), a
 hypernym or hyponym (the vocabulary's hierarchy), or a category whose MiniLM cosine with it
 is at least ``similarity`` (:mod:`capaudit.filters.vocab_similarity`, ALOHa's recipe; the
-cosines are the vocabulary's pairs, computed once).
+cosines are the vocabulary's pairs, computed once), and a part when they name its whole (a
+building's windows). Their silence about the backdrop (sky, walls, floor, ceiling:
+:data:`capaudit.text.visual_objects.BACKDROP`) leaves it undecided.
 
 Combined with the other evidence (``chair-gt``, ``instances``, ``detector``): an object is
 supported when any of them supports it. A 0 from the CHAIR ground truth counts only for
@@ -24,9 +26,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.text.objects import VISUAL_MODE
+from capaudit.text.visual_objects import BACKDROP
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
-           "add_references"]
+           "add_references", "has_references", "wants_wrapper", "with_references"]
 
 
 class Scored(float):
@@ -44,15 +48,19 @@ class Support(dict):
     """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
     judge is ``None`` (undecided) rather than the caller's default."""
 
-    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None):
+    def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None,
+                 unjudged: frozenset = frozenset()):
         super().__init__(scores)
-        self.judges, self.missing = judges, missing   # judges None: every category
+        self.judges, self.missing = judges, missing   # judges None: every category ...
+        self.unjudged = unjudged                      # ... but these (the backdrop)
         self.attributes = attributes or {}            # {category: [Attached]} of the references
 
     def get(self, key, default=None):
         v = dict.get(self, key)
         if v is not None:
             return v
+        if key in self.unjudged:
+            return None
         return self.missing if self.judges is None or key in self.judges else None
 
     def contradicted(self, category: str, tokens: list[str], index: int, support):
@@ -89,6 +97,8 @@ class WithReferences(Mapping):
         self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
         self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
         self._keys = set(refs) | (set(base.keys()) if base is not None else set())
+        # the backdrop (sky, walls ...): references' silence does not count against it
+        self.backdrop = (BACKDROP if mode == VISUAL_MODE else frozenset()) - self.base_names
         self._cache: dict = {}
 
     def __getitem__(self, iid) -> Support:
@@ -114,7 +124,8 @@ class WithReferences(Mapping):
         if len(self._cache) >= 4096:
             self._cache.clear()
         hit = self._cache[iid] = Support(scores, judges, missing,
-                                         attrs if self.attributes else None)
+                                         attrs if self.attributes else None,
+                                         self.backdrop if texts is not None else frozenset())
         return hit
 
     def use_references(self, refs) -> None:
@@ -123,13 +134,17 @@ class WithReferences(Mapping):
         self.refs, self._cache = refs, {}
 
     def _from_references(self, named: set[str]) -> dict:
-        from capaudit.text.visual_objects import hierarchy
+        from capaudit.text.visual_objects import hierarchy, parts
 
-        scores: dict = {c: Scored(1.0, "references: named") for c in named}
-        tree = hierarchy(self.mode)
+        named = sorted(named)   # a support names the first category that gives it: in
+        scores: dict = {c: Scored(1.0, "references: named") for c in named}  # a fixed order
+        tree, wholes = hierarchy(self.mode), parts(self.mode)
         for c in named:
             for r in tree.get(c, ()):
                 scores.setdefault(r, Scored(1.0, f"references: {c} (hierarchy)"))
+        for c in named:   # a building's windows, a laptop's screen
+            for r in wholes.get(c, ()):
+                scores.setdefault(r, Scored(1.0, f"references: {c} (part)"))
         for c in named:
             for r, cos in self.near.get(c, {}).items():
                 if r not in scores:
@@ -155,11 +170,35 @@ class WithReferences(Mapping):
         return refs | (evidence_names(self.base) if self.base is not None else set())
 
 
+def has_references(options: Mapping) -> bool:
+    """The options give reference texts (``references`` or ``reference_col``)."""
+    return bool(options.get("references") or options.get("reference_col"))
+
+
+def wants_wrapper(options: Mapping) -> bool:
+    """The evidence is read through :class:`WithReferences`: references are given, or the
+    visual vocabulary is read (COCO's 80 judged by the base evidence, other objects
+    undecided, detector labels read as phrases)."""
+    return has_references(options) or options.get("object_mode") == VISUAL_MODE
+
+
+def with_references(base, kind: str, refs, options: Mapping) -> WithReferences:
+    """``base`` (the kind's evidence, or None) and ``refs`` as one support mapping, as the
+    options say: detector labels read as phrases in object mode visual, the similarity
+    threshold 0.8 unless given. The one builder of the set run and the shard workers."""
+    if kind == "detector" and options["object_mode"] == VISUAL_MODE:
+        from capaudit.filters.phrase_detections import detections_as_categories
+
+        base = detections_as_categories(base, VISUAL_MODE)
+    thr = options.get("similarity")
+    return WithReferences(base, judged_names(kind, base), refs, options["object_mode"],
+                          0.8 if thr is None else float(thr))
+
+
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
     from capaudit.filters.evidence import resolve_evidence
-    from capaudit.text.objects import VISUAL_MODE
 
     o, kind = filt.options, filt.kind
     store = context.store if context else None
@@ -168,25 +207,17 @@ def setup_evidence(filt, context):
         ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
                "detector": o["detections"]}.get(kind)
         base, source = resolve_evidence(kind, ref, store)
-    has_refs = bool(o.get("references") or o.get("reference_col"))
-    if kind == "references" and not has_refs:
+    if kind == "references" and not has_references(o):
         raise InputError("evidence 'references' needs reference texts",
                          fix="pass --references FILE|SET or --reference-col NAME")
-    if not has_refs and o["object_mode"] != VISUAL_MODE:
+    if not wants_wrapper(o):
         return base, source                      # COCO's modes: the evidence as it always was
-    if kind == "detector" and o["object_mode"] == VISUAL_MODE:   # labels read as phrases
-        from capaudit.filters.phrase_detections import detections_as_categories
-
-        base = detections_as_categories(base, VISUAL_MODE)
     refs, where = {}, None
-    if has_refs:
+    if has_references(o):
         from capaudit.filters.reference_sources import load_references
 
         refs, where = load_references(o.get("references"), o.get("reference_col"), context)
-    thr = o.get("similarity")
-    ev = WithReferences(base, judged_names(kind, base), refs, o["object_mode"],
-                        0.8 if thr is None else float(thr))
-    return ev, ";".join(x for x in (source, where) if x)
+    return with_references(base, kind, refs, o), ";".join(x for x in (source, where) if x)
 
 
 def judged_names(kind: str, base) -> set[str]:
@@ -199,9 +230,7 @@ def judged_names(kind: str, base) -> set[str]:
 
     if base is None:
         return set()
-    names = evidence_names(base) | set(get_lexicon("corrected").categories)
-    return names
-
+    return evidence_names(base) | set(get_lexicon("corrected").categories)
 
 
 def shard_references(opts: dict, kind: str) -> str | None:
@@ -227,12 +256,6 @@ def add_references(base, options: dict) -> WithReferences:
     its options (if any) over it, the objects it cannot judge undecided."""
     from capaudit.filters.reference_sources import references_from_file
 
-    thr = options.get("similarity")
-    if options["evidence"] == "detector" and options["object_mode"] == "visual":
-        from capaudit.filters.phrase_detections import detections_as_categories
-
-        base = detections_as_categories(base, "visual")
-    return WithReferences(base, judged_names(options["evidence"], base),
-                          references_from_file(Path(options["references"]))
-                          if options.get("references") else {},
-                          options["object_mode"], 0.8 if thr is None else float(thr))
+    refs = references_from_file(Path(options["references"])) if options.get("references") \
+        else {}
+    return with_references(base, options["evidence"], refs, options)

@@ -17,9 +17,17 @@ from pathlib import Path
 from capaudit.errors import InputError
 
 __all__ = ["load_references", "references_from_file", "references_from_set",
-           "references_from_column"]
+           "references_from_column", "reference_texts"]
 
 ID_FIELDS = ("image_id", "id", "image", "key")
+
+
+def reference_texts(value) -> list[str]:
+    """The texts of one record's reference value: a string is one text, a list its strings;
+    blank texts and anything else (a number, a mapping, a nested list, a list's non-string
+    items) give none. The one reading of the set run's column and the shards' records."""
+    texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [t for t in texts if isinstance(t, str) and t.strip()]
 
 
 def _add(refs: dict, iid, text) -> None:
@@ -77,7 +85,7 @@ def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
         seen = seen or column in rec
         raw = next((rec[k] for k in ID_FIELDS if rec.get(k) is not None), None)
         iid = parse_image_id(raw) if raw is not None else None
-        for text in ([value] if isinstance(value, str) else value or []):
+        for text in reference_texts(value):
             _add(refs, iid, text)
     if not refs:
         what = "is empty in every record" if seen else "is in no record"

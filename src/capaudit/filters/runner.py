@@ -195,8 +195,9 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
     store.get_set(set_name)  # clear error for an unknown input set
     _check_out(store, set_name, out, replace)
     if filt is None:
-        cls = FILTERS.get(filter_name)
-        filt = cls(**{k: v for k, v in dict(options or {}).items() if v is not None})
+        from capaudit.filters.options import make_filter
+
+        filt = make_filter(filter_name, options or {})
     scoring = _scoring(store, score_evidence)
     filt.setup(FilterContext(store, set_name))
     tally = None
@@ -257,7 +258,8 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     store.get_set(set_name)
     cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts,
-           "score_evidence": list(scoring) if scoring else None}
+           "score_evidence": list(scoring) if scoring else None,
+           **({"chosen": opts.chosen} if opts.chosen else {})}
     with recorded_run(store, cfg, seed) as run_id:
         return run_filter(store, set_name, filter_name, opts, out, replace=replace,
                           run_id=run_id, tick=tick, score_evidence=scoring)

@@ -127,6 +127,8 @@ def finish(filt: Filter, summary: FilterSummary) -> None:
     """The stream has ended: the filter's set-level report goes into ``summary.extra`` and
     the sentence invariant is checked."""
     summary.extra.update(getattr(filt, "report", {}) or {})
+    if getattr(filt, "chosen", None):   # why an option holds a value no one gave
+        summary.extra["chosen"] = dict(filt.chosen)
     summary.check()
 
 

@@ -13,7 +13,9 @@ decide nothing.
 
 ``visual_objects_parents.txt`` (``parent: child, ...``, hand-written) is the hierarchy that
 lets a reference's "dog" support a sentence's "animal" (hypernym) and a reference's "fruit"
-support "apple" (hyponym): :func:`related_categories`.
+support "apple" (hyponym): :func:`related_categories`. ``visual_objects_parts.txt`` lets a
+whole support its parts (:func:`parts`); :data:`BACKDROP` names what references' silence
+says nothing about.
 """
 
 from __future__ import annotations
@@ -23,7 +25,18 @@ from typing import Iterable
 
 from capaudit.text.objects import VISUAL_MODE, get_lexicon, synonyms_path
 
-__all__ = ["VISUAL_MODE", "parents_path", "hierarchy", "related_categories", "named_categories"]
+__all__ = ["VISUAL_MODE", "BACKDROP", "parents_path", "hierarchy", "parts",
+           "related_categories", "named_categories"]
+
+#: The backdrop of a photo: the surfaces that enclose the scene (the sky over an outdoor
+#: scene; the walls, floor and ceiling of a room; "ground" is a generic word, left out of
+#: the vocabulary). A photo holds them whether or not its captions say so: people caption
+#: what is in the scene, not what encloses it (in COCO's captions of the ShareGPT4V
+#: images, none of 16 walls and 14 skies that GPT-4V describes is named, docs/filters.md).
+#: So references that do not name one are no evidence against it: the mention is
+#: undecided, unless references name it (then their colours count) or another evidence
+#: judges it.
+BACKDROP = frozenset({"sky", "wall", "floor", "ceiling"})
 
 
 def parents_path():
@@ -59,6 +72,26 @@ def hierarchy(mode: str = VISUAL_MODE) -> dict[str, frozenset[str]]:
             related.setdefault(parent, set()).add(kid)
             related.setdefault(kid, set()).add(parent)
     return {c: frozenset(r) for c, r in related.items()}
+
+
+@lru_cache(maxsize=None)
+def parts(mode: str = VISUAL_MODE) -> dict[str, frozenset[str]]:
+    """``{whole: its parts}`` of ``visual_objects_parts.txt`` (hand-written, ``whole: part,
+    ...``): the parts a picture holds whenever it holds the whole (a building's windows, a
+    car's wheels, a laptop's screen, a tree's leaves), so a reference's "building" supports
+    a sentence's "windows" (and no part supports its whole). Only parts outside COCO's 80,
+    which the CHAIR ground truth judges; empty for COCO's modes."""
+    if mode != VISUAL_MODE:
+        return {}
+    cats = set(get_lexicon(mode).categories)
+    out: dict[str, frozenset[str]] = {}
+    for line in synonyms_path().with_name("visual_objects_parts.txt").read_text(
+            encoding="utf-8").splitlines():
+        whole, _, names = line.partition(":")
+        found = frozenset(n.strip() for n in names.split(",") if n.strip() in cats)
+        if whole.strip() in cats and found:
+            out[whole.strip()] = found
+    return out
 
 
 def related_categories(categories: Iterable[str], mode: str = VISUAL_MODE) -> set[str]:

@@ -53,10 +53,9 @@ def build(task: dict):
     ev = task["evidence"]
     filt = FILTERS.get(task["filter"])(worker_evidence(ev), **task["options"])
     filt.source = ev["source"]
-    o = task["options"]
-    if o.get("references") or o.get("reference_col") or o.get("object_mode") == "visual":
-        from capaudit.filters.reference_evidence import add_references
+    from capaudit.filters.reference_evidence import add_references, wants_wrapper
 
+    if wants_wrapper(task["options"]):
         filt.evidence = add_references(filt.evidence, task["options"])   # as setup does
     return filt
 

@@ -85,13 +85,13 @@ class ReferenceColumn:
         self.texts = self.present = 0
 
     def batch(self, records) -> None:
+        from capaudit.filters.reference_sources import reference_texts
+
         refs: dict[int, list[str]] = {}
         for rec in records:
             value = record_value(rec, self.column)
             self.present += value is not None
-            texts = [value] if isinstance(value, str) else \
-                value if isinstance(value, list) else []
-            texts = [t for t in texts if isinstance(t, str) and t.strip()]
+            texts = reference_texts(value)   # as the set run reads its column
             self.texts += len(texts)
             for iid in dict.fromkeys(p.image_id for p in rec.places if p.image_id is not None):
                 refs.setdefault(int(iid), []).extend(texts)

@@ -31,7 +31,7 @@ __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
 
 def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> tuple[dict, str | None]:
     from capaudit.filters.base import FILTERS
-    from capaudit.filters.options import filter_options
+    from capaudit.filters.options import filter_options, make_filter
 
     if filter_name not in SHARDED_FILTERS:
         raise InputError(f"filter run --shards runs {', '.join(SHARDED_FILTERS)}, not "
@@ -42,7 +42,7 @@ def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> 
     if "seed" in FILTERS.get(filter_name).defaults:
         given["seed"] = seed
     opts = filter_options(filter_name, given, config, overrides)
-    kind = getattr(FILTERS.get(filter_name)(**opts), "kind", None)  # option errors first
+    kind = getattr(make_filter(filter_name, opts), "kind", None)  # option errors first
     return opts, kind
 
 
@@ -72,7 +72,8 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     cfg = {"command": "filter run --shards", "shards": spec.shown,
            "out": shown_url(out), "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts, "format": fmt,
-           "reader": reader, "executor": executor}
+           "reader": reader, "executor": executor,
+           **({"chosen": opts.chosen} if opts.chosen else {})}
     with recorded_run(store, cfg, seed) as run_id:
         step = FilterStep(store, run_id, cfg, seed, shards, (out, given_out), work, parts)
         summary, cov = run_step(step, RunOptions(executor, workers, address, skip_bad,
@@ -167,6 +168,8 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
                          "resumed": sum(s["status"] == "resumed" for s in shard_rows),
                          "failed": [{"shard": s["shard"], "error": s["error"]}
                                     for s in shard_rows if s["status"] == "failed"]}
+    if cfg.get("chosen"):   # as a set's run: why an option holds a value no one gave
+        summary["chosen"] = cfg["chosen"]
     if cov is not None:
         summary["coverage_guard"] = {**dataclasses.asdict(cov), "line": cov.line()}
     kept = [t for t in tasks if (second.get(t["index"]) or {}).get("status") in
