@@ -24,8 +24,8 @@ from capaudit.io.readers.base import SCHEMA, CaptionReader, file_line
 from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
                                          id_like, missing_caption, missing_id, not_captions,
                                          pick_id_column)
-from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
-                                          csv_record_row, jsonl_record_row, nested_records,
+from capaudit.io.layouts import csv as csv_layout
+from capaudit.io.readers.rescan import (compressed, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
 
 # a column naming the dataset; ``namespace``: the one capaudit's jsonl/parquet exports write
@@ -271,17 +271,17 @@ class CsvReader(_DuckReader):
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
         return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}')"
 
     def where_source(self, path: Path) -> str:
         """Typed as DuckDB sniffs them: ``question_id < 10`` compares numbers."""
-        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
         return f"read_csv({_q(path)}, header={header}, delim='{delim}')"
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
-        return csv_record_row(path, index)
+        return csv_layout.record_row(path, index)
 
     def scan(self, path: Path) -> InputError | None:
         return scan_csv(path)
