@@ -21,9 +21,8 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, file_line
-from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id, not_captions,
-                                         pick_id_column)
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, missing_caption,
+                                         not_captions, pick_id_column, refuse_row_numbers)
 from capaudit.io.layouts import csv as csv_layout
 from capaudit.io.readers.rescan import (compressed, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
@@ -106,12 +105,7 @@ class _DuckReader(CaptionReader):
         idc, self.id_hint, self.namespace_hint = pick_id_column(
             idc, self.id_col, cols, {r[0]: r[1] for r in desc}, lambda: self._sample(con, path))
         if idc is None and self.refuse_row_ids:
-            question = answers_file(cols)
-            if question is not None:
-                raise missing_id(cols, [question], cap, path=path, question=question)
-            like = id_like(cols, self._sample(con, path), caption=cap)
-            if like:
-                raise missing_id(cols, like, cap, path=path)
+            refuse_row_numbers(cols, cap, lambda: self._sample(con, path), path=path)
         return idc, cap
 
     def select_sql(self, path: Path, con) -> str:
