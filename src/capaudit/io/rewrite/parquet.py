@@ -107,12 +107,8 @@ class ParquetRewriter(Rewriter):
 
     def _revised(self, rec: Record, value, mine: dict):
         if not isinstance(value, list):
-            text = mine[None]
-            if text is None:
-                self.log.dropped(rec.index, chars=len(value))
-            else:
-                self.log.revised(rec.index, value, text, field=self.cap)
-            return text
+            self.log.one_caption(rec.index, value, mine[None], field=self.cap)
+            return mine[None]
         caps = self.log.revised_list(rec.index, value, mine)
         if not caps:
             self.log.dropped(rec.index, why="every caption dropped")

@@ -69,13 +69,11 @@ class CsvRewriter(Rewriter):
         text, fields = rec.raw[:2]
         mine = own_changes(rec, changes) if rec.index >= 0 else None
         if mine:
-            new = mine[None]
-            if new is None:
-                self.log.dropped(rec.index, chars=len(fields[self.cap]))
+            if not self.log.one_caption(rec.index, fields[self.cap], mine[None],
+                                        column=self.cap):
                 return False
-            self.log.revised(rec.index, fields[self.cap], new, column=self.cap)
             fields = list(fields)
-            fields[self.cap] = new
+            fields[self.cap] = mine[None]
             text = csv_layout.revised(text, fields, self.delimiter)
         self.out.write(text.encode("utf-8"))
         return True
@@ -107,11 +105,8 @@ class FlickrTokenRewriter(Rewriter):
         line = rec.raw
         mine = own_changes(rec, changes)
         if mine:
-            before, text = rec.places[0].text, mine[None]
-            if text is None:
-                self.log.dropped(rec.index, chars=len(before))
+            if not self.log.one_caption(rec.index, rec.places[0].text, mine[None]):
                 return False
-            self.log.revised(rec.index, before, text)
-            line = flickr_tokens.revised(line, text)
+            line = flickr_tokens.revised(line, mine[None])
         self.out.write(line.encode("utf-8"))
         return True
