@@ -14,20 +14,34 @@ from typing import IO, Iterator
 
 from capaudit.errors import InputError
 
-__all__ = ["LINE", "token_lines", "split", "revised"]
+__all__ = ["LINE", "lines", "token_lines", "split", "revised"]
 
 LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")   # image name, caption number, caption
 
 
-def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
-    """``(1-based line, LINE match)`` of each non-blank line; a line that is not UTF-8 or not
-    a token line is named by its row."""
+def lines(fh: IO[bytes], path) -> Iterator[tuple[int, str]]:
+    """``(1-based row, line with its end)`` of every line, split at ``\\n`` only: the reader's
+    rows (``meta.src``) and the writer's must be the same lines, and a caption may hold a
+    lone ``\\r`` (a text-mode split there put a revision on the wrong line)."""
     for row, raw in enumerate(fh, start=1):
-        try:
-            line = raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError:
-            raise InputError("not valid UTF-8", path=path, row=row,
-                             fix="re-encode the file as UTF-8") from None
+        yield row, _decoded(raw, path, row)
+
+
+def _decoded(raw: bytes, path, row: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", path=path, row=row,
+                         fix="re-encode the file as UTF-8") from None
+
+
+def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
+    """``(1-based line, LINE match)`` of each non-blank line (of :func:`lines`, read here
+    in the same loop: one generator less per caption); a line that is not UTF-8 or not a
+    token line is named by its row."""
+    for row, raw in enumerate(fh, start=1):
+        text = _decoded(raw, path, row)
+        line = text.rstrip("\r\n")
         if not line.strip():
             continue
         m = LINE.match(line)

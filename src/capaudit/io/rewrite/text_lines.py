@@ -97,7 +97,8 @@ class FlickrTokenRewriter(Rewriter):
     """``IMAGE#N<TAB>caption`` lines; a record is a line (its index the line's)."""
 
     def records(self) -> Iterator[Record]:
-        for i, line in enumerate(io.TextIOWrapper(self.src, encoding="utf-8", newline="")):
+        for row, line in flickr_tokens.lines(self.src, self.path):
+            i = row - 1
             name, text = flickr_tokens.split(line)
             yield Record(i, [Place(None, text, name)], line, len(line))
 
