@@ -53,15 +53,16 @@ class CsvRewriter(Rewriter):
                 yield Record(-1, [], (text, None), len(text))
                 continue
             if self.cap is None:
-                if self.header:
-                    self._columns(fields)
+                if self.header:   # a BOM is no part of the first name (DuckDB drops it too)
+                    self._columns([fields[0].removeprefix("\ufeff"), *fields[1:]])
                     yield Record(-1, [], (text, None), len(text))
                     continue
                 self._columns([f"column{i}" for i in range(len(fields))])
             cap = fields[self.cap] if self.cap < len(fields) else None
-            key = fields[self.idc] if self.idc is not None and self.idc < len(fields) \
-                else str(index)
-            places = [] if cap is None else [Place(None, cap, key, parse_image_id(key))]
+            raw = fields[self.idc] if self.idc is not None and self.idc < len(fields) else None
+            # no id column: the record's number is its key, never its image id (as sets add)
+            key = str(index) if raw is None else raw
+            places = [] if cap is None else [Place(None, cap, key, parse_image_id(raw))]
             yield Record(index, places, CsvRaw(text, fields, self.names), len(text))
             index += 1
 
