@@ -7,7 +7,12 @@ import pytest
 
 from capaudit.errors import InputError
 from capaudit.core.storage.urls import expand_braces
-from capaudit.io.shard_files import list_shards
+from capaudit.io.shard_files import list_shard_entries
+
+
+def list_shards(spec: str) -> list[tuple[str, str]]:
+    """``(location, name relative to the listing's root)`` of every shard of ``spec``."""
+    return [(loc, rel) for loc, rel, _, _ in list_shard_entries(spec)[0]]
 
 
 def test_brace_lists_expand_as_webdataset_writes_them():

@@ -14,7 +14,6 @@ look up an image in O(1). Accepted forms:
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from capaudit.core.names import check_path_text
 from capaudit.errors import InputError
 from capaudit.io.annotation_columns import read_name_sets
 from capaudit.io.imageids import require_image_id
+from capaudit.io.layouts import csv as csv_layout
 from capaudit.io.layouts.json import load_json_lines
 
 GENDER_ALIASES = {"male": "male", "man": "male", "m": "male", "men": "male",
@@ -178,8 +178,7 @@ def load_demographics(path: str | Path) -> tuple[dict[int, str], dict[int, str]]
     _check_exists(path)
     if path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            rows = [(i, r) for i, r in enumerate(reader, start=2)]
+            rows = list(csv_layout.dict_rows(fh))
     else:
         rows = list(iter_jsonl(path))
     gender: dict[int, str] = {}

@@ -11,7 +11,7 @@ caption)`` and handed to the audit chunk by chunk. Three layouts:
   streams, each one a shard), read batch by batch.
 
 Where: a shard is named by a path or a URL (``s3://``, ``gs://``, ``hf://``, ``https://``);
-:func:`find_shards` lists a folder, a glob, a brace list (``shard-{00000..00099}.parquet``)
+:func:`find_shard_entries` lists a folder, a glob, a brace list (``shard-{00000..00099}.parquet``)
 or a manifest (a ``.txt`` of shard names) through :func:`capaudit.core.storage.listing.list_files`
 (narrow prefixes, never the whole bucket), and a remote shard is read streaming: a tar
 member by member from a retrying block reader, a parquet file footer first, then the
@@ -36,8 +36,7 @@ from capaudit.io.imageids import parse_image_id
 from capaudit.io.layouts.parquet import CAPTION_COLUMNS, ID_COLUMNS
 from capaudit.io.shard_formats import STREAMED_SHARD_SUFFIXES
 
-__all__ = ["find_shards", "find_shard_entries", "iter_shard_rows",
-           "shards_name"]
+__all__ = ["find_shard_entries", "iter_shard_rows", "shards_name"]
 
 BATCH = 8192
 
@@ -84,11 +83,6 @@ def shards_name(spec) -> str:
         return name_of(fixed) or "shards"   # a prefix named without a trailing slash
     return name_of(parent_of(fixed)) or (local.resolve().parent.name if local else "") \
         or "shards"
-
-
-def find_shards(spec, storage_options: dict | None = None) -> list[str]:
-    """The shards' locations (local paths as text, or URLs): :func:`find_shard_entries`."""
-    return [e.location for e in find_shard_entries(spec, storage_options)]
 
 
 def _pick(names: list[str], wanted: tuple[str, ...], path: Path, what: str,

@@ -31,9 +31,10 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.listing import list_tree
 from capaudit.core.storage.urls import Spec, parse_spec
 from capaudit.errors import InputError
+from capaudit.io import markers
 from capaudit.io.shard_formats import REWRITTEN_SHARD_SUFFIXES
 
-__all__ = ["list_shards", "list_shard_entries", "open_input", "HashingReader",
+__all__ = ["list_shard_entries", "open_input", "HashingReader",
            "HashingWriter", "fingerprint", "changed", "read_marker", "write_marker",
            "write_json"]
 
@@ -49,11 +50,6 @@ def list_shard_entries(spec: str) -> tuple[list[tuple[str, str, int | None, dict
                          path=spec.shown_listed,
                          fix="point --shards to webdataset tars, parquet or JSON/JSONL files")
     return sorted(shards, key=lambda s: s[1]), spec
-
-
-def list_shards(spec: str) -> list[tuple[str, str]]:
-    """``(location, name relative to the listing's root)`` of every shard of ``spec``."""
-    return [(loc, rel) for loc, rel, _, _ in list_shard_entries(spec)[0]]
 
 
 class HashingReader:
@@ -139,18 +135,14 @@ def fingerprint(path: str, previous: dict | None = None, known: dict | None = No
     """The input's identity (:func:`capaudit.io.markers.input_fingerprint`): on a disk its
     sha256 and stat (the hash of ``previous`` reused while the stat is unchanged); on object
     storage what the store reports (``known``: from the listing, no request)."""
-    from capaudit.io.markers import input_fingerprint
-
-    return input_fingerprint(path, previous, known=known)
+    return markers.input_fingerprint(path, previous, known=known)
 
 
 def changed(path: str, fp: dict, sha: str | None = None) -> bool:
     """The input is no longer the one ``fp`` names: its sha256 as read (``sha``) on a disk,
     else its stat; on object storage the identity the store reports now."""
-    from capaudit.io.markers import same_input
-
     if paths.store_identifies(path):
-        return not same_input(fp, paths.stat_of(path))
+        return not markers.same_input(fp, paths.stat_of(path))
     if sha is not None:
         return sha != fp["sha256"]
     return paths.stat_of(path) != {k: fp.get(k) for k in ("size", "mtime_ns", "ctime_ns", "ino")}
@@ -166,19 +158,15 @@ def _marker_key(rel: str) -> str:
 
 def read_marker(folder: str, rel: str) -> dict | None:
     """The shard's marker in ``folder`` (None when absent or unreadable: redone)."""
-    from capaudit.io.markers import read_marker as read
-
     try:
-        return read(folder, _marker_key(rel))
+        return markers.read_marker(folder, _marker_key(rel))
     except InputError:
         return None
 
 
 def write_marker(folder: str, rel: str, key: str, data: dict) -> None:
     """The shard's marker, written last and only if absent (the stale one removed first)."""
-    from capaudit.io.markers import write_marker as write
-
-    write(folder, _marker_key(rel), key, data)
+    markers.write_marker(folder, _marker_key(rel), key, data)
 
 
 def write_json(path: str, data: dict) -> None:

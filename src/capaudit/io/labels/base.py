@@ -135,8 +135,6 @@ def json_field(rec: dict, key: str, row: int, path) -> Any:
 def read_records(path: Path) -> Iterator[tuple[int, dict]]:
     """``(row, record)`` of a JSON Lines, CSV or JSON file (a list, or a dict holding an
     ``annotations`` list as FOIL's and COCO's files do)."""
-    import csv
-
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -150,9 +148,9 @@ def read_records(path: Path) -> Iterator[tuple[int, dict]]:
         raise InputError("the label file is empty", path=path,
                          fix="give a file with one labelled caption per line")
     if path.suffix.lower() in (".csv", ".tsv"):
-        delim = "\t" if path.suffix.lower() == ".tsv" else ","
-        for i, rec in enumerate(csv.DictReader(text.splitlines(), delimiter=delim), 2):
-            yield i, rec
+        from capaudit.io.layouts import csv as csv_layout
+
+        yield from csv_layout.dict_rows(text.splitlines(), csv_layout.delimiter(path))
         return
     head = text.lstrip()[:1]
     if head == "[" or (head == "{" and path.suffix.lower() == ".json"):

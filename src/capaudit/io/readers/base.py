@@ -105,6 +105,36 @@ def make_batch(keys, ids, captions, metas=None, namespace=None) -> pa.RecordBatc
                                       schema=SCHEMA.append(pa.field("namespace", pa.string())))
 
 
+def row_batches(rows, reader: CaptionReader) -> Iterator[pa.RecordBatch]:
+    """Batches of :data:`SCHEMA` from ``(key, image id, caption, meta text, namespace)`` rows,
+    each cut where the reader's batch is full (:meth:`CaptionReader.full`, inlined: this
+    loop runs once a caption, and column lists, not rows transposed, kept it as fast as the
+    readers' own loops). A caption that is not text stays None (the ingest names its row);
+    the namespace column is there only when a row of the batch has one (absent reads as
+    null)."""
+    most_rows, most_bytes = reader.batch_size, reader.batch_bytes
+    keys, ids, caps, metas, spaces, size = [], [], [], [], [], 0
+    for key, iid, cap, meta, ns in rows:
+        keys.append(key)
+        ids.append(iid)
+        metas.append(meta)
+        spaces.append(ns)
+        if isinstance(cap, str):
+            caps.append(cap)
+            size += len(cap)
+        else:
+            caps.append(None)
+        if len(keys) >= most_rows or size >= most_bytes:
+            yield make_batch(keys, ids, caps, metas, _named(spaces))
+            keys, ids, caps, metas, spaces, size = [], [], [], [], [], 0
+    if keys:
+        yield make_batch(keys, ids, caps, metas, _named(spaces))
+
+
+def _named(spaces: list) -> list | None:
+    return spaces if any(ns is not None for ns in spaces) else None
+
+
 def read_head(path: Path, n: int = 65536) -> bytes:
     if path.is_dir():
         return b""

@@ -66,8 +66,7 @@ class ChairOutputReader(CaptionReader):
         if isinstance(overall, dict):
             self.set_meta = {"file_metrics": {"format": self.name, "overall": overall,
                                               "captions": len(sentences)}}
-        yield from id_caption_batches(self._rows(sentences, path), CHAIR_NAMESPACE,
-                                      self.batch_size)
+        yield from id_caption_batches(self._rows(sentences, path), CHAIR_NAMESPACE, self)
 
     @staticmethod
     def _rows(sentences: list, path: Path) -> Iterator[tuple]:

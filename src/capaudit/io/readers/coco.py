@@ -11,7 +11,7 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import document_namespace, require_image_id
 from capaudit.io.layouts.json import load_json_document
-from capaudit.io.readers.base import CaptionReader, make_batch
+from capaudit.io.readers.base import CaptionReader, row_batches
 
 
 class CocoReader(CaptionReader):
@@ -51,8 +51,7 @@ class CocoReader(CaptionReader):
             raise InputError(f"'annotations' is not a list ({_kind(data['annotations'])})",
                              path=path, fix="'annotations' holds objects like "
                                             "{\"image_id\": 1, \"caption\": ...}")
-        yield from id_caption_batches(self._rows(data["annotations"], names, path), ns,
-                                      self.batch_size)
+        yield from id_caption_batches(self._rows(data["annotations"], names, path), ns, self)
 
     @staticmethod
     def _rows(annotations: list, names: dict, path: Path) -> Iterator[tuple]:
@@ -79,21 +78,12 @@ def checked_records(records: list, what: str, path: Path) -> Iterator[tuple[int,
                                   row=row), rec
 
 
-def id_caption_batches(rows, namespace: str | None, batch_size: int
+def id_caption_batches(rows, namespace: str | None, reader: CaptionReader
                        ) -> Iterator[pa.RecordBatch]:
-    """Batches of ``(image id, caption, meta text)`` rows, ``batch_size`` rows each at most
-    (a caption that is not text stays None: the ingest names its row)."""
-    keys, ids, caps, metas = [], [], [], []
-    for iid, cap, meta in rows:
-        keys.append(str(iid))
-        ids.append(iid)
-        caps.append(cap if isinstance(cap, str) else None)
-        metas.append(meta)
-        if len(keys) >= batch_size:
-            yield make_batch(keys, ids, caps, metas, namespace)
-            keys, ids, caps, metas = [], [], [], []
-    if keys:
-        yield make_batch(keys, ids, caps, metas, namespace)
+    """Batches of ``(image id, caption, meta text)`` rows of one namespace."""
+    yield from row_batches(((str(iid), iid, cap, meta, namespace) for iid, cap, meta in rows),
+                           reader)
+
 
 def _kind(value) -> str:
     """How a message names a JSON value that is not the list expected."""

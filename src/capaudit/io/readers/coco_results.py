@@ -30,9 +30,8 @@ from typing import Iterator
 from capaudit.errors import InputError
 from capaudit.io.imageids import require_image_id
 from capaudit.io.layouts.json import is_json_array, iter_array_records
-from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id,
-                                         namespace_hint, not_captions)
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, missing_caption,
+                                         namespace_hint, not_captions, refuse_row_numbers)
 from capaudit.io.readers.records import RecordReader, load_records
 
 SAMPLE_RECORDS = 50   # records whose fields and values the column hints read
@@ -114,12 +113,7 @@ class JsonListReader(RecordReader):
             raise InputError(f"no column '{self.id_col}' (columns: {', '.join(cols)})",
                              path=path, row=row, fix="pass --id-col with one of those columns")
         if idc is None:
-            question = answers_file(cols)
-            if question is not None:
-                raise missing_id(cols, [question], cap, path=path, question=question)
-            like = id_like(cols, self._sample(path), caption=cap)
-            if like:
-                raise missing_id(cols, like, cap, path=path)
+            refuse_row_numbers(cols, cap, lambda: self._sample(path), path=path)
         self.namespace_hint = namespace_hint(idc, self._sample(path))
         return idc, cap
 

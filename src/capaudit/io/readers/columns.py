@@ -136,6 +136,16 @@ def missing_id(cols: Sequence[str], candidates: Sequence[str], caption: str, *, 
                           "column); ids are never invented from row numbers in silence")
 
 
+def refuse_row_numbers(cols: Sequence[str], caption: str, sample=tuple, *, path=None) -> None:
+    """Raise :func:`missing_id` for a file with no id column by a name readers know when it
+    is an answers file or a column looks like an id by another name (``sample()``: a few
+    records for the hint, read only then)."""
+    question = answers_file(cols)
+    like = [question] if question is not None else id_like(cols, sample(), caption=caption)
+    if like:
+        raise missing_id(cols, like, caption, path=path, question=question)
+
+
 # what a record that is no caption looks like: a question (POPE's "Is there a dog in the
 # image?" with a yes/no label), or a prompt/instruction to a model ("Describe the image.")
 _PROMPT = re.compile(r"^(?:<image>\s*)?(?:please\s+)?(?:describe|provide|write|generate|give|"

@@ -10,11 +10,10 @@ from typing import Iterator
 import pyarrow as pa
 
 from capaudit.errors import InputError, require
-from capaudit.io.readers.base import make_batch
-from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id)
 from capaudit.io.imageids import parse_image_id
-from capaudit.io.readers.base import CaptionReader
+from capaudit.io.readers.base import CaptionReader, row_batches
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, missing_caption,
+                                         refuse_row_numbers)
 
 
 class HFDiskReader(CaptionReader):
@@ -76,23 +75,19 @@ class HFDiskReader(CaptionReader):
             raise InputError(f"no column '{idc}' (columns: {', '.join(cols)})", path=path,
                              fix="pass --id-col with an existing column")
         if idc is None:    # never row numbers in silence for an id field of another name
-            question = answers_file(cols)
-            like = [question] if question else id_like(cols, caption=cap)
-            if like:
-                raise missing_id(cols, like, cap, path=path, question=question)
+            refuse_row_numbers(cols, cap, path=path)
+        yield from row_batches(self._rows(ds, cap, idc), self)
+
+    def _rows(self, ds, cap: str, idc: str | None) -> Iterator[tuple]:
         for start in range(0, len(ds), self.batch_size):
             chunk = ds[start:start + self.batch_size]
             caps = chunk[cap]
             raw_ids = chunk[idc] if idc else [str(i) for i in range(start, start + len(caps))]
             # capaudit's own --to hf export: each row's namespace, read back as it was written
-            row_ns = chunk["namespace"] if "namespace" in cols else [None] * len(caps)
-            keys, ids, texts, spaces = [], [], [], []
+            row_ns = chunk["namespace"] if "namespace" in ds.column_names else [None] * len(caps)
             for raw, value, ns in zip(raw_ids, caps, row_ns):
                 # a list of captions per image (Flickr30k's Hub layout: ``caption`` holds 5):
                 # one row each, same image; an empty list stays one missing caption
                 for text in (value or [None]) if isinstance(value, list) else [value]:
-                    keys.append(str(raw))
-                    ids.append(parse_image_id(raw))
-                    texts.append(text if isinstance(text, str) else None)
-                    spaces.append(ns if isinstance(ns, str) and ns else None)
-            yield make_batch(keys, ids, texts, None, spaces if any(spaces) else None)
+                    yield (str(raw), parse_image_id(raw), text, None,
+                           ns if isinstance(ns, str) and ns else None)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id, require_image_id
 from capaudit.io.layouts.json import load_json_document
-from capaudit.io.readers.base import make_batch
+from capaudit.io.readers.base import row_batches
 from capaudit.io.readers.records import RecordReader
 
 SPLITS = ("train", "val", "test", "restval")
@@ -44,9 +44,12 @@ class KarpathyReader(RecordReader):
             raise InputError("not a Karpathy split file: no 'images' list", path=path,
                              fix="pass --format coco for COCO captions JSON")
         dataset = str(data.get("dataset", "")).lower()
+        yield from row_batches(self._rows(path, data["images"], split, dataset), self)
+
+    def _rows(self, path: Path, images: list, split: str | None, dataset: str
+              ) -> Iterator[tuple]:
         keep = self.where_mask(path, "images")
-        keys, ids, caps, metas, spaces = [], [], [], [], []
-        for i, img in enumerate(data["images"]):
+        for i, img in enumerate(images):
             row = i + 1
             if not isinstance(img, dict) or not isinstance(img.get("sentences"), list):
                 raise InputError("image entry lacks a 'sentences' list", path=path, row=row)
@@ -68,15 +71,7 @@ class KarpathyReader(RecordReader):
                 raw = sent.get("raw") if isinstance(sent, dict) else None
                 if raw is None and isinstance(sent, dict) and isinstance(sent.get("tokens"), list):
                     raw = " ".join(sent["tokens"])
-                keys.append(str(iid) if iid is not None else str(name))
-                ids.append(iid)
-                caps.append(raw if isinstance(raw, str) else None)
-                metas.append(json.dumps({"src": i, "sent": j, "split": str(img.get("split")),
-                                         **({"file": name} if isinstance(name, str) else {})},
-                                        ensure_ascii=False))
-                spaces.append(ns)
-            if len(keys) >= self.batch_size:
-                yield make_batch(keys, ids, caps, metas, spaces)
-                keys, ids, caps, metas, spaces = [], [], [], [], []
-        if keys:
-            yield make_batch(keys, ids, caps, metas, spaces)
+                meta = json.dumps({"src": i, "sent": j, "split": str(img.get("split")),
+                                   **({"file": name} if isinstance(name, str) else {})},
+                                  ensure_ascii=False)
+                yield str(iid) if iid is not None else str(name), iid, raw, meta, ns

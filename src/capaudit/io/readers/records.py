@@ -24,7 +24,7 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.layouts.json import is_json_array, iter_array_records, load_json_lines
-from capaudit.io.readers.base import CaptionReader, make_batch, read_head
+from capaudit.io.readers.base import CaptionReader, read_head, row_batches
 
 TURNS = ("first", "all", "join")
 JOIN_SEP = "\n\n"
@@ -112,16 +112,8 @@ class RecordReader(CaptionReader):
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
         yield from self.emit(self.rows(path))
 
-    def emit(self, rows, namespace: str | None = None) -> Iterator[pa.RecordBatch]:
-        keys, ids, caps, metas, size = [], [], [], [], 0
-        for key, cap, meta in rows:
-            keys.append(str(key))
-            ids.append(parse_image_id(key))
-            caps.append(cap if isinstance(cap, str) else None)
-            metas.append(json.dumps(meta) if meta else None)
-            size += len(cap) if isinstance(cap, str) else 0
-            if self.full(len(keys), size):
-                yield make_batch(keys, ids, caps, metas, namespace)
-                keys, ids, caps, metas, size = [], [], [], [], 0
-        if keys:
-            yield make_batch(keys, ids, caps, metas, namespace)
+    def emit(self, rows) -> Iterator[pa.RecordBatch]:
+        """Batches of :meth:`captions`' ``(image key, caption, meta dict)`` rows."""
+        yield from row_batches(((str(key), parse_image_id(key), cap,
+                                 json.dumps(meta) if meta else None, None)
+                                for key, cap, meta in rows), self)

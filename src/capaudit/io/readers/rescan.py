@@ -12,9 +12,10 @@ import csv
 import json
 import re
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from capaudit.errors import InputError
+from capaudit.io.layouts import csv as csv_layout
 
 
 def scan_lines(path: Path, check) -> InputError | None:
@@ -79,43 +80,6 @@ def jsonl_record_row(path: Path, index: int) -> int:
     return index + 1
 
 
-def csv_delimiter(path: Path) -> str:
-    return "\t" if path.suffix.lower() == ".tsv" else ","
-
-
-_DATA_CELL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|gif|webp))$", re.IGNORECASE)
-
-
-def csv_has_header(path: Path) -> bool:
-    """Whether the first record names the columns: a URL or an image file name is a value,
-    never a column name (Conceptual Captions' ``Validation_GCC-1.1.0-Validation.tsv`` is
-    ``caption<TAB>url`` with no header, and its first caption was taken for a column name)."""
-    try:
-        first = next((f for _, f in csv_records(path) if f), None)
-    except (csv.Error, UnicodeDecodeError):
-        return True  # the scan names the bad line
-    return not any(_DATA_CELL.match(cell.strip()) for cell in first or [])
-
-
-def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(first line of the record, fields) for each record, header included."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh, delimiter=csv_delimiter(path))
-        start = 1
-        for fields in reader:
-            yield start, fields
-            start = reader.line_num + 1
-
-
-def csv_record_row(path: Path, index: int) -> int:
-    """File line of data record ``index`` (the header, if any, is line 1, as in a spreadsheet)."""
-    skip = 1 if csv_has_header(path) else 0
-    for i, (line, fields) in enumerate(r for r in csv_records(path) if r[1]):
-        if i == index + skip:
-            return line
-    return index + 1 + skip
-
-
 def scan_csv(path: Path) -> InputError | None:
     """The first line that is not UTF-8, malformed quoting, or a record whose width is not
     the header's."""
@@ -124,7 +88,7 @@ def scan_csv(path: Path) -> InputError | None:
         return err
     width = None
     try:
-        for line, fields in csv_records(path):
+        for line, fields in csv_layout.records(path):
             if not fields:
                 continue
             if width is None:

@@ -21,11 +21,10 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import SQL_PARSE_IMAGE_ID, document_namespace
 from capaudit.io.readers.base import SCHEMA, CaptionReader, file_line
-from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, answers_file,
-                                         id_like, missing_caption, missing_id, not_captions,
-                                         pick_id_column)
-from capaudit.io.readers.rescan import (compressed, csv_delimiter, csv_has_header,
-                                          csv_record_row, jsonl_record_row, nested_records,
+from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, missing_caption,
+                                         not_captions, pick_id_column, refuse_row_numbers)
+from capaudit.io.layouts import csv as csv_layout
+from capaudit.io.readers.rescan import (compressed, jsonl_record_row, nested_records,
                                           oversized, scan_csv, scan_jsonl)
 
 # a column naming the dataset; ``namespace``: the one capaudit's jsonl/parquet exports write
@@ -106,12 +105,7 @@ class _DuckReader(CaptionReader):
         idc, self.id_hint, self.namespace_hint = pick_id_column(
             idc, self.id_col, cols, {r[0]: r[1] for r in desc}, lambda: self._sample(con, path))
         if idc is None and self.refuse_row_ids:
-            question = answers_file(cols)
-            if question is not None:
-                raise missing_id(cols, [question], cap, path=path, question=question)
-            like = id_like(cols, self._sample(con, path), caption=cap)
-            if like:
-                raise missing_id(cols, like, cap, path=path)
+            refuse_row_numbers(cols, cap, lambda: self._sample(con, path), path=path)
         return idc, cap
 
     def select_sql(self, path: Path, con) -> str:
@@ -271,17 +265,17 @@ class CsvReader(_DuckReader):
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
-        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
         return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}')"
 
     def where_source(self, path: Path) -> str:
         """Typed as DuckDB sniffs them: ``question_id < 10`` compares numbers."""
-        delim, header = csv_delimiter(path), str(csv_has_header(path)).lower()
+        delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
         return f"read_csv({_q(path)}, header={header}, delim='{delim}')"
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
-        return csv_record_row(path, index)
+        return csv_layout.record_row(path, index)
 
     def scan(self, path: Path) -> InputError | None:
         return scan_csv(path)

@@ -18,7 +18,7 @@ import pyarrow as pa
 from capaudit.errors import InputError
 from capaudit.io.imageids import (infer_namespace, is_digit_key, is_row_key, key_image_id,
                                   parse_image_id)
-from capaudit.io.readers.base import CaptionReader, make_batch
+from capaudit.io.readers.base import CaptionReader, row_batches
 
 
 def shard_paths(path: Path) -> list[Path]:
@@ -74,26 +74,20 @@ class WebDatasetReader(CaptionReader):
         return path.suffix == ".tar"
 
     def read(self, path: Path) -> Iterator[pa.RecordBatch]:
+        yield from row_batches(self._rows(path), self)
+
+    def _rows(self, path: Path) -> Iterator[tuple]:
         # here, not at the top: every caption file's format sniff imports this module
         from capaudit.io.layouts.tar import iter_samples
 
         cap_key = self.caption_col or "caption"
-        keys, ids, caps, metas, spaces = [], [], [], [], []
         for shard in shard_paths(path):
             for row, (key, files) in enumerate(iter_samples(shard), start=1):
                 meta, texts = parse_sample(key, files, shard, row, cap_key)
                 iid, ns = sample_id(key, meta, self.id_col or "image_id")
                 for text in texts:
-                    keys.append(str(meta.get("key", key)) if iid is None else str(iid))
-                    ids.append(iid)
-                    caps.append(text if isinstance(text, str) else None)
-                    metas.append(json.dumps({"shard": shard.name, "key": key}))
-                    spaces.append(ns)
-                if len(keys) >= self.batch_size:
-                    yield make_batch(keys, ids, caps, metas, _spaces(spaces))
-                    keys, ids, caps, metas, spaces = [], [], [], [], []
-        if keys:
-            yield make_batch(keys, ids, caps, metas, _spaces(spaces))
+                    yield (str(meta.get("key", key)) if iid is None else str(iid), iid, text,
+                           json.dumps({"shard": shard.name, "key": key}), ns)
 
 
 def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | None]:
@@ -109,8 +103,3 @@ def sample_id(key: str, meta: dict, id_field: str) -> tuple[int | None, str | No
         return None, None
     iid = key_image_id(key)
     return iid, (None if iid is None or is_digit_key(key) else infer_namespace(key))
-
-
-def _spaces(spaces: list) -> list | None:
-    """The batch's namespace column, or none when no key gave evidence."""
-    return spaces if any(ns is not None for ns in spaces) else None

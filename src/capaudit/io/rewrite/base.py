@@ -116,6 +116,15 @@ class ChangeLog:
                 caps[turn] = text
         return caps
 
+    def one_caption(self, record: int, before: str, after: str | None, **where) -> bool:
+        """A record's one caption revised to ``after``, or dropped (None) with its record;
+        False when the record goes."""
+        if after is None:
+            self.dropped(record, chars=len(before))
+            return False
+        self.revised(record, before, after, **where)
+        return True
+
     def dropped(self, record: int, why: str | None = None, chars: int | None = None,
                 **where) -> None:
         self.counts["records_dropped"] += 1

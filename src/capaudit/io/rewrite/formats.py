@@ -66,14 +66,12 @@ def open_rewriter(fmt: str, options: Mapping, src: IO[bytes], out: IO[bytes] | N
         return ParquetRewriter(src, out, path, log, caption_col=cap, id_col=idc, **extra,
                                **batching)
     if fmt == "csv":
-        from pathlib import Path
-
-        from capaudit.io.readers.rescan import csv_delimiter, csv_has_header
+        from capaudit.io.layouts import csv as csv_layout
         from capaudit.io.readers.columns import CAPTION_CANDIDATES, ID_CANDIDATES
         from capaudit.io.rewrite.text_lines import CsvRewriter
 
-        return CsvRewriter(src, out, path, log, delimiter=csv_delimiter(Path(path)),
-                           header=csv_has_header(Path(path)), caption_col=cap, id_col=idc,
+        return CsvRewriter(src, out, path, log, delimiter=csv_layout.delimiter(path),
+                           header=csv_layout.has_header(path), caption_col=cap, id_col=idc,
                            caption_candidates=CAPTION_CANDIDATES, id_candidates=ID_CANDIDATES,
                            **batching)
     if fmt == "flickr-token":

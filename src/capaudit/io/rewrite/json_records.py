@@ -132,12 +132,10 @@ class CocoRewriter(Rewriter):
     def write_record(self, rec: Record, changes: Changes) -> bool:
         mine = own_changes(rec, changes)
         if mine:
-            text = mine[None]
-            if text is None:
-                self.log.dropped(rec.index, chars=len(rec.raw.get("caption") or ""))
+            if not self.log.one_caption(rec.index, rec.raw["caption"], mine[None],
+                                        field="caption"):
                 return False
-            self.log.revised(rec.index, rec.raw["caption"], text, field="caption")
-            rec.raw["caption"] = text
+            rec.raw["caption"] = mine[None]
         self.kept.append(rec.raw)
         return True
 

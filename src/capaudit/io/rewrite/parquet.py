@@ -20,7 +20,7 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.layouts.parquet import (CAPTION_COLUMNS, ID_COLUMNS, open_file, unreadable,
                                          writer_like)
-from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter
+from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter, own_changes
 
 __all__ = ["ParquetRewriter"]
 
@@ -82,8 +82,7 @@ class ParquetRewriter(Rewriter):
         for rec in records:
             i = rec.raw[1]
             self.log.counts["records_in"] += 1
-            mine = {p.turn: changes[(rec.index, p.turn)] for p in rec.places
-                    if (rec.index, p.turn) in changes}
+            mine = own_changes(rec, changes)
             if mine:
                 column[i] = self._revised(rec, column[i], mine)
                 keep[i] = column[i] is not None
@@ -108,12 +107,8 @@ class ParquetRewriter(Rewriter):
 
     def _revised(self, rec: Record, value, mine: dict):
         if not isinstance(value, list):
-            text = mine[None]
-            if text is None:
-                self.log.dropped(rec.index, chars=len(value))
-            else:
-                self.log.revised(rec.index, value, text, field=self.cap)
-            return text
+            self.log.one_caption(rec.index, value, mine[None], field=self.cap)
+            return mine[None]
         caps = self.log.revised_list(rec.index, value, mine)
         if not caps:
             self.log.dropped(rec.index, why="every caption dropped")

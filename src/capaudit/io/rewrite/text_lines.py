@@ -1,21 +1,20 @@
 """Line-based sources back in their own layout: CSV/TSV and Flickr ``.token`` files.
 
-CSV/TSV: the file's own delimiter and header (or none), each record's raw text kept (a
-quoted caption may span lines): an untouched record is copied as read, a revised one is
-written by ``csv.writer`` with that delimiter, the record's own line ending, and its
-quoting (every field quoted when the record quoted every field, else only where needed).
-A record's index is its place among the data records, blank lines skipped, as DuckDB's
-reader numbers them for ``sets add``. Flickr tokens: ``IMAGE#N<TAB>caption`` per line.
+Each read and written by its layout (:mod:`capaudit.io.layouts.csv`: an untouched record
+copied as read, a revised one in the record's own style; :mod:`capaudit.io.layouts.
+flickr_tokens`). A CSV record's index is its place among the data records, blank lines
+skipped, as DuckDB's reader numbers them for ``sets add``.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Iterator, NamedTuple
 
 from capaudit.errors import InputError
 from capaudit.io.imageids import parse_image_id
+from capaudit.io.layouts import csv as csv_layout
+from capaudit.io.layouts import flickr_tokens
 from capaudit.io.rewrite.base import Changes, Place, Record, Rewriter, own_changes
 
 __all__ = ["CsvRaw", "CsvRewriter", "FlickrTokenRewriter"]
@@ -40,12 +39,6 @@ class CsvRewriter(Rewriter):
         self.cap = self.idc = None
         self.names: list[str] = []
 
-    def _lines(self, raw: list[str]) -> Iterator[str]:
-        text = io.TextIOWrapper(self.src, encoding="utf-8", newline="")
-        for line in text:
-            raw.append(line)
-            yield line
-
     def _columns(self, names: list[str]) -> None:
         caption_col, id_col, caps, ids = self.given
         self.names = names
@@ -53,25 +46,23 @@ class CsvRewriter(Rewriter):
         self.idc = _index(names, id_col, ids, self.path, "image id", required=False)
 
     def records(self) -> Iterator[Record]:
-        raw: list[str] = []
-        reader = csv.reader(self._lines(raw), delimiter=self.delimiter)
         index = 0
-        for fields in reader:
-            text = "".join(raw)
-            raw.clear()
+        lines = io.TextIOWrapper(self.src, encoding="utf-8", newline="")
+        for _, text, fields in csv_layout.raw_records(lines, self.delimiter):
             if not fields:
                 yield Record(-1, [], (text, None), len(text))
                 continue
             if self.cap is None:
-                if self.header:
-                    self._columns(fields)
+                if self.header:   # a BOM is no part of the first name (DuckDB drops it too)
+                    self._columns([fields[0].removeprefix("\ufeff"), *fields[1:]])
                     yield Record(-1, [], (text, None), len(text))
                     continue
                 self._columns([f"column{i}" for i in range(len(fields))])
             cap = fields[self.cap] if self.cap < len(fields) else None
-            key = fields[self.idc] if self.idc is not None and self.idc < len(fields) \
-                else str(index)
-            places = [] if cap is None else [Place(None, cap, key, parse_image_id(key))]
+            raw = fields[self.idc] if self.idc is not None and self.idc < len(fields) else None
+            # no id column: the record's number is its key, never its image id (as sets add)
+            key = str(index) if raw is None else raw
+            places = [] if cap is None else [Place(None, cap, key, parse_image_id(raw))]
             yield Record(index, places, CsvRaw(text, fields, self.names), len(text))
             index += 1
 
@@ -79,20 +70,12 @@ class CsvRewriter(Rewriter):
         text, fields = rec.raw[:2]
         mine = own_changes(rec, changes) if rec.index >= 0 else None
         if mine:
-            new = mine[None]
-            if new is None:
-                self.log.dropped(rec.index, chars=len(fields[self.cap]))
+            if not self.log.one_caption(rec.index, fields[self.cap], mine[None],
+                                        column=self.cap):
                 return False
-            self.log.revised(rec.index, fields[self.cap], new, column=self.cap)
             fields = list(fields)
-            fields[self.cap] = new
-            end = "\r\n" if text.endswith("\r\n") else "\n" if text.endswith("\n") else ""
-            out = io.StringIO()
-            quote_all = text.startswith('"') and text.count(f'"{self.delimiter}"') >= \
-                len(fields) - 1
-            csv.writer(out, delimiter=self.delimiter, lineterminator=end,
-                       quoting=csv.QUOTE_ALL if quote_all else csv.QUOTE_MINIMAL).writerow(fields)
-            text = out.getvalue()
+            fields[self.cap] = mine[None]
+            text = csv_layout.revised(text, fields, self.delimiter)
         self.out.write(text.encode("utf-8"))
         return True
 
@@ -115,21 +98,17 @@ class FlickrTokenRewriter(Rewriter):
     """``IMAGE#N<TAB>caption`` lines; a record is a line (its index the line's)."""
 
     def records(self) -> Iterator[Record]:
-        for i, line in enumerate(io.TextIOWrapper(self.src, encoding="utf-8", newline="")):
-            head, _, rest = line.partition("\t")
-            text = rest.rstrip("\r\n")
-            yield Record(i, [Place(None, text, head.split("#")[0])], line, len(line))
+        for row, line in flickr_tokens.lines(self.src, self.path):
+            i = row - 1
+            name, text = flickr_tokens.split(line)
+            yield Record(i, [Place(None, text, name)], line, len(line))
 
     def write_record(self, rec: Record, changes: Changes) -> bool:
         line = rec.raw
         mine = own_changes(rec, changes)
         if mine:
-            head, _, rest = line.partition("\t")
-            text = mine[None]
-            if text is None:
-                self.log.dropped(rec.index, chars=len(rest.rstrip("\r\n")))
+            if not self.log.one_caption(rec.index, rec.places[0].text, mine[None]):
                 return False
-            self.log.revised(rec.index, rest.rstrip("\r\n"), text)
-            line = f"{head}\t{text}" + ("\n" if line.endswith("\n") else "")
+            line = flickr_tokens.revised(line, mine[None])
         self.out.write(line.encode("utf-8"))
         return True
