@@ -29,7 +29,12 @@ PROBE = textwrap.dedent("""
     docs = parse_many([s for t in toks for s in t])
     parses = [[(w.tag_, w.dep_, w.head.i) for w in d] for d in docs]
     stacks = sorted(m for m in ("scipy", "sklearn", "pandas", "torch") if m in sys.modules)
-    print(json.dumps({"toks": toks, "spans": spans, "parses": parses, "stacks": stacks}))
+    unread = sorted(m for m in ("nltk", "nltk.corpus", "spacy.cli", "weasel") if m in sys.modules)
+    import nltk, spacy.cli   # later ordinary imports of what the lean path left out still work
+    later = [nltk.tokenize.punkt.__name__, nltk.word_tokenize(caps[0], preserve_line=True),
+             callable(spacy.cli.info)]
+    print(json.dumps({"toks": toks, "spans": spans, "parses": parses, "stacks": stacks,
+                      "unread": unread, "later": later}))
 """)
 
 
@@ -53,6 +58,12 @@ def test_lean_gives_the_same_text_analysis_without_the_stacks(tmp_path):
     pytest.importorskip("spacy")
     ordinary, lean = _probe(tmp_path, lean=False), _probe(tmp_path, lean=True)
     assert lean["stacks"] == []
+    # NLTK's package __init__ and spaCy's commands are not even imported (core/lean_import's
+    # lean_submodules, lean_import_standing_in); the ordinary import has them all
+    assert lean["unread"] == [] and ordinary["unread"] == ["nltk", "nltk.corpus", "spacy.cli",
+                                                           "weasel"]
+    assert lean["later"] == ordinary["later"]
+    assert lean["later"][0] == "nltk.tokenize.punkt" and lean["later"][2] is True
     assert "scipy" in ordinary["stacks"]  # NLTK's own import pulls it in: the lean path matters
     assert sum(len(t) for t in lean["toks"]) > 300   # 60 long captions: hundreds of sentences
     for key in ("toks", "spans", "parses"):
