@@ -114,10 +114,13 @@ def stream_name_sets(path: Path, names_field: str, block: int = 1 << 22) -> Colu
     vocab: dict[str, int] = {}
     ids, widths, codes, rows = [], [], [], 0
     try:
+        # the system allocator: what the blocks held goes back to the process's heap (the
+        # default pool keeps it for Arrow alone), where the rest of the run reuses it
         reader = pj.open_json(str(path), read_options=pj.ReadOptions(use_threads=False,
                                                                      block_size=block),
                               parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                            unexpected_field_behavior="error"))
+                                                            unexpected_field_behavior="error"),
+                              memory_pool=pa.system_memory_pool())
         for batch in reader:
             col, names = batch.column(0), batch.column(1)
             if col.null_count or names.null_count or names.values.null_count:
