@@ -135,3 +135,51 @@ def test_the_command_line_and_ray_tasks_turn_it_on(monkeypatch):
     wrapped = _lean(task)
     assert inspect.isfunction(wrapped) and wrapped.__name__ == "task"   # ray.remote takes it
     assert wrapped(7) == (7, True)
+
+
+def test_submodules_load_without_their_packages_init_and_leave_no_trace(tmp_path, monkeypatch):
+    _package(tmp_path, "capaudit_heavy", "import sys\nsys.modules['capaudit_heavy_ran'] = sys\n"
+             "from capaudit_heavy import helper\n")
+    (tmp_path / "capaudit_heavy" / "helper.py").write_text("VALUE = 3\n")
+    (tmp_path / "capaudit_heavy" / "sub").mkdir()
+    (tmp_path / "capaudit_heavy" / "sub" / "__init__.py").write_text("raise RuntimeError\n")
+    (tmp_path / "capaudit_heavy" / "sub" / "leaf.py").write_text(
+        "from capaudit_heavy import helper\nVALUE = helper.VALUE + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(lean_import.ENV, "1")
+    names = ("capaudit_heavy", "capaudit_heavy_ran")
+    try:
+        leaf, helper = lean_import.lean_submodules(
+            "capaudit_heavy", ("capaudit_heavy.sub.leaf", "capaudit_heavy.helper"))
+        assert (leaf.VALUE, helper.VALUE) == (4, 3)
+        assert not [n for n in sys.modules if n.startswith(names)]  # no __init__ ran, none kept
+        assert __import__("capaudit_heavy").helper.VALUE == 3        # the ordinary import after
+        assert "capaudit_heavy_ran" in sys.modules
+    finally:
+        for name in [n for n in sys.modules if n.startswith(names)]:
+            del sys.modules[name]
+
+
+def test_a_module_that_needs_its_package_init_is_imported_the_ordinary_way(tmp_path,
+                                                                            monkeypatch):
+    _package(tmp_path, "capaudit_needs_init", "SETTING = 5\n")
+    (tmp_path / "capaudit_needs_init" / "mod.py").write_text(
+        "import capaudit_needs_init as p\nVALUE = p.SETTING\n")
+    _package(tmp_path, "capaudit_uses_stub", "from capaudit_uses_stub.extra.info import info, more\n")
+    _package(tmp_path / "capaudit_uses_stub", "extra", "")
+    (tmp_path / "capaudit_uses_stub" / "extra" / "info.py").write_text(
+        "def info():\n    return 'real'\nmore = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(lean_import.ENV, "1")
+    names = ("capaudit_needs_init", "capaudit_uses_stub")
+    try:
+        (mod,) = lean_import.lean_submodules("capaudit_needs_init", ("capaudit_needs_init.mod",))
+        assert mod.VALUE == 5 and "capaudit_needs_init" in sys.modules   # the ordinary import
+        # a stand-in without a name the package imports: the ordinary import, no stand-in left
+        pkg = lean_import.lean_import_standing_in(
+            "capaudit_uses_stub", {"capaudit_uses_stub.extra.info": {"info": lambda: "stub"}})
+        assert pkg.info() == "real" and pkg.more == 1
+        assert sys.modules["capaudit_uses_stub.extra.info"].info() == "real"
+    finally:
+        for name in [n for n in sys.modules if n.startswith(names)]:
+            del sys.modules[name]
