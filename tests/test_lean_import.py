@@ -29,7 +29,12 @@ PROBE = textwrap.dedent("""
     docs = parse_many([s for t in toks for s in t])
     parses = [[(w.tag_, w.dep_, w.head.i) for w in d] for d in docs]
     stacks = sorted(m for m in ("scipy", "sklearn", "pandas", "torch") if m in sys.modules)
-    print(json.dumps({"toks": toks, "spans": spans, "parses": parses, "stacks": stacks}))
+    unread = sorted(m for m in ("nltk", "nltk.corpus", "spacy.cli", "weasel") if m in sys.modules)
+    import nltk, spacy.cli   # later ordinary imports of what the lean path left out still work
+    later = [nltk.tokenize.punkt.__name__, nltk.word_tokenize(caps[0], preserve_line=True),
+             callable(spacy.cli.info)]
+    print(json.dumps({"toks": toks, "spans": spans, "parses": parses, "stacks": stacks,
+                      "unread": unread, "later": later}))
 """)
 
 
@@ -53,6 +58,12 @@ def test_lean_gives_the_same_text_analysis_without_the_stacks(tmp_path):
     pytest.importorskip("spacy")
     ordinary, lean = _probe(tmp_path, lean=False), _probe(tmp_path, lean=True)
     assert lean["stacks"] == []
+    # NLTK's package __init__ and spaCy's commands are not even imported (core/lean_import's
+    # lean_submodules, lean_import_standing_in); the ordinary import has them all
+    assert lean["unread"] == [] and ordinary["unread"] == ["nltk", "nltk.corpus", "spacy.cli",
+                                                           "weasel"]
+    assert lean["later"] == ordinary["later"]
+    assert lean["later"][0] == "nltk.tokenize.punkt" and lean["later"][2] is True
     assert "scipy" in ordinary["stacks"]  # NLTK's own import pulls it in: the lean path matters
     assert sum(len(t) for t in lean["toks"]) > 300   # 60 long captions: hundreds of sentences
     for key in ("toks", "spans", "parses"):
@@ -124,3 +135,51 @@ def test_the_command_line_and_ray_tasks_turn_it_on(monkeypatch):
     wrapped = _lean(task)
     assert inspect.isfunction(wrapped) and wrapped.__name__ == "task"   # ray.remote takes it
     assert wrapped(7) == (7, True)
+
+
+def test_submodules_load_without_their_packages_init_and_leave_no_trace(tmp_path, monkeypatch):
+    _package(tmp_path, "capaudit_heavy", "import sys\nsys.modules['capaudit_heavy_ran'] = sys\n"
+             "from capaudit_heavy import helper\n")
+    (tmp_path / "capaudit_heavy" / "helper.py").write_text("VALUE = 3\n")
+    (tmp_path / "capaudit_heavy" / "sub").mkdir()
+    (tmp_path / "capaudit_heavy" / "sub" / "__init__.py").write_text("raise RuntimeError\n")
+    (tmp_path / "capaudit_heavy" / "sub" / "leaf.py").write_text(
+        "from capaudit_heavy import helper\nVALUE = helper.VALUE + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(lean_import.ENV, "1")
+    names = ("capaudit_heavy", "capaudit_heavy_ran")
+    try:
+        leaf, helper = lean_import.lean_submodules(
+            "capaudit_heavy", ("capaudit_heavy.sub.leaf", "capaudit_heavy.helper"))
+        assert (leaf.VALUE, helper.VALUE) == (4, 3)
+        assert not [n for n in sys.modules if n.startswith(names)]  # no __init__ ran, none kept
+        assert __import__("capaudit_heavy").helper.VALUE == 3        # the ordinary import after
+        assert "capaudit_heavy_ran" in sys.modules
+    finally:
+        for name in [n for n in sys.modules if n.startswith(names)]:
+            del sys.modules[name]
+
+
+def test_a_module_that_needs_its_package_init_is_imported_the_ordinary_way(tmp_path,
+                                                                            monkeypatch):
+    _package(tmp_path, "capaudit_needs_init", "SETTING = 5\n")
+    (tmp_path / "capaudit_needs_init" / "mod.py").write_text(
+        "import capaudit_needs_init as p\nVALUE = p.SETTING\n")
+    _package(tmp_path, "capaudit_uses_stub", "from capaudit_uses_stub.extra.info import info, more\n")
+    _package(tmp_path / "capaudit_uses_stub", "extra", "")
+    (tmp_path / "capaudit_uses_stub" / "extra" / "info.py").write_text(
+        "def info():\n    return 'real'\nmore = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(lean_import.ENV, "1")
+    names = ("capaudit_needs_init", "capaudit_uses_stub")
+    try:
+        (mod,) = lean_import.lean_submodules("capaudit_needs_init", ("capaudit_needs_init.mod",))
+        assert mod.VALUE == 5 and "capaudit_needs_init" in sys.modules   # the ordinary import
+        # a stand-in without a name the package imports: the ordinary import, no stand-in left
+        pkg = lean_import.lean_import_standing_in(
+            "capaudit_uses_stub", {"capaudit_uses_stub.extra.info": {"info": lambda: "stub"}})
+        assert pkg.info() == "real" and pkg.more == 1
+        assert sys.modules["capaudit_uses_stub.extra.info"].info() == "real"
+    finally:
+        for name in [n for n in sys.modules if n.startswith(names)]:
+            del sys.modules[name]

@@ -78,9 +78,12 @@ class SentenceMemo:
             return None
         if len(self.known) + len(spans) > self.limit:
             self.known.clear()
-        lex, out = self.lexicon, []
+        lex, out, at = self.lexicon, [], 0
+        # the caption's tokens singularized in one call (a sentence's are its slice)
+        singular = singular_tokens([t for tokens in sents for t in tokens], self.mode)
         for (a, b), tokens in zip(spans, sents):
-            sing = singular_tokens(tokens, self.mode)
+            sing = singular[at:at + len(tokens)]
+            at += len(tokens)
             hits = lex.word_hits(sing)
             neg = negated_positions(tokens) if hits and self.negation else None
             entry = self.known[text[a:b]] = _Sentence(tokens, hits, lex.may_join(sing), neg)

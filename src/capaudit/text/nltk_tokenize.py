@@ -24,10 +24,10 @@ __all__ = ["load_nltk", "punkt_tokenizer", "nltk_loaded", "nltk_tokenize_sentenc
 
 @lru_cache(maxsize=1)
 def _nltk():
-    from capaudit.core.lean_import import lean_import
+    from capaudit.core.lean_import import lean_submodules
 
-    punkt = lean_import("nltk.tokenize.punkt")
-    destructive = lean_import("nltk.tokenize.destructive")
+    punkt, destructive = lean_submodules("nltk", ("nltk.tokenize.punkt",
+                                                  "nltk.tokenize.destructive"))
     return punkt.PunktSentenceTokenizer(), destructive.NLTKWordTokenizer()
 
 

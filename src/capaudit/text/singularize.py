@@ -119,7 +119,5 @@ def singular_tokens(tokens: list[str], mode: str) -> list[str]:
     sing = list(map(cache.get, tokens))
     if None in sing:  # singularize the new tokens only (each call fills ``cache``)
         sg = singularize if mode == "reference" else singularize_corrected
-        for t in set(tokens).difference(cache):
-            sg(t)
-        sing = list(map(cache.get, tokens))
+        sing = [sg(t) if s is None else s for t, s in zip(tokens, sing)]
     return sing

@@ -10,7 +10,10 @@ by the sha256 of those arrays, and each worker maps it into a :class:`ColumnarSu
 
 An evidence *file* is converted in a short-lived child process: parsing a 1.2M-image file
 has a transient peak of a few hundred MB that would otherwise stay in the driver's heap (a
-Python process rarely gives freed memory back) for the whole run.
+Python process rarely gives freed memory back) for the whole run. A file of up to
+:data:`IN_DRIVER_BYTES` is converted in the driver itself: the child's interpreter and imports
+(numpy, pyarrow: ~0.4 CPU-s and ~150 MB of its own) cost more than such a file's parse
+(COCO's CHAIR ground truth, 8 MB: ~0.2 CPU-s, ~30 MB the run's heap then reuses).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import hashlib
 
 from capaudit.core.columnar import SortedIdRows
 
-__all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_in_child",
-           "run_evidence"]
+__all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_here",
+           "convert_in_child", "run_evidence", "IN_DRIVER_BYTES"]
 
 _ARRAYS = ("ids", "offsets", "codes", "scores", "names")
+#: evidence files up to this size are converted in the driver (see the module docstring)
+IN_DRIVER_BYTES = 32 << 20
 
 
 class ColumnarSupport(SortedIdRows):
@@ -140,6 +145,19 @@ def _resolve(kind: str, ref: str, resolve):
     return evidence, f"file:{url}"
 
 
+def convert_here(kind: str, ref: str, folder: str) -> tuple[str, str, str]:
+    """:func:`convert_in_child`'s conversion in this process, its one-line error raised as
+    that function raises the child's."""
+    from capaudit.errors import CapauditError
+    from capaudit.filters.evidence import resolve_evidence
+
+    try:
+        evidence, source = _resolve(kind, ref, resolve_evidence)
+        return (*write_evidence(evidence, folder), source)
+    except CapauditError as exc:
+        raise CapauditError(str(exc)) from None
+
+
 def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:
     """:func:`write_evidence` of the evidence file ``ref`` in a child process; its one-line
     error is raised here."""
@@ -181,7 +199,9 @@ def run_evidence(store, kind: str, opts: dict, folder: str) -> dict:
     ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
            "detector": opts.get("detections")}.get(kind)
     if ref is not None and paths.is_file(str(ref)):
-        path, digest, source = convert_in_child(kind, str(ref), folder)
+        small = (paths.file_size(str(ref)) or 0) <= IN_DRIVER_BYTES
+        path, digest, source = (convert_here if small else convert_in_child)(kind, str(ref),
+                                                                             folder)
     else:
         evidence, source = resolve_evidence(kind, ref, store)
         path, digest = write_evidence(evidence, folder)
