@@ -180,12 +180,11 @@ def _check_sections(data: Mapping, path: str | Path) -> None:
     unknown = [str(k) for k in data if k not in SECTIONS
                and k not in getattr(data, "anchor_keys", ())]   # anchors: kept for *refs
     if unknown:
-        import difflib
+        from capaudit.core.names import did_you_mean
 
-        close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
         raise InputError(f"unknown section '{unknown[0]}' in the config", path=path,
-                         fix=f"{hint}the sections are: {', '.join(SECTIONS)}")
+                         fix=f"{did_you_mean(unknown[0], SECTIONS)} the sections are: "
+                             f"{', '.join(SECTIONS)}".lstrip())
 
 
 def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
@@ -205,13 +204,12 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
                                  fix=f"write {section}: followed by indented key: value lines")
         unknown = sorted(str(k) for k in data if k not in cfg) if cfg else []
         if unknown:
-            import difflib
+            from capaudit.core.names import did_you_mean
 
-            close = difflib.get_close_matches(unknown[0], [str(k) for k in cfg], n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
             raise InputError(f"unknown option '{unknown[0]}'"
                              + (f" in '{section}'" if section else ""), path=yaml_path,
-                             fix=f"{hint}known options: {', '.join(sorted(map(str, cfg)))}")
+                             fix=f"{did_you_mean(unknown[0], map(str, cfg))} known options: "
+                                 f"{', '.join(sorted(map(str, cfg)))}".lstrip())
         cfg = _deep_merge(cfg, data)
     if cli:
         cfg = _deep_merge(cfg, cli)

@@ -18,12 +18,12 @@ pytest's plugins and lm-eval's registry do.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
+from capaudit.core.names import did_you_mean
 from capaudit.errors import CapauditError, InputError
 
 T = TypeVar("T")
@@ -167,10 +167,8 @@ class Registry(Generic[T]):
             if broken:   # a plugin left out earlier in this process: say why, again
                 raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
                                     f"{broken[1]} of package {broken[0]} ({broken[2]})")
-            close = difflib.get_close_matches(name, self._entries, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else \
-                f"choose one of: {', '.join(self.names())}"
-            raise InputError(f"unknown {self.role} '{name}'", fix=hint)
+            raise InputError(f"unknown {self.role} '{name}'", fix=did_you_mean(
+                name, self._entries, f"choose one of: {', '.join(self.names())}"))
         return self._entries[name]
 
     def get(self, name: str) -> T:
