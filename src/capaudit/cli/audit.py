@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import List
 
@@ -229,9 +228,9 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         pairs = pairs[:limit]
     out = chair_words([c for _, c in pairs], [i for i, _ in pairs], ann.chair_gt, mode=mode)
     if json_out:
-        from capaudit.core.safe_write import write_text
+        from capaudit.core.config import write_json
 
-        write_text(json_out, json.dumps({"sentences": out}, indent=2))
+        write_json(json_out, {"sentences": out}, parents=False)
     for s in out:
         console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")

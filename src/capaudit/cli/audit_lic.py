@@ -6,7 +6,6 @@ runs. ``capaudit.cli.audit.register`` attaches it as ``audit lic``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -72,12 +71,9 @@ def lic_command(
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}
-        from capaudit.core.safe_write import write_text
+        from capaudit.core.config import write_json
 
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        from capaudit.core.config import provenance_beside
-
-        provenance_beside(json_out, res["config"])
+        write_json(json_out, payload, res["config"])
 
 
 def _print_lic(res: dict, title: str) -> None:

@@ -9,7 +9,6 @@ config, seed and versions go to ``RUN/provenance.json`` beside the checkpoints.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -162,6 +161,7 @@ def amplification_command(
     from rich.table import Table
 
     from capaudit.audit.amplification import amplification, stored_results, to_markdown
+    from capaudit.core.config import write_json
     from capaudit.metrics.spec import number_format
 
     wanted = [m.strip() for m in metrics.split(",")] if metrics else None
@@ -207,9 +207,7 @@ def amplification_command(
         write_text(report, escape_markdown_html(to_markdown(rows, upstream, downstream)),
                    parents=True)
     if json_out:
-        from capaudit.core.safe_write import write_text
-
-        write_text(json_out, json.dumps([r.as_dict() for r in rows], indent=2), parents=True)
+        write_json(json_out, [r.as_dict() for r in rows])
     return rows
 
 

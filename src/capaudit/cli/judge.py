@@ -122,7 +122,7 @@ def print_values(result: dict) -> None:
 
 
 def _finish(result: dict, cfg: dict, json_out) -> None:
-    from capaudit.judge.runner import write_json
+    from capaudit.core.config import write_json
 
     if result["values"] and not result["summary"]["dry_run"]:
         print_values(result)
@@ -133,7 +133,7 @@ def _finish(result: dict, cfg: dict, json_out) -> None:
                           f"(n = {v['n_a']}, {v['n_b']})")
     print_summary(result)
     if json_out:
-        write_json(result, json_out, cfg)
+        write_json(json_out, result, cfg, cfg.get("seed"), parents=False)
     if result.get("run_id") is not None:
         console.print(f"stored as run {result['run_id']}")
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from capaudit.core.names import did_you_mean
 from capaudit.core.redact import redact_values
 from capaudit.errors import InputError
 
@@ -180,8 +181,6 @@ def _check_sections(data: Mapping, path: str | Path) -> None:
     unknown = [str(k) for k in data if k not in SECTIONS
                and k not in getattr(data, "anchor_keys", ())]   # anchors: kept for *refs
     if unknown:
-        from capaudit.core.names import did_you_mean
-
         raise InputError(f"unknown section '{unknown[0]}' in the config", path=path,
                          fix=f"{did_you_mean(unknown[0], SECTIONS)} the sections are: "
                              f"{', '.join(SECTIONS)}".lstrip())
@@ -204,8 +203,6 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
                                  fix=f"write {section}: followed by indented key: value lines")
         unknown = sorted(str(k) for k in data if k not in cfg) if cfg else []
         if unknown:
-            from capaudit.core.names import did_you_mean
-
             raise InputError(f"unknown option '{unknown[0]}'"
                              + (f" in '{section}'" if section else ""), path=yaml_path,
                              fix=f"{did_you_mean(unknown[0], map(str, cfg))} known options: "
@@ -287,7 +284,16 @@ def provenance_beside(output: str | Path, config: Mapping, seed: int | None = No
 
 def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
                      command: str | None = None) -> Path:
+    return write_json(path, provenance(config, seed, command))
+
+
+def write_json(path: str | Path, data, config: Mapping | None = None, seed: int | None = None,
+               *, parents: bool = True) -> Path:
+    """``data`` as indented JSON (a value JSON has no type for as its text), with the
+    provenance of ``config`` beside it when one is given: a command's ``--json FILE``."""
     from capaudit.core.safe_write import write_text
 
-    return write_text(path, json.dumps(provenance(config, seed, command), indent=2,
-                                       default=str), parents=True)
+    out = write_text(path, json.dumps(data, indent=2, default=str), parents=parents)
+    if config is not None:
+        provenance_beside(path, config, seed)
+    return out

@@ -6,7 +6,6 @@ Why apart from the CLI: ``capaudit audit leaderboard`` and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -26,12 +25,11 @@ def write_outputs(payload: Mapping[str, Any], config: Mapping[str, Any],
     (``config``: the run's settings, with ``annotations``: :func:`capaudit.io.
     annotation_store.annotation_provenance`); returns the page's ``index.html`` (None
     without ``html``)."""
-    from capaudit.core.config import provenance_beside
+    from capaudit.core.config import provenance_beside, write_json
     from capaudit.core.safe_write import write_text
 
     if json_out:
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        provenance_beside(json_out, config, config.get("seed"))
+        write_json(json_out, payload, config, config.get("seed"))
     if markdown:
         from capaudit.leaderboard.markdown import leaderboard_markdown
 
