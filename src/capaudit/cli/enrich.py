@@ -40,13 +40,6 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                   f"{summary['unmatched_images']} images had no caption in '{captions}'")
 
 
-def _enrich_config(config: Optional[Path], cli: dict) -> dict:
-    from capaudit.core.config import resolve
-    from capaudit.enrich.runner import DEFAULTS
-
-    return resolve(DEFAULTS, config, cli)
-
-
 def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsfusion"),
            shards: str = typer.Option(..., "--shards", help="folder of .tar shards (a path or a "
                                       "URL: s3://, gs://, hf://; a brace list or .txt list)"),
@@ -78,10 +71,10 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            replace: bool = typer.Option(False, "--replace"),
            db: Optional[Path] = DbOption):
     """Enrich captions over shards and register the result as a caption set."""
-    from capaudit.core.config import write_provenance
+    from capaudit.core.config import resolve, write_provenance
     from capaudit.enrich.adapters import ADAPTERS
     from capaudit.llm.openai import check_api_key_env
-    from capaudit.enrich.runner import effective_hash, run_enrich
+    from capaudit.enrich.runner import DEFAULTS, effective_hash, run_enrich
     from capaudit.errors import InputError
     from capaudit.executors import EXECUTORS
     from capaudit.io.image_shards import read_manifest
@@ -91,7 +84,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     det_opts = {"weights": detector_weights} if detector_weights else {}
     if annotations:
         det_opts["path"] = annotations
-    cfg = _enrich_config(config, {
+    cfg = resolve(DEFAULTS, config, {
         "llm": {"backend": llm, "model": model, "params": {"max_tokens": max_tokens},
                 "options": {"base_url": base_url, "api_key_env": api_key_env,
                             "concurrency": concurrency}},

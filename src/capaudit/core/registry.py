@@ -47,14 +47,10 @@ class RegistryError(CapauditError):
     """A name registered twice, or an implementation of the wrong kind (plugins included)."""
 
 
-def _entry_points(group: str) -> list:
-    """Installed entry points of ``group``; the metadata is scanned once per process for all
-    capaudit groups (one scan of site-packages costs ~0.1 s)."""
-    return _capaudit_entry_points().get(group, [])
-
-
 @functools.lru_cache(maxsize=1)
 def _capaudit_entry_points() -> dict[str, list]:
+    """``{group: entry points}`` of every capaudit group; the metadata is scanned once per
+    process for all of them (one scan of site-packages costs ~0.1 s)."""
     from importlib.metadata import distributions
 
     out: dict[str, list] = {}
@@ -126,7 +122,7 @@ class Registry(Generic[T]):
         if self._plugins_loaded or not self.group:
             return
         self._plugins_loaded = True
-        for ep in _entry_points(ENTRY_POINT_PREFIX + self.group):
+        for ep in _capaudit_entry_points().get(ENTRY_POINT_PREFIX + self.group, []):
             old = self._entries.get(ep.name)
             if old is not None and old.plugin and old.target == ep.value:
                 continue  # the same plugin found twice on sys.path

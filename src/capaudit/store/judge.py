@@ -20,13 +20,6 @@ _ITEM_COLS = ("caption_idx", "image_id", "kind", "unit_idx", "text", "status", "
               "score", "p_yes", "critique")
 
 
-def _upsert_judge(con, ident: Mapping) -> None:
-    con.execute("INSERT OR REPLACE INTO judges VALUES (?, ?, ?, ?, ?, ?)",
-                [ident["judge_id"], ident["backend"], ident["model"],
-                 json.dumps(ident["params"], sort_keys=True),
-                 json.dumps(ident["prompts"], sort_keys=True), ident["evidence"]])
-
-
 def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
                  items: Sequence[Mapping], values: Mapping[str, Mapping],
                  extra: Mapping | None = None) -> None:
@@ -38,7 +31,10 @@ def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
     import pyarrow as pa
 
     con = store.con
-    _upsert_judge(con, ident)
+    con.execute("INSERT OR REPLACE INTO judges VALUES (?, ?, ?, ?, ?, ?)",
+                [ident["judge_id"], ident["backend"], ident["model"],
+                 json.dumps(ident["params"], sort_keys=True),
+                 json.dumps(ident["prompts"], sort_keys=True), ident["evidence"]])
     if items:
         cols = {c: [r.get(c) for r in items] for c in _ITEM_COLS}
         detail = [json.dumps({k: v for k, v in r.items() if k not in _ITEM_COLS},
