@@ -11,6 +11,7 @@ import typer
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
 from capaudit.cli.options import annotation_cli, lotus_cli
+from capaudit.errors import InputError
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -84,7 +85,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         cfg = dataclasses.replace(cfg, mode=mode)
     if shards or not targets:
         from capaudit.cli.audit_shards import run_shards
-        from capaudit.errors import InputError
 
         if not shards or targets:
             raise InputError("give either set names / caption files or --shards",
@@ -92,8 +92,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db,
                           keep_work)
     if keep_work or work_dir:
-        from capaudit.errors import InputError
-
         raise InputError(f"{'--keep-work' if keep_work else '--work-dir'} applies to a sharded "
                          "audit only", fix="drop it, or audit shards with --shards DIR")
     store = open_store(db, create=True)  # caption files given as targets are registered
@@ -214,7 +212,6 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     """The CHAIR words of each caption, as the reference script reports them."""
     from capaudit.audit.engine import chair_words
     from capaudit.io.targets import load_target
-    from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
     store = open_store(db, create=True)  # a caption file given as target is registered

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.table import Table
 
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
@@ -82,8 +84,6 @@ class _Progress:
     more."""
 
     def __enter__(self):
-        import time
-
         from capaudit.cli.common import err_console
 
         self.start, self.err = time.monotonic(), err_console
@@ -93,8 +93,6 @@ class _Progress:
         return self.say
 
     def say(self, text: str) -> None:
-        import time
-
         if self.status:
             self.status.update(text)
         elif time.monotonic() - self.start >= QUIET_S:
@@ -110,8 +108,6 @@ class _Progress:
 def _print_values(lb) -> None:
     """Every value of the board with its interval and n: one row per column, one column per
     set (a gap signed, its direction named), as the Markdown and the page show them."""
-    from rich.table import Table
-
     from capaudit.leaderboard.markdown import _v, gap_info
     from capaudit.metrics.present import signed
     from capaudit.metrics.spec import number_format
@@ -161,8 +157,6 @@ def _tag(lb, i: int, j: int) -> str:
 def _print_profiles(lb) -> None:
     """One table per profile: rank (``=1``: tied, rank intervals overlap), N-avg, the rank's
     95% interval and how often first; the criteria the profile's ranking left out."""
-    from rich.table import Table
-
     from capaudit.leaderboard.ranking import rank_label
 
     for p, r in lb.profiles.items():
@@ -183,8 +177,6 @@ def _print_profiles(lb) -> None:
 def _print_intersections(lb) -> None:
     """``--intersections``: each set's metrics on the gender x skin-tone cells, each with its
     95% interval and images (too-few under --min-n)."""
-    from rich.table import Table
-
     from capaudit.leaderboard.cells import cell_text
     from capaudit.metrics.spec import number_format
 

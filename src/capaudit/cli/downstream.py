@@ -18,6 +18,7 @@ import typer
 from capaudit.cli import options as opt
 from capaudit.cli.common import (DbOption, console, err_console, keep_on_interrupt, open_store,
                                  progress, recorded_run)
+from capaudit.errors import InputError
 
 
 def train_downstream_command(
@@ -48,7 +49,6 @@ def train_downstream_command(
 
     Resumes from OUT/checkpoint.pt when present (same options required)."""
     from capaudit.core.config import resolve, write_provenance
-    from capaudit.errors import InputError
     from capaudit.train_downstream.train import TrainConfig, runtime_plan, train_downstream
 
     cli = dict(epochs=epochs, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
@@ -117,7 +117,6 @@ def caption_command(
     db: Optional[Path] = DbOption,
 ):
     """Caption every image of SHARDS with MODEL and register the captions as set OUT."""
-    from capaudit.errors import InputError
     from capaudit.train_downstream.caption import generate_captions, run_info
 
     store = open_store(db, create=True)

@@ -18,6 +18,7 @@ from capaudit.cli.common import DbOption, console, open_store, progress, recorde
 from capaudit.cli.filter_summary import _print_summary
 from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
                                        given_options, with_filter_options)
+from capaudit.errors import InputError
 
 filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
@@ -61,8 +62,6 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
     """Filter SET into a new set NEWSET linked to its parent, or a corpus's shards (--shards)
     into cleaned shards of the same layout; every change is logged."""
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
-    from capaudit.errors import InputError
-
     if (shards is None) == (set_name is None):
         raise InputError("give either a set name or --shards",
                          fix="capaudit filter run SET ... or capaudit filter run --shards SRC "
@@ -105,7 +104,6 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
     from capaudit.cli.common import deprecated_spelling
 
     as_json = as_json or deprecated_spelling(old_json, "filter log --json", "--print-json")
-    from capaudit.errors import InputError
     from capaudit.filters import logs
 
     store = open_store(db)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import errno
 import importlib
+import signal
 import sys
 
 import typer
@@ -121,8 +122,6 @@ def _interrupted() -> int:
 
     note = interrupt_note() or "nothing stored"
     if _TERMINATED_BY:
-        import signal
-
         signum = _TERMINATED_BY[0]
         sys.stderr.write(f"capaudit: terminated by {signal.Signals(signum).name}, {note}\n")
         return 128 + signum
@@ -140,8 +139,6 @@ def _terminate_as_interrupt(signum, frame) -> None:
 
 def _handle_termination() -> None:
     """For a command-line process only (``run``), never for ``main()`` called in-process."""
-    import signal
-
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate_as_interrupt)
     _watch_signals()
@@ -153,7 +150,6 @@ def _watch_signals() -> None:
     for seconds. The interpreter also writes each signal to a wake-up pipe at once; a
     thread reading it asks the open stores' DuckDB to stop its query."""
     import os
-    import signal
     import threading
 
     read_fd, write_fd = os.pipe()
@@ -176,8 +172,6 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EPIPE, errno.EIO)
 
 def _end_start_up() -> None:
     """From here Ctrl-C takes main()'s path (what is done is kept and said)."""
-    import signal
-
     from capaudit.cli import interrupted_while_starting
 
     if signal.getsignal(signal.SIGINT) is interrupted_while_starting:

@@ -17,14 +17,13 @@ from capaudit.cli.common import DbOption, console, db_path, open_store
 from capaudit.cli.query_view import print_result
 from capaudit.demo import build_demo
 from capaudit.store.query import query_stream
+from capaudit.errors import InputError
 
 _SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
                    ".parquet": "parquet"}
 
 
 def _out_format(out: Path, as_csv: bool, as_json: bool) -> str:
-    from capaudit.errors import InputError
-
     if as_csv or as_json:
         return "csv" if as_csv else "json"
     fmt = _SUFFIX_FORMATS.get(out.suffix.lower())
@@ -63,7 +62,6 @@ def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
           db: Path = DbOption):
     """Run SQL against the store (read-only unless --write); rows are streamed."""
     from capaudit.cli.common import deprecated_spelling
-    from capaudit.errors import InputError
 
     as_json = as_json or deprecated_spelling(old_json, "query --json", "--print-json")
     if as_csv and as_json:

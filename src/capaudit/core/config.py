@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -31,8 +32,6 @@ def idle_cores() -> int:
     time (#24: on 2 cores at load 5, two record workers cost more than one). The counts a
     worker pool computes never depend on how many workers there are, so taking fewer changes
     no value."""
-    import os
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return max(1, min(cores or 1, int((cores or 1) - load + 0.5)))
@@ -217,8 +216,6 @@ def user_cache_dir() -> Path:
     """capaudit's cache folder for the user: ``$CAPAUDIT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/capaudit``, else ``~/.cache/capaudit`` (never the working directory,
     where the judge's response cache used to land as ``.capaudit_cache/``)."""
-    import os
-
     if os.environ.get("CAPAUDIT_CACHE_DIR"):
         return Path(os.environ["CAPAUDIT_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

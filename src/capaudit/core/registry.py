@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from capaudit.core.names import did_you_mean
-from capaudit.errors import CapauditError, InputError
+from capaudit.errors import CapauditError, InputError, MissingExtraError, shown
 
 T = TypeVar("T")
 
@@ -189,7 +189,6 @@ class Registry(Generic[T]):
             module = importlib.import_module(module_name)
         except ImportError as exc:
             if entry.extra:
-                from capaudit.errors import MissingExtraError
                 raise MissingExtraError(exc.name or module_name, entry.extra,
                                         f"{self.role} '{name}'") from exc
             raise
@@ -227,8 +226,6 @@ def plugin_broken(role: str, entry: Entry, exc: BaseException) -> RegistryError:
     own) ended every command that lists the metrics in a traceback; it is another
     package's fault, so capaudit goes on without it and says so."""
     import sys
-
-    from capaudit.errors import shown
 
     ep = entry.origin
     group = getattr(ep, "group", f"capaudit.{role}")

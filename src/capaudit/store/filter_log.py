@@ -7,6 +7,8 @@ to write and reads the results through these functions.
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
 from capaudit.store.schema import FILTER_DDL
@@ -115,8 +117,6 @@ def caption_stream(store, set_id: int, chunk_rows: int):
 
 def shard_log_dirs(con) -> list[str]:
     """The log folders of the sharded filter runs recorded in the store that still exist."""
-    import os
-
     try:
         rows = con.execute("SELECT json_extract_string(config, '$.log_dir') FROM filter_runs "
                            "WHERE json_extract_string(config, '$.log_dir') IS NOT NULL "
@@ -132,8 +132,6 @@ def attach_shard_logs(con) -> list[str]:
     the file's name) and return them, each ``*.log.parquet`` file itself: the sandbox allows
     those files only, never their folders (a store's rows name the folders, and a store may
     come from anyone). No view when there are none."""
-    import os
-
     files = sorted(os.path.realpath(os.path.join(root, f)) for d in shard_log_dirs(con)
                    for root, _, names in os.walk(d) for f in names
                    if f.endswith(".log.parquet"))
