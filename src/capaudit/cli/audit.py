@@ -9,7 +9,7 @@ from typing import List
 import typer
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
+from capaudit.cli.common import DbOption, audit_config, console, esc, open_store, progress
 from capaudit.cli.options import annotation_cli, lotus_cli
 from capaudit.errors import InputError
 
@@ -20,8 +20,6 @@ class _AuditProgress:
     """A rich bar per target, advanced chunk by chunk (files of unknown size: a spinner)."""
 
     def __init__(self):
-        from capaudit.cli.common import progress
-
         self.bar, self.tasks = progress(), {}
 
     def __enter__(self):

@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.common import (DbOption, console, deprecated_spelling, open_store, progress,
+                                 recorded_run)
 from capaudit.cli.filter_summary import _print_summary
 from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
                                        given_options, with_filter_options)
@@ -101,8 +102,6 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
                                       help="Deprecated: --print-json"),
         db: Path = DbOption):
     """Show what a filter removed or changed, and why: full sentences, image ids, counts."""
-    from capaudit.cli.common import deprecated_spelling
-
     as_json = as_json or deprecated_spelling(old_json, "filter log --json", "--print-json")
     from capaudit.filters import logs
 

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, console, db_path, open_store
 from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 judge_app = typer.Typer(no_args_is_help=True, help="Judge models: validate them against labels.")
@@ -69,8 +69,6 @@ def _config(kw: dict, **cli) -> dict:
 
 def _store(kw: dict):
     """A dry run writes nothing: it reads an existing store (or none, for caption files)."""
-    from capaudit.cli.common import db_path
-
     if kw.get("dry_run"):
         return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
     return open_store(kw.get("db"), create=True)  # judged results are stored

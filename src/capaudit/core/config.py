@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 from capaudit.core.names import did_you_mean
-from capaudit.core.redact import redact_values
+from capaudit.core.redact import redact, redact_values
 from capaudit.errors import InputError
 
 PACKAGES = ("capaudit", "duckdb", "numpy", "pyarrow", "nltk", "textblob", "typer", "rich",
@@ -244,8 +244,6 @@ def set_command(argv: list[str] | None) -> None:
 def current_command() -> str:
     """``capaudit ARGS`` as the user ran it (also when called as ``main([...])``)."""
     import shlex
-
-    from capaudit.core.redact import redact
 
     args = _COMMAND if _COMMAND is not None else sys.argv[1:]
     return redact(" ".join(["capaudit", *(shlex.quote(a) for a in args)]))

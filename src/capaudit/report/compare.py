@@ -40,12 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capaudit.report.basis import (
-    Basis,
-    equal_size,
-    plan_basis,
-    size_dependent,
-)
+from capaudit.report.basis import Basis, equal_size, plan_basis, set_format, size_dependent
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction, ordered
 from capaudit.audit import result_status
@@ -176,8 +171,6 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     # a copy: the LOTUS options prepared for the audit stay out of the caller's config
     cfg = dataclasses.replace(AuditConfig.of(cfg))
     resolved = [resolve_target(store, n) for n in names]
-    from capaudit.report.basis import set_format
-
     human = {t.name for t in resolved if set_format(store, t) in HUMAN_COCO_FORMATS}
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",

@@ -14,7 +14,7 @@ from typing import Iterator, Mapping
 
 import pyarrow as pa
 
-from capaudit.core.names import did_you_mean
+from capaudit.core.names import check_set_name, did_you_mean
 from capaudit.errors import InputError
 from capaudit.store.arrow_scan import ARROW, execute_on
 
@@ -89,8 +89,6 @@ class SetQueries:
                    options: Mapping | None = None, meta: Mapping | None = None) -> int:
         """Insert the set row (inside the caller's transaction); returns set_id. The name is
         checked here, where every way of making a set passes (add, filter, enrich, caption)."""
-        from capaudit.core.names import check_set_name
-
         name = check_set_name(name)   # NFC: names are stored in one Unicode form
         if self.find_set(name) is not None:
             raise InputError(f"a caption set named '{name}' already exists",
