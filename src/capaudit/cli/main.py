@@ -228,18 +228,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code if isinstance(exc.exit_code, int) and exc.exit_code else 2
     except (typer.Abort, typer.Exit) as exc:
         return getattr(exc, "exit_code", 1)
-    except (duckdb.IOException, duckdb.SerializationException) as exc:
-        # a store cut short opens but fails when a page past the end is read
+    except (duckdb.IOException, duckdb.SerializationException,
+            duckdb.OutOfMemoryException) as exc:
         first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
-        sys.stderr.write(f"capaudit: error: {first} (fix: the store or a file it reads is "
-                         "truncated or damaged; restore it from a copy or rebuild it, and "
-                         "check free disk space)\n")
-        return 2
-    except duckdb.OutOfMemoryException as exc:   # nothing of the command's transaction stays
-        first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
-        sys.stderr.write(f"capaudit: error: {first} (fix: the store's unfinished transaction "
-                         "was rolled back; free memory and rerun, or clean a corpus this "
-                         "large with filter run --shards)\n")
+        fix = ("the store's unfinished transaction was rolled back; free memory and rerun, or "
+               "clean a corpus this large with filter run --shards"   # nothing of it stays
+               if isinstance(exc, duckdb.OutOfMemoryException) else  # else a store cut short:
+               "the store or a file it reads is truncated or damaged; restore it from a copy "
+               "or rebuild it, and check free disk space")   # it fails past its last page
+        sys.stderr.write(f"capaudit: error: {first} (fix: {fix})\n")
         return 2
     except OSError as exc:  # the terminal's own output failed (stdout on /dev/full, a pipe)
         if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
