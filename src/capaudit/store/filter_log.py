@@ -14,7 +14,7 @@ import pyarrow as pa
 from capaudit.store.schema import FILTER_DDL
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["ensure_tables", "has_tables", "replace_log", "clear_log", "append_log",
+__all__ = ["ensure_tables", "has_tables", "clear_log", "append_log",
            "insert_run", "run_row", "log_rows", "log_of_rows", "action_counts", "caption_counts",
            "caption_stream", "shard_log_dirs", "attach_shard_logs", "SHARD_LOG_VIEW"]
 
@@ -31,15 +31,6 @@ def has_tables(store) -> bool:
     rows = store.sql("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
                      "('filter_log', 'filter_runs')")
     return rows[0][0] == 2
-
-
-def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
-    """Inside the caller's transaction: drop any earlier log of ``set_name``, insert ``log``
-    (columns of ``filter_log``) and its ``filter_runs`` row
-    ``[parent, filter, version, run_id, config_json, summary_json]``."""
-    clear_log(con, set_name)
-    append_log(con, log)
-    insert_run(con, set_name, run_row)
 
 
 def clear_log(con, set_name: str) -> None:
