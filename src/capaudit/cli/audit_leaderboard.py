@@ -108,10 +108,9 @@ class _Progress:
 def _print_values(lb) -> None:
     """Every value of the board with its interval and n: one row per column, one column per
     set (a gap signed, its direction named), as the Markdown and the page show them."""
-    from capaudit.leaderboard.markdown import _v, gap_info
-    from capaudit.metrics.present import signed
-    from capaudit.metrics.spec import number_format
+    from capaudit.leaderboard.markdown import board_cell
 
+    board = lb.to_dict()
     apart = lb.meta.get("unranked")   # --all-images: each set on its own images, no ranks
     table = Table(title=f"leaderboard values{', each set on its own images' if apart else ''} "
                         "(95% interval; n = images)")
@@ -119,21 +118,8 @@ def _print_values(lb) -> None:
     for name in lb.sets:
         table.add_column(name, justify="right", overflow="fold")
     for j, c in enumerate(lb.columns):
-        cells = []
-        for i, name in enumerate(lb.sets):
-            if c.by is None:
-                lo, hi = lb.ci[i, j]
-                ci = None if lo != lo else (lo, hi)
-                v = lb.values[i, j]
-                cells.append(_v(None if v != v else v, ci, int(lb.n[i, j]),
-                                number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn=")
-                             + _tag(lb, i, j))
-                continue
-            info = gap_info(lb.groups.get(name, {}).get(c.name)) or {}
-            ci = info.get("signed_ci") or [None, None]
-            text = "–" if not info else signed(info["signed_gap"]) + (
-                f"\n[{signed(ci[0])}, {signed(ci[1])}]" if ci[0] is not None else "")
-            cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else "") + _tag(lb, i, j))
+        cells = [board_cell(board, i, j).replace(" [", "\n[").replace(" n=", "\nn=")
+                 + _tag(lb, i, j) for i in range(len(lb.sets))]
         head = (f"{c.metric} ({c.gap})" if c.by else
                 c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")
         table.add_row(head, *cells)
