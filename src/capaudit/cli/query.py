@@ -35,10 +35,8 @@ def _out_format(out: Path, as_csv: bool, as_json: bool) -> str:
 
 def _write_file(db, sql: str, out: Path, fmt: str) -> None:
     """``COPY`` of the result into our temporary file beside ``out``, renamed into place."""
-    from capaudit.core.safe_write import atomic_path
-
     from capaudit.core.config import provenance_beside
-    from capaudit.core.safe_write import check_file_target, is_stream
+    from capaudit.core.safe_write import atomic_path, check_file_target, is_stream
 
     if not is_stream(out):   # the provenance file beside it is checked before any work
         check_file_target(out.with_name(out.name + ".provenance.json"))
