@@ -63,17 +63,14 @@ class LeaderboardCardLic:
         >>> lb.sets, lb.profiles["overall"]["rank"]
         (['nic', 'oscar'], [2, 1])
         """
-        from capaudit.io.annotation_store import annotation_provenance
-        from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
+        from capaudit.leaderboard.outputs import write_outputs
         from capaudit.leaderboard.runner import run_leaderboard
 
         cfg = _audit_cfg(metrics, {**options, "profile": profile}, config, "leaderboard")
         with self._open(create=True) as store:
             out = run_leaderboard(store, [str(t) for t in targets], cfg,
                                   all_images=all_images)
-            ann = annotation_provenance(store, out.get("annotations") or {})
-        write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
-                                                 "annotations": ann}, json, markdown, html)
+            write_outputs(store, out, cfg, json, markdown, html)
         return out["leaderboard"]
 
     def card(self, sets: str | Sequence[str], out: str | Path, *, license: str | None = None,

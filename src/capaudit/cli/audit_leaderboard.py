@@ -41,6 +41,7 @@ def leaderboard_command(
         seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
         config: Optional[Path] = opt.LeaderboardConfig, db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
+    from capaudit.leaderboard.outputs import write_outputs
     from capaudit.leaderboard.runner import run_leaderboard
 
     cfg = audit_config(config, section="leaderboard", profile=profile,
@@ -59,14 +60,7 @@ def leaderboard_command(
     for note in lb.notes:   # not ranked: said under the values table
         if note != lb.meta.get("unranked"):
             console.print(f"note: {note}")  # the console prints data verbatim (no markup)
-    from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
-
-    from capaudit.io.annotation_store import annotation_provenance
-
-    ann = annotation_provenance(store, out.get("annotations") or {})
-    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
-                                                     "annotations": ann},
-                          json_out, markdown, html)
+    index = write_outputs(store, out, cfg, json_out, markdown, html)
     if index is not None:
         console.print(f"page: {str(index)}")
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"

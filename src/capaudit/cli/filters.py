@@ -172,9 +172,8 @@ def review_export(set_name: str = typer.Argument(..., metavar="SET",
                   all_rows: bool = typer.Option(False, "--all", help="Export every caption"),
                   db: Path = DbOption):
     """Write flagged captions for human editors (decision + edited_caption columns)."""
-    from capaudit.filters.review import export_review
-
     from capaudit.core.config import provenance_beside
+    from capaudit.filters.review import export_review
 
     n = export_review(open_store(db), set_name, out, fmt=fmt, all_rows=all_rows)
     provenance_beside(out, {"set": set_name, "format": fmt, "all": all_rows, "rows": n})

@@ -36,7 +36,6 @@ def default_yaml() -> Path | None:
 
 def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     from capaudit.core.config import resolve
-
     from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX, check_number
 
     cfg = resolve(DEFAULTS, config or default_yaml(), {"judge": judge_cli, **cli})
