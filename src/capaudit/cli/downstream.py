@@ -113,8 +113,7 @@ def caption_command(
     """Caption every image of SHARDS with MODEL and register the captions as set OUT."""
     from capaudit.train_downstream.caption import generate_captions, run_info
 
-    store = open_store(db, create=True)
-    try:
+    with open_store(db, create=True) as store:
         if store.find_set(out) is not None and not replace:
             raise InputError(f"a caption set named '{out}' already exists",
                              fix="choose another --out or pass --replace")
@@ -132,8 +131,6 @@ def caption_command(
             store.add_set_from_table(out, table, source=str(model), format="downstream",
                                      parent=info.get("set") or None, replace=replace,
                                      meta={**config, "run_id": run_id, "training": info})
-    finally:
-        store.close()
     console.print(f"registered '{out}': {table.num_rows} captions from {model}")
 
 
@@ -158,8 +155,7 @@ def amplification_command(
     from capaudit.metrics.spec import number_format
 
     wanted = [m.strip() for m in metrics.split(",")] if metrics else None
-    store = open_store(db)
-    try:
+    with open_store(db) as store:
         for name in (upstream, downstream):
             store.get_set(name)
         sides = {}
@@ -181,8 +177,6 @@ def amplification_command(
                     store.write_metric(run_id, downstream, f"amplification.{r.metric}", r.delta,
                                        r.n_downstream, r.ci_low, r.ci_high, "all",
                                        {"upstream_set": upstream, **r.as_dict()})
-    finally:
-        store.close()
     table = Table(title=f"Amplification: {downstream} - {upstream}")
     for col in ("metric", "upstream", "downstream", "delta", "95% CI", "method"):
         table.add_column(col, justify="left" if col in ("metric", "method") else "right",
