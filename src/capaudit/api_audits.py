@@ -21,13 +21,13 @@ __all__ = ["LeaderboardCardLic", "FilterValidation"]
 
 
 def _audit_cfg(metrics: str | Sequence[str] | None, options: Mapping[str, Any],
-               config: str | Path | None) -> AuditConfig:
-    """The audit settings of one call: given > YAML ``config`` > defaults (an unknown
-    option is one line naming it)."""
+               config: str | Path | None, section: str = "audit") -> AuditConfig:
+    """The audit settings of one call: given > YAML ``config``'s ``section`` > defaults (an
+    unknown option is one line naming it)."""
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
     if metrics is not None:
         given["metrics"] = list(metrics) if not isinstance(metrics, str) else metrics
-    return AuditConfig.resolve(config, given)
+    return AuditConfig.resolve(config, given, section=section)
 
 
 class LeaderboardCardLic:
@@ -63,23 +63,14 @@ class LeaderboardCardLic:
         >>> lb.sets, lb.profiles["overall"]["rank"]
         (['nic', 'oscar'], [2, 1])
         """
-        from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
+        from capaudit.leaderboard.outputs import write_outputs
         from capaudit.leaderboard.runner import run_leaderboard
 
-        given = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()}
-        if metrics is not None:
-            given["metrics"] = list(metrics) if not isinstance(metrics, str) else metrics
-        if profile is not None:
-            given["profile"] = profile
-        cfg = AuditConfig.resolve(config, given, section="leaderboard")
-        from capaudit.io.annotation_store import annotation_provenance
-
+        cfg = _audit_cfg(metrics, {**options, "profile": profile}, config, "leaderboard")
         with self._open(create=True) as store:
             out = run_leaderboard(store, [str(t) for t in targets], cfg,
                                   all_images=all_images)
-            ann = annotation_provenance(store, out.get("annotations") or {})
-        write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
-                                                 "annotations": ann}, json, markdown, html)
+            write_outputs(store, out, cfg, json, markdown, html)
         return out["leaderboard"]
 
     def card(self, sets: str | Sequence[str], out: str | Path, *, license: str | None = None,

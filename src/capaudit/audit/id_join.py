@@ -70,6 +70,17 @@ def target_namespace(store, t) -> str | None:
     return set_namespace(ns for _, _, ns in target_images(store, t))
 
 
+def target_ids(store, t) -> set:
+    """A target's image units (an id, else its key's unit, as its captions name them), from
+    the images the coverage guard reads (:func:`~capaudit.io.targets.target_images`: the
+    set's distinct images in the store, a file's kept on it) instead of every caption."""
+    from capaudit.io.imageids import image_units
+    from capaudit.io.targets import target_images
+
+    images = target_images(store, t)
+    return set(image_units([i for _, i, _ in images], [k for k, _, _ in images])) - {None}
+
+
 def _label(t) -> str:
     """How a line names a target: a stored set by its name, a file as the user gave it."""
     return t.name if t.source.startswith("set:") else t.spec
@@ -162,7 +173,7 @@ def check_datasets(store, resolved: list, apart_ok: bool, min_coverage: float,
     datasets = set_datasets(spaces)
     why: list[str] = []
     if not datasets:
-        ids_of = ids_of or (lambda t: {i for i, _ in t.rows() if i is not None})
+        ids_of = ids_of or (lambda t: target_ids(store, t))
         datasets, why = _unproven(store, resolved, spaces, ids_of, min_coverage, annotations)
     if datasets and not apart_ok:
         raise InputError("; ".join(why) or other_datasets(datasets),

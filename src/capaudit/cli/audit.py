@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import List
 
 import typer
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, audit_config, console, esc, open_store
+from capaudit.cli.common import DbOption, audit_config, console, esc, open_store, progress
 from capaudit.cli.options import annotation_cli, lotus_cli
+from capaudit.errors import InputError
 
 audit_app = typer.Typer(no_args_is_help=True, help="Audit caption sets: bias and hallucination.")
 
@@ -20,8 +20,6 @@ class _AuditProgress:
     """A rich bar per target, advanced chunk by chunk (files of unknown size: a spinner)."""
 
     def __init__(self):
-        from capaudit.cli.common import progress
-
         self.bar, self.tasks = progress(), {}
 
     def __enter__(self):
@@ -85,7 +83,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         cfg = dataclasses.replace(cfg, mode=mode)
     if shards or not targets:
         from capaudit.cli.audit_shards import run_shards
-        from capaudit.errors import InputError
 
         if not shards or targets:
             raise InputError("give either set names / caption files or --shards",
@@ -93,8 +90,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db,
                           keep_work)
     if keep_work or work_dir:
-        from capaudit.errors import InputError
-
         raise InputError(f"{'--keep-work' if keep_work else '--work-dir'} applies to a sharded "
                          "audit only", fix="drop it, or audit shards with --shards DIR")
     store = open_store(db, create=True)  # caption files given as targets are registered
@@ -215,7 +210,6 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
     """The CHAIR words of each caption, as the reference script reports them."""
     from capaudit.audit.engine import chair_words
     from capaudit.io.targets import load_target
-    from capaudit.errors import InputError
     from capaudit.io.annotation_store import resolve_annotations
 
     store = open_store(db, create=True)  # a caption file given as target is registered
@@ -229,9 +223,9 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         pairs = pairs[:limit]
     out = chair_words([c for _, c in pairs], [i for i, _ in pairs], ann.chair_gt, mode=mode)
     if json_out:
-        from capaudit.core.safe_write import write_text
+        from capaudit.core.config import write_json
 
-        write_text(json_out, json.dumps({"sentences": out}, indent=2))
+        write_json(json_out, {"sentences": out}, parents=False)
     for s in out:
         console.print(f"[bold]{esc(str(s['image_id']))}[/]: {esc(s['caption'])}", markup=True)
         console.print(f"  generated:    {s['mscoco_generated_words']}")

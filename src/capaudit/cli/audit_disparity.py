@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -41,7 +40,7 @@ def disparity_command(
     from rich.table import Table
 
     from capaudit.audit.disparity import run_disparity
-    from capaudit.core.config import provenance_beside
+    from capaudit.core.config import write_json
 
     cfg = audit_config(config, metrics=metrics, mode=mode, n_boot=n_boot, seed=seed,
                        workers=workers, min_images=min_images, min_n=min_n,
@@ -73,11 +72,8 @@ def disparity_command(
             console.print(f"{', '.join(sized)} on {k:,} images per group (the larger group "
                           "subsampled: these grow with sample size)")
     if json_out:
-        from capaudit.core.safe_write import write_text
-
-        payload = {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}
-                                      for n, d in out.items()}}
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        provenance_beside(json_out, {**cfg, "by": by, "run_id": run_id}, cfg.seed)
+        write_json(json_out, {"by": by, "sets": {n: {"metrics": d.to_dict(), "meta": d.meta}
+                                                 for n, d in out.items()}},
+                   {**cfg, "by": by, "run_id": run_id}, cfg.seed)
     console.print(f"stored as run {run_id} in {store.path} (metrics.grp = '{by}=...')"
                   + (f"; JSON: {json_out}" if json_out else ""))

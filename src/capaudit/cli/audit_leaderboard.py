@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.table import Table
 
 from capaudit.cli import options as opt
 from capaudit.cli.common import DbOption, audit_config, console, open_store
@@ -39,6 +41,7 @@ def leaderboard_command(
         seed: Optional[int] = opt.Seed, workers: Optional[int] = opt.Workers,
         config: Optional[Path] = opt.LeaderboardConfig, db: Path = DbOption) -> None:
     """Every metric, bias gaps, criterion scores and profile rankings with bootstrap intervals."""
+    from capaudit.leaderboard.outputs import write_outputs
     from capaudit.leaderboard.runner import run_leaderboard
 
     cfg = audit_config(config, section="leaderboard", profile=profile,
@@ -57,14 +60,7 @@ def leaderboard_command(
     for note in lb.notes:   # not ranked: said under the values table
         if note != lb.meta.get("unranked"):
             console.print(f"note: {note}")  # the console prints data verbatim (no markup)
-    from capaudit.leaderboard.outputs import leaderboard_payload, write_outputs
-
-    from capaudit.io.annotation_store import annotation_provenance
-
-    ann = annotation_provenance(store, out.get("annotations") or {})
-    index = write_outputs(leaderboard_payload(out), {**cfg, "run_id": out.get("_run_id"),
-                                                     "annotations": ann},
-                          json_out, markdown, html)
+    index = write_outputs(store, out, cfg, json_out, markdown, html)
     if index is not None:
         console.print(f"page: {str(index)}")
     console.print(f"stored as run {out.get('_run_id')} in {str(store.path)}"
@@ -82,8 +78,6 @@ class _Progress:
     more."""
 
     def __enter__(self):
-        import time
-
         from capaudit.cli.common import err_console
 
         self.start, self.err = time.monotonic(), err_console
@@ -93,8 +87,6 @@ class _Progress:
         return self.say
 
     def say(self, text: str) -> None:
-        import time
-
         if self.status:
             self.status.update(text)
         elif time.monotonic() - self.start >= QUIET_S:
@@ -110,12 +102,9 @@ class _Progress:
 def _print_values(lb) -> None:
     """Every value of the board with its interval and n: one row per column, one column per
     set (a gap signed, its direction named), as the Markdown and the page show them."""
-    from rich.table import Table
+    from capaudit.leaderboard.markdown import board_cell
 
-    from capaudit.leaderboard.markdown import _v, gap_info
-    from capaudit.metrics.present import signed
-    from capaudit.metrics.spec import number_format
-
+    board = lb.to_dict()
     apart = lb.meta.get("unranked")   # --all-images: each set on its own images, no ranks
     table = Table(title=f"leaderboard values{', each set on its own images' if apart else ''} "
                         "(95% interval; n = images)")
@@ -123,21 +112,8 @@ def _print_values(lb) -> None:
     for name in lb.sets:
         table.add_column(name, justify="right", overflow="fold")
     for j, c in enumerate(lb.columns):
-        cells = []
-        for i, name in enumerate(lb.sets):
-            if c.by is None:
-                lo, hi = lb.ci[i, j]
-                ci = None if lo != lo else (lo, hi)
-                v = lb.values[i, j]
-                cells.append(_v(None if v != v else v, ci, int(lb.n[i, j]),
-                                number_format(c.metric)).replace(" [", "\n[").replace(" n=", "\nn=")
-                             + _tag(lb, i, j))
-                continue
-            info = gap_info(lb.groups.get(name, {}).get(c.name)) or {}
-            ci = info.get("signed_ci") or [None, None]
-            text = "–" if not info else signed(info["signed_gap"]) + (
-                f"\n[{signed(ci[0])}, {signed(ci[1])}]" if ci[0] is not None else "")
-            cells.append(text + (f"\nn={int(lb.n[i, j]):,}" if info else "") + _tag(lb, i, j))
+        cells = [board_cell(board, i, j).replace(" [", "\n[").replace(" n=", "\nn=")
+                 + _tag(lb, i, j) for i in range(len(lb.sets))]
         head = (f"{c.metric} ({c.gap})" if c.by else
                 c.name + (" ↑" if c.higher_is_better else " ↓")) + ("" if c.averaged else " *")
         table.add_row(head, *cells)
@@ -161,8 +137,6 @@ def _tag(lb, i: int, j: int) -> str:
 def _print_profiles(lb) -> None:
     """One table per profile: rank (``=1``: tied, rank intervals overlap), N-avg, the rank's
     95% interval and how often first; the criteria the profile's ranking left out."""
-    from rich.table import Table
-
     from capaudit.leaderboard.ranking import rank_label
 
     for p, r in lb.profiles.items():
@@ -183,8 +157,6 @@ def _print_profiles(lb) -> None:
 def _print_intersections(lb) -> None:
     """``--intersections``: each set's metrics on the gender x skin-tone cells, each with its
     95% interval and images (too-few under --min-n)."""
-    from rich.table import Table
-
     from capaudit.leaderboard.cells import cell_text
     from capaudit.metrics.spec import number_format
 

@@ -6,20 +6,17 @@ runs. ``capaudit.cli.audit.register`` attaches it as ``audit lic``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption
+from capaudit.cli.common import DbOption, console, db_path, err_console, open_store
 
 
 def _open(db: Path | None, no_cache: bool):
     """The one store of the command (labels, set names, the seed cache): writable for the
     cache; with --no-cache read-only, and none when the file does not exist."""
-    from capaudit.cli.common import db_path, open_store
-
     if no_cache:
         return open_store(db, read_only=True) if db_path(db).exists() else None
     return open_store(db, create=True)
@@ -53,7 +50,6 @@ def lic_command(
     """
     from capaudit.audit.lic.runner import DEFAULT_SEEDS
     from capaudit.audit.lic.sets import lic_of_set
-    from capaudit.cli.common import err_console
 
     options = {}
     if classifier == "transformer":
@@ -72,19 +68,14 @@ def lic_command(
     if json_out is not None:
         payload = {"sets": {name: {k: res[k] for k in ("lic_m", "lic_d", "lic")} |
                             {"n_images": res["n_images"], "config": res["config"]}}}
-        from capaudit.core.safe_write import write_text
+        from capaudit.core.config import write_json
 
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        from capaudit.core.config import provenance_beside
-
-        provenance_beside(json_out, res["config"])
+        write_json(json_out, payload, res["config"])
 
 
 def _print_lic(res: dict, title: str) -> None:
     """LIC_M (LIC_D, LIC) per seed, then their mean and spread over the seeds."""
     from rich.table import Table
-
-    from capaudit.cli.common import console
 
     keys = [k for k in ("lic_m", "lic_d", "lic") if res[k] is not None]
     table = Table(title=title)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -24,9 +23,9 @@ def metrics_command(json_out: Path = typer.Option(None, "--json", help="Write th
 
     rows = metric_rows()
     if json_out:
-        from capaudit.core.safe_write import write_text
+        from capaudit.core.config import write_json
 
-        write_text(json_out, json.dumps({"metrics": rows}, indent=2), parents=True)
+        write_json(json_out, {"metrics": rows})
     arrow = {1: "↑", -1: "↓", 0: "·"}
     table = Table(title="capaudit metrics (↑ higher is better, ↓ lower is better)")
     # a narrow terminal gets two columns (the six-column table squeezed the description to

@@ -14,8 +14,9 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import (DbOption, console, keep_on_interrupt, open_store, progress,
-                                 recorded_run)
+from capaudit.cli.common import (DbOption, console, db_path, deprecated_spelling,
+                                 keep_on_interrupt, open_store, progress, recorded_run)
+from capaudit.errors import InputError
 
 shards_app = typer.Typer(help="Build and inspect webdataset shards.", no_args_is_help=True)
 
@@ -49,13 +50,6 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                   markup=False)
 
 
-def _enrich_config(config: Optional[Path], cli: dict) -> dict:
-    from capaudit.core.config import resolve
-    from capaudit.enrich.runner import DEFAULTS
-
-    return resolve(DEFAULTS, config, cli)
-
-
 def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsfusion"),
            shards: str = typer.Option(..., "--shards", help="folder of .tar shards (a path or a "
                                       "URL: s3://, gs://, hf://; a brace list or .txt list)"),
@@ -87,11 +81,10 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            replace: bool = typer.Option(False, "--replace"),
            db: Optional[Path] = DbOption):
     """Enrich captions over shards and register the result as a caption set."""
-    from capaudit.core.config import write_provenance
+    from capaudit.core.config import resolve, write_provenance
     from capaudit.enrich.adapters import ADAPTERS
     from capaudit.llm.openai import check_api_key_env
-    from capaudit.enrich.runner import effective_hash, run_enrich
-    from capaudit.errors import InputError
+    from capaudit.enrich.runner import DEFAULTS, effective_hash, run_enrich
     from capaudit.executors import EXECUTORS
     from capaudit.io.image_shards import read_manifest
 
@@ -100,7 +93,7 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     det_opts = {"weights": detector_weights} if detector_weights else {}
     if annotations:
         det_opts["path"] = annotations
-    cfg = _enrich_config(config, {
+    cfg = resolve(DEFAULTS, config, {
         "llm": {"backend": llm, "model": model, "params": {"max_tokens": max_tokens},
                 "options": {"base_url": base_url, "api_key_env": api_key_env,
                             "concurrency": concurrency}},
@@ -112,7 +105,6 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     check_api_key_env(api_key_env, must_be_set=True)
     for section in ("llm", "captioner"):
         check_api_key_env(((cfg.get(section) or {}).get("options") or {}).get("api_key_env"))
-    from capaudit.cli.common import db_path
     from capaudit.core.storage.urls import join, local_path, shown_url
     from capaudit.core.storage.work_folder import default_work_dir
 
@@ -151,8 +143,6 @@ def _remote_cache(work: str) -> Path:
 def _check_out_name(db: Optional[Path], out: str, replace: bool, cfg_hash: str) -> None:
     """Refuse an existing set name before any work (no DB lock is held while the models run:
     they may take days); the same enrichment again resumes."""
-    from capaudit.errors import InputError
-
     with open_store(db, create=True) as store:
         existing = store.find_set(out)
     if existing is not None and not replace and existing.meta.get("config_hash") != cfg_hash:
@@ -211,12 +201,9 @@ def detect(images: List[Path] = typer.Argument(None, help="image files"),
                                                    help="Deprecated: --jsonl")):
     """Run a detector alone on images or shards: category, score, box (+ colour)."""
     from capaudit.enrich.detect import detect_records
-    from capaudit.errors import InputError
 
     if bool(images) == bool(shards):
         raise InputError("give either IMAGE files or --shards DIR", fix="not both, not neither")
-    from capaudit.cli.common import deprecated_spelling
-
     json_out = jsonl_out or deprecated_spelling(old_json, "detect --json FILE", "--jsonl FILE")
     opts = {"min_score": min_score} if detector != "annotations" else {}
     if detector_weights:

@@ -55,12 +55,8 @@ def current_overrides() -> list[tuple[str, str]]:
     return list(_OVERRIDES.get() or [])
 
 
-def _option(key: str) -> Option:
-    return OPTIONS.get(key) or Option(str)
-
-
 def _parameter(key: str) -> inspect.Parameter:
-    opt = _option(key)
+    opt = OPTIONS.get(key) or Option(str)
     flag = "--" + key.replace("_", "-")
     # a switch that is on by default in some filter needs its --no- form; one that is off
     # everywhere does not (and a long --no-... would squeeze the help's other flags)

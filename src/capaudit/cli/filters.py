@@ -14,10 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, console, open_store, progress, recorded_run
+from capaudit.cli.common import (DbOption, console, deprecated_spelling, open_store, progress,
+                                 recorded_run)
 from capaudit.cli.filter_summary import _print_summary
 from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
                                        given_options, with_filter_options)
+from capaudit.errors import InputError
 
 filter_app = typer.Typer(no_args_is_help=True,
                          help="Filter caption sets (hallucination, gender, critique-revise).")
@@ -61,8 +63,6 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
     """Filter SET into a new set NEWSET linked to its parent, or a corpus's shards (--shards)
     into cleaned shards of the same layout; every change is logged."""
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
-    from capaudit.errors import InputError
-
     if (shards is None) == (set_name is None):
         raise InputError("give either a set name or --shards",
                          fix="capaudit filter run SET ... or capaudit filter run --shards SRC "
@@ -102,10 +102,7 @@ def log(set_name: str = typer.Argument(..., metavar="NEWSET", help="A filtered s
                                       help="Deprecated: --print-json"),
         db: Path = DbOption):
     """Show what a filter removed or changed, and why: full sentences, image ids, counts."""
-    from capaudit.cli.common import deprecated_spelling
-
     as_json = as_json or deprecated_spelling(old_json, "filter log --json", "--print-json")
-    from capaudit.errors import InputError
     from capaudit.filters import logs
 
     store = open_store(db)
@@ -175,9 +172,8 @@ def review_export(set_name: str = typer.Argument(..., metavar="SET",
                   all_rows: bool = typer.Option(False, "--all", help="Export every caption"),
                   db: Path = DbOption):
     """Write flagged captions for human editors (decision + edited_caption columns)."""
-    from capaudit.filters.review import export_review
-
     from capaudit.core.config import provenance_beside
+    from capaudit.filters.review import export_review
 
     n = export_review(open_store(db), set_name, out, fmt=fmt, all_rows=all_rows)
     provenance_beside(out, {"set": set_name, "format": fmt, "all": all_rows, "rows": n})

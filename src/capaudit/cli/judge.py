@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, open_store
+from capaudit.cli.common import DbOption, console, db_path, open_store
 from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX
 
 judge_app = typer.Typer(no_args_is_help=True, help="Judge models: validate them against labels.")
@@ -69,8 +69,6 @@ def _config(kw: dict, **cli) -> dict:
 
 def _store(kw: dict):
     """A dry run writes nothing: it reads an existing store (or none, for caption files)."""
-    from capaudit.cli.common import db_path
-
     if kw.get("dry_run"):
         return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
     return open_store(kw.get("db"), create=True)  # judged results are stored
@@ -122,7 +120,7 @@ def print_values(result: dict) -> None:
 
 
 def _finish(result: dict, cfg: dict, json_out) -> None:
-    from capaudit.judge.runner import write_json
+    from capaudit.core.config import write_json
 
     if result["values"] and not result["summary"]["dry_run"]:
         print_values(result)
@@ -133,7 +131,7 @@ def _finish(result: dict, cfg: dict, json_out) -> None:
                           f"(n = {v['n_a']}, {v['n_b']})")
     print_summary(result)
     if json_out:
-        write_json(result, json_out, cfg)
+        write_json(json_out, result, cfg, cfg.get("seed"), parents=False)
     if result.get("run_id") is not None:
         console.print(f"stored as run {result['run_id']}")
 

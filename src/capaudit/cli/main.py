@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import errno
 import importlib
+import signal
 import sys
 
 import typer
@@ -121,8 +122,6 @@ def _interrupted() -> int:
 
     note = interrupt_note() or "nothing stored"
     if _TERMINATED_BY:
-        import signal
-
         signum = _TERMINATED_BY[0]
         sys.stderr.write(f"capaudit: terminated by {signal.Signals(signum).name}, {note}\n")
         return 128 + signum
@@ -140,8 +139,6 @@ def _terminate_as_interrupt(signum, frame) -> None:
 
 def _handle_termination() -> None:
     """For a command-line process only (``run``), never for ``main()`` called in-process."""
-    import signal
-
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate_as_interrupt)
     _watch_signals()
@@ -153,7 +150,6 @@ def _watch_signals() -> None:
     for seconds. The interpreter also writes each signal to a wake-up pipe at once; a
     thread reading it asks the open stores' DuckDB to stop its query."""
     import os
-    import signal
     import threading
 
     read_fd, write_fd = os.pipe()
@@ -176,8 +172,6 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EPIPE, errno.EIO)
 
 def _end_start_up() -> None:
     """From here Ctrl-C takes main()'s path (what is done is kept and said)."""
-    import signal
-
     from capaudit.cli import interrupted_while_starting
 
     if signal.getsignal(signal.SIGINT) is interrupted_while_starting:
@@ -234,18 +228,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code if isinstance(exc.exit_code, int) and exc.exit_code else 2
     except (typer.Abort, typer.Exit) as exc:
         return getattr(exc, "exit_code", 1)
-    except (duckdb.IOException, duckdb.SerializationException) as exc:
-        # a store cut short opens but fails when a page past the end is read
+    except (duckdb.IOException, duckdb.SerializationException,
+            duckdb.OutOfMemoryException) as exc:
         first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
-        sys.stderr.write(f"capaudit: error: {first} (fix: the store or a file it reads is "
-                         "truncated or damaged; restore it from a copy or rebuild it, and "
-                         "check free disk space)\n")
-        return 2
-    except duckdb.OutOfMemoryException as exc:   # nothing of the command's transaction stays
-        first = shown(str(exc).strip().splitlines()[0][:300], one_line=True)
-        sys.stderr.write(f"capaudit: error: {first} (fix: the store's unfinished transaction "
-                         "was rolled back; free memory and rerun, or clean a corpus this "
-                         "large with filter run --shards)\n")
+        fix = ("the store's unfinished transaction was rolled back; free memory and rerun, or "
+               "clean a corpus this large with filter run --shards"   # nothing of it stays
+               if isinstance(exc, duckdb.OutOfMemoryException) else  # else a store cut short:
+               "the store or a file it reads is truncated or damaged; restore it from a copy "
+               "or rebuild it, and check free disk space")   # it fails past its last page
+        sys.stderr.write(f"capaudit: error: {first} (fix: {fix})\n")
         return 2
     except OSError as exc:  # the terminal's own output failed (stdout on /dev/full, a pipe)
         if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:

@@ -13,18 +13,17 @@ from typing import Optional
 
 import typer
 
-from capaudit.cli.common import DbOption, console, db_path, open_store
+from capaudit.cli.common import DbOption, console, db_path, deprecated_spelling, open_store
 from capaudit.cli.query_view import print_result
 from capaudit.demo import build_demo
-from capaudit.store.query import query_stream
+from capaudit.store.query import copy_query, query_stream
+from capaudit.errors import InputError
 
 _SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
                    ".parquet": "parquet"}
 
 
 def _out_format(out: Path, as_csv: bool, as_json: bool) -> str:
-    from capaudit.errors import InputError
-
     if as_csv or as_json:
         return "csv" if as_csv else "json"
     fmt = _SUFFIX_FORMATS.get(out.suffix.lower())
@@ -36,11 +35,8 @@ def _out_format(out: Path, as_csv: bool, as_json: bool) -> str:
 
 def _write_file(db, sql: str, out: Path, fmt: str) -> None:
     """``COPY`` of the result into our temporary file beside ``out``, renamed into place."""
-    from capaudit.core.safe_write import atomic_path
-    from capaudit.store.query import copy_query
-
     from capaudit.core.config import provenance_beside
-    from capaudit.core.safe_write import check_file_target, is_stream
+    from capaudit.core.safe_write import atomic_path, check_file_target, is_stream
 
     if not is_stream(out):   # the provenance file beside it is checked before any work
         check_file_target(out.with_name(out.name + ".provenance.json"))
@@ -62,9 +58,6 @@ def query(sql: str = typer.Argument(..., help="SQL to run against the store"),
           write: bool = typer.Option(False, "--write", help="Allow statements that modify the store"),
           db: Path = DbOption):
     """Run SQL against the store (read-only unless --write); rows are streamed."""
-    from capaudit.cli.common import deprecated_spelling
-    from capaudit.errors import InputError
-
     as_json = as_json or deprecated_spelling(old_json, "query --json", "--print-json")
     if as_csv and as_json:
         raise InputError("--csv and --print-json exclude each other", fix="pass one of them")

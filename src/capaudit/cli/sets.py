@@ -45,8 +45,10 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                            "without an image (counted) instead of refusing"),
         db: Path = DbOption):
     """Register a caption file as a named set (adding the same file again is a no-op)."""
+    from capaudit.audit.annotation_coverage import ids_label
     from capaudit.core.storage.urls import name_of
-    from capaudit.io.ingest import add_caption_set
+    from capaudit.io.ingest import add_caption_set, answers_warning
+    from capaudit.store.captions import has_image_ids
 
     store = open_store(db, create=True)
     with progress(transient=True) as bar:
@@ -58,12 +60,8 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
                                  skip_no_image=skip_no_image or None)
     info = result.info
     verb = "added" if result.added else "already present (same file), nothing to do:"
-    from capaudit.store.captions import has_image_ids
-
     # as `sets show` and the audit say it: text keys (TextCaps' 011e7e629fb9ae7b, a URL) are
     # not "unassigned" numbers waiting for an audit; nothing ever joins them
-    from capaudit.audit.annotation_coverage import ids_label
-
     ids = ids_label(info.namespace, has_image_ids(store, info.set_id))
     console.print(f"{verb} [bold]{esc(info.name)}[/]: {info.n_captions:,} captions of "
                   f"{info.n_images:,} images ({esc(info.format)}; ids: {esc(ids)})",
@@ -72,8 +70,6 @@ def add(name: str = typer.Argument(..., help="Name for the set"),
     if skipped:
         console.print(f"skipped {skipped:,} records without an image")
     _print_notes(info.meta)
-    from capaudit.io.ingest import answers_warning
-
     if (warning := answers_warning(info.meta)) is not None:
         console.print(warning)
 

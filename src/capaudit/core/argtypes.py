@@ -31,10 +31,6 @@ from capaudit.errors import UsageError
 __all__ = ["checked_arguments", "checked_methods", "matches", "describe"]
 
 
-def _args(hint) -> tuple:
-    return typing.get_args(hint)
-
-
 def _is_union(hint) -> bool:
     return typing.get_origin(hint) in (typing.Union, types.UnionType)
 
@@ -46,10 +42,10 @@ def matches(value, hint) -> bool:
     if hint is None or hint is type(None):
         return value is None
     if _is_union(hint):
-        return any(matches(value, h) for h in _args(hint))
+        return any(matches(value, h) for h in typing.get_args(hint))
     origin = typing.get_origin(hint)
     if origin in (abc.Sequence, list, tuple):
-        inner = _args(hint)[:1] or (Any,)
+        inner = typing.get_args(hint)[:1] or (Any,)
         return isinstance(value, (list, tuple)) and all(matches(v, inner[0]) for v in value)
     if origin in (abc.Mapping, dict):
         return isinstance(value, abc.Mapping)
@@ -66,16 +62,11 @@ def matches(value, hint) -> bool:
 
 def describe(hint) -> str:
     """``hint`` in words (``a text or a path``, ``a list of texts``)."""
-    if _is_union(hint):
-        words = []
-        for h in _args(hint):
-            w = describe(h)
-            if w not in words:
-                words.append(w)
-        return " or ".join(words)
+    if _is_union(hint):   # each wording once ("a text or a path", not "... or a text")
+        return " or ".join(dict.fromkeys(describe(h) for h in typing.get_args(hint)))
     origin = typing.get_origin(hint)
     if origin in (abc.Sequence, list, tuple):
-        inner = _args(hint)[:1]
+        inner = typing.get_args(hint)[:1]
         return "a list of " + (describe(inner[0]).removeprefix("a ").removeprefix("an ") + "s"
                                if inner else "values")
     if origin in (abc.Mapping, dict):

@@ -54,12 +54,18 @@ _NUMPY = {name: np.dtype(name) for name in
 
 def strings(values: list[str]) -> pa.Array:
     """A list of ``str`` (no None) as an Arrow ``string`` array, as ``pa.array`` would."""
-    data = [v.encode("utf-8") for v in values]
+    return _utf8([v.encode("utf-8") for v in values])
+
+
+def _utf8(data: list[bytes], valid: np.ndarray | None = None) -> pa.Array:
+    """Encoded texts as a ``string`` array (under 2 GiB in all); ``valid`` as for
+    :func:`from_numpy` (a null's bytes are empty)."""
     offsets = np.zeros(len(data) + 1, np.int32)
     np.cumsum([len(b) for b in data], out=offsets[1:])
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(pa.string(), len(data),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
-                                 null_count=0)
+                                 [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                 null_count=0 if valid is None else int(len(data) - valid.sum()))
 
 
 _INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
@@ -76,27 +82,20 @@ def from_list(values: list, typ: pa.DataType) -> pa.Array:
     kind, dtype = _LIST_TYPES.get(str(typ), (None, None))
     if kind is None or not {type(v) for v in values} <= {kind, type(None)}:
         return pa.array(values, typ)
-    valid = [v is not None for v in values]
-    n, nulls = len(values), len(values) - sum(valid)
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    valid = np.array([v is not None for v in values], bool)
+    valid = None if valid.all() else valid
     if kind is str:
         try:
             data = [b"" if v is None else v.encode("utf-8") for v in values]
         except UnicodeEncodeError:
             return pa.array(values, typ)
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum([len(b) for b in data], out=offsets[1:])
-        if offsets[-1] >= 2**31:
-            return pa.array(values, typ)
-        return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(offsets.astype(np.int32)),
-                                              pa.py_buffer(b"".join(data))], null_count=nulls)
+        return pa.array(values, typ) if sum(map(len, data)) >= 2**31 else _utf8(data, valid)
     filled = [0 if v is None else v for v in values]
     if kind is int:
         low, high = _INT_RANGE[str(typ)]
         if filled and not (low <= min(filled) and max(filled) <= high):
             return pa.array(values, typ)
-    data = np.array(filled, dtype) if n else np.zeros(0, dtype)
-    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(data)], null_count=nulls)
+    return from_numpy(np.array(filled, dtype), valid)
 
 
 def byte_lengths(arr: pa.Array) -> np.ndarray:

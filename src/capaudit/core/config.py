@@ -10,12 +10,14 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 from pathlib import Path
 from typing import Mapping
 
-from capaudit.core.redact import redact_values
+from capaudit.core.names import did_you_mean
+from capaudit.core.redact import redact, redact_values
 from capaudit.errors import InputError
 
 PACKAGES = ("capaudit", "duckdb", "numpy", "pyarrow", "nltk", "textblob", "typer", "rich",
@@ -30,8 +32,6 @@ def idle_cores() -> int:
     time (#24: on 2 cores at load 5, two record workers cost more than one). The counts a
     worker pool computes never depend on how many workers there are, so taking fewer changes
     no value."""
-    import os
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return max(1, min(cores or 1, int((cores or 1) - load + 0.5)))
@@ -180,12 +180,9 @@ def _check_sections(data: Mapping, path: str | Path) -> None:
     unknown = [str(k) for k in data if k not in SECTIONS
                and k not in getattr(data, "anchor_keys", ())]   # anchors: kept for *refs
     if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], SECTIONS, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
         raise InputError(f"unknown section '{unknown[0]}' in the config", path=path,
-                         fix=f"{hint}the sections are: {', '.join(SECTIONS)}")
+                         fix=f"{did_you_mean(unknown[0], SECTIONS)} the sections are: "
+                             f"{', '.join(SECTIONS)}".lstrip())
 
 
 def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
@@ -205,13 +202,10 @@ def resolve(defaults: Mapping, yaml_path: str | Path | None = None,
                                  fix=f"write {section}: followed by indented key: value lines")
         unknown = sorted(str(k) for k in data if k not in cfg) if cfg else []
         if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], [str(k) for k in cfg], n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
             raise InputError(f"unknown option '{unknown[0]}'"
                              + (f" in '{section}'" if section else ""), path=yaml_path,
-                             fix=f"{hint}known options: {', '.join(sorted(map(str, cfg)))}")
+                             fix=f"{did_you_mean(unknown[0], map(str, cfg))} known options: "
+                                 f"{', '.join(sorted(map(str, cfg)))}".lstrip())
         cfg = _deep_merge(cfg, data)
     if cli:
         cfg = _deep_merge(cfg, cli)
@@ -222,8 +216,6 @@ def user_cache_dir() -> Path:
     """capaudit's cache folder for the user: ``$CAPAUDIT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/capaudit``, else ``~/.cache/capaudit`` (never the working directory,
     where the judge's response cache used to land as ``.capaudit_cache/``)."""
-    import os
-
     if os.environ.get("CAPAUDIT_CACHE_DIR"):
         return Path(os.environ["CAPAUDIT_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -252,8 +244,6 @@ def set_command(argv: list[str] | None) -> None:
 def current_command() -> str:
     """``capaudit ARGS`` as the user ran it (also when called as ``main([...])``)."""
     import shlex
-
-    from capaudit.core.redact import redact
 
     args = _COMMAND if _COMMAND is not None else sys.argv[1:]
     return redact(" ".join(["capaudit", *(shlex.quote(a) for a in args)]))
@@ -289,7 +279,16 @@ def provenance_beside(output: str | Path, config: Mapping, seed: int | None = No
 
 def write_provenance(path: str | Path, config: Mapping, seed: int | None = None,
                      command: str | None = None) -> Path:
+    return write_json(path, provenance(config, seed, command))
+
+
+def write_json(path: str | Path, data, config: Mapping | None = None, seed: int | None = None,
+               *, parents: bool = True) -> Path:
+    """``data`` as indented JSON (a value JSON has no type for as its text), with the
+    provenance of ``config`` beside it when one is given: a command's ``--json FILE``."""
     from capaudit.core.safe_write import write_text
 
-    return write_text(path, json.dumps(provenance(config, seed, command), indent=2,
-                                       default=str), parents=True)
+    out = write_text(path, json.dumps(data, indent=2, default=str), parents=parents)
+    if config is not None:
+        provenance_beside(path, config, seed)
+    return out

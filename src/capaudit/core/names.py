@@ -15,7 +15,7 @@ import unicodedata
 from capaudit.errors import InputError
 
 __all__ = ["MAX_NAME", "check_set_name", "check_path_text", "safe_file_name",
-           "escape_markdown_html"]
+           "escape_markdown_html", "did_you_mean"]
 
 MAX_NAME = 200
 
@@ -73,3 +73,12 @@ def escape_markdown_html(text: str) -> str:
     parts = re.split(r"(`[^`\n]*`)", text)
     return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1 else
                    p.replace("<", "&lt;") for p in parts)
+
+
+def did_you_mean(name: str, choices, otherwise: str = "") -> str:
+    """``did you mean 'x'?`` naming the choice closest to a mistyped ``name``, else
+    ``otherwise``: the fix of an unknown-name error."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f"did you mean '{close[0]}'?" if close else otherwise

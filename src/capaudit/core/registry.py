@@ -18,13 +18,13 @@ pytest's plugins and lm-eval's registry do.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from capaudit.errors import CapauditError, InputError
+from capaudit.core.names import did_you_mean
+from capaudit.errors import CapauditError, InputError, MissingExtraError, shown
 
 T = TypeVar("T")
 
@@ -47,14 +47,10 @@ class RegistryError(CapauditError):
     """A name registered twice, or an implementation of the wrong kind (plugins included)."""
 
 
-def _entry_points(group: str) -> list:
-    """Installed entry points of ``group``; the metadata is scanned once per process for all
-    capaudit groups (one scan of site-packages costs ~0.1 s)."""
-    return _capaudit_entry_points().get(group, [])
-
-
 @functools.lru_cache(maxsize=1)
 def _capaudit_entry_points() -> dict[str, list]:
+    """``{group: entry points}`` of every capaudit group; the metadata is scanned once per
+    process for all of them (one scan of site-packages costs ~0.1 s)."""
     from importlib.metadata import distributions
 
     out: dict[str, list] = {}
@@ -126,7 +122,7 @@ class Registry(Generic[T]):
         if self._plugins_loaded or not self.group:
             return
         self._plugins_loaded = True
-        for ep in _entry_points(ENTRY_POINT_PREFIX + self.group):
+        for ep in _capaudit_entry_points().get(ENTRY_POINT_PREFIX + self.group, []):
             old = self._entries.get(ep.name)
             if old is not None and old.plugin and old.target == ep.value:
                 continue  # the same plugin found twice on sys.path
@@ -167,10 +163,8 @@ class Registry(Generic[T]):
             if broken:   # a plugin left out earlier in this process: say why, again
                 raise RegistryError(f"{self.role} '{name}': cannot import the plugin "
                                     f"{broken[1]} of package {broken[0]} ({broken[2]})")
-            close = difflib.get_close_matches(name, self._entries, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else \
-                f"choose one of: {', '.join(self.names())}"
-            raise InputError(f"unknown {self.role} '{name}'", fix=hint)
+            raise InputError(f"unknown {self.role} '{name}'", fix=did_you_mean(
+                name, self._entries, f"choose one of: {', '.join(self.names())}"))
         return self._entries[name]
 
     def get(self, name: str) -> T:
@@ -195,7 +189,6 @@ class Registry(Generic[T]):
             module = importlib.import_module(module_name)
         except ImportError as exc:
             if entry.extra:
-                from capaudit.errors import MissingExtraError
                 raise MissingExtraError(exc.name or module_name, entry.extra,
                                         f"{self.role} '{name}'") from exc
             raise
@@ -233,8 +226,6 @@ def plugin_broken(role: str, entry: Entry, exc: BaseException) -> RegistryError:
     own) ended every command that lists the metrics in a traceback; it is another
     package's fault, so capaudit goes on without it and says so."""
     import sys
-
-    from capaudit.errors import shown
 
     ep = entry.origin
     group = getattr(ep, "group", f"capaudit.{role}")

@@ -60,8 +60,7 @@ def read_elements(path: str | Path, need: tuple = ("image_id", "dimension", "ele
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged, label
-    from capaudit.judge.stats import ratio_table
+    from capaudit.judge.stats import Judged, label, ratio_table
 
     elements = read_elements(cfg["annotations"])
     qa = {(q["image_id"], q["dimension"], q["element"]): bool(q["correct"])

@@ -17,8 +17,7 @@ __all__ = ["compute"]
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged, label
-    from capaudit.judge.stats import ratio_table
+    from capaudit.judge.stats import Judged, label, ratio_table
 
     refs = evidence.references
     out = Judged()

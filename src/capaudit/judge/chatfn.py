@@ -7,7 +7,6 @@ render, strict parse and format retry) for both.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,22 +23,12 @@ class ChatFnBackend(Backend):
         super().__post_init__()
         self.accepts_images = getattr(self.chat, "accepts_images", True)
 
-    def _messages(self, req: GenRequest) -> list:
-        content: list | str = req.prompt
-        if req.image is not None:
-            data = base64.b64encode(req.image).decode("ascii")
-            content = [{"type": "text", "text": req.prompt},
-                       {"type": "image_url",
-                        "image_url": {"url": f"data:{req.image_mime};base64,{data}"}}]
-        return ([{"role": "system", "content": req.system}] if req.system else []) + \
-            [{"role": "user", "content": content}]
-
     def _generate_uncached(self, requests: list[GenRequest]) -> list[GenResult]:
         out = []
         for req in requests:
             self.stats.requests += 1
             try:
-                out.append(GenResult(self.chat(self._messages(req))))
+                out.append(GenResult(self.chat(req.messages())))
             except Exception as exc:  # the callable's failure is this request's failure
                 out.append(GenResult(None, error=f"{exc.__class__.__name__}: {exc}"))
         return out

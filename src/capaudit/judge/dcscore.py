@@ -192,8 +192,7 @@ def _caption_rows(s, units: dict, ref_text: list[str], pairs: dict,
 def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
     """A set's values per direction: precision, recall and F1 with image-bootstrap
     intervals, hallucination and omission rates, and those rates per unit type."""
-    from capaudit.judge.stats import label
-    from capaudit.judge.stats import ratio_table
+    from capaudit.judge.stats import label, ratio_table
 
     vals = {}
     for d, scs in caps.items():

@@ -30,8 +30,7 @@ def caption_faithscore(facts: list[list[bool | None]]) -> tuple[float | None, fl
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged, label
-    from capaudit.judge.stats import ratio_table
+    from capaudit.judge.stats import Judged, label, ratio_table
 
     assumed = max(1, int(cfg.get("assumed_units", 8)) // 2)
     out = Judged()

@@ -10,7 +10,6 @@ provides ``compute(judge, sets, evidence, cfg) -> Judged``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
@@ -37,7 +36,6 @@ def default_yaml() -> Path | None:
 
 def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     from capaudit.core.config import resolve
-
     from capaudit.core.ranges import N_BOOT_MAX, SEED_MAX, check_number
 
     cfg = resolve(DEFAULTS, config or default_yaml(), {"judge": judge_cli, **cli})
@@ -129,12 +127,3 @@ def run_validate(store, cfg: dict, labels, *, images=None, shards=None, referenc
         result["run_id"] = store_judged(store, "judge validate", cfg, result,
                                         {name: (items, values)})
     return result
-
-
-def write_json(result: dict, path: str | Path, cfg: dict) -> None:
-    from capaudit.core.config import provenance_beside
-
-    from capaudit.core.safe_write import write_text
-
-    path = write_text(path, json.dumps(result, indent=2, default=str))
-    provenance_beside(path, cfg, cfg.get("seed"))

@@ -73,17 +73,16 @@ def welch(a: Sequence[float], b: Sequence[float]) -> dict:
 
     a = np.asarray([x for x in a if x is not None], np.float64)
     b = np.asarray([x for x in b if x is not None], np.float64)
+    out = {"t": None, "df": None, "p": None, "n_a": len(a), "n_b": len(b)}
     if len(a) < 2 or len(b) < 2:
-        return {"t": None, "df": None, "p": None, "n_a": len(a), "n_b": len(b)}
+        return out
+    out.update(mean_a=float(a.mean()), mean_b=float(b.mean()))
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    if va + vb == 0:
-        return {"t": None, "df": None, "p": None, "n_a": len(a), "n_b": len(b),
-                "mean_a": float(a.mean()), "mean_b": float(b.mean())}
+    if va + vb == 0:   # no spread on either side: no test
+        return out
     t = (a.mean() - b.mean()) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    p = 2 * stats.t.sf(abs(t), df)
-    return {"t": float(t), "df": float(df), "p": float(p), "n_a": len(a), "n_b": len(b),
-            "mean_a": float(a.mean()), "mean_b": float(b.mean())}
+    return {**out, "t": float(t), "df": float(df), "p": float(2 * stats.t.sf(abs(t), df))}
 
 
 def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float | None:

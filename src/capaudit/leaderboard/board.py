@@ -46,7 +46,7 @@ from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.cells import cell_estimates, cell_table
 from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns, left_out_reasons
 from capaudit.leaderboard.profiles import Catalogue
-from capaudit.leaderboard.ranking import n_avg, normalise, rank_profile
+from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
 from capaudit.leaderboard.status import cell_status, cell_tag, circular_columns, too_few_columns
 from capaudit.leaderboard.units import ImageUnion, SetEval
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
@@ -251,8 +251,6 @@ def _cell_notes(sets: Sequence[SetEval], columns: Sequence[Column]) -> dict[str,
 def profile_notes(profiles: dict[str, dict[str, Any]], names: Sequence[str]) -> list[str]:
     """Per profile: the criteria its ranking leaves out and why, the sets shown tied (rank
     intervals overlap), and each adjacent pair that flips in more than 5% of resamples."""
-    from capaudit.leaderboard.ranking import FLIP_WARN
-
     notes: list[str] = []
     for p, r in profiles.items():
         for crit, why in r.get("left_out", {}).items():

@@ -15,7 +15,7 @@ import numpy as np
 
 from capaudit.metrics.estimate import Estimate, SparseStats
 
-__all__ = ["cell_estimates", "cell_table", "CELL_KEY"]
+__all__ = ["cell_estimates", "cell_table", "CELL_KEY", "number_text"]
 
 CELL_KEY = "cell"   # the third part of a cell estimate's key: (set, metric, "cell", "female, dark")
 
@@ -71,15 +71,25 @@ def cell_table(ests: Mapping[tuple, Estimate], boots: Mapping[str, np.ndarray],
     return out
 
 
+def number_text(x, ci=None, n=None, fmt="{:.2f}") -> str:
+    """``0.57 [0.10, 7.59] n=1,204``: a board value with its interval and the images it rests
+    on, as every view of the board writes it."""
+    if x is None:
+        return "–"
+    s = fmt.format(x)
+    if ci and ci[0] is not None:
+        s += f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+    if n is not None:
+        s += f" n={n:,}"
+    return s
+
+
 def cell_text(cell: Mapping[str, Any], fmt: str = "{:.2f}") -> str:
     """``0.52 [0.31, 0.70] n=23 too-few``: one cell as the terminal and the Markdown show it."""
     if cell.get("value") is None:
         return f"– n={cell['images']:,}"
-    text = fmt.format(cell["value"])
-    if cell.get("ci"):
-        text += f" [{fmt.format(cell['ci'][0])}, {fmt.format(cell['ci'][1])}]"
-    text += f" n={cell['images']:,}"
-    return text + (" too-few" if cell.get("status") == "too-few" else "")
+    return (number_text(cell["value"], cell.get("ci"), cell["images"], fmt)
+            + (" too-few" if cell.get("status") == "too-few" else ""))
 
 
 def cells_markdown(groups: Mapping[str, Any], sets: Sequence[str]) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from capaudit.metrics.base import CRITERIA as CRITERIA_ORDER
 from capaudit.metrics.estimate import SparseStats
+from capaudit.metrics.spec import direction, metric_spec
 
 if TYPE_CHECKING:
     from capaudit.leaderboard.profiles import Catalogue
@@ -42,8 +43,6 @@ class Column:
 def _board_metrics(sets: Sequence[SetEval], cat: Catalogue) -> list[tuple[str, str]]:
     """(metric, criterion) of every metric on the board: the catalogue's, then (with
     ``include_unlisted``) any other asked-for metric with a direction, by its spec."""
-    from capaudit.metrics.spec import direction, metric_spec
-
     listed = [(m, c) for c in CRITERIA_ORDER for m in cat.criteria.get(c, [])
               if not (m.startswith("gap:") or m == "gaps")]
     names = {m for m, _ in listed}
@@ -57,8 +56,6 @@ def _board_metrics(sets: Sequence[SetEval], cat: Catalogue) -> list[tuple[str, s
 
 def _gap_ok(metric: str, by: str) -> bool:
     """A gap makes sense: not size-dependent (vocab), not meaningless for ``by`` (spec)."""
-    from capaudit.metrics.spec import metric_spec
-
     spec = metric_spec(metric)
     return spec is None or not (spec.size_dependent or by in spec.not_by)
 
@@ -67,8 +64,6 @@ def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
                   notes: list[str]) -> list[Column]:
     """The board's columns: the catalogue's metrics, then the bias metrics and gaps; what
     drops out of the average is said in ``notes``."""
-    from capaudit.metrics.spec import direction, metric_spec
-
     computed = {m for s in sets for m in s.estimates}
     cols: list[Column] = []
     dropped: dict[str, list[str]] = {}   # reason -> metrics (one note per reason)

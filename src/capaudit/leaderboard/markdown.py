@@ -6,21 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from capaudit.leaderboard.cells import cells_markdown, number_text
 from capaudit.metrics.present import signed
+from capaudit.metrics.spec import number_format
 
-__all__ = ["leaderboard_markdown", "gap_info", "profiles_markdown"]
-
-
-def _v(x, ci=None, n=None, fmt="{:.2f}") -> str:
-    """``0.57 [0.10, 7.59] n=1,204``: a value with its interval and the images it rests on."""
-    if x is None:
-        return "–"
-    s = fmt.format(x)
-    if ci and ci[0] is not None:
-        s += f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
-    if n is not None:
-        s += f" n={n:,}"
-    return s
+__all__ = ["leaderboard_markdown", "board_cell", "gap_info", "profiles_markdown"]
 
 
 def gap_info(info: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -30,14 +20,27 @@ def gap_info(info: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return info if g is not None and g == g else None
 
 
+def board_cell(lb: Mapping[str, Any], i: int, j: int) -> str:
+    """Set ``i``'s value of column ``j`` of a board (:meth:`Leaderboard.to_dict`) as every view
+    writes it: ``0.57 [0.10, 7.59] n=1,204``; a gap signed (``−0.57 [−0.90, −0.10] n=40``, n
+    the smaller group's images), ``–`` when it has none."""
+    c, n = lb["columns"][j], lb["n"][i][j]
+    if not c.get("by"):
+        return number_text(lb["values"][i][j], lb["ci"][i][j], n, number_format(c["metric"]))
+    info = gap_info(lb["groups"].get(lb["sets"][i], {}).get(c["name"]))
+    if not info:
+        return "–"
+    ci = info.get("signed_ci") or [None, None]
+    return (signed(info["signed_gap"]) + (f" [{signed(ci[0])}, {signed(ci[1])}]"
+                                          if ci[0] is not None else "") + f" n={n:,}")
+
+
 def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
     from capaudit.leaderboard.status import cell_tag
-    from capaudit.metrics.spec import number_format
 
     lb = payload["leaderboard"]
     sets, cols = lb["sets"], lb["columns"]
     heads = " | ".join(s.replace("|", "\\|") for s in sets)   # a '|' in a name: one cell
-    ns = lb.get("n") or [[None] * len(cols) for _ in sets]
     st = lb.get("status") or [[""] * len(cols) for _ in sets]
     why = lb.get("status_notes") or [[""] * len(cols) for _ in sets]
 
@@ -56,8 +59,7 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
         arrow = "↑" if c["higher_is_better"] else "↓"
         left = "" if c.get("averaged", True) else " (not averaged)"
         out.append(f"| {c['name']} {arrow}{left} | {c['criterion']} | " + " | ".join(
-            _v(lb["values"][i][j], lb["ci"][i][j], ns[i][j], number_format(c["metric"]))
-            + tag(i, j) for i in range(len(sets))) + " |")
+            board_cell(lb, i, j) + tag(i, j) for i in range(len(sets))) + " |")
     gaps = [j for j, c in enumerate(cols) if c.get("by")]
     if gaps:
         out += ["", "Gaps (signed, the direction named; 95% interval; n = images of the smaller "
@@ -65,26 +67,13 @@ def leaderboard_markdown(payload: Mapping[str, Any]) -> str:
                 "| gap | " + heads + " |", "|---|" + "---:|" * len(sets)]
         for j in gaps:
             c = cols[j]
-            cells = []
-            for i, s in enumerate(sets):
-                info = gap_info(lb["groups"].get(s, {}).get(c["name"]))
-                if not info:
-                    cells.append("–")
-                    continue
-                ci = info.get("signed_ci") or [None, None]
-                text = signed(info["signed_gap"])
-                if ci[0] is not None:
-                    text += f" [{signed(ci[0])}, {signed(ci[1])}]"
-                n = min(info.get(f"n_{g}", 0) for g in c["gap"].split(" − ")) if c.get("gap") \
-                    else None
-                cells.append(text + (f" n={n:,}" if n is not None else "") + tag(i, j))
+            cells = [board_cell(lb, i, j) for i in range(len(sets))]
+            cells = [t if t == "–" else t + tag(i, j) for i, t in enumerate(cells)]
             way = c.get("gap") or c["by"]
             out.append(f"| {c['metric']} ({way}) | " + " | ".join(cells) + " |")
     apart = (lb.get("meta") or {}).get("unranked")   # --all-images: no ranks to show
     out += ["", f"**{apart}**: each set's values on its own images; no profile ranks "
             "them."] if apart else profiles_markdown(lb["profiles"], sets)
-    from capaudit.leaderboard.cells import cells_markdown
-
     out += cells_markdown(lb.get("groups") or {}, sets)
     if lb.get("notes"):
         out += [""] + [f"- {n}" for n in lb["notes"] if n != apart]

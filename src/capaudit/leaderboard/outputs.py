@@ -6,7 +6,6 @@ Why apart from the CLI: ``capaudit audit leaderboard`` and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,19 +18,23 @@ def leaderboard_payload(out: Mapping[str, Any]) -> dict:
             "worst": {s.name: s.worst for s in out["sets"]}}
 
 
-def write_outputs(payload: Mapping[str, Any], config: Mapping[str, Any],
+def write_outputs(store, out: Mapping[str, Any], cfg: Mapping[str, Any],
                   json_out: str | Path | None = None, markdown: str | Path | None = None,
                   html: str | Path | None = None) -> Path | None:
-    """The JSON, Markdown and HTML page asked for, each with its provenance beside it
-    (``config``: the run's settings, with ``annotations``: :func:`capaudit.io.
-    annotation_store.annotation_provenance`); returns the page's ``index.html`` (None
+    """The JSON, Markdown and HTML page asked for of a run's result ``out``, each with its
+    provenance beside it (``cfg``, the run id, the annotations' identities: :func:`capaudit.
+    io.annotation_store.annotation_provenance`); returns the page's ``index.html`` (None
     without ``html``)."""
-    from capaudit.core.config import provenance_beside
+    from capaudit.core.config import provenance_beside, write_json
     from capaudit.core.safe_write import write_text
+    from capaudit.io.annotation_store import annotation_provenance
+
+    payload = leaderboard_payload(out)
+    config = {**cfg, "run_id": out.get("_run_id"),
+              "annotations": annotation_provenance(store, out.get("annotations") or {})}
 
     if json_out:
-        write_text(json_out, json.dumps(payload, indent=2, default=str), parents=True)
-        provenance_beside(json_out, config, config.get("seed"))
+        write_json(json_out, payload, config, config.get("seed"))
     if markdown:
         from capaudit.leaderboard.markdown import leaderboard_markdown
 

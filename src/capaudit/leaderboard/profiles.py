@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
+from capaudit.core.names import did_you_mean
 from capaudit.errors import InputError
 
 __all__ = ["Catalogue", "load_catalogue"]
@@ -28,11 +29,8 @@ class Catalogue:
 
     def weights(self, profile: str) -> dict[str, float]:
         if profile not in self.profiles:
-            import difflib
-            close = difflib.get_close_matches(profile, self.profiles, n=1)
-            raise InputError(f"unknown profile '{profile}'", path=self.source,
-                             fix=f"did you mean '{close[0]}'?" if close else
-                             f"choose one of: {', '.join(self.profiles)}")
+            raise InputError(f"unknown profile '{profile}'", path=self.source, fix=did_you_mean(
+                profile, self.profiles, f"choose one of: {', '.join(self.profiles)}"))
         return self.profiles[profile]
 
 

@@ -212,9 +212,9 @@ def guard_coverage(store, targets: Sequence[str], annotations, cfg: Mapping,
 
 def store_leaderboard(store, run_id: int, lb, evals) -> None:
     """Metric, gap and score rows (caller holds the transaction)."""
-    from capaudit.audit.engine import point_value
-
     from capaudit.audit.bootstrap import bootstrap_intervals
+    from capaudit.audit.engine import point_value
+    from capaudit.leaderboard.board import GROUPINGS
 
     for i, s in enumerate(evals):
         col = {c.name: k for k, c in enumerate(lb.columns)}
@@ -242,7 +242,7 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
                                             "notes": [t for t in [v.get("note")] if t]})
                 continue
             c = next(c for c in lb.columns if c.name == c_name)
-            a, b = _groups(c.by)
+            a, b = GROUPINGS[c.by]
             lo, hi = info.get("signed_ci", (None, None))
             store.write_metric(run_id, s.name, c.metric, info["signed_gap"],
                                info[f"n_{a}"] + info[f"n_{b}"], lo, hi, f"{c.by}:{a}-{b}", info)
@@ -257,12 +257,6 @@ def store_leaderboard(store, run_id: int, lb, evals) -> None:
             for crit, vals in r["criteria"].items():
                 store.write_metric(run_id, s.name, f"criterion:{crit}", vals[i], None, None, None,
                                    f"leaderboard:{p}", {})
-
-
-def _groups(by: str):
-    from capaudit.leaderboard.board import GROUPINGS
-
-    return GROUPINGS[by]
 
 
 def _f(x):

@@ -9,6 +9,7 @@ Every backend goes through the same response cache (see :mod:`.cache`).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -27,6 +28,18 @@ class GenRequest:
 
     def image_sha256(self) -> str | None:
         return hashlib.sha256(self.image).hexdigest() if self.image is not None else None
+
+    def messages(self) -> list[dict]:
+        """The request as OpenAI chat messages (a chat backend's): the system message, then
+        the prompt, with the image as a ``data:`` URL part."""
+        content: list | str = self.prompt
+        if self.image is not None:
+            data = base64.b64encode(self.image).decode("ascii")
+            content = [{"type": "text", "text": self.prompt},
+                       {"type": "image_url",
+                        "image_url": {"url": f"data:{self.image_mime};base64,{data}"}}]
+        return ([{"role": "system", "content": self.system}] if self.system else []) + \
+            [{"role": "user", "content": content}]
 
 
 def request_key(backend: str, model, params, req: "GenRequest") -> str:

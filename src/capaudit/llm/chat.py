@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Callable, Mapping
 
+from capaudit.llm.base import BACKENDS, GenRequest, make_backend
+
 __all__ = ["ChatFn", "backend_chat", "make_chat"]
 
 ChatFn = Callable[[list], str]
@@ -29,8 +31,6 @@ def backend_chat(backend) -> ChatFn:
     raises :class:`ConnectionError`, which callers count as a failed call.
     The function's ``accepts_images`` says whether the backend can see images.
     """
-    from capaudit.llm.base import GenRequest
-
     def chat(messages: list) -> str:
         system, texts, image, mime = None, [], None, "image/jpeg"
         for m in messages:
@@ -65,8 +65,6 @@ def make_chat(backend: str = "openai", model: str = "", *, base_url: str | None 
     backends that have them (``openai``); ``options`` passes any other backend
     field (``device`` for ``transformers``).
     """
-    from capaudit.llm.base import BACKENDS, make_backend
-
     fields = {"base_url": base_url, "api_key_env": api_key_env, "timeout_s": timeout_s,
               "max_retries": max_retries}
     known = set(getattr(BACKENDS.get(backend), "__dataclass_fields__", {}))

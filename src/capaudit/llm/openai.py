@@ -9,7 +9,6 @@ from an environment variable named in the config, never from the config.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import ipaddress
 import json
@@ -168,19 +167,6 @@ class OpenAIBackend(Backend):
     def _url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
 
-    def _payload(self, req: GenRequest) -> dict:
-        content: list[dict] | str
-        if req.image is not None:
-            data = base64.b64encode(req.image).decode("ascii")
-            content = [{"type": "text", "text": req.prompt},
-                       {"type": "image_url",
-                        "image_url": {"url": f"data:{req.image_mime};base64,{data}"}}]
-        else:
-            content = req.prompt
-        messages = ([{"role": "system", "content": req.system}] if req.system else []) + \
-            [{"role": "user", "content": content}]
-        return {"model": self.model, "messages": messages, **self.params}
-
     def _post(self, body: bytes) -> tuple[int, bytes | str, float | None]:
         """(status, body bytes, Retry-After) of one POST; transport errors raise."""
         headers = {"Content-Type": "application/json"}
@@ -217,7 +203,7 @@ class OpenAIBackend(Backend):
 
     def _one(self, req: GenRequest) -> GenResult:
         """One sample: retried on transport errors, 408/429/5xx and malformed 200 replies."""
-        body = json.dumps(self._payload(req)).encode()
+        body = json.dumps({"model": self.model, "messages": req.messages(), **self.params}).encode()
         rng = random.Random(zlib.crc32(body))  # jitter, reproducible per request
         last = "no attempt"
         attempts = 0

@@ -128,11 +128,9 @@ class _RecallAt(_Retrieval):
 
 def _recall_at(k: int, ranks: str) -> type[_RecallAt]:
     """``clip_recall_at_<k>``: captions whose own image ``ranks`` among the set's images."""
-    cls_name = f"ClipRecallAt{k}"
-    return register_metric(type(cls_name, (_RecallAt,), {
+    return register_metric(type(f"ClipRecallAt{k}", (_RecallAt,), {
         "name": f"clip_recall_at_{k}", "label": f"CLIP R@{k}", "k": k,
-        "description": f"captions whose own image ranks {ranks} the set's images (×100)",
-        "__module__": __name__, "__qualname__": cls_name}))
+        "description": f"captions whose own image ranks {ranks} the set's images (×100)"}))
 
 
 ClipRecallAt1 = _recall_at(1, "first among")

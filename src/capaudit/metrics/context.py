@@ -73,7 +73,6 @@ class MetricContext:
         unit = np.empty(len(ids), np.int64)
         unit[image] = inv
         unit[~image] = len(uniq) + np.arange(int((~image).sum()))
-        self.unit = unit
         self.n_units = len(uniq) + int((~image).sum())
         self.categories = records.categories
         self.n_cat = len(self.categories)

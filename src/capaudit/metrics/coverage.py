@@ -41,11 +41,10 @@ def _coverage(word: str, which: int) -> type[_Coverage]:
     else:
         measure, label = "precision", "prec."
         description = f"caption {word} lemmas the references use (×100; LOTUS {word} coverage)"
-    cls_name = word.title() + measure.title()
-    return register_metric(type(cls_name, (_Coverage,), {
+    # type() sets __module__ (this module) and __qualname__ as a class statement would
+    return register_metric(type(word.title() + measure.title(), (_Coverage,), {
         "name": f"{word}_{measure}", "label": f"{word.title()} {label}",
-        "description": description, "kind": word + "s", "which": which,
-        "__module__": __name__, "__qualname__": cls_name}))
+        "description": description, "kind": word + "s", "which": which}))
 
 
 NounRecall = _coverage("noun", 0)

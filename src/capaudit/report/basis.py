@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from capaudit.audit.id_join import check_datasets, other_datasets, set_info
-from capaudit.audit.runner import StreamTarget
+from capaudit.audit.runner import StreamTarget, audit_stream_target
 from capaudit.errors import InputError
 
 
@@ -181,8 +181,6 @@ def equal_size(targets: list[StreamTarget], metrics: list[str], annotations, cfg
                ) -> tuple[int | None, dict]:
     """``metrics`` of every set on the same number of captions: ``(k, {set: {metric:
     result}})``, or ``(None, {})`` when the sets already have equal counts."""
-    from capaudit.audit.runner import audit_stream_target
-
     k = min(t.n for t in targets)
     if not metrics or all(t.n == k for t in targets) or k == 0:
         return None, {}

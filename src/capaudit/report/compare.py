@@ -40,15 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capaudit.report.basis import (
-    Basis,
-    equal_size,
-    plan_basis,
-    size_dependent,
-)
+from capaudit.report.basis import Basis, equal_size, plan_basis, set_format, size_dependent
 from capaudit.metrics.lic import LIC_NOT_COMPUTED
 from capaudit.metrics.spec import direction, ordered
 from capaudit.audit import result_status
+from capaudit.audit.config import AuditConfig
 from capaudit.audit.id_join import unranked_reason
 from capaudit.audit.runner import resolve_target, run_audit
 from capaudit.errors import InputError
@@ -170,14 +166,11 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     ``on_progress`` of :func:`run_audit`). ``same_images``: None = when the sets overlap."""
     import dataclasses
 
-    from capaudit.audit.config import AuditConfig
     from capaudit.io.annotation_store import resolve_annotations
 
     # a copy: the LOTUS options prepared for the audit stay out of the caller's config
     cfg = dataclasses.replace(AuditConfig.of(cfg))
     resolved = [resolve_target(store, n) for n in names]
-    from capaudit.report.basis import set_format
-
     human = {t.name for t in resolved if set_format(store, t) in HUMAN_COCO_FORMATS}
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
@@ -244,7 +237,6 @@ def compare_and_report(store, sets: Sequence[str], report_dir: str | Path | None
                        same_images: bool | None = None, **hooks) -> Comparison:
     """:func:`compare_sets`, then report.md/html (+ plots) in ``report_dir`` when given: the one
     path of ``audit compare``, ``capaudit demo`` and :meth:`capaudit.api.AuditStore.compare`."""
-    from capaudit.audit.config import AuditConfig
     from capaudit.report import write_report
 
     cfg = AuditConfig.of(cfg)

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from capaudit.metrics.spec import direction, label, metric_spec
+
 
 def tradeoff_metrics(metrics) -> list[str]:
     """The bias and hallucination metrics (lower is better, by their spec) to plot against recall."""
-    from capaudit.metrics.spec import direction, metric_spec
-
     return [m for m in metrics if (s := metric_spec(m)) is not None and m == s.name
             and s.criterion in ("bias", "alignment") and direction(m) == -1]
 
@@ -122,8 +122,6 @@ def text_label(text: str) -> str:
 
 def tradeoff_plots(cmp, out: Path) -> list[dict]:
     """Each metric against recall, 95% intervals as error bars; a fitted line from 4 sets."""
-    from capaudit.metrics.spec import label
-
     plt = _plt()
     made = []
     col = colours(cmp.names)

@@ -13,15 +13,13 @@ import json
 import re
 from pathlib import Path
 
-from capaudit.metrics.spec import description
-from capaudit.report.cells import fmt_cost, notes
+from capaudit.metrics.spec import description, direction, label
+from capaudit.report.cells import cell, counts, fmt_cost, header, notes
 from capaudit.report.plots import disparity_plot, fit_caption, tradeoff_plots
 
 
 def _md_table(cmp) -> str:
     """The Table 1 view: one row per set, captions and images scored, every metric."""
-    from capaudit.report.cells import cell, counts, header
-
     head = "| set | captions | images | " + " | ".join(header(m) for m in cmp.metrics) + " |"
     lines = [head, "|---|---:|---:|" + "---:|" * len(cmp.metrics)]
     for n in cmp.names:
@@ -74,8 +72,6 @@ def _annotations_md(prov: dict, sources: dict) -> list[str]:
 
 
 def _descriptive(metrics) -> list[str]:
-    from capaudit.metrics.spec import direction, label
-
     plain = [label(m) for m in metrics if direction(m) == 0]
     return [f"Descriptive only (no best or worst): {', '.join(plain)}.", ""] if plain else []
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["source_rows", "source_sets", "source_names", "cache_usable", "cached_sets", "cache_sets", "source_entry",
+__all__ = ["source_sets", "source_names", "cache_usable", "cached_sets", "cache_sets", "source_entry",
            "find_source", "latest_source", "source_namespace", "list_sources", "put_source", "demographic_rows",
            "KIND_TABLES"]
 
@@ -89,14 +89,6 @@ def demographic_rows(store, source: str) -> list[tuple]:
     """``(image_id, gender, skin_tone)`` rows of a stored demographics source."""
     return store.sql("SELECT image_id, gender, skin_tone FROM demographics WHERE source = ?",
                      [source])
-
-
-def source_rows(store, table: str, col: str, source: str) -> list[tuple]:
-    """``(image_id, value)`` rows of one annotation source in ``instance_categories``
-    (category) or ``chair_gt`` (object)."""
-    if _TABLES.get(table) != col:
-        raise ValueError(f"not an annotation table/column: {table}.{col}")
-    return store.sql(f"SELECT image_id, {col} FROM {table} WHERE source = ?", [source])
 
 
 def source_names(store, kind: str, source: str) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Iterator
 from capaudit.store.arrow_scan import ARROW, execute_on
 
 __all__ = ["set_stats", "has_image_ids", "sample_captions", "insert_selected", "first_blank_row", "count_rows",
-           "namespace_candidate_pages", "set_namespace", "RowNamespaces", "rows_with_meta"]
+           "namespace_candidate_pages", "set_namespace", "RowNamespaces"]
 
 
 def set_stats(store, set_id: int) -> tuple[int, int, int, float | None]:
@@ -150,9 +150,3 @@ class RowNamespaces:
 
         with contextlib.suppress(duckdb.Error):
             self.store.con.execute(f"DROP TABLE IF EXISTS {self.TABLE}")
-
-
-def rows_with_meta(store, set_id: int) -> list[tuple]:
-    """``(row_idx, meta JSON text, caption)`` of every row, in stored order."""
-    return store.sql("SELECT row_idx, meta, caption FROM captions WHERE set_id = ? "
-                     "ORDER BY row_idx", [set_id])

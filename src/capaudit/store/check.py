@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from capaudit.errors import InputError
+from capaudit.store.opener import damaged
 
 __all__ = ["StoreCheck", "check_store"]
 
@@ -38,8 +41,6 @@ def _first_line(exc: Exception) -> str:
 def check_store(path: str | Path) -> StoreCheck:
     """Open ``path`` read-only (the opener's path and file-kind checks, not its refusal of
     damage) and read every table in full."""
-    import duckdb
-
     from capaudit.store.opener import (check_file_kind, check_side_files, connect,
                                        real_store_path)
 
@@ -61,10 +62,6 @@ def check_store(path: str | Path) -> StoreCheck:
 
 
 def _read_all(con, real: Path, report: StoreCheck) -> None:
-    import duckdb
-
-    from capaudit.store.opener import damaged
-
     try:
         report.problem = damaged(con, real)
         names = [r[0] for r in con.execute(

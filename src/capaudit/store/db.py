@@ -245,7 +245,7 @@ class Store(SetQueries, RunLog):
 
 def _commit_error(path: Path, exc: Exception) -> InputError:
     """One line for a write the file system refused at commit; the store is as it was."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     for words, why, fix in (("No space left", "the disk is full", "free some space, or "
                              "put the store on another disk (--db)"),
                             ("Read-only", "the file system is read-only", "put the store on "

@@ -7,12 +7,14 @@ to write and reads the results through these functions.
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
 from capaudit.store.schema import FILTER_DDL
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["ensure_tables", "has_tables", "replace_log", "clear_log", "append_log",
+__all__ = ["ensure_tables", "has_tables", "clear_log", "append_log",
            "insert_run", "run_row", "log_rows", "log_of_rows", "action_counts", "caption_counts",
            "caption_stream", "shard_log_dirs", "attach_shard_logs", "SHARD_LOG_VIEW"]
 
@@ -29,15 +31,6 @@ def has_tables(store) -> bool:
     rows = store.sql("SELECT count(*) FROM information_schema.tables WHERE table_name IN "
                      "('filter_log', 'filter_runs')")
     return rows[0][0] == 2
-
-
-def replace_log(con, set_name: str, log: pa.Table, run_row: list) -> None:
-    """Inside the caller's transaction: drop any earlier log of ``set_name``, insert ``log``
-    (columns of ``filter_log``) and its ``filter_runs`` row
-    ``[parent, filter, version, run_id, config_json, summary_json]``."""
-    clear_log(con, set_name)
-    append_log(con, log)
-    insert_run(con, set_name, run_row)
 
 
 def clear_log(con, set_name: str) -> None:
@@ -115,8 +108,6 @@ def caption_stream(store, set_id: int, chunk_rows: int):
 
 def shard_log_dirs(con) -> list[str]:
     """The log folders of the sharded filter runs recorded in the store that still exist."""
-    import os
-
     try:
         rows = con.execute("SELECT json_extract_string(config, '$.log_dir') FROM filter_runs "
                            "WHERE json_extract_string(config, '$.log_dir') IS NOT NULL "
@@ -132,8 +123,6 @@ def attach_shard_logs(con) -> list[str]:
     the file's name) and return them, each ``*.log.parquet`` file itself: the sandbox allows
     those files only, never their folders (a store's rows name the folders, and a store may
     come from anyone). No view when there are none."""
-    import os
-
     files = sorted(os.path.realpath(os.path.join(root, f)) for d in shard_log_dirs(con)
                    for root, _, names in os.walk(d) for f in names
                    if f.endswith(".log.parquet"))

@@ -12,19 +12,12 @@ from typing import Mapping, Sequence
 
 from capaudit.store.arrow_scan import ARROW, execute_on
 
-__all__ = ["write_judged", "read_items", "JUDGED_METRIC_NOTE"]
+__all__ = ["write_judged", "JUDGED_METRIC_NOTE"]
 
 JUDGED_METRIC_NOTE = "judged; see judge_items for the verdicts"
 
 _ITEM_COLS = ("caption_idx", "image_id", "kind", "unit_idx", "text", "status", "label",
               "score", "p_yes", "critique")
-
-
-def _upsert_judge(con, ident: Mapping) -> None:
-    con.execute("INSERT OR REPLACE INTO judges VALUES (?, ?, ?, ?, ?, ?)",
-                [ident["judge_id"], ident["backend"], ident["model"],
-                 json.dumps(ident["params"], sort_keys=True),
-                 json.dumps(ident["prompts"], sort_keys=True), ident["evidence"]])
 
 
 def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
@@ -38,7 +31,10 @@ def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
     import pyarrow as pa
 
     con = store.con
-    _upsert_judge(con, ident)
+    con.execute("INSERT OR REPLACE INTO judges VALUES (?, ?, ?, ?, ?, ?)",
+                [ident["judge_id"], ident["backend"], ident["model"],
+                 json.dumps(ident["params"], sort_keys=True),
+                 json.dumps(ident["prompts"], sort_keys=True), ident["evidence"]])
     if items:
         cols = {c: [r.get(c) for r in items] for c in _ITEM_COLS}
         detail = [json.dumps({k: v for k, v in r.items() if k not in _ITEM_COLS},
@@ -70,17 +66,3 @@ def write_judged(store, run_id: int, metric: str, set_name: str, ident: Mapping,
         store.write_metric(run_id, set_name, v.get("metric", name), v.get("value"), v.get("n"),
                            v.get("ci_low"), v.get("ci_high"), grp=v.get("grp", "all"),
                            extra={**base, **v.get("extra", {})})
-
-
-def read_items(store, run_id: int | None = None, metric: str | None = None):
-    """Stored verdicts as an Arrow table (one run and/or metric)."""
-    where, params = [], []
-    if run_id is not None:
-        where.append("run_id = ?")
-        params.append(run_id)
-    if metric is not None:
-        where.append("metric = ?")
-        params.append(metric)
-    sql = "SELECT * FROM judge_items" + (" WHERE " + " AND ".join(where) if where else "") + \
-        " ORDER BY run_id, caption_idx, kind, unit_idx"
-    return store.con.execute(sql, params).fetch_arrow_table()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import duckdb
+
 from capaudit.errors import InputError
 
 __all__ = ["run_query", "query_stream", "copy_query", "COPY_FORMATS", "BATCH_ROWS"]
@@ -27,8 +29,6 @@ _TABLES = ("tables: caption_sets, captions, runs, metrics, caption_details, "
 
 
 def _refusal(exc) -> InputError:
-    import duckdb
-
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in first:
         return InputError(f"query refused: it may read and change only the store, never "
@@ -49,8 +49,6 @@ def query_stream(store, sql: str,
     """``(columns, batches of rows)`` of the user's SQL on the store, read as they are
     consumed; a refused or failing statement (also one failing half-way) is one line (the
     sandboxed store refuses files, other databases and settings)."""
-    import duckdb
-
     if not isinstance(sql, str) or not sql.strip():
         raise InputError("the query is empty", fix="give a SQL statement, e.g. "
                          "\"SELECT * FROM caption_sets\"")
@@ -85,8 +83,6 @@ def copy_query(store, sql: str, target: str, fmt: str) -> None:
     """DuckDB's ``COPY (sql) TO target`` in ``fmt`` (:data:`COPY_FORMATS`): written in
     DuckDB's own batches, never held. ``target`` is the one path the sandboxed store may
     write (the writer's temporary file, :func:`capaudit.core.safe_write.atomic_path`)."""
-    import duckdb
-
     body = sql.strip().rstrip(";").strip()
     if not body:
         raise InputError("the query is empty", fix="give a SQL statement")

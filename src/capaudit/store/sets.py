@@ -14,6 +14,7 @@ from typing import Iterator, Mapping
 
 import pyarrow as pa
 
+from capaudit.core.names import check_set_name, did_you_mean
 from capaudit.errors import InputError
 from capaudit.store.arrow_scan import ARROW, execute_on
 
@@ -75,10 +76,8 @@ class SetQueries:
         info = self.find_set(name)
         if info is None:
             names = [r[0] for r in self.con.execute("SELECT name FROM caption_sets").fetchall()]
-            import difflib
-            close = difflib.get_close_matches(name, names, n=1)
-            fix = f"did you mean '{close[0]}'?" if close else "see capaudit sets list"
-            raise InputError(f"no caption set named '{name}' in {self.path}", fix=fix)
+            raise InputError(f"no caption set named '{name}' in {self.path}",
+                             fix=did_you_mean(name, names, "see capaudit sets list"))
         return info
 
     def list_sets(self) -> list[SetInfo]:
@@ -90,8 +89,6 @@ class SetQueries:
                    options: Mapping | None = None, meta: Mapping | None = None) -> int:
         """Insert the set row (inside the caller's transaction); returns set_id. The name is
         checked here, where every way of making a set passes (add, filter, enrich, caption)."""
-        from capaudit.core.names import check_set_name
-
         name = check_set_name(name)   # NFC: names are stored in one Unicode form
         if self.find_set(name) is not None:
             raise InputError(f"a caption set named '{name}' already exists",

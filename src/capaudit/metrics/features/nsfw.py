@@ -105,14 +105,11 @@ class NsfwMatcher:
         return self.scan(text)[0]
 
 
-def _packaged_text() -> str:
-    return resources.files("capaudit").joinpath("data/lexicons/nsfw_en.txt").read_text("utf-8")
-
-
 @lru_cache(maxsize=1)
 def get_matcher() -> NsfwMatcher:
     """The packaged lexicon: the LDNOOBW English list with its context marks."""
-    return NsfwMatcher(_packaged_text().splitlines())
+    return NsfwMatcher(resources.files("capaudit").joinpath("data/lexicons/nsfw_en.txt")
+                       .read_text("utf-8").splitlines())
 
 
 def load_lexicon(path: str | Path | None) -> NsfwMatcher:
