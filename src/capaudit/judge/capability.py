@@ -19,10 +19,10 @@ but MISSing from the caption / elements answered correctly in QA.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.io.layouts.json import load_json_lines
 from capaudit.judge.core import Judge, Task
 from capaudit.judge.parse import label_answer
 
@@ -37,14 +37,7 @@ def read_elements(path: str | Path, need: tuple = ("image_id", "dimension", "ele
     if not path.is_file():
         raise InputError("annotation file not found", path=path, fix="pass an existing JSONL file")
     out = []
-    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            raise InputError("not a JSON line", path=path, row=row,
-                             fix='one object per line: {"image_id", "dimension", "element"}') from None
+    for row, obj in load_json_lines(path):    # bad JSON or UTF-8: one line naming the row
         missing = [k for k in need if not isinstance(obj, dict) or k not in obj]
         if missing:
             raise InputError(f"missing {', '.join(missing)}", path=path, row=row,

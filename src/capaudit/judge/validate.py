@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.io.layouts.json import load_json_lines
 from capaudit.judge.core import Judge
 from capaudit.judge.factuality import sentence_tasks, split_sentences
 
@@ -59,23 +60,17 @@ def read_labels(path: str | Path) -> tuple[list[dict], int]:
     path = Path(path)
     if not path.is_file():
         raise InputError("labels file not found", path=path, fix="pass an existing JSONL or CSV")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".csv":
-        raw = list(csv.DictReader(text.splitlines()))
-    elif path.suffix.lower() == ".json":
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        raw = list(csv.DictReader(decoded(path).splitlines()))
+    elif suffix == ".json":
         try:
-            raw = _from_judge_json(json.loads(text))
+            raw = _from_judge_json(json.loads(decoded(path)))
         except (json.JSONDecodeError, AttributeError):
             raise InputError("not the JSON output of capaudit audit factuality", path=path,
                              fix="pass that --json file, or labels as JSONL/CSV") from None
     else:
-        raw = []
-        for row, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    raw.append(json.loads(line))
-                except json.JSONDecodeError:
-                    raise InputError("not a JSON line", path=path, row=row) from None
+        raw = [obj for _, obj in load_json_lines(path)]   # bad JSON or UTF-8: its row named
     rows, ties = [], 0
     for row, r in enumerate(raw, 1):
         missing = [k for k in NEED if not isinstance(r, dict) or r.get(k) in (None, "")]
@@ -157,3 +152,12 @@ def compute_validate(judge: Judge, rows: list[dict], evidence) -> tuple[list[dic
                     [it["p_yes"] for it in done], [it["source"] for it in done])
     agr["not_scored"] = len(items) - len(done)
     return items, agr
+
+
+def decoded(path: Path) -> str:
+    """The whole file as UTF-8 text; other bytes are one line naming the file and the fix."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
+                         fix="re-encode the file as UTF-8") from None
