@@ -10,7 +10,8 @@ source (``capaudit annotations add``):
 * ``instances``: COCO instance categories, 1.0 for a present category. Only
   annotated boxes count, so a caption naming an object the annotators left
   unboxed (a person in a photo on the wall, a tiny car) is unsupported: the
-  strictest of the three on COCO;
+  strictest of the three on COCO. From a COCO instances JSON, a number stated
+  for a category is also held to its instance count (:mod:`.instance_counts`);
 * ``detector``: detector output, as ``capaudit detect --json`` writes it
   (``{"image_id", "detections": [{"category", "score", "box"}]}`` per line;
   ``label`` is accepted for ``category``, and flat ``{"image_id", "label",
@@ -108,11 +109,17 @@ class SupportSets(Mapping):
     (:class:`~capaudit.core.columnar.ColumnarSets`) the evidence costs ~30 bytes per image,
     and a lookup builds the one small dict the filter reads."""
 
-    def __init__(self, sets):
+    def __init__(self, sets, counts: dict | None = None):
         self.sets = sets
+        self.counts = counts   # a COCO instances JSON's exact counts (:mod:`.instance_counts`)
 
     def __getitem__(self, key) -> dict[str, float]:
-        return dict.fromkeys(self.sets[key], 1.0)
+        support = dict.fromkeys(self.sets[key], 1.0)
+        if self.counts is None:
+            return support
+        from capaudit.filters.instance_counts import Counted
+
+        return Counted(support, self.counts.get(key) or {})
 
     def get(self, key, default=None):
         try:
@@ -175,12 +182,14 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
     if kind == "detector":
         return load_detections(path), f"file:{path}"
     from capaudit.io.annotation_columns import stream_name_sets
-    from capaudit.io.annotation_files import load_chair_gt, load_instances
+    from capaudit.io.annotation_files import load_chair_gt, load_exact_counts
 
     # the plain JSONL shape read block by block (a corpus's evidence may name an image per
     # caption); any other file by its loader, which names a bad row
     sets = stream_name_sets(path, "objects" if kind == "chair-gt" else "categories") \
         if path.is_file() and path.suffix.lower() != ".json" else None
+    counts = None   # a COCO instances JSON: each category's exact number, for stated counts
     if sets is None:
-        sets = load_chair_gt(path) if kind == "chair-gt" else load_instances(path)[0]
-    return SupportSets(sets), f"file:{path}"
+        sets, counts = (load_chair_gt(path), None) if kind == "chair-gt" else \
+            load_exact_counts(path)
+    return SupportSets(sets, counts), f"file:{path}"

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.filters.scored import Scored
 from capaudit.text.objects import VISUAL_MODE
 from capaudit.text.visual_objects import BACKDROP
 
@@ -33,27 +34,17 @@ __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_refer
            "add_references", "has_references", "wants_wrapper", "with_references"]
 
 
-class Scored(float):
-    """A support value that names its evidence (``by``); compares as the float it is."""
-
-    by: str = ""
-
-    def __new__(cls, value: float, by: str):
-        obj = super().__new__(cls, value)
-        obj.by = by
-        return obj
-
-
 class Support(dict):
     """One image's ``{category: support}``; :meth:`get` of a category the evidence cannot
     judge is ``None`` (undecided) rather than the caller's default."""
 
     def __init__(self, scores: dict, judges, missing: float, attributes: dict | None = None,
-                 unjudged: frozenset = frozenset()):
+                 unjudged: frozenset = frozenset(), base_check=None):
         super().__init__(scores)
         self.judges, self.missing = judges, missing   # judges None: every category ...
         self.unjudged = unjudged                      # ... but these (the backdrop)
         self.attributes = attributes or {}            # {category: [Attached]} of the references
+        self.base_check = base_check                  # the base evidence's own (instance counts)
 
     def get(self, key, default=None):
         v = dict.get(self, key)
@@ -66,7 +57,10 @@ class Support(dict):
     def contradicted(self, category: str, tokens: list[str], index: int, support):
         """``support``, or 0 when the references that state a number for the category all
         state another than the sentence's mention at ``index`` does, or the colours they
-        give it share none with the sentence's."""
+        give it share none with the sentence's; first, the base evidence's own check (a
+        number the image's instance counts contradict, :mod:`.instance_counts`)."""
+        if self.base_check is not None:
+            support = self.base_check(category, tokens, index, support)
         refs = self.attributes.get(category)
         if not refs or support is None or not support:
             return support
@@ -125,7 +119,8 @@ class WithReferences(Mapping):
             self._cache.clear()
         hit = self._cache[iid] = Support(scores, judges, missing,
                                          attrs if self.attributes else None,
-                                         self.backdrop if texts is not None else frozenset())
+                                         self.backdrop if texts is not None else frozenset(),
+                                         getattr(base, "contradicted", None))
         return hit
 
     def use_references(self, refs) -> None:

@@ -84,9 +84,9 @@ def string_list(value, field: str, path: Path, row: int | None = None) -> list[s
     return value
 
 
-def _coco_ids(data: dict, path: Path) -> tuple[list[int], list[tuple[int, str]]]:
-    """The ``images`` ids and ``(image_id, category name)`` of each annotation of a COCO
-    instances JSON, every id exact (:func:`require_image_id`), each fault one line."""
+def _coco_ids(data: dict, path: Path) -> tuple[list[int], list[tuple[int, str, bool]]]:
+    """The ``images`` ids and ``(image_id, category name, iscrowd)`` of each annotation of a
+    COCO instances JSON, every id exact (:func:`require_image_id`), each fault one line."""
     images = data.get("images", [])
     if not isinstance(images, list) or not all(isinstance(i, dict) and "id" in i for i in images):
         raise InputError("'images' must be a list of objects with an 'id'", path=path)
@@ -105,11 +105,12 @@ def _coco_ids(data: dict, path: Path) -> tuple[list[int], list[tuple[int, str]]]
         if not isinstance(cat, (int, str)) or cat not in names or "image_id" not in ann:
             raise InputError(f"annotation {i} lacks an image_id or a known category_id", path=path)
         pairs.append((require_image_id(ann["image_id"], what=f"annotation {i} image_id",
-                                       path=path), names[ann["category_id"]]))
+                                       path=path), names[ann["category_id"]],
+                      bool(ann.get("iscrowd"))))
     return ids, pairs
 
 
-def _load_coco_instances(path: Path) -> tuple[dict, dict]:
+def _load_coco_instances(path: Path, exact: bool = False) -> tuple[dict, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
@@ -121,10 +122,28 @@ def _load_coco_instances(path: Path) -> tuple[dict, dict]:
     counts: dict[int, Counter] = defaultdict(Counter)
     for iid in ids:
         counts[iid]  # images without instances have an empty set
-    for iid, name in pairs:
+    crowds = set()
+    for iid, name, crowd in pairs:
         counts[iid][name] += 1
+        if crowd:
+            crowds.add((iid, name))
     cats = {iid: frozenset(c) for iid, c in counts.items()}
+    if exact:   # a crowd region holds an unknown number: its category has no exact count
+        return cats, {iid: {k: n for k, n in c.items() if (iid, k) not in crowds}
+                      for iid, c in counts.items()}
     return cats, {iid: dict(c) for iid, c in counts.items()}
+
+
+def load_exact_counts(path: str | Path
+                      ) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:
+    """Per-image instance categories and, for a COCO instances JSON, each category's exact
+    number of instances: its non-crowd annotations, none for a category with an ``iscrowd``
+    one (a crowd region holds an unknown number). Other files: the categories, None."""
+    path = Path(path)
+    _check_exists(path)
+    if path.suffix.lower() == ".json":
+        return _load_coco_instances(path, exact=True)
+    return _name_sets(path, "categories"), None
 
 
 def load_instances(path: str | Path) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:

@@ -34,9 +34,10 @@ class ColumnarSupport(SortedIdRows):
     """``{image_id: {name: support}}`` held as arrays; a lookup builds the one small dict
     the filter reads (support 1.0 for annotations, the detector's score otherwise)."""
 
-    def __init__(self, ids, offsets, codes, names, scores=None):
+    def __init__(self, ids, offsets, codes, names, scores=None, counts=None):
         self.ids, self.offsets, self.codes = ids, offsets, codes
         self.scores = scores
+        self.counts = counts   # an instance count per code (-1: none exact), or None
         self._names = [str(n) for n in names]
 
     def __getitem__(self, key) -> dict[str, float]:
@@ -45,6 +46,12 @@ class ColumnarSupport(SortedIdRows):
             raise KeyError(key)
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         names = self._names
+        if self.counts is not None:   # a COCO instances JSON's (:mod:`..instance_counts`)
+            from capaudit.filters.instance_counts import Counted
+
+            cats = [names[c] for c in self.codes[a:b].tolist()]
+            return Counted(dict.fromkeys(cats, 1.0), {
+                k: n for k, n in zip(cats, self.counts[a:b].tolist()) if n >= 0})
         if self.scores is None:
             return dict.fromkeys((names[c] for c in self.codes[a:b].tolist()), 1.0)
         return {names[c]: s for c, s in zip(self.codes[a:b].tolist(),
@@ -64,22 +71,29 @@ def _arrays(evidence) -> dict:
                 "scores": np.zeros(0), "names": np.array(sets.names, dtype=str)}
     names = sorted({n for iid in evidence for n in (evidence.get(iid) or {})})
     code = {n: i for i, n in enumerate(names)}
-    ids, offsets, codes, scores = sorted(evidence), [0], [], []
+    ids, offsets, codes, scores, counts = sorted(evidence), [0], [], [], []
+    exact = getattr(evidence, "counts", None) is not None   # instance counts go along
     for iid in ids:
         support = evidence.get(iid) or {}
         for name in sorted(support):
             codes.append(code[name])
             scores.append(float(support[name]))
+            if exact:
+                counts.append(support.counts.get(name, -1))
         offsets.append(len(codes))
-    return {"ids": np.array(ids, np.int64), "offsets": np.array(offsets, np.int64),
-            "codes": np.array(codes, np.int32), "scores": np.array(scores, np.float64),
-            "names": np.array(names, dtype=str)}
+    out = {"ids": np.array(ids, np.int64), "offsets": np.array(offsets, np.int64),
+           "codes": np.array(codes, np.int32), "scores": np.array(scores, np.float64),
+           "names": np.array(names, dtype=str)}
+    if exact:
+        out["counts"] = np.array(counts, np.int64)
+    return out
 
 
 def _digest(arrays: dict) -> str:
     h = hashlib.sha256()
-    for key in _ARRAYS:
-        h.update(key.encode() + str(arrays[key].dtype).encode() + arrays[key].tobytes())
+    for key in (*_ARRAYS, "counts"):   # counts: only an instances JSON's (none: as before)
+        if key in arrays:
+            h.update(key.encode() + str(arrays[key].dtype).encode() + arrays[key].tobytes())
     return h.hexdigest()
 
 
@@ -107,13 +121,13 @@ def read_evidence(path: str, digest: str) -> ColumnarSupport:
     from capaudit.io import shard_files as files
 
     with files.open_input(path) as fh, np.load(fh, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in _ARRAYS}
+        arrays = {key: data[key] for key in (*_ARRAYS, "counts") if key in data}
     if _digest(arrays) != digest:
         raise InputError("the run's evidence file changed", path=path,
                          fix="rerun: the driver writes it again")
     scores = arrays["scores"] if len(arrays["scores"]) else None
     return ColumnarSupport(arrays["ids"], arrays["offsets"], arrays["codes"], arrays["names"],
-                           scores)
+                           scores, arrays.get("counts"))
 
 
 def _convert(kind: str, ref: str, folder: str, queue) -> None:
