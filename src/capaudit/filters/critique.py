@@ -39,6 +39,7 @@ from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
 from capaudit.filters.declared import DEFAULTS
+from capaudit.filters.evidence import evidence_files, given_kind, load_evidence
 from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.io.images import find_image
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
@@ -129,15 +130,10 @@ class CritiqueReviseFilter(Filter):
                              fix="drop --images (judge against --evidence), or use "
                                  "--judge-backend openai with a VLM server")
         self.prompts = {"revise": load_prompt("revise", o["prompt_dir"])}
-        kind = o["evidence"] or next((k for k, key in (("chair-gt", "chair_gt"),
-                                                      ("instances", "instances"),
-                                                      ("detector", "detections")) if o[key]), None)
+        kind = given_kind(o)
         if kind:
-            from capaudit.filters.hallucination import load_evidence
-
-            ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
-                   "detector": o["detections"]}[kind]
-            self.evidence = load_evidence(kind, ref, context.store if context else None)
+            self.evidence = load_evidence(kind, evidence_files(o)[kind],
+                                          context.store if context else None)
 
     def _evidence_text(self, doc: CaptionDoc) -> str:
         if self.evidence is None:

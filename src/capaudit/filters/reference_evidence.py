@@ -198,15 +198,13 @@ def with_references(base, kind: str, refs, options: Mapping) -> WithReferences:
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
-    from capaudit.filters.evidence import resolve_evidence
+    from capaudit.filters.evidence import evidence_files, resolve_evidence
 
     o, kind = filt.options, filt.kind
     store = context.store if context else None
     base, source = None, None
     if kind != "references":
-        ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
-               "detector": o["detections"]}.get(kind)
-        base, source = resolve_evidence(kind, ref, store)
+        base, source = resolve_evidence(kind, evidence_files(o).get(kind), store)
     if kind == "references" and not has_references(o):
         raise InputError("evidence 'references' needs reference texts",
                          fix="pass --references FILE|SET or --reference-col NAME")

@@ -250,11 +250,10 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     seed = opts.get("seed", seed)   # --filter.seed: the run records the seed the filter used
     scoring = None
     if score_evidence:
+        from capaudit.filters.evidence import evidence_files
         from capaudit.filters.rescore import parse_score_evidence
 
-        scoring = parse_score_evidence(score_evidence, {
-            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-            "detector": opts.get("detections")})
+        scoring = parse_score_evidence(score_evidence, evidence_files(opts))
     store.get_set(set_name)
     cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts,
