@@ -201,45 +201,38 @@ class CritiqueReviseFilter(Filter):
 
     def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
         decisions = []
-        context: list[str] = []
+        context: list[str] = []   # the sentences before, as revised: the reviser's context
         for s, text in zip(scores, doc.sentences):
-            f = s.facts
-            if "error" in f:
-                decisions.append(Decision(s.sentence_idx, "flag", f"judge-error: {f['error']}"))
-                context.append(text.strip())
-                continue
-            if f["supported"]:
-                decisions.append(Decision(s.sentence_idx, "keep", score=s.score))
-                context.append(text.strip())
-                continue
-            crit = f["critique"] or "not supported by the image"
-            if not self.options["revise"]:
-                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge)",
-                                          critique=crit, score=s.score))
-                context.append(text.strip())
-                continue
-            ans = self._call("revise", self.reviser,
-                             self._messages("revise", doc, f["image"], context=" ".join(context),
-                                            sentence=text.strip(), critique=crit))
-            if ans is None:
-                decisions.append(Decision(s.sentence_idx, "flag", "reviser-error",
-                                          critique=crit, score=s.score))
-                context.append(text.strip())
-                continue
-            new = clean_revision(ans)
-            if new is None:
-                decisions.append(Decision(s.sentence_idx, "drop", "unsupported (judge); "
-                                          "reviser deleted it", critique=crit, score=s.score))
-            elif new == text.strip():
-                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge); "
-                                          "reviser left it unchanged", critique=crit,
-                                          score=s.score))
-                context.append(new)
-            else:
-                decisions.append(Decision(s.sentence_idx, "revise", "unsupported (judge); revised",
-                                          revised=new, critique=crit, score=s.score))
-                context.append(new)
+            decision = self._decide_sentence(doc, s, text.strip(), context)
+            decisions.append(decision)
+            if decision.action != "drop":
+                context.append(decision.revised or text.strip())
         return CaptionResult(doc, decisions)
+
+    def _decide_sentence(self, doc: CaptionDoc, s: SentenceScore, text: str,
+                         context: list[str]) -> Decision:
+        f, i = s.facts, s.sentence_idx
+        if "error" in f:
+            return Decision(i, "flag", f"judge-error: {f['error']}")
+        if f["supported"]:
+            return Decision(i, "keep", score=s.score)
+        crit = f["critique"] or "not supported by the image"
+        if not self.options["revise"]:
+            return Decision(i, "flag", "unsupported (judge)", critique=crit, score=s.score)
+        ans = self._call("revise", self.reviser,
+                         self._messages("revise", doc, f["image"], context=" ".join(context),
+                                        sentence=text, critique=crit))
+        if ans is None:
+            return Decision(i, "flag", "reviser-error", critique=crit, score=s.score)
+        new = clean_revision(ans)
+        if new is None:
+            return Decision(i, "drop", "unsupported (judge); reviser deleted it", critique=crit,
+                            score=s.score)
+        if new == text:
+            return Decision(i, "flag", "unsupported (judge); reviser left it unchanged",
+                            critique=crit, score=s.score)
+        return Decision(i, "revise", "unsupported (judge); revised", revised=new, critique=crit,
+                        score=s.score)
 
     def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
         docs = list(docs)

@@ -259,9 +259,7 @@ class HallucinationFilter(Filter):
     def report(self) -> dict:
         """Set-level facts: which evidence, how much of the set it covers, what the parse
         spared; counted when read (the stream's end), never per batch: counting distinct
-        images sorts every id seen so far. Empty before :meth:`setup`."""
-        if not hasattr(self, "_counts"):
-            return {}
+        images sorts every id seen so far."""
         from capaudit.text.category_coverage import category_coverage
 
         n, c = len(self._images), len(self._covered)

@@ -26,8 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
-from capaudit.text.objects import VISUAL_MODE
-from capaudit.text.visual_objects import BACKDROP
+from capaudit.filters.evidence import evidence_files, evidence_names, resolve_evidence
+from capaudit.text.objects import VISUAL_MODE, get_lexicon
+from capaudit.text.visual_objects import BACKDROP, hierarchy, parts
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
            "add_references", "has_references", "wants_wrapper", "with_references"]
@@ -134,8 +135,6 @@ class WithReferences(Mapping):
         self.refs, self._cache = refs, {}
 
     def _from_references(self, named: set[str]) -> dict:
-        from capaudit.text.visual_objects import hierarchy, parts
-
         named = sorted(named)   # a support names the first category that gives it: in
         scores: dict = {c: Scored(1.0, "references: named") for c in named}  # a fixed order
         tree, wholes = hierarchy(self.mode), parts(self.mode)
@@ -163,11 +162,8 @@ class WithReferences(Mapping):
     def names(self) -> set[str]:
         """The names the base evidence uses (its coverage line), and with references every
         COCO category (references can name any)."""
-        from capaudit.filters.evidence import evidence_names
-        from capaudit.text.objects import get_lexicon
-
         refs = set(get_lexicon("corrected").categories) if self.refs else set()
-        return refs | (evidence_names(self.base) if self.base is not None else set())
+        return refs | evidence_names(self.base)
 
 
 def has_references(options: Mapping) -> bool:
@@ -191,15 +187,13 @@ def with_references(base, kind: str, refs, options: Mapping) -> WithReferences:
 
         base = detections_as_categories(base, VISUAL_MODE)
     thr = options.get("similarity")
-    return WithReferences(base, judged_names(kind, base), refs, options["object_mode"],
+    return WithReferences(base, judged_names(base), refs, options["object_mode"],
                           0.8 if thr is None else float(thr))
 
 
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
-    from capaudit.filters.evidence import evidence_files, resolve_evidence
-
     o, kind = filt.options, filt.kind
     store = context.store if context else None
     base, source = None, None
@@ -218,14 +212,11 @@ def setup_evidence(filt, context):
     return with_references(base, kind, refs, o), ";".join(x for x in (source, where) if x)
 
 
-def judged_names(kind: str, base) -> set[str]:
+def judged_names(base) -> set[str]:
     """The categories whose absence from an image's evidence counts against a mention:
     COCO's 80 (what the CHAIR ground truth, the instance categories and capaudit's own COCO
     detector name: absent means not there) and every label the evidence gives anywhere (an
     open-vocabulary detector's); every other object is undecided without references."""
-    from capaudit.filters.evidence import evidence_names
-    from capaudit.text.objects import get_lexicon
-
     if base is None:
         return set()
     return evidence_names(base) | set(get_lexicon("corrected").categories)
