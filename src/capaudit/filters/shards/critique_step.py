@@ -12,7 +12,7 @@ decisions are the set's).
 
 from __future__ import annotations
 
-from capaudit.filters.shards.steps import Driver as _Base
+from capaudit.filters.shards.steps import NO_FILES, Driver as _Base
 
 __all__ = ["Driver", "build", "begin"]
 
@@ -21,8 +21,7 @@ class Driver(_Base):
     """The evidence, when given, written once; nothing else before the filter pass."""
 
     def worker_options(self) -> dict:
-        return {**self.opts, "evidence": None, "chair_gt": None, "instances": None,
-                "detections": None}
+        return {**self.opts, **NO_FILES, "evidence": None}
 
     def prepare(self, store, root: str) -> dict:
         from capaudit.filters.evidence import given_kind

@@ -29,8 +29,7 @@ def _count(task: dict):
     from capaudit.filters.shards.coverage import read_shard
     from capaudit.filters.shards.task import shard_docs
 
-    spec = task["balance_count"]
-    counts = BalanceCounts(votes=spec["votes"], mentions=spec["mentions"])
+    counts = BalanceCounts(**task["balance_count"])
     row0 = [0]
 
     def visit(records) -> None:
@@ -78,7 +77,7 @@ class Driver(_Base):
         from capaudit.filters.gender_balance import BalanceCounts
         from capaudit.filters.shards.gender_neutral_step import write_labels
 
-        counts = BalanceCounts(**{"votes": self.spec["votes"], "mentions": self.spec["mentions"]})
+        counts = BalanceCounts(**self.spec)
         for part in parts:                     # in shard order: the set's order of images
             counts.merge(BalanceCounts.from_json(part["counts"]))
         removed = self.filt.balance(counts)
