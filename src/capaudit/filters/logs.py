@@ -153,30 +153,21 @@ def shard_review_rows(info: dict, all_rows: bool):
     as judged (its kept sentences, revised where revised, joined by a space: the cleaned
     shard holds its exact text at ``record``), and where it is (shard, record, turn)."""
     import hashlib
+    from itertools import groupby
 
     cols = ["shard", "row_idx", "record", "turn", "image_id", "action", "reason", "original",
             "revised"]
-    group: list = []
-
-    def emit():
-        if not group or (not all_rows and not any(r[5] in ("flag", "revise") for r in group)):
-            return None
+    rows = (row for batch in log_batches(info, cols)
+            for row in zip(*(batch.column(c).to_pylist() for c in cols)))
+    for _, sentences in groupby(rows, key=lambda r: (r[0], r[1])):   # one caption's
+        group = list(sentences)
+        if not all_rows and not any(r[5] in ("flag", "revise") for r in group):
+            continue
         text = " ".join(r[8] if r[5] == "revise" and r[8] is not None else r[7]
                         for r in group if r[5] != "drop")
-        return {"set": info["set_name"], "shard": group[0][0], "row_idx": group[0][1],
-                "record": group[0][2], "turn": group[0][3], "image_id": group[0][4],
-                "image_key": None, "caption": text,
-                "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                "reasons": " | ".join(r[6] or "" for r in group if r[5] in ("flag", "revise")),
-                "decision": "", "edited_caption": text}
-    for batch in log_batches(info, cols):
-        for row in zip(*(batch.column(c).to_pylist() for c in cols)):
-            if group and (row[0], row[1]) != (group[0][0], group[0][1]):
-                rec = emit()
-                if rec:
-                    yield rec
-                group = []
-            group.append(row)
-    rec = emit()
-    if rec:
-        yield rec
+        yield {"set": info["set_name"], "shard": group[0][0], "row_idx": group[0][1],
+               "record": group[0][2], "turn": group[0][3], "image_id": group[0][4],
+               "image_key": None, "caption": text,
+               "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+               "reasons": " | ".join(r[6] or "" for r in group if r[5] in ("flag", "revise")),
+               "decision": "", "edited_caption": text}
