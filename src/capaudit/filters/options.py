@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from capaudit.errors import InputError
+
 PREFIX = "--filter."
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
@@ -27,7 +29,6 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None,
     of another filter is refused, naming the options. ``overrides`` are the raw strings of
     ``--filter.KEY VALUE`` (typed here; ``null`` may reset a key whose default is None)."""
     from capaudit.core.config import resolve
-    from capaudit.errors import InputError
     from capaudit.filters.base import FILTERS
 
     cls = FILTERS.get(name)
@@ -117,8 +118,6 @@ def typed_overrides(name: str, defaults: Mapping[str, Any],
 
     An unknown key is refused naming the filter's options (with a did-you-mean); a value
     that does not parse names the key, the type expected and the value."""
-    from capaudit.errors import InputError
-
     out = {}
     for raw_key, raw in (pairs.items() if isinstance(pairs, Mapping) else pairs):
         key = raw_key.replace("-", "_")
@@ -150,8 +149,6 @@ def parse_value(key: str, raw: str, default: Any) -> Any:
     """``raw`` as the type of ``default``: bool (true/false/1/0/yes/no), int, float, a
     comma list for a list or tuple default, a string; ``null``/``none`` -> None where
     the default is None."""
-    from capaudit.errors import InputError
-
     kind = value_type(key, default)
     if default is None and raw.strip().lower() in ("null", "none"):
         return None
