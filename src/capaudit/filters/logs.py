@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 
 from capaudit.filters.base import KEPT_ACTIONS
-from capaudit.filters.stream import LOG_SCHEMA
+from capaudit.filters.stream import LOG_SCHEMA, SHARD_LOG_SCHEMA
 from capaudit.store import filter_log as _log
 
 __all__ = ["filter_run_info", "read_log", "log_counts", "sharded_run", "shard_log_files",
@@ -104,8 +104,6 @@ def read_shard_log(info: dict, actions: tuple[str, ...] | None = ("flag", "revis
                    limit: int | None = None) -> pa.Table:
     """Log rows of a sharded run (default: everything but plain keeps), in shard order,
     read batch by batch up to ``limit`` rows."""
-    from capaudit.filters.stream import SHARD_LOG_SCHEMA
-
     out, n = [], 0
     for batch in log_batches(info):
         keep = [a in actions for a in batch.column("action").to_pylist()] if actions \

@@ -21,8 +21,9 @@ _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def filter_options(name: str, given: dict, yaml_path: Path | None = None,
-                   overrides: Mapping[str, str] | None = None) -> dict:
-    """Resolve defaults < YAML (section ``filter``) < given < ``overrides`` for ``name``.
+                   overrides: Mapping[str, str] | None = None, seed: int | None = None) -> dict:
+    """Resolve defaults < YAML (section ``filter``) < given < ``overrides`` for ``name``;
+    ``seed``: the run's, given to a filter that draws (one with a ``seed`` option).
 
     The options a filter understands are the keys of its declared ``defaults`` (one place:
     :mod:`capaudit.filters.declared` for the built-ins, the class for a plugin); an option
@@ -32,6 +33,8 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None,
     from capaudit.filters.base import FILTERS
 
     cls = FILTERS.get(name)
+    if seed is not None and "seed" in cls.defaults:
+        given = {**given, "seed": seed}
     allowed = set(cls.defaults)
     typed = typed_overrides(name, cls.defaults, overrides or {})  # a bad key fails first
     extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)

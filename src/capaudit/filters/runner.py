@@ -228,10 +228,7 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     from capaudit.core.runs import recorded_run
     from capaudit.filters.options import filter_options
 
-    given = dict(given)
-    if "seed" in FILTERS.get(filter_name).defaults:  # the run's seed, for filters that draw
-        given["seed"] = seed
-    opts = filter_options(filter_name, given, config, overrides)
+    opts = filter_options(filter_name, given, config, overrides, seed)
     seed = opts.get("seed", seed)   # --filter.seed: the run records the seed the filter used
     scoring = None
     if score_evidence:
