@@ -17,7 +17,7 @@ from capaudit.filters.stream import LOG_SCHEMA, SHARD_LOG_SCHEMA
 from capaudit.store import filter_log as _log
 
 __all__ = ["filter_run_info", "read_log", "log_counts", "sharded_run", "shard_log_files",
-           "read_shard_log", "shard_log_counts", "shard_review_rows"]
+           "read_shard_log", "shard_log_counts", "shard_review_rows", "log_captions"]
 
 _has_tables = _log.has_tables
 
@@ -119,6 +119,17 @@ def read_shard_log(info: dict, actions: tuple[str, ...] | None = ("flag", "revis
         SHARD_LOG_SCHEMA.empty_table()
 
 
+def log_captions(info: dict, columns: list[str]):
+    """A sharded run's log rows (``columns``, led by ``shard`` and ``row_idx``) in shard
+    order, one list per caption: its sentences, the consecutive rows of one shard and row."""
+    from itertools import groupby
+
+    rows = (row for batch in log_batches(info, columns)
+            for row in zip(*(batch.column(c).to_pylist() for c in columns)))
+    for _, sentences in groupby(rows, key=lambda r: (r[0], r[1])):
+        yield list(sentences)
+
+
 def shard_log_counts(info: dict) -> dict:
     """Counts recomputed from a sharded run's log files (as :func:`log_counts`); ``ok``: in
     = kept + dropped, and the log agrees with the run's summary."""
@@ -151,14 +162,10 @@ def shard_review_rows(info: dict, all_rows: bool):
     as judged (its kept sentences, revised where revised, joined by a space: the cleaned
     shard holds its exact text at ``record``), and where it is (shard, record, turn)."""
     import hashlib
-    from itertools import groupby
 
     cols = ["shard", "row_idx", "record", "turn", "image_id", "action", "reason", "original",
             "revised"]
-    rows = (row for batch in log_batches(info, cols)
-            for row in zip(*(batch.column(c).to_pylist() for c in cols)))
-    for _, sentences in groupby(rows, key=lambda r: (r[0], r[1])):   # one caption's
-        group = list(sentences)
+    for group in log_captions(info, cols):
         if not all_rows and not any(r[5] in ("flag", "revise") for r in group):
             continue
         text = " ".join(r[8] if r[5] == "revise" and r[8] is not None else r[7]

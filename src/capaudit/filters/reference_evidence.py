@@ -199,7 +199,7 @@ def setup_evidence(filt, context):
     base, source = None, None
     if kind != "references":
         base, source = resolve_evidence(kind, evidence_files(o).get(kind), store)
-    if kind == "references" and not has_references(o):
+    elif not has_references(o):
         raise InputError("evidence 'references' needs reference texts",
                          fix="pass --references FILE|SET or --reference-col NAME")
     if not wants_wrapper(o):
