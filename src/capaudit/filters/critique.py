@@ -39,6 +39,7 @@ from typing import Iterable, Iterator, Mapping
 
 from capaudit.errors import CapauditError, InputError
 from capaudit.filters.declared import DEFAULTS
+from capaudit.filters.evidence import evidence_files, given_kind, load_evidence
 from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.io.images import find_image
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
@@ -129,15 +130,10 @@ class CritiqueReviseFilter(Filter):
                              fix="drop --images (judge against --evidence), or use "
                                  "--judge-backend openai with a VLM server")
         self.prompts = {"revise": load_prompt("revise", o["prompt_dir"])}
-        kind = o["evidence"] or next((k for k, key in (("chair-gt", "chair_gt"),
-                                                      ("instances", "instances"),
-                                                      ("detector", "detections")) if o[key]), None)
+        kind = given_kind(o)
         if kind:
-            from capaudit.filters.hallucination import load_evidence
-
-            ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
-                   "detector": o["detections"]}[kind]
-            self.evidence = load_evidence(kind, ref, context.store if context else None)
+            self.evidence = load_evidence(kind, evidence_files(o)[kind],
+                                          context.store if context else None)
 
     def _evidence_text(self, doc: CaptionDoc) -> str:
         if self.evidence is None:
@@ -205,45 +201,38 @@ class CritiqueReviseFilter(Filter):
 
     def decide(self, doc: CaptionDoc, scores: list[SentenceScore]) -> CaptionResult:
         decisions = []
-        context: list[str] = []
+        context: list[str] = []   # the sentences before, as revised: the reviser's context
         for s, text in zip(scores, doc.sentences):
-            f = s.facts
-            if "error" in f:
-                decisions.append(Decision(s.sentence_idx, "flag", f"judge-error: {f['error']}"))
-                context.append(text.strip())
-                continue
-            if f["supported"]:
-                decisions.append(Decision(s.sentence_idx, "keep", score=s.score))
-                context.append(text.strip())
-                continue
-            crit = f["critique"] or "not supported by the image"
-            if not self.options["revise"]:
-                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge)",
-                                          critique=crit, score=s.score))
-                context.append(text.strip())
-                continue
-            ans = self._call("revise", self.reviser,
-                             self._messages("revise", doc, f["image"], context=" ".join(context),
-                                            sentence=text.strip(), critique=crit))
-            if ans is None:
-                decisions.append(Decision(s.sentence_idx, "flag", "reviser-error",
-                                          critique=crit, score=s.score))
-                context.append(text.strip())
-                continue
-            new = clean_revision(ans)
-            if new is None:
-                decisions.append(Decision(s.sentence_idx, "drop", "unsupported (judge); "
-                                          "reviser deleted it", critique=crit, score=s.score))
-            elif new == text.strip():
-                decisions.append(Decision(s.sentence_idx, "flag", "unsupported (judge); "
-                                          "reviser left it unchanged", critique=crit,
-                                          score=s.score))
-                context.append(new)
-            else:
-                decisions.append(Decision(s.sentence_idx, "revise", "unsupported (judge); revised",
-                                          revised=new, critique=crit, score=s.score))
-                context.append(new)
+            decision = self._decide_sentence(doc, s, text.strip(), context)
+            decisions.append(decision)
+            if decision.action != "drop":
+                context.append(decision.revised or text.strip())
         return CaptionResult(doc, decisions)
+
+    def _decide_sentence(self, doc: CaptionDoc, s: SentenceScore, text: str,
+                         context: list[str]) -> Decision:
+        f, i = s.facts, s.sentence_idx
+        if "error" in f:
+            return Decision(i, "flag", f"judge-error: {f['error']}")
+        if f["supported"]:
+            return Decision(i, "keep", score=s.score)
+        crit = f["critique"] or "not supported by the image"
+        if not self.options["revise"]:
+            return Decision(i, "flag", "unsupported (judge)", critique=crit, score=s.score)
+        ans = self._call("revise", self.reviser,
+                         self._messages("revise", doc, f["image"], context=" ".join(context),
+                                        sentence=text, critique=crit))
+        if ans is None:
+            return Decision(i, "flag", "reviser-error", critique=crit, score=s.score)
+        new = clean_revision(ans)
+        if new is None:
+            return Decision(i, "drop", "unsupported (judge); reviser deleted it", critique=crit,
+                            score=s.score)
+        if new == text:
+            return Decision(i, "flag", "unsupported (judge); reviser left it unchanged",
+                            critique=crit, score=s.score)
+        return Decision(i, "revise", "unsupported (judge); revised", revised=new, critique=crit,
+                        score=s.score)
 
     def apply(self, docs: Iterable[CaptionDoc]) -> Iterator[CaptionResult]:
         docs = list(docs)

@@ -31,10 +31,12 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 
-__all__ = ["EVIDENCE_KINDS", "load_evidence", "resolve_evidence", "load_detections",
-           "SupportSets", "evidence_names"]
+__all__ = ["EVIDENCE_KINDS", "EVIDENCE_OPTIONS", "evidence_files", "given_kind", "load_evidence",
+           "resolve_evidence", "load_detections", "SupportSets", "evidence_names"]
 
 EVIDENCE_KINDS = ("chair-gt", "instances", "detector")
+#: the filter option that names each kind's file or stored source
+EVIDENCE_OPTIONS = {"chair-gt": "chair_gt", "instances": "instances", "detector": "detections"}
 _LABEL_ALIASES = {"tvmonitor": "tv", "tv monitor": "tv", "motorbike": "motorcycle",
                   "aeroplane": "airplane", "sofa": "couch", "diningtable": "dining table",
                   "pottedplant": "potted plant", "hair dryer": "hair drier", "doughnut": "donut",
@@ -153,6 +155,20 @@ def evidence_names(evidence) -> set[str]:
     return set().union(*(d.keys() for d in evidence.values()))
 
 
+def evidence_files(options: Mapping) -> dict[str, str | None]:
+    """Each kind's file (or stored source) as a filter's ``options`` give it. An empty value
+    counts as not given, as if the option were left out: ``--chair-gt ""`` (a script's unset
+    variable) falls back to the stored source or gets the one-line refusal, instead of
+    reading the working folder as the file."""
+    return {kind: options.get(key) or None for kind, key in EVIDENCE_OPTIONS.items()}
+
+
+def given_kind(options: Mapping) -> str | None:
+    """``evidence`` when set, else the first kind whose file is given; None: neither."""
+    return options.get("evidence") or next(
+        (kind for kind, ref in evidence_files(options).items() if ref), None)
+
+
 def load_evidence(kind: str, ref: str | Path | None, store=None) -> dict[int, dict[str, float]]:
     """Evidence of ``kind`` from a file path (or a stored annotation source name)."""
     return resolve_evidence(kind, ref, store)[0]
@@ -163,7 +179,8 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
     """``(evidence, where it came from)``: ``file:PATH`` or ``store:NAME``, for the log."""
     if kind not in EVIDENCE_KINDS:
         raise InputError(f"unknown evidence '{kind}'", fix=f"use one of {', '.join(EVIDENCE_KINDS)}")
-    option = {"chair-gt": "--chair-gt", "instances": "--instances", "detector": "--detections"}[kind]
+    option = "--" + EVIDENCE_OPTIONS[kind].replace("_", "-")
+    ref = ref or None   # "": not given (see evidence_files)
     if ref is None and store is not None and kind in ("chair-gt", "instances"):
         # like audit run: fall back to the most recent stored source of that kind
         from capaudit.io.annotation_store import _stored_source

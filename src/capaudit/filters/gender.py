@@ -218,10 +218,7 @@ class GenderNeutralFilter(Filter):
         decisions = []
         for s, text in zip(scores, doc.sentences):
             words, why = self._targets(s.facts["label"], s.facts["man"], s.facts["woman"])
-            if not words:
-                decisions.append(Decision(s.sentence_idx, "keep", score=s.score))
-                continue
-            new, changes = neutralize(text, words)
+            new, changes = neutralize(text, words) if words else (text, [])
             if new == text:
                 decisions.append(Decision(s.sentence_idx, "keep", score=s.score))
                 continue

@@ -65,13 +65,13 @@ class GenderBalanceFilter(Filter):
         if self.labels is None and self.options["demographics"] is not None:
             self.labels = load_gender_labels(self.options["demographics"], self._store)
         if self.objects is None and self.options["by"] == "object":
-            from capaudit.filters.hallucination import load_evidence
+            from capaudit.filters.evidence import evidence_files, load_evidence
 
-            for kind, key in (("instances", "instances"), ("chair-gt", "chair_gt")):
-                if self.options[key] is not None:
-                    ev = load_evidence(kind, self.options[key], self._store)
-                    self.objects = {i: sorted(v) for i, v in ev.items()}
-                    break
+            files = evidence_files(self.options)
+            kind = next((k for k in ("instances", "chair-gt") if files[k]), None)
+            if kind:
+                ev = load_evidence(kind, files[kind], self._store)
+                self.objects = {i: sorted(v) for i, v in ev.items()}
 
     def counts(self) -> "BalanceCounts":
         """An empty gathering of what this filter's decision reads of the captions."""

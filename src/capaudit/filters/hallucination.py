@@ -56,8 +56,8 @@ from capaudit.errors import InputError
 from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
-from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, load_detections,
-                                       load_evidence, resolve_evidence)
+from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, given_kind,
+                                       load_detections, load_evidence, resolve_evidence)
 from capaudit.filters.mention_scan import (NOTES, NOTES_KEPT, ScanCache, add_facts, no_cyclic_gc,
                                            notes_text)
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
@@ -103,14 +103,7 @@ class HallucinationFilter(Filter):
     @property
     def kind(self) -> str:
         """The evidence kind: ``evidence=`` or, if not given, the one whose file is given."""
-        o = self.options
-        if o["evidence"]:
-            return o["evidence"]
-        for kind, key in (("chair-gt", "chair_gt"), ("instances", "instances"),
-                          ("detector", "detections")):
-            if o[key] is not None:
-                return kind
-        return "chair-gt"
+        return given_kind(self.options) or "chair-gt"
 
     @property
     def threshold(self) -> float:
@@ -266,9 +259,7 @@ class HallucinationFilter(Filter):
     def report(self) -> dict:
         """Set-level facts: which evidence, how much of the set it covers, what the parse
         spared; counted when read (the stream's end), never per batch: counting distinct
-        images sorts every id seen so far. Empty before :meth:`setup`."""
-        if not hasattr(self, "_counts"):
-            return {}
+        images sorts every id seen so far."""
         from capaudit.text.category_coverage import category_coverage
 
         n, c = len(self._images), len(self._covered)

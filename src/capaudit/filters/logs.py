@@ -13,11 +13,11 @@ import json
 import pyarrow as pa
 
 from capaudit.filters.base import KEPT_ACTIONS
-from capaudit.filters.stream import LOG_SCHEMA
+from capaudit.filters.stream import LOG_SCHEMA, SHARD_LOG_SCHEMA
 from capaudit.store import filter_log as _log
 
 __all__ = ["filter_run_info", "read_log", "log_counts", "sharded_run", "shard_log_files",
-           "read_shard_log", "shard_log_counts", "shard_review_rows"]
+           "read_shard_log", "shard_log_counts", "shard_review_rows", "log_captions"]
 
 _has_tables = _log.has_tables
 
@@ -104,8 +104,6 @@ def read_shard_log(info: dict, actions: tuple[str, ...] | None = ("flag", "revis
                    limit: int | None = None) -> pa.Table:
     """Log rows of a sharded run (default: everything but plain keeps), in shard order,
     read batch by batch up to ``limit`` rows."""
-    from capaudit.filters.stream import SHARD_LOG_SCHEMA
-
     out, n = [], 0
     for batch in log_batches(info):
         keep = [a in actions for a in batch.column("action").to_pylist()] if actions \
@@ -119,6 +117,17 @@ def read_shard_log(info: dict, actions: tuple[str, ...] | None = ("flag", "revis
             break
     return pa.Table.from_batches(out, schema=SHARD_LOG_SCHEMA) if out else \
         SHARD_LOG_SCHEMA.empty_table()
+
+
+def log_captions(info: dict, columns: list[str]):
+    """A sharded run's log rows (``columns``, led by ``shard`` and ``row_idx``) in shard
+    order, one list per caption: its sentences, the consecutive rows of one shard and row."""
+    from itertools import groupby
+
+    rows = (row for batch in log_batches(info, columns)
+            for row in zip(*(batch.column(c).to_pylist() for c in columns)))
+    for _, sentences in groupby(rows, key=lambda r: (r[0], r[1])):
+        yield list(sentences)
 
 
 def shard_log_counts(info: dict) -> dict:
@@ -156,27 +165,14 @@ def shard_review_rows(info: dict, all_rows: bool):
 
     cols = ["shard", "row_idx", "record", "turn", "image_id", "action", "reason", "original",
             "revised"]
-    group: list = []
-
-    def emit():
-        if not group or (not all_rows and not any(r[5] in ("flag", "revise") for r in group)):
-            return None
+    for group in log_captions(info, cols):
+        if not all_rows and not any(r[5] in ("flag", "revise") for r in group):
+            continue
         text = " ".join(r[8] if r[5] == "revise" and r[8] is not None else r[7]
                         for r in group if r[5] != "drop")
-        return {"set": info["set_name"], "shard": group[0][0], "row_idx": group[0][1],
-                "record": group[0][2], "turn": group[0][3], "image_id": group[0][4],
-                "image_key": None, "caption": text,
-                "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                "reasons": " | ".join(r[6] or "" for r in group if r[5] in ("flag", "revise")),
-                "decision": "", "edited_caption": text}
-    for batch in log_batches(info, cols):
-        for row in zip(*(batch.column(c).to_pylist() for c in cols)):
-            if group and (row[0], row[1]) != (group[0][0], group[0][1]):
-                rec = emit()
-                if rec:
-                    yield rec
-                group = []
-            group.append(row)
-    rec = emit()
-    if rec:
-        yield rec
+        yield {"set": info["set_name"], "shard": group[0][0], "row_idx": group[0][1],
+               "record": group[0][2], "turn": group[0][3], "image_id": group[0][4],
+               "image_key": None, "caption": text,
+               "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+               "reasons": " | ".join(r[6] or "" for r in group if r[5] in ("flag", "revise")),
+               "decision": "", "edited_caption": text}

@@ -14,23 +14,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from capaudit.errors import InputError
+
 PREFIX = "--filter."
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def filter_options(name: str, given: dict, yaml_path: Path | None = None,
-                   overrides: Mapping[str, str] | None = None) -> dict:
-    """Resolve defaults < YAML (section ``filter``) < given < ``overrides`` for ``name``.
+                   overrides: Mapping[str, str] | None = None, seed: int | None = None) -> dict:
+    """Resolve defaults < YAML (section ``filter``) < given < ``overrides`` for ``name``;
+    ``seed``: the run's, given to a filter that draws (one with a ``seed`` option).
 
     The options a filter understands are the keys of its declared ``defaults`` (one place:
     :mod:`capaudit.filters.declared` for the built-ins, the class for a plugin); an option
     of another filter is refused, naming the options. ``overrides`` are the raw strings of
     ``--filter.KEY VALUE`` (typed here; ``null`` may reset a key whose default is None)."""
     from capaudit.core.config import resolve
-    from capaudit.errors import InputError
     from capaudit.filters.base import FILTERS
 
     cls = FILTERS.get(name)
+    if seed is not None and "seed" in cls.defaults:
+        given = {**given, "seed": seed}
     allowed = set(cls.defaults)
     typed = typed_overrides(name, cls.defaults, overrides or {})  # a bad key fails first
     extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
@@ -117,8 +121,6 @@ def typed_overrides(name: str, defaults: Mapping[str, Any],
 
     An unknown key is refused naming the filter's options (with a did-you-mean); a value
     that does not parse names the key, the type expected and the value."""
-    from capaudit.errors import InputError
-
     out = {}
     for raw_key, raw in (pairs.items() if isinstance(pairs, Mapping) else pairs):
         key = raw_key.replace("-", "_")
@@ -150,8 +152,6 @@ def parse_value(key: str, raw: str, default: Any) -> Any:
     """``raw`` as the type of ``default``: bool (true/false/1/0/yes/no), int, float, a
     comma list for a list or tuple default, a string; ``null``/``none`` -> None where
     the default is None."""
-    from capaudit.errors import InputError
-
     kind = value_type(key, default)
     if default is None and raw.strip().lower() in ("null", "none"):
         return None

@@ -156,10 +156,15 @@ def _parse_plan(tokens, starts, mode: str, modifiers: bool, non_visual: bool, ga
     read), a non-visual clause needs one of its words (:func:`non_visual_cue`)."""
     spans = [mention_span(tokens, i, mode) for i in starts]
     if gate:
-        mine = spans if read is None else [sp for sp, r in zip(spans, read) if r]
-        modifiers = modifiers and any(_may_modify(tokens, b, a) for _, b in mine for a, _ in spans)
-        non_visual = non_visual and non_visual_cue(tokens)
+        modifiers, non_visual = _rules_cued(tokens, spans, modifiers, non_visual, read)
     return spans, modifiers, non_visual
+
+
+def _rules_cued(tokens, spans, modifiers: bool, non_visual: bool, read=None) -> tuple[bool, bool]:
+    """The gate of :func:`_parse_plan` on spans already found."""
+    mine = spans if read is None else [sp for sp, r in zip(spans, read) if r]
+    return (modifiers and any(_may_modify(tokens, b, a) for _, b in mine for a, _ in spans),
+            non_visual and non_visual_cue(tokens))
 
 
 def non_visual_cue(tokens) -> bool:

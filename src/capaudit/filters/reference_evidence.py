@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from capaudit.errors import InputError
+from capaudit.filters.evidence import evidence_files, evidence_names, resolve_evidence
 from capaudit.filters.scored import Scored
-from capaudit.text.objects import VISUAL_MODE
-from capaudit.text.visual_objects import BACKDROP
+from capaudit.text.objects import VISUAL_MODE, get_lexicon
+from capaudit.text.visual_objects import BACKDROP, hierarchy, parts
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
            "add_references", "has_references", "wants_wrapper", "with_references"]
@@ -129,8 +130,6 @@ class WithReferences(Mapping):
         self.refs, self._cache = refs, {}
 
     def _from_references(self, named: set[str]) -> dict:
-        from capaudit.text.visual_objects import hierarchy, parts
-
         named = sorted(named)   # a support names the first category that gives it: in
         scores: dict = {c: Scored(1.0, "references: named") for c in named}  # a fixed order
         tree, wholes = hierarchy(self.mode), parts(self.mode)
@@ -158,11 +157,8 @@ class WithReferences(Mapping):
     def names(self) -> set[str]:
         """The names the base evidence uses (its coverage line), and with references every
         COCO category (references can name any)."""
-        from capaudit.filters.evidence import evidence_names
-        from capaudit.text.objects import get_lexicon
-
         refs = set(get_lexicon("corrected").categories) if self.refs else set()
-        return refs | (evidence_names(self.base) if self.base is not None else set())
+        return refs | evidence_names(self.base)
 
 
 def has_references(options: Mapping) -> bool:
@@ -186,23 +182,19 @@ def with_references(base, kind: str, refs, options: Mapping) -> WithReferences:
 
         base = detections_as_categories(base, VISUAL_MODE)
     thr = options.get("similarity")
-    return WithReferences(base, judged_names(kind, base), refs, options["object_mode"],
+    return WithReferences(base, judged_names(base), refs, options["object_mode"],
                           0.8 if thr is None else float(thr))
 
 
 def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
-    from capaudit.filters.evidence import resolve_evidence
-
     o, kind = filt.options, filt.kind
     store = context.store if context else None
     base, source = None, None
     if kind != "references":
-        ref = {"chair-gt": o["chair_gt"], "instances": o["instances"],
-               "detector": o["detections"]}.get(kind)
-        base, source = resolve_evidence(kind, ref, store)
-    if kind == "references" and not has_references(o):
+        base, source = resolve_evidence(kind, evidence_files(o).get(kind), store)
+    elif not has_references(o):
         raise InputError("evidence 'references' needs reference texts",
                          fix="pass --references FILE|SET or --reference-col NAME")
     if not wants_wrapper(o):
@@ -215,14 +207,11 @@ def setup_evidence(filt, context):
     return with_references(base, kind, refs, o), ";".join(x for x in (source, where) if x)
 
 
-def judged_names(kind: str, base) -> set[str]:
+def judged_names(base) -> set[str]:
     """The categories whose absence from an image's evidence counts against a mention:
     COCO's 80 (what the CHAIR ground truth, the instance categories and capaudit's own COCO
     detector name: absent means not there) and every label the evidence gives anywhere (an
     open-vocabulary detector's); every other object is undecided without references."""
-    from capaudit.filters.evidence import evidence_names
-    from capaudit.text.objects import get_lexicon
-
     if base is None:
         return set()
     return evidence_names(base) | set(get_lexicon("corrected").categories)

@@ -73,7 +73,7 @@ def _fmt(path: Path, fmt: str | None) -> str:
 
 
 def _review_rows(store, set_name: str, all_rows: bool) -> list[dict]:
-    from capaudit.filters.runner import read_log
+    from capaudit.filters.logs import filter_run_info, read_log
 
     tbl = store.captions(set_name)
     cols = tbl.to_pydict()
@@ -85,8 +85,6 @@ def _review_rows(store, set_name: str, all_rows: bool) -> list[dict]:
             if new_row is not None:
                 reasons.setdefault(int(new_row), []).append(reason or "")
         if not reasons and log.num_rows == 0:
-            from capaudit.filters.runner import filter_run_info
-
             if filter_run_info(store, set_name) is None:
                 raise InputError(f"set '{set_name}' has no filter log to take flags from",
                                  fix="run a filter with --action flag into a new set and export "
@@ -241,10 +239,10 @@ def import_review(store, set_name: str, path: str | Path, out: str, *, fmt: str 
 
     ``refused`` lists ``(file row, row_idx, why)``; with ``strict`` any refusal is an error.
     """
-    from capaudit.filters.runner import apply_filter, load_docs, write_filtered_set
+    from capaudit.filters.runner import apply_filter, iter_docs, write_filtered_set
 
     recs = read_review_file(path, fmt)
-    docs = load_docs(store, set_name)
+    docs = list(iter_docs(store, set_name))
     by_row = {d.row_idx: d for d in docs}
     edits: dict[int, dict] = {}
     refused: list[tuple[int, int, str]] = []

@@ -22,6 +22,7 @@ and what it cost. Two tables (DDL in :mod:`capaudit.store.schema`, SQL in
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -36,7 +37,6 @@ from capaudit.filters.stream import BATCH_CAPTIONS, LOG_SCHEMA, FilteredBatch, f
 __all__ = ["run_filter", "apply_filter", "ensure_tables", "read_log", "log_counts",
            "filter_run_info", "FilterOutput", "write_filtered_set", "iter_docs"]
 
-_LOG_SCHEMA = LOG_SCHEMA
 _OUT_SCHEMA = pa.schema([("image_key", pa.string()), ("image_id", pa.int64()),
                          ("caption", pa.string()), ("meta", pa.string())])
 
@@ -70,11 +70,6 @@ def iter_docs(store, set_name: str, batch_rows: int = BATCH_CAPTIONS) -> Iterato
             for r, key, iid, cap, meta in zip(cols["row_idx"], cols["image_key"],
                                               cols["image_id"], cols["caption"], cols["meta"]):
                 yield CaptionDoc(int(r), iid, cap or "", key, _meta(meta))
-
-
-def load_docs(store, set_name: str) -> list[CaptionDoc]:
-    """Every caption of the set, in memory (``review import``, which looks rows up)."""
-    return list(iter_docs(store, set_name))
 
 
 def _output_rows(filter_name: str, fb: FilteredBatch) -> pa.Table:
@@ -128,7 +123,7 @@ def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, 
     log_tbl = pa.Table.from_pydict({f.name: log_cols[f.name] for f in LOG_SCHEMA},
                                    schema=LOG_SCHEMA)
     _check_out(store, parent, out_name, replace)
-    with _new_set(store, parent, out_name, filter_name, config, replace) as (con, set_id):
+    with _new_set(store, parent, out_name, filter_name, config) as (con, set_id):
         store.append_captions(set_id, output.captions, 0)
         _log.append_log(con, log_tbl)
         _finish_set(store, con, set_id, parent, out_name, filter_name, version, config,
@@ -136,28 +131,18 @@ def write_filtered_set(store, parent: str, out_name: str, output: FilterOutput, 
     return store.get_set(out_name)
 
 
-class _new_set:
+@contextmanager
+def _new_set(store, parent, out_name, filter_name, config):
     """The output set created inside a bulk transaction (an earlier one of that name
-    dropped when ``replace``): ``with _new_set(...) as (con, set_id)``."""
-
-    def __init__(self, store, parent, out_name, filter_name, config, replace):
-        self.args = (store, parent, out_name, filter_name, config, replace)
-
-    def __enter__(self):
-        store, parent, out_name, filter_name, config, replace = self.args
-        ensure_tables(store.con)
-        self.tx = store.bulk_transaction()
-        con = self.tx.__enter__()
+    dropped: the caller checked ``replace``): ``with _new_set(...) as (con, set_id)``."""
+    ensure_tables(store.con)
+    with store.bulk_transaction() as con:
         if store.find_set(out_name) is not None:
             store.delete_set(out_name)
         _log.clear_log(con, out_name)
-        set_id = store.create_set(out_name, source_path=f"filter:{filter_name}",
-                                  format="filter", sha256=None, parent=parent,
-                                  options=dict(config))
-        return con, set_id
-
-    def __exit__(self, *exc):
-        return self.tx.__exit__(*exc)
+        yield con, store.create_set(out_name, source_path=f"filter:{filter_name}",
+                                    format="filter", sha256=None, parent=parent,
+                                    options=dict(config))
 
 
 def _finish_set(store, con, set_id, parent, out_name, filter_name, version, config, run_id,
@@ -207,7 +192,7 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
         tally = IndependentTally(*scoring)
     summary = FilterSummary(filt.name)
     config = filt.config()
-    with _new_set(store, set_name, out, filt.name, config, replace) as (con, set_id):
+    with _new_set(store, set_name, out, filt.name, config) as (con, set_id):
         start = 0
         for fb in filter_batches(filt, iter_docs(store, set_name), summary, tick=tick):
             rows = _output_rows(filt.name, fb)
@@ -243,18 +228,14 @@ def filter_set(store, set_name: str, filter_name: str, out: str, given: Mapping[
     from capaudit.core.runs import recorded_run
     from capaudit.filters.options import filter_options
 
-    given = dict(given)
-    if "seed" in FILTERS.get(filter_name).defaults:  # the run's seed, for filters that draw
-        given["seed"] = seed
-    opts = filter_options(filter_name, given, config, overrides)
+    opts = filter_options(filter_name, given, config, overrides, seed)
     seed = opts.get("seed", seed)   # --filter.seed: the run records the seed the filter used
     scoring = None
     if score_evidence:
+        from capaudit.filters.evidence import evidence_files
         from capaudit.filters.rescore import parse_score_evidence
 
-        scoring = parse_score_evidence(score_evidence, {
-            "chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-            "detector": opts.get("detections")})
+        scoring = parse_score_evidence(score_evidence, evidence_files(opts))
     store.get_set(set_name)
     cfg = {"command": "filter run", "set": set_name, "out": out, "filter": filter_name,
            "version": FILTERS.version(filter_name), "options": opts,

@@ -9,8 +9,8 @@ corpora repeat sentences.
 
 from __future__ import annotations
 
-from capaudit.filters.parse import (_NOTES, NOTES_LIMIT, _notes_from, _parse_plan, mention_notes,
-                                    parse_many)
+from capaudit.filters.parse import (_NOTES, NOTES_LIMIT, _notes_from, _rules_cued, mention_span,
+                                    parse_many, parse_tokens)
 
 __all__ = ["SentenceNotes"]
 
@@ -41,40 +41,39 @@ class SentenceNotes:
         if hit is None:  # a caller scoring without :meth:`fill`: one sentence, one parse
             if len(self.cache) > NOTES_LIMIT:
                 self.cache.clear()
-            mode, modifiers, non_visual = self.setting
-            if not self._needed(tokens, starts, read):
+            plan = self._plan(tokens, starts, read)
+            if plan is None:
                 hit = self.cache[(*key, read)] = (None,) * len(starts)
             else:
-                hit = self.cache[key] = mention_notes(tuple(tokens), starts, mode, modifiers,
-                                                      non_visual)
+                hit = self.cache[key] = _notes_from(parse_tokens(list(tokens)), tokens, *plan)
         return hit
 
-    def _needed(self, tokens, starts, read) -> bool:
+    def _plan(self, tokens, starts, read):
+        """``None`` when no rule's cue concerns a mention in ``read`` (no parse); else the
+        mentions' spans and the rules to parse for, cued by any mention: the notes of every
+        mention, whatever ``read``, so that they stand for any image."""
         mode, modifiers, non_visual = self.setting
-        _, mo, nv = _parse_plan(tokens, starts, mode, modifiers, non_visual, read=read)
-        return mo or nv
+        spans = [mention_span(tokens, i, mode) for i in starts]
+        if not any(_rules_cued(tokens, spans, modifiers, non_visual, read)):
+            return None
+        return spans, *_rules_cued(tokens, spans, modifiers, non_visual)
 
     def fill(self, sentences) -> None:
         """Note ``(tokens, mention starts, read)`` triples ahead of :meth:`get`, parsing in one
-        batch. A parsed sentence's notes are those of every mention (whatever ``read``), so
-        they stand for any image."""
+        batch."""
         if len(self.cache) > NOTES_LIMIT:
             self.cache.clear()
-        mode, modifiers, non_visual = self.setting
         pending: dict[tuple, tuple] = {}
         for tokens, starts, read in sentences:
             key = (" ".join(tokens), starts)
             if key in self.cache or key in pending or (*key, read) in self.cache:
                 continue
-            if not self._needed(tokens, starts, read):
+            plan = self._plan(tokens, starts, read)
+            if plan is None:
                 self.cache[(*key, read)] = (None,) * len(starts)
-                continue
-            spans, mo, nv = _parse_plan(tokens, starts, mode, modifiers, non_visual)
-            if mo or nv:
-                pending[key] = (tokens, spans, mo, nv)
             else:
-                self.cache[key] = (None,) * len(starts)
+                pending[key] = (tokens, *plan)
         if pending:
             docs = parse_many([p[0] for p in pending.values()])
-            for (key, (tokens, spans, mo, nv)), doc in zip(pending.items(), docs):
-                self.cache[key] = _notes_from(doc, tokens, spans, mo, nv)
+            for (key, noted), doc in zip(pending.items(), docs):
+                self.cache[key] = _notes_from(doc, *noted)

@@ -16,6 +16,8 @@ turn), so a parquet file of it reads like the table.
 
 from __future__ import annotations
 
+from array import array
+from itertools import islice
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
@@ -101,21 +103,15 @@ def filter_batches(filt: Filter, docs: Iterable[CaptionDoc], summary: FilterSumm
     ``first_new_row`` in input order. When the stream ends (``last``; a caller feeding one
     stream in several calls passes False and calls :func:`finish` once), :func:`finish`."""
     new_row = first_new_row
-    results: list[CaptionResult] = []
-    rows: list[int | None] = []
-    log = LogColumns()
-    for res in filt.apply(docs):
-        summary.add(_checked(filt, res))
-        rows.append(new_row if res.kept else None)
-        new_row += res.kept
-        log.add(filt.name, res, rows[-1])
-        results.append(res)
-        if len(results) >= batch:
-            yield FilteredBatch(results, rows, log)
-            if tick is not None:
-                tick(len(results))
-            results, rows, log = [], [], LogColumns()
-    if results:
+    stream = filt.apply(docs)
+    while results := list(islice(stream, batch)):
+        rows: list[int | None] = []
+        log = LogColumns()
+        for res in results:
+            summary.add(_checked(filt, res))
+            rows.append(new_row if res.kept else None)
+            new_row += res.kept
+            log.add(filt.name, res, rows[-1])
         yield FilteredBatch(results, rows, log)
         if tick is not None:
             tick(len(results))
@@ -138,8 +134,6 @@ class DistinctIds:
     ``add`` and ``len`` as a set; ids are kept in an array and deduplicated as it fills."""
 
     def __init__(self, compact_at: int = 1 << 20):
-        from array import array
-
         self._ids = array("q")
         self._compact_at = compact_at
 
@@ -150,8 +144,6 @@ class DistinctIds:
 
     def _compact(self) -> None:
         import numpy as np
-
-        from array import array
 
         unique = np.unique(np.frombuffer(self._ids, np.int64))
         self._ids = array("q", unique.tobytes())

@@ -12,29 +12,25 @@ decisions are the set's).
 
 from __future__ import annotations
 
-from capaudit.filters.shards.steps import Driver as _Base
+from capaudit.filters.shards.steps import NO_FILES, Driver as _Base
 
 __all__ = ["Driver", "build", "begin"]
-
-_EVIDENCE_KEYS = (("chair-gt", "chair_gt"), ("instances", "instances"),
-                  ("detector", "detections"))
 
 
 class Driver(_Base):
     """The evidence, when given, written once; nothing else before the filter pass."""
 
     def worker_options(self) -> dict:
-        return {**self.opts, "evidence": None, "chair_gt": None, "instances": None,
-                "detections": None}
+        return {**self.opts, **NO_FILES, "evidence": None}
 
     def prepare(self, store, root: str) -> dict:
+        from capaudit.filters.evidence import given_kind
         from capaudit.filters.shards.evidence_file import run_evidence
 
-        o = self.opts
-        kind = o["evidence"] or next((k for k, key in _EVIDENCE_KEYS if o[key]), None)
+        kind = given_kind(self.opts)
         if kind is None:
             return super().prepare(store, root)
-        return {**run_evidence(store, kind, o, root), "namespace": None}
+        return {**run_evidence(store, kind, self.opts, root), "namespace": None}
 
 
 def build(task: dict):

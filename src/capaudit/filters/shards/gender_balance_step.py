@@ -19,18 +19,18 @@ them; workers read the decision.
 
 from __future__ import annotations
 
+from capaudit.filters.gender_balance import BalanceCounts, GenderBalanceFilter
+from capaudit.filters.shards.gender_neutral_step import Labels, set_up_here, write_labels
 from capaudit.filters.shards.steps import Driver as _Base
 
 __all__ = ["Driver", "build", "begin", "count_shard"]
 
 
 def _count(task: dict):
-    from capaudit.filters.gender_balance import BalanceCounts
     from capaudit.filters.shards.coverage import read_shard
     from capaudit.filters.shards.task import shard_docs
 
-    spec = task["balance_count"]
-    counts = BalanceCounts(votes=spec["votes"], mentions=spec["mentions"])
+    counts = BalanceCounts(**task["balance_count"])
     row0 = [0]
 
     def visit(records) -> None:
@@ -60,8 +60,6 @@ class Driver(_Base):
 
     def prepare(self, store, root: str) -> dict:
         from capaudit.core.storage.urls import shown_url
-        from capaudit.filters.gender_balance import GenderBalanceFilter
-        from capaudit.filters.shards.gender_neutral_step import set_up_here
         from capaudit.io.markers import config_hash
 
         self.filt = GenderBalanceFilter(**self.opts)
@@ -75,10 +73,7 @@ class Driver(_Base):
                 "source": shown_url(str(ref)) if ref is not None else "caption words"}
 
     def after_first(self, run_name: str, parts: list[dict], root: str):
-        from capaudit.filters.gender_balance import BalanceCounts
-        from capaudit.filters.shards.gender_neutral_step import write_labels
-
-        counts = BalanceCounts(**{"votes": self.spec["votes"], "mentions": self.spec["mentions"]})
+        counts = BalanceCounts(**self.spec)
         for part in parts:                     # in shard order: the set's order of images
             counts.merge(BalanceCounts.from_json(part["counts"]))
         removed = self.filt.balance(counts)
@@ -93,8 +88,6 @@ class Driver(_Base):
 
 def build(task: dict):
     """The filter that applies the driver's decision to a shard's captions."""
-    from capaudit.filters.gender_balance import GenderBalanceFilter
-    from capaudit.filters.shards.gender_neutral_step import Labels
     from capaudit.filters.shards.task import worker_evidence
 
     class Decided(GenderBalanceFilter):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
+from capaudit.filters.gender import GenderNeutralFilter
 from capaudit.filters.shards.steps import Driver as _Base
 
 __all__ = ["Driver", "build", "begin", "Labels", "set_up_here"]
@@ -71,7 +72,6 @@ class Driver(_Base):
 
     def prepare(self, store, root: str) -> dict:
         from capaudit.core.storage.urls import shown_url
-        from capaudit.filters.gender import GenderNeutralFilter
 
         filt = GenderNeutralFilter(**self.opts)
         set_up_here(filt, store)
@@ -83,7 +83,6 @@ class Driver(_Base):
 
 def build(task: dict):
     """The filter on the worker's copy of the labels."""
-    from capaudit.filters.gender import GenderNeutralFilter
     from capaudit.filters.shards.task import worker_evidence
 
     return GenderNeutralFilter(labels=Labels(worker_evidence(task["evidence"])),

@@ -8,7 +8,7 @@ reference texts, when given, from a local file or, ``--reference-col``, from eac
 
 from __future__ import annotations
 
-from capaudit.filters.shards.steps import Driver as _Base
+from capaudit.filters.shards.steps import NO_FILES, Driver as _Base
 
 __all__ = ["Driver", "build", "begin"]
 
@@ -23,12 +23,10 @@ class Driver(_Base):
         return coverage_shard
 
     def worker_options(self) -> dict:
-        out = {**self.opts, "evidence": self.kind, "chair_gt": None, "instances": None,
-               "detections": None}
         from capaudit.filters.reference_evidence import shard_references
 
-        out["references"] = shard_references(self.opts, self.kind)  # a local file per worker
-        return out
+        return {**self.opts, **NO_FILES, "evidence": self.kind,
+                "references": shard_references(self.opts, self.kind)}  # a local file per worker
 
     def prepare(self, store, root: str) -> dict:
         from capaudit.filters.shards.evidence_file import run_evidence

@@ -23,7 +23,7 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.urls import join, on_disk, shown_url
 from capaudit.io import shard_files as files
 
-__all__ = ["shard_format", "run_key", "decided_key", "make_tasks", "check_out", "claim", "LOG_SUFFIX",
+__all__ = ["shard_format", "run_key", "decided_key", "make_tasks", "check_out", "LOG_SUFFIX",
            "MANIFEST", "log_dir", "summary_path"]
 
 LOG_SUFFIX = ".log.parquet"
@@ -114,12 +114,6 @@ def make_tasks(shards: list[tuple], out: str, work_root: str, key: str, ids_key:
                       "claim": join(logs, CLAIMS, quote(rel, safe="") + ".json"),
                       "cfg_hash": key, "ids_hash": ids_key})
     return tasks
-
-
-def claim(task: dict) -> None:
-    """Record, before its output is written, that this run writes it (a killed run's output
-    is then known as capaudit's when the run resumes)."""
-    files.write_json(task["claim"], {"out": task["out_path"], "log": task["log_path"]})
 
 
 def _manifest(folder: str) -> set[str]:

@@ -21,16 +21,16 @@ from typing import Any, Callable, Mapping
 
 from capaudit.errors import InputError
 from capaudit.core.storage import paths
-from capaudit.core.storage.urls import join, shown_url
+from capaudit.core.storage.urls import join, name_of, shown_url
 from capaudit.io import shard_files as files
+from capaudit.filters.shards import plan
 from capaudit.filters.shards.steps import SHARDED_FILTERS, shard_step
-from capaudit.runner.step import Step
+from capaudit.runner.step import RunOptions, Step
 
 __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
 
 
 def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> tuple[dict, str | None]:
-    from capaudit.filters.base import FILTERS
     from capaudit.filters.options import filter_options, make_filter
 
     if filter_name not in SHARDED_FILTERS:
@@ -38,10 +38,7 @@ def _options(filter_name: str, given: Mapping, config, overrides, seed: int) -> 
                          f"'{filter_name}'", fix="register the captions with sets add and run "
                          "filter run SET (a filter without a shard step in "
                          "filters/shards/steps.py runs on a registered set)")
-    given = dict(given)
-    if "seed" in FILTERS.get(filter_name).defaults:
-        given["seed"] = seed
-    opts = filter_options(filter_name, given, config, overrides)
+    opts = filter_options(filter_name, given, config, overrides, seed)
     kind = getattr(make_filter(filter_name, opts), "kind", None)  # option errors first
     return opts, kind
 
@@ -59,7 +56,6 @@ def run_sharded_filter(store, spec: str, out: str, filter_name: str, given: Mapp
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
     from capaudit.filters.base import FILTERS
     from capaudit.runner.run import run_step
-    from capaudit.runner.step import RunOptions
 
     opts, kind = _options(filter_name, given, config, overrides, seed)
     parts = shard_step(filter_name).Driver(filter_name, opts, kind)
@@ -108,7 +104,6 @@ class FilterStep(Step):
         """What the workers read, written once; the markers' keys; a task per shard; DST
         checked (nothing capaudit did not write is replaced)."""
         from capaudit.filters.base import FILTERS
-        from capaudit.filters.shards import plan
 
         name, cfg = self.cfg["filter"], self.cfg
         self.root, self.evidence = root, self.parts.prepare(self.store, root)
@@ -129,8 +124,6 @@ class FilterStep(Step):
         self.ok = super().between(tasks, results)
         self.guard, fields, self.written = self.parts.after_first(
             _name(self.out), [results[0][t["index"]] for t in self.ok], self.root)
-        from capaudit.filters.shards import plan
-
         for t in self.ok:     # what the first pass decided keys the filter pass
             t.update(fields, cfg_hash=plan.decided_key(t["cfg_hash"], fields))
         return self.ok
@@ -144,8 +137,6 @@ class FilterStep(Step):
 
 def _name(out: str) -> str:
     """DST's last part (a URL's too): the run's name in lines and its default work folder."""
-    from capaudit.core.storage.urls import name_of
-
     return name_of(out) or out
 
 
@@ -156,7 +147,6 @@ def _finish(store, run_id: int, cfg: dict, seed: int, out: str, tasks: list[dict
     import json
 
     from capaudit.core.config import provenance
-    from capaudit.filters.shards import plan
     from capaudit.filters.shards.merge import merge_summaries
     from capaudit.store import filter_log as _log
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["STEPS", "SHARDED_FILTERS", "shard_step", "Driver", "NO_EVIDENCE"]
+from capaudit.filters.evidence import EVIDENCE_OPTIONS
+
+__all__ = ["STEPS", "SHARDED_FILTERS", "shard_step", "Driver", "NO_EVIDENCE", "NO_FILES"]
 
 STEPS = {"hallucination": "capaudit.filters.shards.hallucination_step",
          "gender-neutral": "capaudit.filters.shards.gender_neutral_step",
@@ -32,6 +34,8 @@ SHARDED_FILTERS = tuple(STEPS)
 
 #: what a step hands workers that read nothing beside the shards
 NO_EVIDENCE = {"kind": None, "source": None, "path": None, "sha256": None, "namespace": None}
+#: worker options without the evidence files: the driver wrote what workers read of them
+NO_FILES = dict.fromkeys(EVIDENCE_OPTIONS.values())
 
 
 def shard_step(name: str):

@@ -81,8 +81,8 @@ def failure(task: dict, exc: Exception) -> dict:
     """A failed shard's summary: its one-line error and the fix apart (the driver adds
     ``--skip-bad-shards`` to it)."""
     text, fix = shown_url(" ".join(str(exc).split())), getattr(exc, "fix", None)
-    if fix and text.endswith(f" (fix: {' '.join(fix.split())})"):
-        text = text[:-len(f" (fix: {' '.join(fix.split())})")]
+    if fix:
+        text = text.removesuffix(f" (fix: {' '.join(fix.split())})")
     return {"shard": task["rel"], "index": task["index"], "status": "failed", "error": text,
             "fix": fix}
 

@@ -72,7 +72,7 @@ def load_shard_captions(info: dict, ids: set[str]) -> list[SetCaption]:
     its place in the run's logs in shard order (``row_idx`` of the disagreement file).
     Shard logs carry image ids, not keys: labels are joined by id."""
     from capaudit.errors import InputError
-    from capaudit.filters.logs import log_batches, shard_log_files
+    from capaudit.filters.logs import log_captions, shard_log_files
 
     if not shard_log_files(info):
         raise InputError(f"the filter run --shards ... --out {info['set_name']} has no shard "
@@ -80,20 +80,14 @@ def load_shard_captions(info: dict, ids: set[str]) -> list[SetCaption]:
                          fix="run filter run --shards again (with --action flag)")
     keep: list[SetCaption] = []
     cols = ["shard", "row_idx", "image_id", "sentence_idx", "original", "action", "reason"]
-    last, n, current = None, -1, None   # n: the caption's place in the run's logs
-    for batch in log_batches(info, cols):
-        for shard, row, iid, si, text, action, reason in zip(
-                *(batch.column(c).to_pylist() for c in cols)):
-            if (shard, row) != last:     # a new caption: kept only when labels name its id
-                last, n = (shard, row), n + 1
-                current = None
-                if iid is not None and str(iid) in ids:
-                    current = SetCaption(n, iid, None, "", [])
-                    keep.append(current)
-            if current is not None:
-                current.sentences.append((si, text or "", action, reason or ""))
-    for c in keep:
-        c.caption = " ".join(s[1].strip() for s in c.sentences)
+    for n, group in enumerate(log_captions(info, cols)):   # n: its place in the run's logs
+        iid = group[0][2]
+        if iid is None or str(iid) not in ids:   # kept only when labels name its id
+            continue
+        sentences = [(si, text or "", action, reason or "")
+                     for _, _, _, si, text, action, reason in group]
+        keep.append(SetCaption(n, iid, None, " ".join(s[1].strip() for s in sentences),
+                               sentences))
     return keep
 
 
