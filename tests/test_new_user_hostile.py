@@ -8,8 +8,9 @@ outcome: one line naming the file (and row), exit 2, nothing of the user's overw
 - ``shards build`` into a folder with files it did not write: they were overwritten
   (``shard-00000.tar``, ``manifest.json`` ...) or removed (any ``*.tmp-*``); an ``--out``
   that is a file was a ``FileExistsError`` traceback;
-- ``filter run --shards`` on a CSV with latin-1 bytes or an over-long field: a
-  ``UnicodeDecodeError`` traceback / a line without its row;
+- ``filter run --shards`` on a CSV with latin-1 bytes, an over-long field or a ragged row:
+  a ``UnicodeDecodeError`` traceback / a line without its row / read (sets add refuses it);
+  a 200,000-character caption sets add stores was refused (Python csv's 128 KiB);
 - a Flickr token file that starts with a BOM: its first image became another image
   (``\\ufeff1000092795.jpg``, no id) and the set's ids "mixed";
 - a local executor's worker (``spawn`` hands it the parent's ``sys.argv``) took the CLI's
@@ -171,7 +172,8 @@ def _csv_shard(shared, tmp_path, tail: bytes) -> Path:
     (b'139,"caf\xe9 cr\xe8me"\n', "row 27: not valid UTF-8"),
     (b'139,"' + b"x" * 3_000_000 + b'"\n', "row 27: malformed CSV (field larger than field "
                                            "limit (2097152))"),
-], ids=["latin-1", "3MB-field"])
+    (b'139,"a dog",extra,more\n', "row 27: 4 fields where the header has 2"),
+], ids=["latin-1", "3MB-field", "ragged"])
 def test_csv_shard_that_cannot_be_read_names_its_row(shared, tmp_path, capsys, tail, said):
     path = _csv_shard(shared, tmp_path, tail)
     db = str(tmp_path / "s.duckdb")

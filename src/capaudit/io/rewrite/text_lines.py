@@ -32,8 +32,8 @@ class CsvRaw(NamedTuple):
 
 
 def _unreadable(path, exc: Exception) -> InputError:
-    """The one line of a CSV shard that is not UTF-8 or not CSV: ``sets add``'s scan names
-    its row (a local file), else the file and the error."""
+    """The one line of a CSV shard that is not UTF-8, not CSV or ragged: ``sets add``'s scan
+    names its row (a local file), else the file and the error."""
     from pathlib import Path
 
     from capaudit.io.readers.rescan import scan_csv
@@ -80,6 +80,8 @@ class CsvRewriter(Rewriter):
                     yield Record(-1, [], (text, None), len(text))
                     continue
                 self._columns([f"column{i}" for i in range(len(fields))])
+            if len(fields) != len(self.names):   # sets add refuses it: the same line
+                raise csv.Error(f"{len(fields)} fields where the header has {len(self.names)}")
             cap = fields[self.cap] if self.cap < len(fields) else None
             raw = fields[self.idc] if self.idc is not None and self.idc < len(fields) else None
             # no id column: the record's number is its key, never its image id (as sets add)
