@@ -234,3 +234,16 @@ def test_cli_start_handler_leaves_an_ignored_sigint_ignored(ignored):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          preexec_fn=pre, env=dict(os.environ, PYTHONPATH=SRC), check=True)
     assert out.stdout.strip() == ("ignored" if ignored else "interrupted_while_starting")
+
+
+def test_shards_build_names_an_image_link_that_leads_nowhere(built, tmp_path):
+    """The 4th of the 6 images (shard 1) replaced by a link to nothing: it was left out
+    without a word (and counted nowhere); now its shard fails in one line naming it."""
+    img = sorted((tmp_path / "img").iterdir())[3]
+    img.unlink()
+    img.symlink_to(tmp_path / "gone.jpg")
+    out = tmp_path / "out"
+    code, err = built(out)
+    assert code == 2 and f"{img}: cannot read or write this file (No such file or " \
+        "directory)" in _one_line(err)
+    assert not (out / "shard-00001.tar").exists() and not (out / "manifest.json").exists()

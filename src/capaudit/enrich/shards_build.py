@@ -197,7 +197,8 @@ def _pair(images_dir: Path, captions: pa.Table, set_name: str) -> tuple[list, in
         for k in (str(key),) if iid is None else (int(iid), str(key)):
             found.setdefault(k, ([], ns))[0].append(cap)
     files = sorted(p for p in images_dir.iterdir()
-                   if p.is_file() and p.suffix.lower().lstrip(".") in IMAGE_EXTS)
+                   if (p.is_file() or p.is_symlink() and not p.exists())   # a dangling link
+                   and p.suffix.lower().lstrip(".") in IMAGE_EXTS)          # fails its shard
     if not files:
         raise InputError("no images (.jpg/.png/...) in this folder", path=images_dir)
     paired = []
