@@ -247,3 +247,30 @@ def test_shards_build_names_an_image_link_that_leads_nowhere(built, tmp_path):
     assert code == 2 and f"{img}: cannot read or write this file (No such file or " \
         "directory)" in _one_line(err)
     assert not (out / "shard-00001.tar").exists() and not (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("yaml_text, said", [
+    ("filter:\n  reference_col: [references, refs]\n",
+     "filter option reference_col is a list (['references', 'refs']), not one name"),
+    ("filter:\n  references: {a: 1}\n", "filter option references is a dict ({'a': 1}), "
+                                         "not one name"),
+], ids=["col-list", "refs-dict"])
+def test_reference_options_from_yaml_are_one_name(shared, tmp_path, capsys, yaml_text, said):
+    """A YAML collection where a name goes: was a TypeError traceback (unhashable list)."""
+    ids, caps = _val2017(shared, 2)
+    (tmp_path / "in").mkdir()
+    src = tmp_path / "in" / "hyp.jsonl"
+    src.write_text("".join(json.dumps({"image_id": i, "caption": caps[i][0], "references":
+                                       caps[i][1:]}) + "\n" for i in ids))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml_text)
+    gt = str(shared("data", "coco2014", "chair_objects_trainval2014.jsonl"))
+    db = str(tmp_path / "s.duckdb")
+    assert _cli(capsys, "sets", "add", "hyp", str(src), "--db", db)[0] == 0
+    common = ("--filter", "hallucination", "--action", "flag", "--chair-gt", gt, "--config",
+              str(cfg), "--db", db)
+    for args in (("hyp", "--out", "hyp_f"), ("--shards", str(tmp_path / "in"), "--out",
+                                              str(tmp_path / "out"))):
+        code, err = _cli(capsys, "filter", "run", *args, *common)
+        assert code == 2 and said in _one_line(err) and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
