@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -274,3 +275,24 @@ def test_reference_options_from_yaml_are_one_name(shared, tmp_path, capsys, yaml
         code, err = _cli(capsys, "filter", "run", *args, *common)
         assert code == 2 and said in _one_line(err) and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("line, said", [
+    ("min_coverage: abc", "filter option min_coverage expects a number, got 'abc'"),
+    ("similarity: [1]", "filter option similarity expects a number, got [1]"),
+    ("negation: maybe", "filter option negation expects true or false, got 'maybe'"),
+], ids=["number-text", "number-list", "bool-text"])
+def test_typed_options_from_yaml(tmp_path, line, said):
+    """A YAML value of a bool or number option that is neither: one line (min_coverage: abc
+    and similarity: [1] were tracebacks, negation: maybe was read as true); a number or a
+    boolean written as text reads as --filter.KEY reads it."""
+    from capaudit.errors import InputError
+    from capaudit.filters.options import filter_options
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"filter:\n  {line}\n")
+    with pytest.raises(InputError, match=re.escape(said)):
+        filter_options("hallucination", {}, cfg)
+    cfg.write_text("filter:\n  min_coverage: '0.3'\n  negation: 'no'\n  similarity: 1\n")
+    got = filter_options("hallucination", {}, cfg)
+    assert (got["min_coverage"], got["negation"], got["similarity"]) == (0.3, False, 1)
