@@ -37,7 +37,7 @@ def test_rebuild_skips_done_shards_and_is_byte_identical(tmp_path):
     db, shards, _ = make_dataset(tmp_path, n_images=4, shard_size=2)
     before = (shards / "shard-00001.tar").read_bytes()
     (shards / "shard-00001.done.json").unlink()       # as if killed before the marker
-    (shards / "junk.tar.tmp-123").write_bytes(b"half")  # a killed writer's leftover
+    (shards / ".shard-00001.tar.tmp-123-ab12").write_bytes(b"half")  # a killed writer's leftover
     from capaudit.store import Store
 
     with Store(db) as store:
@@ -45,7 +45,7 @@ def test_rebuild_skips_done_shards_and_is_byte_identical(tmp_path):
     summary = build_shards(tmp_path / "images", table, shards, shard_size=2, set_name="coco")
     assert summary["written"] == 1 and summary["skipped_done"] == 1
     assert (shards / "shard-00001.tar").read_bytes() == before
-    assert not list(shards.glob("*.tmp-*"))
+    assert not list(shards.glob(".*.tmp-*"))
 
 
 def test_unmatched_images_are_counted_and_no_match_is_an_error(tmp_path):

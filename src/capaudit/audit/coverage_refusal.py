@@ -19,7 +19,8 @@ from capaudit.errors import InputError
 from capaudit.io.imageids import compatible
 
 LABELS = {"instances": "instances", "chair_gt": "chair-gt", "demographics": "demographics",
-          "detector": "detector"}   # detector: the hallucination filter's evidence only
+          "detector": "detector", "references": "reference-caption"}
+# detector, references: the hallucination filter's evidence only
 FILTER_PARTIAL = "--allow-partial keeps the uncovered captions unjudged"
 
 

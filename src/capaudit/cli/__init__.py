@@ -3,7 +3,10 @@
 Ctrl-C while the command-line process is still importing (the first half second) printed
 a 30-line ``KeyboardInterrupt`` traceback: nothing has been done then, so until
 :func:`capaudit.cli.main.main` takes over it is one line and exit 130. Only for the
-``capaudit`` command and ``python -m capaudit.cli.main``, never for an importing program.
+``capaudit`` command and ``python -m capaudit.cli.main``, never for an importing program,
+and never where SIGINT is ignored: the local executor's workers start so (their parent alone
+answers Ctrl-C), and ``spawn`` gives them the parent's ``sys.argv``, so a worker that took
+this handler printed a second, contradicting "interrupted, nothing stored" line.
 
 The same process starts OpenBLAS with one thread unless ``OPENBLAS_NUM_THREADS`` is set:
 its threads, started when numpy is imported, cost ~0.08 s of CPU per command (start-up and
@@ -25,7 +28,8 @@ def interrupted_while_starting(signum, frame) -> None:
 
 
 if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") == "capaudit":
-    signal.signal(signal.SIGINT, interrupted_while_starting)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:   # a pool worker (spawned with
+        signal.signal(signal.SIGINT, interrupted_while_starting)  # the parent's argv) ignores it
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if "pyarrow" not in sys.modules:

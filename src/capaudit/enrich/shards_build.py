@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
-from capaudit.core.storage.paths import write_whole
+from capaudit.core.storage.paths import clean_tmp, write_whole
 from capaudit.errors import InputError
-from capaudit.io.image_shards import Sample, write_shard
+from capaudit.io.image_shards import Sample, read_manifest, write_shard
 from capaudit.io.imageids import parse_image_id
 from capaudit.io.layouts.tar import IMAGE_EXTS
-from capaudit.io.markers import clean_tmp, config_hash, matches, read_marker
+from capaudit.io.markers import MARKER_SUFFIX, config_hash, matches, read_marker
 from capaudit.runner.step import Step
 
 __all__ = ["build_shards", "BuildStep", "build_shard"]
@@ -39,7 +40,7 @@ class BuildTask:
 def build_shard(task: BuildTask) -> dict:
     """Write one shard (its images read one at a time); a file that cannot be read or
     written fails it in one line."""
-    samples = (Sample(key=f"{iid:012d}" if iid is not None else Path(p).stem, image_id=iid,
+    samples = (Sample(key=_key(p, iid), image_id=iid,
                       image=Path(p).read_bytes(), image_ext=Path(p).suffix.lower().lstrip("."),
                       captions=list(caps),
                       meta={"file_name": Path(p).name, **({"namespace": ns} if ns else {})})
@@ -88,8 +89,12 @@ class BuildStep(Step):
                        (str(out_dir), "shard folder", "--out"))
 
     def plan(self, root: str, workers: int) -> list[BuildTask]:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        clean_tmp(self.out_dir)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:   # a file of that name, a folder we may not write in
+            raise InputError(f"cannot make the output folder ({exc.strerror or exc})",
+                             path=self.out_dir, fix="pass --out a new or existing folder "
+                                                    "you can write in") from None
         self.names, todo = [], []
         for start in range(0, len(self.paired), self.shard_size):
             chunk = self.paired[start:start + self.shard_size]
@@ -99,6 +104,10 @@ class BuildStep(Step):
             if not (matches(read_marker(self.out_dir, name), self.key, fp)
                     and (self.out_dir / name).is_file()):
                 todo.append(BuildTask(str(self.out_dir), name, self.key, tuple(chunk), fp))
+        _refuse_foreign(self.out_dir, todo)
+        clean_tmp(str(self.out_dir), ["manifest.json", *(  # what killed writers left of ours
+            n[:-len(".tar")] + ext for n in self.names for ext in (".tar", ".parquet",
+                                                                   MARKER_SUFFIX))])
         return todo
 
     def merge(self, tasks: list[BuildTask], results: list[dict[int, dict]]) -> dict:
@@ -109,6 +118,70 @@ class BuildStep(Step):
             {"captions_set": self.set_name, "shard_size": self.shard_size, **summary},
             sort_keys=True, indent=1).encode())
         return summary
+
+
+def _refuse_foreign(out_dir: Path, tasks: list[BuildTask]) -> None:
+    """Stop, before anything is written, where a file this build would replace is not one
+    ``shards build`` wrote (the folder is the user's: nothing capaudit did not create is
+    overwritten). A shard's files are ours beside a marker of ours naming that shard; with no
+    marker (a build stopped between a shard's files), a tar and an index are ours when they
+    hold exactly the samples this shard is to hold. A ``manifest.json`` must be a build's."""
+    taken = []
+    for task in tasks:
+        marker = read_marker(out_dir, task.name)
+        ours = isinstance(marker, dict) and marker.get("shard") == task.name \
+            and isinstance(marker.get("config_hash"), str)
+        keys = [_key(p, iid) for p, iid, *_ in task.images]
+        stem = task.name[:-len(".tar")]
+        for name, held in ((task.name, _tar_keys), (stem + ".parquet", _index_keys),
+                           (stem + MARKER_SUFFIX, None)):
+            path = out_dir / name
+            if not os.path.lexists(path):
+                continue
+            if path.is_symlink() or not path.is_file() or not ours and (
+                    held is None or held(path) != keys):
+                taken.append(name)
+    manifest = out_dir / "manifest.json"
+    if os.path.lexists(manifest):
+        data = read_manifest(out_dir) if manifest.is_file() and not manifest.is_symlink() \
+            else None
+        if not (isinstance(data, dict) and {"captions_set", "config_hash"} <= data.keys()):
+            taken.append(manifest.name)
+    if taken:
+        raise InputError(f"the output folder holds {taken[0]}, which shards build did not "
+                         f"write ({len(taken)} such file(s)); nothing was written",
+                         path=out_dir / taken[0],
+                         fix="choose a new --out folder, or move those files away")
+
+
+def _key(path: str, iid) -> str:
+    """A sample's key in its shard: the image id in COCO's 12 digits, else the file's stem."""
+    return f"{iid:012d}" if iid is not None else Path(path).stem
+
+
+def _tar_keys(path: Path) -> list | None:
+    """The sample keys of a tar as ``write_shard`` lays one out (an image, then its .json),
+    or None when it is not such a tar."""
+    import tarfile
+
+    try:
+        with tarfile.open(path) as tf:
+            names = tf.getnames()
+    except (OSError, tarfile.TarError):
+        return None
+    keys = [n.rsplit(".", 1)[0] for n in names[1::2]]
+    laid = [x for k, n in zip(keys, names[::2]) for x in (n, f"{k}.json")]
+    return keys if len(names) % 2 == 0 and names == laid else None
+
+
+def _index_keys(path: Path) -> list | None:
+    """The ``key`` column of a shard's parquet index, or None when it has none."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=["key"]).column("key").to_pylist()
+    except (OSError, pa.ArrowException, KeyError):
+        return None
 
 
 def _pair(images_dir: Path, captions: pa.Table, set_name: str) -> tuple[list, int]:
@@ -124,7 +197,8 @@ def _pair(images_dir: Path, captions: pa.Table, set_name: str) -> tuple[list, in
         for k in (str(key),) if iid is None else (int(iid), str(key)):
             found.setdefault(k, ([], ns))[0].append(cap)
     files = sorted(p for p in images_dir.iterdir()
-                   if p.is_file() and p.suffix.lower().lstrip(".") in IMAGE_EXTS)
+                   if (p.is_file() or p.is_symlink() and not p.exists())   # a dangling link
+                   and p.suffix.lower().lstrip(".") in IMAGE_EXTS)          # fails its shard
     if not files:
         raise InputError("no images (.jpg/.png/...) in this folder", path=images_dir)
     paired = []

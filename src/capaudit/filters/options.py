@@ -46,6 +46,9 @@ def filter_options(name: str, given: dict, yaml_path: Path | None = None,
     unset = {r.key: None for r in rules}   # None through the merge: no one set it
     cfg = resolve({**cls.defaults, **unset}, yaml_path,
                   {k: v for k, v in given.items() if k in allowed}, section="filter")
+    for key in cls.defaults:
+        if cfg.get(key) is not None:
+            cfg[key] = _checked(key, cfg[key], cls.defaults[key])
     cfg.update(typed)
     out = Resolved({k: v for k, v in cfg.items() if k in cls.defaults})
     for rule in rules:
@@ -165,6 +168,28 @@ def parse_value(key: str, raw: str, default: Any) -> Any:
             else _name(kind)
         raise InputError(f"{PREFIX}{key} expects {what}, got '{raw}'",
                          fix=f"e.g. {PREFIX}{key} {_example(kind, default)}") from None
+
+
+def _checked(key: str, value: Any, default: Any) -> Any:
+    """A YAML ``filter:`` (or API) value of an option typed bool, int or float: a string read
+    as ``--filter.KEY`` reads it, a value of that type kept, anything else one line
+    (``min_coverage: abc`` was a ValueError traceback, ``negation: maybe`` read as true)."""
+    from capaudit.errors import InputError
+
+    kind = value_type(key, default)
+    if kind not in (bool, int, float) or isinstance(default, (list, tuple)):
+        return value
+    number = (int, float) if kind is float else int
+    if isinstance(value, bool) if kind is bool else \
+            isinstance(value, number) and not isinstance(value, bool):
+        return value
+    try:
+        if isinstance(value, str):
+            return _scalar(kind, value)
+    except ValueError:
+        pass
+    raise InputError(f"filter option {key} expects {_name(kind)}, got {value!r}",
+                     fix=f"e.g. {key}: {_example(kind, default)} in the YAML 'filter:' section")
 
 
 def _scalar(kind: type, raw: str) -> Any:

@@ -32,7 +32,8 @@ from capaudit.text.objects import VISUAL_MODE, get_lexicon
 from capaudit.text.visual_objects import BACKDROP, hierarchy, parts
 
 __all__ = ["Scored", "Support", "WithReferences", "setup_evidence", "shard_references",
-           "add_references", "has_references", "wants_wrapper", "with_references"]
+           "add_references", "has_references", "one_name_each", "wants_wrapper",
+           "with_references"]
 
 
 class Support(dict):
@@ -161,6 +162,17 @@ class WithReferences(Mapping):
         return refs | evidence_names(self.base)
 
 
+def one_name_each(options: Mapping) -> None:
+    """``references`` (a file or a set) and ``reference_col`` (a field) are each one name: a
+    YAML list or mapping there is one line (it was a ``TypeError`` traceback), never read."""
+    for key, what in (("references", "file or set"), ("reference_col", "field")):
+        value = options.get(key)
+        if value is not None and not isinstance(value, (str, Path)):
+            raise InputError(f"filter option {key} is a {type(value).__name__} "
+                             f"({str(value)[:60]}), not one name",
+                             fix=f"give {key} one {what} name (in the YAML filter: section too)")
+
+
 def has_references(options: Mapping) -> bool:
     """The options give reference texts (``references`` or ``reference_col``)."""
     return bool(options.get("references") or options.get("reference_col"))
@@ -190,6 +202,7 @@ def setup_evidence(filt, context):
     """``(evidence, source)`` for a hallucination filter: its kind's evidence as before, and
     the references over it when ``references`` or ``reference_col`` is given."""
     o, kind = filt.options, filt.kind
+    one_name_each(o)
     store = context.store if context else None
     base, source = None, None
     if kind != "references":
@@ -221,6 +234,7 @@ def shard_references(opts: dict, kind: str) -> str | None:
     """``filter run --shards``: the references file as an absolute local path (each worker
     reads it), or None (``--reference-col`` is read by each shard task from its records);
     what shards cannot take yet is refused in one line."""
+    one_name_each(opts)
     if kind == "references":
         raise InputError("filter run --shards takes reference texts beside another evidence",
                          fix="pass --references FILE or --reference-col NAME with "

@@ -95,6 +95,16 @@ def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
     return refs
 
 
+def _refuse_unjoined(store, set_name: str, refs: dict, path) -> None:
+    """References that name none of the set's images are one line: else the run judged
+    with no reference at all while saying that references chose its object mode."""
+    ids = store.captions(set_name, "image_id").column("image_id").drop_null().unique()
+    if not any(i in refs for i in ids.to_pylist()):
+        raise InputError(f"the references name none of the {len(ids):,} image ids of set "
+                         f"'{set_name}' (theirs are e.g. {min(refs)})", path=path,
+                         fix="pass references of the set's own images, joined by image id")
+
+
 def load_references(references, reference_col, context) -> tuple[dict[int, list[str]], str]:
     """``({image_id: texts}, where they came from)`` for the filter's options."""
     store = context.store if context is not None else None
@@ -123,6 +133,8 @@ def load_references(references, reference_col, context) -> tuple[dict[int, list[
         if not got:
             raise InputError("the references give no text for any image id", path=path,
                              row=1, fix="use a caption file with image ids")
+        if store is not None and context.set_name:
+            _refuse_unjoined(store, context.set_name, got, path)
         for iid, texts in got.items():
             refs.setdefault(iid, []).extend(texts)
         where.append(label)

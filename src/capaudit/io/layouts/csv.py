@@ -19,6 +19,10 @@ from typing import Iterable, Iterator
 __all__ = ["delimiter", "has_header", "raw_records", "records", "record_row", "revised",
            "dict_rows"]
 
+#: the longest field read: DuckDB's default ``max_line_size`` (2 MiB), so that a caption
+#: ``sets add`` stores, ``filter run --shards`` reads too (Python's csv stops at 128 KiB)
+FIELD_LIMIT = 1 << 21
+
 _DATA_CELL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|gif|webp))$", re.IGNORECASE)
 
 
@@ -42,6 +46,8 @@ def raw_records(lines: Iterable[str], delim: str) -> Iterator[tuple[int, str, li
     included; the raw text is the record as read (a quoted caption may span lines), so an
     untouched record is copied back byte for byte."""
     raw: list[str] = []
+    if csv.field_size_limit() < FIELD_LIMIT:
+        csv.field_size_limit(FIELD_LIMIT)
 
     def kept(lines):
         for line in lines:

@@ -42,6 +42,8 @@ def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
     for row, raw in enumerate(fh, start=1):
         text = _decoded(raw, path, row)
         line = text.rstrip("\r\n")
+        if row == 1:   # a BOM is no part of the first image's name
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         m = LINE.match(line)
@@ -54,7 +56,7 @@ def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
 def split(line: str) -> tuple[str, str]:
     """(image name, caption) of a line as read, its line end included."""
     head, _, rest = line.partition("\t")
-    return head.split("#")[0], rest.rstrip("\r\n")
+    return head.split("#")[0].removeprefix("\ufeff"), rest.rstrip("\r\n")
 
 
 def revised(line: str, caption: str) -> str:

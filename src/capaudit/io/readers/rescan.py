@@ -86,20 +86,24 @@ def scan_csv(path: Path) -> InputError | None:
     err = scan_lines(path, lambda row, text: None)
     if err:
         return err
-    width = None
+    width, after = None, 1   # after: the line the next record starts on
     try:
-        for line, fields in csv_layout.records(path):
-            if not fields:
-                continue
-            if width is None:
-                width = len(fields)
-            elif len(fields) != width:
-                return InputError(f"{len(fields)} fields where the header has {width}",
-                                  path=path, row=line,
-                                  fix="quote fields holding the delimiter; one value per "
-                                      "header column")
-    except csv.Error as e:
-        return InputError(f"malformed CSV ({e})", path=path, fix="check the quoting")
+        with open(path, newline="", encoding="utf-8") as fh:
+            for line, text, fields in csv_layout.raw_records(fh, csv_layout.delimiter(path)):
+                after = line + text.count("\n")
+                if not fields:
+                    continue
+                if width is None:
+                    width = len(fields)
+                elif len(fields) != width:
+                    return InputError(f"{len(fields)} fields where the header has {width}",
+                                      path=path, row=line,
+                                      fix="quote fields holding the delimiter; one value "
+                                          "per header column")
+    except csv.Error as e:   # an unclosed quote runs on until a field is too large
+        return InputError(f"malformed CSV ({e})", path=path, row=after,
+                          fix="close the quote this record opens; a field holds at most "
+                              f"{csv.field_size_limit():,} characters")
     return no_records(path) if width is None else None
 
 

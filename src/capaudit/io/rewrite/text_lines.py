@@ -8,6 +8,8 @@ skipped, as DuckDB's reader numbers them for ``sets add``.
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import io
 from typing import Iterator, NamedTuple
 
@@ -29,6 +31,20 @@ class CsvRaw(NamedTuple):
     names: list
 
 
+def _unreadable(path, exc: Exception) -> InputError:
+    """The one line of a CSV shard that is not UTF-8, not CSV or ragged: ``sets add``'s scan
+    names its row (a local file), else the file and the error."""
+    from pathlib import Path
+
+    from capaudit.io.readers.rescan import scan_csv
+
+    err = None
+    with contextlib.suppress(OSError):   # a shard on object storage: no row
+        err = scan_csv(Path(path))
+    return err or InputError(f"cannot read as CSV ({exc})", path=path,
+                             fix="re-encode the file as UTF-8 and check its quoting")
+
+
 class CsvRewriter(Rewriter):
     def __init__(self, *args, delimiter: str = ",", header: bool = True,
                  caption_col: str | None = None, id_col: str | None = None,
@@ -46,6 +62,12 @@ class CsvRewriter(Rewriter):
         self.idc = _index(names, id_col, ids, self.path, "image id", required=False)
 
     def records(self) -> Iterator[Record]:
+        try:
+            yield from self._records()
+        except (UnicodeDecodeError, csv.Error) as exc:   # named as sets add names it
+            raise _unreadable(self.path, exc) from None
+
+    def _records(self) -> Iterator[Record]:
         index = 0
         lines = io.TextIOWrapper(self.src, encoding="utf-8", newline="")
         for _, text, fields in csv_layout.raw_records(lines, self.delimiter):
@@ -58,6 +80,8 @@ class CsvRewriter(Rewriter):
                     yield Record(-1, [], (text, None), len(text))
                     continue
                 self._columns([f"column{i}" for i in range(len(fields))])
+            if len(fields) != len(self.names):   # sets add refuses it: the same line
+                raise csv.Error(f"{len(fields)} fields where the header has {len(self.names)}")
             cap = fields[self.cap] if self.cap < len(fields) else None
             raw = fields[self.idc] if self.idc is not None and self.idc < len(fields) else None
             # no id column: the record's number is its key, never its image id (as sets add)
