@@ -296,3 +296,32 @@ def test_typed_options_from_yaml(tmp_path, line, said):
     cfg.write_text("filter:\n  min_coverage: '0.3'\n  negation: 'no'\n  similarity: 1\n")
     got = filter_options("hallucination", {}, cfg)
     assert (got["min_coverage"], got["negation"], got["similarity"]) == (0.3, False, 1)
+
+
+def test_shards_build_removes_its_own_shards_beyond_a_smaller_rebuild(built, tmp_path, capsys):
+    """6 images in 3 shards of 2, then the same --out rebuilt from 4 of them (2 shards): the
+    old shard-00002's tar, index and marker (ours: its marker names it) were left, so the
+    folder held 6 samples where the build holds 4. A user's shard-00003.tar (no marker of
+    ours) stays untouched."""
+    from capaudit.io.image_shards import list_shards, read_manifest, read_shard
+
+    out = tmp_path / "out"
+    assert built(out)[0] == 0
+    (out / "shard-00003.tar").write_bytes(b"mine\n")
+    for img in sorted((tmp_path / "img").iterdir())[4:]:
+        img.unlink()
+    capsys.readouterr()
+    assert main(["shards", "build", "--images", str(tmp_path / "img"), "--captions", "v",
+                 "--out", str(out), "--shard-size", "2", "--db", str(tmp_path / "s.duckdb")]) == 0
+    said = capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["manifest.json", "shard-00003.tar"] + [f"shard-0000{k}{ext}" for k in (0, 1)
+                                               for ext in (".tar", ".parquet", ".done.json")])
+    assert (out / "shard-00003.tar").read_bytes() == b"mine\n"
+    manifest = read_manifest(out)
+    assert (manifest["shards"], manifest["samples"], manifest["removed_stale"]) == (2, 4, 1)
+    held = [s.key for t in list_shards(out) if t.name != "shard-00003.tar"
+            for s in read_shard(t)]
+    assert len(held) == manifest["samples"] == 4
+    assert "1 older shard(s) of an earlier build removed" in " ".join(said.split())
+

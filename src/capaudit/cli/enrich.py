@@ -46,8 +46,9 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                                on_shard=lambda s: bar.advance(task))
     console.print(f"{summary['samples']} images in {summary['shards']} shards at {out} "
                   f"({summary['written']} written, {summary['skipped_done']} already done); "
-                  f"{summary['unmatched_images']} images had no caption in '{captions}'",
-                  markup=False)
+                  f"{summary['unmatched_images']} images had no caption in '{captions}'"
+                  + (f"; {summary['removed_stale']} older shard(s) of an earlier build removed"
+                     if summary["removed_stale"] else ""), markup=False)
 
 
 def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsfusion"),

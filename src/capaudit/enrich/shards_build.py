@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,8 @@ class BuildStep(Step):
     def merge(self, tasks: list[BuildTask], results: list[dict[int, dict]]) -> dict:
         summary = {"shards": len(self.names), "written": len(tasks),
                    "skipped_done": len(self.names) - len(tasks), "samples": len(self.paired),
-                   "unmatched_images": self.unmatched, "config_hash": self.key}
+                   "unmatched_images": self.unmatched, "config_hash": self.key,
+                   "removed_stale": len(_remove_stale(self.out_dir, len(self.names)))}
         write_whole(self.out_dir / "manifest.json", json.dumps(
             {"captions_set": self.set_name, "shard_size": self.shard_size, **summary},
             sort_keys=True, indent=1).encode())
@@ -128,9 +130,7 @@ def _refuse_foreign(out_dir: Path, tasks: list[BuildTask]) -> None:
     hold exactly the samples this shard is to hold. A ``manifest.json`` must be a build's."""
     taken = []
     for task in tasks:
-        marker = read_marker(out_dir, task.name)
-        ours = isinstance(marker, dict) and marker.get("shard") == task.name \
-            and isinstance(marker.get("config_hash"), str)
+        ours = _ours(read_marker(out_dir, task.name), task.name)
         keys = [_key(p, iid) for p, iid, *_ in task.images]
         stem = task.name[:-len(".tar")]
         for name, held in ((task.name, _tar_keys), (stem + ".parquet", _index_keys),
@@ -152,6 +152,31 @@ def _refuse_foreign(out_dir: Path, tasks: list[BuildTask]) -> None:
                          f"write ({len(taken)} such file(s)); nothing was written",
                          path=out_dir / taken[0],
                          fix="choose a new --out folder, or move those files away")
+
+
+def _ours(marker, name: str) -> bool:
+    """Whether a marker is one ``shards build`` wrote for shard ``name``."""
+    return isinstance(marker, dict) and marker.get("shard") == name \
+        and isinstance(marker.get("config_hash"), str)
+
+
+def _remove_stale(out_dir: Path, count: int) -> list[str]:
+    """Remove the shards of an earlier, larger build beyond this build's ``count`` (a reader
+    of the folder would take their samples for this build's): only ``shard-NNNNN`` files
+    whose marker of ours names them, the marker last (a build stopped here finds it again);
+    a tar or index with no marker of ours is the user's and stays. Returns the shards removed."""
+    removed = []
+    for marker_file in sorted(out_dir.glob("shard-*" + MARKER_SUFFIX)):
+        stem = marker_file.name[:-len(MARKER_SUFFIX)]
+        found = re.fullmatch(r"shard-(\d{5,})", stem)
+        if not found or int(found.group(1)) < count or marker_file.is_symlink() or \
+                not _ours(read_marker(out_dir, stem + ".tar"), stem + ".tar"):
+            continue
+        for path in (out_dir / (stem + ".tar"), out_dir / (stem + ".parquet"), marker_file):
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+        removed.append(stem + ".tar")
+    return removed
 
 
 def _key(path: str, iid) -> str:
