@@ -137,8 +137,10 @@ def test_hf_caption_column_holding_a_list_gives_one_caption_each(store, tmp_path
 def test_shards_built_from_a_coco2014_set_keep_its_namespace(store, tmp_path, capsys):
     images = tmp_path / "val2014"
     images.mkdir()
-    for iid in (11340, 391895):      # the images named as COCO ships them
-        (images / f"COCO_val2014_{iid:012d}.jpg").write_bytes(b"\xff\xd8\xff\xe0 not decoded")
+    from PIL import Image
+
+    for iid in (11340, 391895):      # the images named as COCO ships them (shards build
+        Image.new("RGB", (8, 8)).save(images / f"COCO_val2014_{iid:012d}.jpg")  # checks them)
     caps = tmp_path / "captions.jsonl"
     caps.write_text("".join(json.dumps({"image": f"COCO_val2014_{iid:012d}.jpg",
                                         "caption": f"A dog on a couch {iid}."}) + "\n"

@@ -325,3 +325,15 @@ def test_shards_build_removes_its_own_shards_beyond_a_smaller_rebuild(built, tmp
     assert len(held) == manifest["samples"] == 4
     assert "1 older shard(s) of an earlier build removed" in " ".join(said.split())
 
+
+def test_shards_build_names_an_image_that_is_no_image(built, tmp_path):
+    """The 3rd of the 6 images (shard 1) holds bytes that are no JPEG: it was packed as it
+    was; now its shard fails in one line naming it, and nothing of it is written."""
+    img = sorted((tmp_path / "img").iterdir())[2]
+    img.write_bytes(b"not a jpeg at all")
+    out = tmp_path / "out"
+    code, err = built(out)
+    line = _one_line(err)
+    assert code == 2 and f"{img}: not an image that can be read" in line
+    assert "replace or remove this file" in line
+    assert not (out / "shard-00001.tar").exists() and not (out / "manifest.json").exists()

@@ -10,6 +10,7 @@ and captions is kept, so a killed build resumes.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -40,9 +41,9 @@ class BuildTask:
 
 def build_shard(task: BuildTask) -> dict:
     """Write one shard (its images read one at a time); a file that cannot be read or
-    written fails it in one line."""
+    written, or an image that is no image, fails it in one line."""
     samples = (Sample(key=_key(p, iid), image_id=iid,
-                      image=Path(p).read_bytes(), image_ext=Path(p).suffix.lower().lstrip("."),
+                      image=_image_bytes(p), image_ext=Path(p).suffix.lower().lstrip("."),
                       captions=list(caps),
                       meta={"file_name": Path(p).name, **({"namespace": ns} if ns else {})})
                for p, iid, caps, ns in task.images)
@@ -53,7 +54,25 @@ def build_shard(task: BuildTask) -> dict:
         return {"shard": task.name, "status": "failed", "error": str(InputError(
             f"cannot read or write this file ({exc.strerror or exc})", path=exc.filename,
             fix="an image must be readable and --out writable"))}
+    except InputError as exc:
+        return {"shard": task.name, "status": "failed", "error": str(exc)}
     return {"shard": task.name, "status": "done", **counts}
+
+
+def _image_bytes(path: str) -> bytes:
+    """The image's bytes, once PIL has recognised them as an image (its header parsed and
+    ``verify`` passed, nothing decoded): a file of other bytes under an image's name would
+    reach every reader of the shard (detect, enrich, the judge) as a broken sample."""
+    from PIL import Image, UnidentifiedImageError
+
+    data = Path(path).read_bytes()
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"not an image that can be read ({exc})", path=path,
+                         fix="replace or remove this file from --images") from None
+    return data
 
 
 def _identity(chunk: list) -> dict:
