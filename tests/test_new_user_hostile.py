@@ -174,8 +174,12 @@ def _csv_shard(shared, tmp_path, tail: bytes) -> Path:
     (b'139,"' + b"x" * 3_000_000 + b'"\n', "row 27: malformed CSV (field larger than field "
                                            "limit (2097152))"),
     (b'139,"a dog",extra,more\n', "row 27: 4 fields where the header has 2"),
-], ids=["latin-1", "3MB-field", "ragged"])
+    (b'139,"never closed\n', "row 27: malformed CSV (a quote this record opens is never "
+                              "closed)"),
+], ids=["latin-1", "3MB-field", "ragged", "unclosed-last"])
 def test_csv_shard_that_cannot_be_read_names_its_row(shared, tmp_path, capsys, tail, said):
+    """unclosed-last: --shards read 'never closed\\n' (Python csv, not strict); sets add
+    stored '"never closed' and, sniffing no quoting, every other caption with its quotes."""
     path = _csv_shard(shared, tmp_path, tail)
     db = str(tmp_path / "s.duckdb")
     code, err = _cli(capsys, "filter", "run", "--shards", str(path), "--filter",
@@ -184,6 +188,30 @@ def test_csv_shard_that_cannot_be_read_names_its_row(shared, tmp_path, capsys, t
     assert code == 2 and f"{path}, {said}" in _one_line(err)
     code, err = _cli(capsys, "sets", "add", "s", str(path), "--db", db)
     assert code == 2 and f"{path}, {said}" in _one_line(err)   # the same words as sets add
+
+
+def test_csv_whose_only_quote_is_never_closed_is_refused_on_both_paths(shared, tmp_path,
+                                                                     capsys):
+    """val2017's first 5 images' 25 captions unquoted (commas dropped), then
+    ``139,"never closed`` at the end: DuckDB's sniffer chose no quoting and sets add stored
+    '"never closed'; --shards read 'never closed\\n'. Both now refuse it at row 27."""
+    ids, caps = _val2017(shared, 5)
+    path = tmp_path / "in" / "part.csv"
+    path.parent.mkdir()
+    path.write_text("image_id,caption\n" + "".join(f"{i},{c.replace(',', '')}\n" for i in ids
+                                                    for c in caps[i]) + '139,"never closed\n')
+    db = str(tmp_path / "s.duckdb")
+    said = f"{path}, row 27: malformed CSV (a quote this record opens is never closed)"
+    code, err = _cli(capsys, "sets", "add", "s", str(path), "--db", db)
+    assert code == 2 and said in _one_line(err)
+    code, err = _cli(capsys, "filter", "run", "--shards", str(path), "--filter",
+                     "gender-neutral", "--when", "always", "--out", str(tmp_path / "out"),
+                     "--db", db)
+    assert code == 2 and said in _one_line(err)
+    from capaudit.store import Store
+
+    with Store(db) as store:
+        assert store.find_set("s") is None
 
 
 def test_csv_shard_reads_the_long_caption_sets_add_stores(shared, tmp_path, capsys):

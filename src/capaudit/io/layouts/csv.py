@@ -54,12 +54,33 @@ def raw_records(lines: Iterable[str], delim: str) -> Iterator[tuple[int, str, li
             raw.append(line)
             yield line
     reader = csv.reader(kept(lines), delimiter=delim)
-    start = 1
-    for fields in reader:
-        text = "".join(raw)
-        raw.clear()
-        yield start, text, fields
-        start = reader.line_num + 1
+    start, held = 1, None   # the last record is held back until it is known to be closed
+    try:
+        for fields in reader:
+            if held:
+                yield held
+            held = (start, "".join(raw), fields)
+            raw.clear()
+            start = reader.line_num + 1
+    except csv.Error:
+        if held:          # the record before the bad one is read: the error names the next
+            yield held
+        raise
+    if held:
+        _closed(held[1], delim)
+        yield held
+
+
+def _closed(text: str, delim: str) -> None:
+    """Raise where the file's last record opens a quote it never closes: Python's csv reads
+    it to the end of the file as one field, DuckDB keeps the quote as text (and, sniffing
+    no quoting, every quote of the file), so the two paths would read another caption."""
+    try:
+        for _ in csv.reader(io.StringIO(text), delimiter=delim, strict=True):
+            pass
+    except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            raise csv.Error("a quote this record opens is never closed") from None
 
 
 def records(path: Path) -> Iterator[tuple[int, list[str]]]:

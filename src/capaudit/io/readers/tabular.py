@@ -257,6 +257,13 @@ class JsonlReader(_DuckReader):
         return index + 1 if compressed(path) else jsonl_record_row(path, index)
 
 
+def _quote(delim: str) -> str:
+    """A .csv's quote is ``"`` (RFC 4180, as the ``--shards`` reader reads it): left to
+    DuckDB's sniffer, a file whose last record opens a quote it never closes was read with
+    no quoting, every caption's quotes kept as text. A .tsv is left to the sniffer."""
+    return ", quote='\"'" if delim == "," else ""
+
+
 class CsvReader(_DuckReader):
     name = "csv"
 
@@ -266,12 +273,13 @@ class CsvReader(_DuckReader):
 
     def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
         delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
-        return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}')"
+        return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}'" \
+               f"{_quote(delim)})"
 
     def where_source(self, path: Path) -> str:
         """Typed as DuckDB sniffs them: ``question_id < 10`` compares numbers."""
         delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
-        return f"read_csv({_q(path)}, header={header}, delim='{delim}')"
+        return f"read_csv({_q(path)}, header={header}, delim='{delim}'{_quote(delim)})"
 
     def record_row(self, path: Path, index: int) -> int:
         """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
