@@ -365,3 +365,28 @@ def test_shards_build_names_an_image_that_is_no_image(built, tmp_path):
     assert code == 2 and f"{img}: not an image that can be read" in line
     assert "replace or remove this file" in line
     assert not (out / "shard-00001.tar").exists() and not (out / "manifest.json").exists()
+
+
+def test_ray_address_where_nothing_listens_is_one_line(built, tmp_path, monkeypatch):
+    """``--executor ray --address 127.0.0.1:1``: Ray retried its GCS connection for minutes
+    (about 35 s an attempt, 20 attempts), printing its own warnings and no capaudit line.
+    Now the address is probed first (a closed port refuses at once): one line naming the
+    address and the fix, exit 2, and Ray is never started."""
+    ray = pytest.importorskip("ray")
+
+    def never(*a, **k):
+        raise AssertionError("ray.init was called")
+    monkeypatch.setattr(ray, "init", never)
+    from capaudit.cli.main import main as cli_main
+
+    out = tmp_path / "out"
+    code = cli_main(["shards", "build", "--images", str(tmp_path / "img"), "--captions", "v",
+                     "--out", str(out), "--shard-size", "2", "--db", str(tmp_path / "s.duckdb"),
+                     "--executor", "ray", "--address", "127.0.0.1:1"])
+    assert code == 2 and not (out / "manifest.json").exists()
+    from capaudit.errors import InputError
+    from capaudit.executors.ray import RayExecutor
+
+    with pytest.raises(InputError, match=r"no Ray cluster answers at --address 127\.0\.0\.1:1 "
+                                         r"\(nothing listens there: .*refused"):
+        RayExecutor(2, "127.0.0.1:1")

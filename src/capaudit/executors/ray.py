@@ -48,6 +48,8 @@ class RayExecutor:
             kwargs = {"address": address} if address else {"num_cpus": self.workers}
             import logging
 
+            if address:
+                _probe(address)
             held = _sigterm_handler()
             try:   # Ray's own INFO lines ("Connecting to existing Ray cluster...") not shown
                 self.ray.init(include_dashboard=False, log_to_driver=False,
@@ -114,6 +116,35 @@ class RayExecutor:
         if self._started and self.ray.is_initialized():
             self.ray.shutdown()
             self._started = False
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse, within ``timeout_s``, an ``--address host:port`` where nothing accepts a
+    connection: Ray itself retries its GCS for minutes (about 35 s an attempt, 20 attempts)
+    printing only its own warnings. Ray reaches a loopback address at this node's IP, so
+    that one is tried too; ``auto``, ``local`` and names without a port are left to Ray."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    hosts = [host.strip("[]")]
+    with contextlib.suppress(Exception):
+        from ray._private.services import resolve_ip_for_localhost
+
+        hosts.append(resolve_ip_for_localhost(hosts[0]))
+    reason = ""
+    for name in dict.fromkeys(hosts):
+        try:
+            socket.create_connection((name, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            reason = reason or (exc.strerror or type(exc).__name__)
+    from capaudit.errors import InputError
+
+    raise InputError(f"no Ray cluster answers at --address {address} (nothing listens "
+                     f"there: {reason})", fix="start one (ray start --head), pass the "
+                     "address it prints, or drop --address for a local cluster")
 
 
 def _lean(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
