@@ -158,3 +158,34 @@ def test_a_local_folder_on_several_nodes_is_refused_before_anything_is_written(t
     with pytest.raises(InputError, match="2 nodes"):
         run_step(_Resumable([1], tmp_path / "w", shared), cluster)
     assert _Cluster.starts == 1 and not (tmp_path / "w").exists()
+
+
+class _TwoWorkers:
+    """Two local workers, in process: the order tasks are handed over is kept, and results
+    come back in the reverse order (as unordered as a pool may give them)."""
+
+    workers = 2
+
+    def __init__(self):
+        self.handed: list = []
+
+    def map_unordered(self, fn, tasks):
+        self.handed = [t["rel"] for t in tasks]
+        yield from reversed([(t, fn(t)) for t in tasks])
+
+
+def test_several_workers_take_the_largest_shards_first_and_results_keep_their_places():
+    """Shards of 1, 3, None (unknown), 3 and 9 bytes: handed over 9, 3, 3 (ties in their
+    order), 1, then the unknown; each summary is still found at its task's place, and one
+    worker takes them in their order."""
+    from capaudit.runner.run import run_pass
+
+    todo = [{"rel": r, "size": n} for r, n in (("a", 1), ("b", 3), ("c", None), ("d", 3),
+                                               ("e", 9))]
+    ex = _TwoWorkers()
+    got = run_pass(ex, lambda t: {"shard": t["rel"]}, todo, RunOptions())
+    assert ex.handed == ["e", "b", "d", "a", "c"]
+    assert {i: s["shard"] for i, s in got.items()} == {0: "a", 1: "b", 2: "c", 3: "d", 4: "e"}
+    ex.workers = 1
+    run_pass(ex, lambda t: {"shard": t["rel"]}, todo, RunOptions())
+    assert ex.handed == ["a", "b", "c", "d", "e"]

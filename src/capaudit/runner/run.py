@@ -18,7 +18,7 @@ from typing import Any, Callable
 from capaudit.errors import InputError
 from capaudit.runner.step import RunOptions, Step, worker_budget
 
-__all__ = ["run_step", "run_pass", "shard_failed"]
+__all__ = ["run_step", "run_pass", "largest_first", "shard_failed"]
 
 
 def run_step(step: Step, opts: RunOptions) -> Any:
@@ -59,16 +59,29 @@ def run_step(step: Step, opts: RunOptions) -> Any:
 
 def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions) -> dict[int, dict]:
     """``fn`` over ``todo``: the summaries by the task's place in ``todo``, each told to
-    ``on_shard`` as it completes."""
+    ``on_shard`` as it completes. Several local workers are handed the largest shards first
+    (:func:`largest_first`); the summaries keep their places, so the merge is the same."""
     place = {id(t): i for i, t in enumerate(todo)}
     done: dict[int, dict] = {}
-    for task, summary in ex.map_unordered(fn, todo):
+    order = largest_first(todo) if getattr(ex, "workers", 1) > 1 else todo
+    for task, summary in ex.map_unordered(fn, order):
         done[place[id(task)]] = summary
         if opts.on_shard:
             opts.on_shard(summary)
         if summary.get("status") == "failed" and (summary.get("fatal") or not opts.skip_bad):
             raise shard_failed(summary)
     return done
+
+
+def largest_first(todo: list) -> list:
+    """The tasks by their shard's bytes (a task's ``size``), largest first, ties and tasks of
+    unknown size in their order: workers take the next task as they finish one, so a large
+    shard taken last left one worker computing alone at the end (longest processing time
+    first: the last tasks taken are the short ones)."""
+    def size(task) -> int:
+        n = task.get("size") if isinstance(task, dict) else getattr(task, "size", None)
+        return n if isinstance(n, int) else 0
+    return sorted(todo, key=lambda t: -size(t))
 
 
 def shard_failed(summary: dict) -> InputError:
