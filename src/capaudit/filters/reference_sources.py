@@ -17,7 +17,7 @@ from pathlib import Path
 from capaudit.errors import InputError
 
 __all__ = ["load_references", "references_from_file", "references_from_set",
-           "references_from_column", "reference_texts"]
+           "references_from_column", "reference_texts", "unjoined"]
 
 ID_FIELDS = ("image_id", "id", "image", "key")
 
@@ -95,14 +95,19 @@ def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
     return refs
 
 
+def unjoined(n_ids: int, whose: str, refs: dict, path) -> InputError:
+    """The one line of references that name none of the ``n_ids`` image ids of ``whose``
+    (a set, or a run's shards): else the run judged with no reference at all while saying
+    that references chose its object mode."""
+    return InputError(f"the references name none of the {n_ids:,} image ids of {whose} "
+                      f"(theirs are e.g. {min(refs)})", path=path,
+                      fix="pass references of the same images, joined by image id")
+
+
 def _refuse_unjoined(store, set_name: str, refs: dict, path) -> None:
-    """References that name none of the set's images are one line: else the run judged
-    with no reference at all while saying that references chose its object mode."""
     ids = store.captions(set_name, "image_id").column("image_id").drop_null().unique()
     if not any(i in refs for i in ids.to_pylist()):
-        raise InputError(f"the references name none of the {len(ids):,} image ids of set "
-                         f"'{set_name}' (theirs are e.g. {min(refs)})", path=path,
-                         fix="pass references of the set's own images, joined by image id")
+        raise unjoined(len(ids), f"set '{set_name}'", refs, path)
 
 
 def load_references(references, reference_col, context) -> tuple[dict[int, list[str]], str]:
