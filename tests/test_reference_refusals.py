@@ -5,6 +5,7 @@ anything is written or loaded (real val2017 captions; expectations derived by ha
   the run judged with no reference at all (the set path refused it already);
 - ``--evidence references`` covering too few images: the refusal came only after the
   vocabulary's MiniLM cosines were loaded (minutes on a cold cache);
+- ``--reference-col caption``: each caption was its own reference, so every sentence was kept.
 """
 
 from __future__ import annotations
@@ -94,3 +95,30 @@ def test_references_coverage_refused_before_the_model_loads(val2017, tmp_path, c
                          "reference-caption annotations" in _one_line(err)
     assert asked == []
 
+
+SELF = "reference column 'caption' is the caption column: each caption would support itself"
+
+
+def test_caption_column_as_its_own_reference(val2017, tmp_path, capsys):
+    """``--reference-col caption``: refused on the set path and the --shards path; the
+    ``references`` field, the other captions, still runs."""
+    ids, caps, gt = val2017
+    db = str(tmp_path / "s.duckdb")
+    assert _cli(capsys, "sets", "add", "hyp", str(tmp_path / "in" / "hyp.jsonl"), "--db",
+                db)[0] == 0
+    common = ("--filter", "hallucination", "--action", "flag", "--chair-gt", gt, "--db", db)
+    out = tmp_path / "out"
+    for args in (("hyp", "--out", "hyp_f"), ("--shards", str(tmp_path / "in"), "--out",
+                                              str(out))):
+        code, err = _cli(capsys, "filter", "run", *args, *common, "--reference-col", "caption")
+        assert code == 2 and "Traceback" not in err
+        line = _one_line(err)
+        assert SELF in line and "a reference column other than the caption's" in line
+    assert not out.exists() or not any(p.is_file() for p in out.rglob("*"))
+    from capaudit.store import Store
+
+    with Store(db) as store:
+        assert store.find_set("hyp_f") is None
+    code, err = _cli(capsys, "filter", "run", "hyp", "--out", "hyp_f", *common,
+                     "--reference-col", "references")
+    assert code == 0, err

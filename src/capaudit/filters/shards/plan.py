@@ -79,7 +79,9 @@ def run_key(filter_name: str, version: str, options: dict, evidence: dict, reade
           "namespace": evidence.get("namespace"),
           **({"references": evidence["references_sha256"]}   # the images they name counted
              if evidence.get("references_sha256") else {})}
-    ids = config_hash({"evidence": ev, "reader": reader, "format": fmt, "capaudit": __version__})
+    col = {"reference_col": options["reference_col"]} if options.get("reference_col") else {}
+    ids = config_hash({"evidence": ev, "reader": reader, "format": fmt, "capaudit": __version__,
+                       **col})   # the coverage pass refuses the caption's own column
     cfg = config_hash({"filter": filter_name, "version": version, "options": options,
                        "evidence": {**ev, "source": evidence["source"]}, "reader": reader,
                        "format": fmt, "capaudit": __version__})
