@@ -203,6 +203,14 @@ def test_local_transformers_judge_goes_through_the_backend_registry(tmp_path):
     assert f.calls == {"judge": 3, "revise": 0, "errors": 0}
     from capaudit.errors import InputError
 
-    with pytest.raises(InputError, match="text-only"):  # refused before any call
+    with pytest.raises(InputError, match="text-only") as critique:  # before any call
         CritiqueReviseFilter(judge_backend="transformers", judge_model=str(folder),
                              images=str(tmp_path)).setup(None)
+    from capaudit.filters.hallucination import HallucinationFilter
+    from capaudit.filters.undecided_judge import undecided_judge
+
+    with pytest.raises(InputError) as undecided:   # hallucination's judge: the same line
+        undecided_judge(HallucinationFilter(judge="undecided", judge_backend="transformers",
+                                            judge_model=str(folder),
+                                            images=str(tmp_path)).options)
+    assert str(undecided.value) == str(critique.value)

@@ -125,10 +125,9 @@ class CritiqueReviseFilter(Filter):
         if o["images"] and not Path(o["images"]).is_dir():  # else every image is "not attached"
             raise InputError(f"--images {o['images']}: no such folder",
                              fix="give the folder that holds the set's image files")
-        if o["images"] and not getattr(self.scorer.backend, "accepts_images", True):
-            raise InputError(f"the {o['judge_backend']} judge is text-only and cannot see --images",
-                             fix="drop --images (judge against --evidence), or use "
-                                 "--judge-backend openai with a VLM server")
+        from capaudit.judge.evidence import refuse_text_only
+
+        refuse_text_only(self.scorer.backend, o["images"], o["judge_backend"])
         self.prompts = {"revise": load_prompt("revise", o["prompt_dir"])}
         kind = given_kind(o)
         if kind:

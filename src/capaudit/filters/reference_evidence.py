@@ -23,6 +23,7 @@ the categories it can name (COCO's 80); any other object of an image without ref
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 
 from capaudit.errors import InputError
@@ -87,15 +88,21 @@ class WithReferences(Mapping):
 
     def __init__(self, base, base_names: set[str], refs: dict, mode: str, threshold: float,
                  attributes: bool = True):
-        from capaudit.filters.vocab_similarity import neighbours
-
         self.attributes = attributes   # check counts and colours against the references
         self.base, self.base_names, self.refs, self.mode = base, frozenset(base_names), refs, mode
-        self.near = neighbours(mode, threshold) if threshold <= 1.0 else {}
+        self.threshold = threshold
         self._keys = set(refs) | (set(base.keys()) if base is not None else set())
         # the backdrop (sky, walls ...): references' silence does not count against it
         self.backdrop = (BACKDROP if mode == VISUAL_MODE else frozenset()) - self.base_names
         self._cache: dict = {}
+
+    @cached_property
+    def near(self) -> dict:
+        """The vocabulary's similar categories, read at the first image's support: the
+        coverage guard (keys only) refuses before the MiniLM cosines load (cold: minutes)."""
+        from capaudit.filters.vocab_similarity import neighbours
+
+        return neighbours(self.mode, self.threshold) if self.threshold <= 1.0 else {}
 
     def __getitem__(self, iid) -> Support:
         hit = self._cache.get(iid)

@@ -17,7 +17,7 @@ from pathlib import Path
 from capaudit.errors import InputError
 
 __all__ = ["load_references", "references_from_file", "references_from_set",
-           "references_from_column", "reference_texts"]
+           "references_from_column", "reference_texts", "unjoined", "refuse_self_reference"]
 
 ID_FIELDS = ("image_id", "id", "image", "key")
 
@@ -28,6 +28,22 @@ def reference_texts(value) -> list[str]:
     items) give none. The one reading of the set run's column and the shards' records."""
     texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     return [t for t in texts if isinstance(t, str) and t.strip()]
+
+
+def refuse_self_reference(column: str, caption_col: str | None, has, path, row=None) -> None:
+    """A reference column that is the caption's own (``caption_col``, else the first
+    caption field the record ``has``, as the readers pick it) is one line: each caption
+    would support itself, every sentence kept."""
+    from capaudit.io.layouts.parquet import CAPTION_COLUMNS
+    from capaudit.io.readers.columns import CAPTION_CANDIDATES
+
+    names = (caption_col,) if caption_col else tuple(dict.fromkeys(CAPTION_CANDIDATES +
+                                                                   CAPTION_COLUMNS))
+    if column in names and column == next((c for c in names if has(c)), None):
+        raise InputError(f"reference column '{column}' is the caption column: each caption "
+                         "would support itself", path=path, row=row,
+                         fix="name a reference column other than the caption's with "
+                             "--reference-col, or pass --references FILE")
 
 
 def _add(refs: dict, iid, text) -> None:
@@ -72,8 +88,10 @@ def _records(path: Path):
     yield from enumerate(doc, start=1)
 
 
-def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
-    """Field ``column`` of each record (a string or a list of strings), by the record's id."""
+def references_from_column(path: Path, column: str,
+                           caption_col: str | None = None) -> dict[int, list[str]]:
+    """Field ``column`` of each record (a string or a list of strings), by the record's id
+    (never the record's caption field, ``caption_col`` or the one the reader picked)."""
     from capaudit.io.imageids import parse_image_id
 
     refs: dict[int, list[str]] = {}
@@ -81,6 +99,7 @@ def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
     for row, rec in _records(path):
         if not isinstance(rec, dict):
             continue
+        refuse_self_reference(column, caption_col, lambda c: rec.get(c) is not None, path, row)
         value = rec.get(column)
         seen = seen or column in rec
         raw = next((rec[k] for k in ID_FIELDS if rec.get(k) is not None), None)
@@ -95,14 +114,19 @@ def references_from_column(path: Path, column: str) -> dict[int, list[str]]:
     return refs
 
 
+def unjoined(n_ids: int, whose: str, refs: dict, path) -> InputError:
+    """The one line of references that name none of the ``n_ids`` image ids of ``whose``
+    (a set, or a run's shards): else the run judged with no reference at all while saying
+    that references chose its object mode."""
+    return InputError(f"the references name none of the {n_ids:,} image ids of {whose} "
+                      f"(theirs are e.g. {min(refs)})", path=path,
+                      fix="pass references of the same images, joined by image id")
+
+
 def _refuse_unjoined(store, set_name: str, refs: dict, path) -> None:
-    """References that name none of the set's images are one line: else the run judged
-    with no reference at all while saying that references chose its object mode."""
     ids = store.captions(set_name, "image_id").column("image_id").drop_null().unique()
     if not any(i in refs for i in ids.to_pylist()):
-        raise InputError(f"the references name none of the {len(ids):,} image ids of set "
-                         f"'{set_name}' (theirs are e.g. {min(refs)})", path=path,
-                         fix="pass references of the set's own images, joined by image id")
+        raise unjoined(len(ids), f"set '{set_name}'", refs, path)
 
 
 def load_references(references, reference_col, context) -> tuple[dict[int, list[str]], str]:
@@ -118,7 +142,8 @@ def load_references(references, reference_col, context) -> tuple[dict[int, list[
             raise InputError(f"--reference-col {reference_col} reads the set's source file, "
                              "which is not at hand", path=src,
                              fix="pass the references as --references FILE")
-        for iid, texts in references_from_column(Path(src), reference_col).items():
+        for iid, texts in references_from_column(Path(src), reference_col,
+                                                 info.options.get("caption_col")).items():
             refs.setdefault(iid, []).extend(texts)
         where.append(f"column:{reference_col}")
     if references:

@@ -72,20 +72,17 @@ class UndecidedJudge:
 
         self.scope, self.images = options["judge"], options.get("images")
         self.judge = Judge(_judge_config(options))   # a missing model or extra fails now
-        if self.images and not getattr(self.judge.backend, "accepts_images", True):
-            raise InputError(f"the {options['judge_backend']} judge is text-only and cannot "
-                             "see --images", fix="drop --images, or use --judge-backend "
-                                                 "openai with a VLM server")
+        from capaudit.judge.evidence import refuse_text_only
+
+        refuse_text_only(self.judge.backend, self.images, options["judge_backend"])
         self.counts: Counter = Counter()
 
     def anew(self) -> "UndecidedJudge":
         """The same judge with its counts, time and caps starting again (a sharded run's
         next shard: its report is the shard's), its backend kept: a local model loads once
         per worker, not once per shard."""
-        from capaudit.judge.config import JudgeStats
-
         self.counts = Counter()
-        self.judge.stats, self.judge._t0 = JudgeStats(), None
+        self.judge.restart()
         return self
 
     def candidates(self, results, scored) -> list[tuple]:

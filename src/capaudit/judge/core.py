@@ -65,6 +65,11 @@ class Judge:
         if not cfg.dry_run:
             self.backend  # build now: a missing model or extra fails before any work
 
+    def restart(self) -> None:
+        """Counts and wall time from zero (a sharded run's next shard: its report is the
+        shard's); the backend, a loaded model, is kept."""
+        self.stats, self._t0 = JudgeStats(), None
+
     # -- plumbing --------------------------------------------------------------
     @property
     def backend(self):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from capaudit.errors import InputError
 
-__all__ = ["Captions", "load_captions", "Evidence", "build_evidence", "reference_evidence"]
+__all__ = ["Captions", "load_captions", "Evidence", "build_evidence", "reference_evidence",
+           "refuse_text_only"]
 
 
 @dataclass
@@ -133,3 +134,12 @@ def build_evidence(store, judge_cfg, image_ids: list, *, images: str | None = No
                          f"image id {first}", path=images or shards,
                          fix="put the images there (COCO file names or <id>.jpg)")
     return Evidence(kind, images=found, references=refs)
+
+
+def refuse_text_only(backend, images, name: str) -> None:
+    """``--images`` for a text-only judge backend (``name``): one line before any call (else
+    every sentence is judged without its image). The filters' one refusal of it."""
+    if images and not getattr(backend, "accepts_images", True):
+        raise InputError(f"the {name} judge is text-only and cannot see --images",
+                         fix="drop --images (judge against the evidence), or use "
+                             "--judge-backend openai with a VLM server")

@@ -19,13 +19,15 @@ captions lie in two shards counts once per shard (shards partition the images).
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 from capaudit.errors import InputError
 from capaudit.core.storage import paths
 from capaudit.core.storage.urls import shown_url
 from capaudit.io import shard_files as files
 
-__all__ = ["coverage_shard", "counted_shard", "read_shard", "check_coverage", "LABEL"]
+__all__ = ["coverage_shard", "counted_shard", "read_shard", "check_coverage", "LABEL",
+           "reference_ids"]
 
 LABEL = {"chair-gt": "chair_gt", "instances": "instances", "detector": "detector"}
 
@@ -49,6 +51,8 @@ def read_shard(task: dict, visit) -> str | None:
 
 def _count(task: dict) -> tuple[dict, str | None]:
     """Read the shard once: its images, those the evidence covers, its sha256."""
+    from capaudit.filters.reference_sources import refuse_self_reference
+    from capaudit.filters.shards.record_references import record_value
     from capaudit.filters.shards.task import worker_evidence
     from capaudit.filters.stream import DistinctIds
     from capaudit.io.imageids import compatible, infer_namespace
@@ -56,9 +60,16 @@ def _count(task: dict) -> tuple[dict, str | None]:
     evidence = worker_evidence(task["evidence"])
     ann_ns = task["evidence"].get("namespace")
     ids, covered, namespaces, n = DistinctIds(), DistinctIds(), set(), {"no_id": 0, "hidden": 0}
+    col = task["options"].get("reference_col")
+    refs, joined = reference_ids(task["options"].get("references"),
+                                  task["evidence"].get("references_sha256")), DistinctIds()
 
     def visit(records) -> None:
         for rec in records:
+            if col:   # before any shard is written
+                refuse_self_reference(col, task["reader"].get("caption_col"),
+                                      lambda c: record_value(rec, c) is not None,
+                                      shown_url(task["path"]))
             for p in rec.places:
                 if p.image_id is None:
                     n["no_id"] += 1
@@ -67,6 +78,8 @@ def _count(task: dict) -> tuple[dict, str | None]:
                     else infer_namespace(p.image_key)
                 namespaces.add(ns)
                 ids.add(p.image_id)
+                if p.image_id in refs:
+                    joined.add(p.image_id)
                 if not compatible(ns, ann_ns):   # task.foreign_namespace, ns read once
                     n["hidden"] += 1
                 elif p.image_id in evidence:
@@ -76,7 +89,21 @@ def _count(task: dict) -> tuple[dict, str | None]:
     n_ids = len(ids)
     return {"n_images": n_ids + n["no_id"], "n_with_ids": n_ids,
             "covered": {LABEL[task["evidence"]["kind"]]: len(covered)},
-            "namespaces": sorted(namespaces, key=str), "hidden_captions": n["hidden"]}, sha
+            "namespaces": sorted(namespaces, key=str), "hidden_captions": n["hidden"],
+            "references_joined": len(joined)}, sha
+
+
+@lru_cache(maxsize=1)
+def reference_ids(path: str | None, sha256: str | None) -> frozenset:
+    """The image ids of the ``--references`` file (none without one), read once a process
+    per content (``sha256``): the driver holds the shards to naming at least one of them."""
+    if not path:
+        return frozenset()
+    from pathlib import Path
+
+    from capaudit.filters.reference_sources import references_from_file
+
+    return frozenset(references_from_file(Path(path)))
 
 
 def coverage_shard(task: dict) -> dict:

@@ -48,8 +48,6 @@ def build(task: dict):
 
 def begin(filt) -> None:
     """The calls and the judge's counts of this shard alone (the backend stays up)."""
-    from capaudit.judge.config import JudgeStats
-
     filt.calls = dict.fromkeys(filt.calls, 0)
-    filt.scorer.stats, filt.scorer._t0 = JudgeStats(), None
+    filt.scorer.restart()
     filt.report = {"calls": dict(filt.calls), "judge": filt.scorer.summary()}

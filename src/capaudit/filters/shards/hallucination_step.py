@@ -32,12 +32,25 @@ class Driver(_Base):
         from capaudit.filters.shards.evidence_file import run_evidence
 
         self.evidence = run_evidence(store, self.kind, self.opts, root)
+        refs = self.worker_options()["references"]
+        if refs:   # the coverage pass counts the images they name: its markers keyed by them
+            from capaudit.io.annotation_store import source_sha256
+
+            self.evidence["references_sha256"] = source_sha256(None, refs)
         return self.evidence
 
     def after_first(self, run_name: str, parts: list[dict], root: str):
         from capaudit.filters.shards.coverage import check_coverage
 
-        ev = self.evidence
+        ev, refs = self.evidence, self.worker_options()["references"]
+        joined = [p.get("references_joined") for p in parts]
+        if refs and parts and None not in joined and not sum(joined):
+            from capaudit.filters.shards.coverage import reference_ids
+            from capaudit.filters.reference_sources import unjoined
+
+            raise unjoined(sum(p["n_with_ids"] for p in parts), "the shards",
+                           dict.fromkeys(reference_ids(refs, ev.get("references_sha256"))),
+                           refs)
         cov = check_coverage(run_name, parts, self.kind, ev["namespace"],
                              float(self.opts["min_coverage"]), bool(self.opts["allow_partial"]))
         return cov, {}, []

@@ -76,8 +76,12 @@ def run_key(filter_name: str, version: str, options: dict, evidence: dict, reade
     from capaudit.io.markers import config_hash
 
     ev = {"kind": evidence["kind"], "sha256": evidence["sha256"],
-          "namespace": evidence.get("namespace")}
-    ids = config_hash({"evidence": ev, "reader": reader, "format": fmt, "capaudit": __version__})
+          "namespace": evidence.get("namespace"),
+          **({"references": evidence["references_sha256"]}   # the images they name counted
+             if evidence.get("references_sha256") else {})}
+    col = {"reference_col": options["reference_col"]} if options.get("reference_col") else {}
+    ids = config_hash({"evidence": ev, "reader": reader, "format": fmt, "capaudit": __version__,
+                       **col})   # the coverage pass refuses the caption's own column
     cfg = config_hash({"filter": filter_name, "version": version, "options": options,
                        "evidence": {**ev, "source": evidence["source"]}, "reader": reader,
                        "format": fmt, "capaudit": __version__})
