@@ -75,39 +75,38 @@ def _package(tmp_path: Path, name: str, body: str) -> None:
     (tmp_path / name / "__init__.py").write_text(body)
 
 
-def test_a_package_that_needs_a_refused_stack_is_imported_the_ordinary_way(tmp_path,
-                                                                           monkeypatch):
-    pytest.importorskip("pandas")
-    _package(tmp_path, "capaudit_needs_pandas", "import pandas\nVALUE = pandas.__name__\n")
+@pytest.fixture
+def made(tmp_path, monkeypatch):
+    """A folder on ``sys.path`` for the packages a test makes, the lean imports enabled; every
+    module whose name starts with one of those packages' names is forgotten afterwards."""
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(lean_import.ENV, "1")
-    try:
-        mod = lean_import.lean_import("capaudit_needs_pandas")
-        assert mod.VALUE == "pandas"
-    finally:
-        sys.modules.pop("capaudit_needs_pandas", None)
+    yield tmp_path
+    names = tuple(p.name for p in tmp_path.iterdir())
+    for name in [n for n in sys.modules if n.startswith(names)]:
+        del sys.modules[name]
 
 
-def test_optional_imports_are_refused_only_inside_and_only_when_enabled(tmp_path, monkeypatch):
-    _package(tmp_path, "capaudit_optional_stack",
+def test_a_package_that_needs_a_refused_stack_is_imported_the_ordinary_way(made):
+    pytest.importorskip("pandas")
+    _package(made, "capaudit_needs_pandas", "import pandas\nVALUE = pandas.__name__\n")
+    mod = lean_import.lean_import("capaudit_needs_pandas")
+    assert mod.VALUE == "pandas"
+
+
+def test_optional_imports_are_refused_only_inside_and_only_when_enabled(made, monkeypatch):
+    _package(made, "capaudit_optional_stack",
              "try:\n    import capaudit_refusable\n    HAS = True\nexcept ImportError:\n"
              "    HAS = False\n")
-    _package(tmp_path, "capaudit_refusable", "")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _package(made, "capaudit_refusable", "")
     monkeypatch.setattr(lean_import, "UNUSED_STACKS", frozenset({"capaudit_refusable"}))
-    names = ("capaudit_optional_stack", "capaudit_refusable")
-    try:
-        monkeypatch.setenv(lean_import.ENV, "1")
-        assert lean_import.lean_import("capaudit_optional_stack").HAS is False
-        assert "capaudit_refusable" not in sys.modules
-        __import__("capaudit_refusable")      # outside the block it imports as usual
-        for name in names:
-            sys.modules.pop(name, None)
-        monkeypatch.delenv(lean_import.ENV)
-        assert lean_import.lean_import("capaudit_optional_stack").HAS is True
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)
+    assert lean_import.lean_import("capaudit_optional_stack").HAS is False
+    assert "capaudit_refusable" not in sys.modules
+    __import__("capaudit_refusable")      # outside the block it imports as usual
+    for name in ("capaudit_optional_stack", "capaudit_refusable"):
+        sys.modules.pop(name, None)
+    monkeypatch.delenv(lean_import.ENV)
+    assert lean_import.lean_import("capaudit_optional_stack").HAS is True
 
 
 def test_a_missing_package_still_raises(monkeypatch):
@@ -137,49 +136,35 @@ def test_the_command_line_and_ray_tasks_turn_it_on(monkeypatch):
     assert wrapped(7) == (7, True)
 
 
-def test_submodules_load_without_their_packages_init_and_leave_no_trace(tmp_path, monkeypatch):
-    _package(tmp_path, "capaudit_heavy", "import sys\nsys.modules['capaudit_heavy_ran'] = sys\n"
+def test_submodules_load_without_their_packages_init_and_leave_no_trace(made):
+    _package(made, "capaudit_heavy", "import sys\nsys.modules['capaudit_heavy_ran'] = sys\n"
              "from capaudit_heavy import helper\n")
-    (tmp_path / "capaudit_heavy" / "helper.py").write_text("VALUE = 3\n")
-    (tmp_path / "capaudit_heavy" / "sub").mkdir()
-    (tmp_path / "capaudit_heavy" / "sub" / "__init__.py").write_text("raise RuntimeError\n")
-    (tmp_path / "capaudit_heavy" / "sub" / "leaf.py").write_text(
+    (made / "capaudit_heavy" / "helper.py").write_text("VALUE = 3\n")
+    (made / "capaudit_heavy" / "sub").mkdir()
+    (made / "capaudit_heavy" / "sub" / "__init__.py").write_text("raise RuntimeError\n")
+    (made / "capaudit_heavy" / "sub" / "leaf.py").write_text(
         "from capaudit_heavy import helper\nVALUE = helper.VALUE + 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv(lean_import.ENV, "1")
     names = ("capaudit_heavy", "capaudit_heavy_ran")
-    try:
-        leaf, helper = lean_import.lean_submodules(
-            "capaudit_heavy", ("capaudit_heavy.sub.leaf", "capaudit_heavy.helper"))
-        assert (leaf.VALUE, helper.VALUE) == (4, 3)
-        assert not [n for n in sys.modules if n.startswith(names)]  # no __init__ ran, none kept
-        assert __import__("capaudit_heavy").helper.VALUE == 3        # the ordinary import after
-        assert "capaudit_heavy_ran" in sys.modules
-    finally:
-        for name in [n for n in sys.modules if n.startswith(names)]:
-            del sys.modules[name]
+    leaf, helper = lean_import.lean_submodules(
+        "capaudit_heavy", ("capaudit_heavy.sub.leaf", "capaudit_heavy.helper"))
+    assert (leaf.VALUE, helper.VALUE) == (4, 3)
+    assert not [n for n in sys.modules if n.startswith(names)]  # no __init__ ran, none kept
+    assert __import__("capaudit_heavy").helper.VALUE == 3        # the ordinary import after
+    assert "capaudit_heavy_ran" in sys.modules
 
 
-def test_a_module_that_needs_its_package_init_is_imported_the_ordinary_way(tmp_path,
-                                                                            monkeypatch):
-    _package(tmp_path, "capaudit_needs_init", "SETTING = 5\n")
-    (tmp_path / "capaudit_needs_init" / "mod.py").write_text(
+def test_a_module_that_needs_its_package_init_is_imported_the_ordinary_way(made):
+    _package(made, "capaudit_needs_init", "SETTING = 5\n")
+    (made / "capaudit_needs_init" / "mod.py").write_text(
         "import capaudit_needs_init as p\nVALUE = p.SETTING\n")
-    _package(tmp_path, "capaudit_uses_stub", "from capaudit_uses_stub.extra.info import info, more\n")
-    _package(tmp_path / "capaudit_uses_stub", "extra", "")
-    (tmp_path / "capaudit_uses_stub" / "extra" / "info.py").write_text(
+    _package(made, "capaudit_uses_stub", "from capaudit_uses_stub.extra.info import info, more\n")
+    _package(made / "capaudit_uses_stub", "extra", "")
+    (made / "capaudit_uses_stub" / "extra" / "info.py").write_text(
         "def info():\n    return 'real'\nmore = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv(lean_import.ENV, "1")
-    names = ("capaudit_needs_init", "capaudit_uses_stub")
-    try:
-        (mod,) = lean_import.lean_submodules("capaudit_needs_init", ("capaudit_needs_init.mod",))
-        assert mod.VALUE == 5 and "capaudit_needs_init" in sys.modules   # the ordinary import
-        # a stand-in without a name the package imports: the ordinary import, no stand-in left
-        pkg = lean_import.lean_import_standing_in(
-            "capaudit_uses_stub", {"capaudit_uses_stub.extra.info": {"info": lambda: "stub"}})
-        assert pkg.info() == "real" and pkg.more == 1
-        assert sys.modules["capaudit_uses_stub.extra.info"].info() == "real"
-    finally:
-        for name in [n for n in sys.modules if n.startswith(names)]:
-            del sys.modules[name]
+    (mod,) = lean_import.lean_submodules("capaudit_needs_init", ("capaudit_needs_init.mod",))
+    assert mod.VALUE == 5 and "capaudit_needs_init" in sys.modules   # the ordinary import
+    # a stand-in without a name the package imports: the ordinary import, no stand-in left
+    pkg = lean_import.lean_import_standing_in(
+        "capaudit_uses_stub", {"capaudit_uses_stub.extra.info": {"info": lambda: "stub"}})
+    assert pkg.info() == "real" and pkg.more == 1
+    assert sys.modules["capaudit_uses_stub.extra.info"].info() == "real"
