@@ -174,8 +174,6 @@ def _checked(key: str, value: Any, default: Any) -> Any:
     """A YAML ``filter:`` (or API) value of an option typed bool, int or float: a string read
     as ``--filter.KEY`` reads it, a value of that type kept, anything else one line
     (``min_coverage: abc`` was a ValueError traceback, ``negation: maybe`` read as true)."""
-    from capaudit.errors import InputError
-
     kind = value_type(key, default)
     if kind not in (bool, int, float) or isinstance(default, (list, tuple)):
         return value

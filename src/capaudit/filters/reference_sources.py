@@ -17,7 +17,8 @@ from pathlib import Path
 from capaudit.errors import InputError
 
 __all__ = ["load_references", "references_from_file", "references_from_set",
-           "references_from_column", "reference_texts", "unjoined", "refuse_self_reference"]
+           "references_from_column", "reference_texts", "unjoined", "caption_fields",
+           "refuse_self_reference"]
 
 ID_FIELDS = ("image_id", "id", "image", "key")
 
@@ -30,15 +31,20 @@ def reference_texts(value) -> list[str]:
     return [t for t in texts if isinstance(t, str) and t.strip()]
 
 
-def refuse_self_reference(column: str, caption_col: str | None, has, path, row=None) -> None:
-    """A reference column that is the caption's own (``caption_col``, else the first
-    caption field the record ``has``, as the readers pick it) is one line: each caption
-    would support itself, every sentence kept."""
+def caption_fields(caption_col: str | None) -> tuple[str, ...]:
+    """The fields a record's caption is read from, in the readers' order: ``caption_col``
+    when given, else every candidate name (worked out once per file, not per record)."""
     from capaudit.io.layouts.parquet import CAPTION_COLUMNS
     from capaudit.io.readers.columns import CAPTION_CANDIDATES
 
-    names = (caption_col,) if caption_col else tuple(dict.fromkeys(CAPTION_CANDIDATES +
-                                                                   CAPTION_COLUMNS))
+    return (caption_col,) if caption_col else tuple(dict.fromkeys(CAPTION_CANDIDATES +
+                                                                  CAPTION_COLUMNS))
+
+
+def refuse_self_reference(column: str, names: tuple[str, ...], has, path, row=None) -> None:
+    """A reference column that is the caption's own (the first of the :func:`caption_fields`
+    ``names`` the record ``has``, as the readers pick it) is one line: each caption would
+    support itself, every sentence kept."""
     if column in names and column == next((c for c in names if has(c)), None):
         raise InputError(f"reference column '{column}' is the caption column: each caption "
                          "would support itself", path=path, row=row,
@@ -95,11 +101,11 @@ def references_from_column(path: Path, column: str,
     from capaudit.io.imageids import parse_image_id
 
     refs: dict[int, list[str]] = {}
-    seen = False
+    seen, names = False, caption_fields(caption_col)
     for row, rec in _records(path):
         if not isinstance(rec, dict):
             continue
-        refuse_self_reference(column, caption_col, lambda c: rec.get(c) is not None, path, row)
+        refuse_self_reference(column, names, lambda c: rec.get(c) is not None, path, row)
         value = rec.get(column)
         seen = seen or column in rec
         raw = next((rec[k] for k in ID_FIELDS if rec.get(k) is not None), None)

@@ -51,7 +51,7 @@ def read_shard(task: dict, visit) -> str | None:
 
 def _count(task: dict) -> tuple[dict, str | None]:
     """Read the shard once: its images, those the evidence covers, its sha256."""
-    from capaudit.filters.reference_sources import refuse_self_reference
+    from capaudit.filters.reference_sources import caption_fields, refuse_self_reference
     from capaudit.filters.shards.record_references import record_value
     from capaudit.filters.shards.task import worker_evidence
     from capaudit.filters.stream import DistinctIds
@@ -61,14 +61,14 @@ def _count(task: dict) -> tuple[dict, str | None]:
     ann_ns = task["evidence"].get("namespace")
     ids, covered, namespaces, n = DistinctIds(), DistinctIds(), set(), {"no_id": 0, "hidden": 0}
     col = task["options"].get("reference_col")
+    names = caption_fields(task["reader"].get("caption_col")) if col else ()
     refs, joined = reference_ids(task["options"].get("references"),
                                   task["evidence"].get("references_sha256")), DistinctIds()
 
     def visit(records) -> None:
         for rec in records:
-            if col:   # before any shard is written
-                refuse_self_reference(col, task["reader"].get("caption_col"),
-                                      lambda c: record_value(rec, c) is not None,
+            if col in names:   # a caption field: checked before any shard is written
+                refuse_self_reference(col, names, lambda c: record_value(rec, c) is not None,
                                       shown_url(task["path"]))
             for p in rec.places:
                 if p.image_id is None:

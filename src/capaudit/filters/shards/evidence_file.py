@@ -26,6 +26,8 @@ __all__ = ["ColumnarSupport", "write_evidence", "read_evidence", "convert_here",
            "convert_in_child", "run_evidence", "IN_DRIVER_BYTES"]
 
 _ARRAYS = ("ids", "offsets", "codes", "scores", "names")
+#: every array a file may hold: counts only an instances JSON's (none: as before counts existed)
+_STORED = (*_ARRAYS, "counts")
 #: evidence files up to this size are converted in the driver (see the module docstring)
 IN_DRIVER_BYTES = 32 << 20
 
@@ -91,7 +93,7 @@ def _arrays(evidence) -> dict:
 
 def _digest(arrays: dict) -> str:
     h = hashlib.sha256()
-    for key in (*_ARRAYS, "counts"):   # counts: only an instances JSON's (none: as before)
+    for key in _STORED:
         if key in arrays:
             h.update(key.encode() + str(arrays[key].dtype).encode() + arrays[key].tobytes())
     return h.hexdigest()
@@ -121,7 +123,7 @@ def read_evidence(path: str, digest: str) -> ColumnarSupport:
     from capaudit.io import shard_files as files
 
     with files.open_input(path) as fh, np.load(fh, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in (*_ARRAYS, "counts") if key in data}
+        arrays = {key: data[key] for key in _STORED if key in data}
     if _digest(arrays) != digest:
         raise InputError("the run's evidence file changed", path=path,
                          fix="rerun: the driver writes it again")
@@ -136,12 +138,10 @@ def _convert(kind: str, ref: str, folder: str, queue) -> None:
     import signal
 
     from capaudit.errors import CapauditError
-    from capaudit.filters.evidence import resolve_evidence
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        evidence, source = _resolve(kind, ref, resolve_evidence)
-        queue.put(("ok", *write_evidence(evidence, folder), source))
+        queue.put(("ok", *convert_here(kind, ref, folder)))
     except CapauditError as exc:
         queue.put(("error", str(exc)))
 
@@ -203,15 +203,15 @@ def convert_in_child(kind: str, ref: str, folder: str) -> tuple[str, str, str]:
 
 def run_evidence(store, kind: str, opts: dict, folder: str) -> dict:
     """The run's evidence, resolved as ``filter run SET`` resolves it, written in columnar
-    form into the work folder: ``{kind, source, namespace, path, sha256}``. A file is read in
-    a child process (its parse's transient memory stays out of the driver); a source stored
-    with ``annotations add`` is read here, from the store's tables."""
+    form into the work folder: ``{kind, source, namespace, path, sha256}``. A file over
+    :data:`IN_DRIVER_BYTES` is read in a child process (its parse's transient memory stays out
+    of the driver), a smaller one here; a source stored with ``annotations add`` is read here,
+    from the store's tables."""
     from capaudit.audit.annotation_coverage import source_namespace
     from capaudit.core.storage import paths
-    from capaudit.filters.evidence import resolve_evidence
+    from capaudit.filters.evidence import evidence_files, resolve_evidence
 
-    ref = {"chair-gt": opts.get("chair_gt"), "instances": opts.get("instances"),
-           "detector": opts.get("detections")}.get(kind)
+    ref = evidence_files(opts).get(kind)
     if ref is not None and paths.is_file(str(ref)):
         small = (paths.file_size(str(ref)) or 0) <= IN_DRIVER_BYTES
         path, digest, source = (convert_here if small else convert_in_child)(kind, str(ref),
