@@ -14,7 +14,7 @@ import json
 import pytest
 
 from capaudit.filters.reference_evidence import WithReferences
-from capaudit.io.annotation_files import load_exact_counts, load_instances
+from capaudit.io.annotation_files import load_instances
 from capaudit.text.objects import VISUAL_MODE
 
 
@@ -50,13 +50,13 @@ def write_instances(path) -> None:
 def test_exact_counts_leave_out_crowd_categories(tmp_path):
     p = tmp_path / "instances_val2014.json"
     write_instances(p)
-    cats, exact = load_exact_counts(p)
+    cats, exact = load_instances(p, exact=True)
     assert cats == {139: frozenset({"dog", "couch", "person"})}
     assert exact == {139: {"dog": 2, "couch": 1}}          # person: a crowd region only
     assert load_instances(p)[1] == {139: {"dog": 2, "couch": 1, "person": 1}}   # as before
     jsonl = tmp_path / "cats.jsonl"
     jsonl.write_text(json.dumps({"image_id": 139, "categories": ["dog"]}) + "\n")
-    assert load_exact_counts(jsonl)[1] is None
+    assert load_instances(jsonl, exact=True)[1] is None
 
 
 def _run(tmp_path, captions: list[str], instances, **options) -> list[tuple[str, str]]:

@@ -199,7 +199,7 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
     if kind == "detector":
         return load_detections(path), f"file:{path}"
     from capaudit.io.annotation_columns import stream_name_sets
-    from capaudit.io.annotation_files import load_chair_gt, load_exact_counts
+    from capaudit.io.annotation_files import load_chair_gt, load_instances
 
     # the plain JSONL shape read block by block (a corpus's evidence may name an image per
     # caption); any other file by its loader, which names a bad row
@@ -208,5 +208,5 @@ def resolve_evidence(kind: str, ref: str | Path | None, store=None
     counts = None   # a COCO instances JSON: each category's exact number, for stated counts
     if sets is None:
         sets, counts = (load_chair_gt(path), None) if kind == "chair-gt" else \
-            load_exact_counts(path)
+            load_instances(path, exact=True)
     return SupportSets(sets, counts), f"file:{path}"

@@ -9,7 +9,7 @@ that category makes the object unsupported, logged as the references' count is, 
 sentence's number first: ``instances: 2 against 1 (count)`` for "two dogs" beside one dog. The
 number is exact only without crowd regions: a category with an ``iscrowd`` annotation (a
 crowd of people drawn as one region) has no exact count, and a number stated for it decides
-nothing (:func:`capaudit.io.annotation_files.load_exact_counts`). A file without instances
+nothing (:func:`capaudit.io.annotation_files.load_instances` with ``exact``). A file without instances
 (a JSONL of categories, a stored source) gives no counts: its run decides as before.
 """
 

@@ -134,27 +134,18 @@ def _load_coco_instances(path: Path, exact: bool = False) -> tuple[dict, dict]:
     return cats, {iid: dict(c) for iid, c in counts.items()}
 
 
-def load_exact_counts(path: str | Path
-                      ) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:
-    """Per-image instance categories and, for a COCO instances JSON, each category's exact
-    number of instances: its non-crowd annotations, none for a category with an ``iscrowd``
-    one (a crowd region holds an unknown number). Other files: the categories, None."""
-    path = Path(path)
-    _check_exists(path)
-    if path.suffix.lower() == ".json":
-        return _load_coco_instances(path, exact=True)
-    return _name_sets(path, "categories"), None
-
-
-def load_instances(path: str | Path) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:
-    """Per-image instance categories (and counts where the file has them).
+def load_instances(path: str | Path, *, exact: bool = False
+                   ) -> tuple[Mapping[int, frozenset[str]], dict[int, dict[str, int]] | None]:
+    """Per-image instance categories (and counts where the file has them: a COCO instances
+    JSON). ``exact``: each category's exact number of instances, its non-crowd annotations,
+    none for a category with an ``iscrowd`` one (a crowd region holds an unknown number).
 
     A JSONL file in the plain shape is read in columnar form (:mod:`.annotation_columns`);
     any other is read row by row below, where each row is checked."""
     path = Path(path)
     _check_exists(path)
     if path.suffix.lower() == ".json":
-        return _load_coco_instances(path)
+        return _load_coco_instances(path, exact=exact)
     return _name_sets(path, "categories"), None
 
 

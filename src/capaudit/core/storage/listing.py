@@ -101,16 +101,21 @@ def _one(spec: Spec, options, recursive: bool = False) -> list[Entry]:
     info = retrying(lambda: fs.info(path), location)   # FileNotFoundError: one line
     if info.get("type") != "directory":
         return [Entry(location, info.get("size"), info_identity(info))]
-    if recursive:
-        return _asked(spec, options, lambda fs, path: fs.find(path, detail=True))
-    return _asked(spec, options, lambda fs, path: fs.ls(path, detail=True))
+    if recursive:   # the file system already built for the info above
+        return _files(fs, path, lambda fs, path: fs.find(path, detail=True), location)
+    return _files(fs, path, lambda fs, path: fs.ls(path, detail=True), location)
 
 
 def _asked(location: Location, options, ask) -> list[Entry]:
+    """:func:`_files` of ``location`` on its file system."""
+    fs, path = filesystem(location.text, options)
+    return _files(fs, path, ask, location.text)
+
+
+def _files(fs, path: str, ask, shown: str) -> list[Entry]:
     """The files among the infos the store answers ``ask(fs, path)`` with (a list or a dict;
     retried until the deadline), as entries."""
-    fs, path = filesystem(location.text, options)
-    items = retrying(lambda: ask(fs, path), location.text)
+    items = retrying(lambda: ask(fs, path), shown)
     items = items.values() if isinstance(items, dict) else items
     return [_remote_entry(fs, i) for i in items if i.get("type", "file") == "file"]
 
@@ -219,15 +224,15 @@ def _local(spec: Spec) -> list[str] | None:
                      fix="check --shards")
 
 
-def _remote(spec: Spec) -> list[Entry] | None:
-    """The entries of a URL spec (None: one object). Listed with narrow prefixes; a folder
-    recursively."""
+def _remote(spec: Spec) -> tuple[list[Entry], bool]:
+    """The entries of a URL spec, and whether it names one object (then its one entry, as
+    listed: not asked for again). Listed with narrow prefixes; a folder recursively."""
     if not spec.literal:
-        return _listed_spec(spec, None)
+        return _listed_spec(spec, None), False
     entries = _listed_spec(spec, None, recursive=True)
     if len(entries) == 1 and entries[0].location.rstrip("/") == spec.listed.rstrip("/"):
-        return None
-    return [e for e in entries if not e.name.startswith(".")]
+        return entries, True
+    return [e for e in entries if not e.name.startswith(".")], False
 
 
 def list_tree(spec: Spec) -> list[tuple[str, str, int | None, dict]]:
@@ -236,9 +241,9 @@ def list_tree(spec: Spec) -> list[tuple[str, str, int | None, dict]]:
     read by :func:`~capaudit.core.storage.urls.parse_spec`); the identity (ETag, size,
     modification time) is what the store reported while listing (empty for a local file)."""
     if spec.path is None:      # a URL: object storage or a server
-        entries = _remote(spec)
-        if entries is None:
-            e = _listed_spec(spec, None)[0]
+        entries, one_object = _remote(spec)
+        if one_object:
+            e = entries[0]
             return [(e.location, e.name, e.size, dict(e.identity))]
         root = spec.root.rstrip("/")
         return [(e.location, e.location[len(root):].lstrip("/") if e.location.startswith(
