@@ -85,8 +85,7 @@ def lean_import(module: str):
     except ImportError as exc:
         if exc.name is None or exc.name.partition(".")[0] not in UNUSED_STACKS:
             raise  # not ours: the package itself is missing or broken
-        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-            del sys.modules[name]   # the half-imported package, redone the ordinary way
+        _forget(top)   # the half-imported package, redone the ordinary way
         return importlib.import_module(module)
 
 
@@ -123,8 +122,7 @@ def lean_submodules(package: str, modules: tuple[str, ...]) -> list:
     except Exception:  # noqa: BLE001 - redone the ordinary way, which raises what is real
         pass
     finally:
-        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-            del sys.modules[name]
+        _forget(package)
     return [lean_import(m) for m in modules]
 
 
@@ -156,11 +154,17 @@ def lean_import_standing_in(module: str, stand_ins: dict[str, dict]):
     try:
         return lean_import(module)
     except Exception:  # noqa: BLE001 - redone the ordinary way, which raises what is real
-        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-            del sys.modules[name]
+        _forget(top)
         placed.clear()
         return lean_import(module)
     finally:
         for name, stand_in in placed.items():
             if sys.modules.get(name) is stand_in:
                 del sys.modules[name]
+
+
+def _forget(package: str) -> None:
+    """``package`` and its submodules out of ``sys.modules``: the next import loads them
+    the ordinary way."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]

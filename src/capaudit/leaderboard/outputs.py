@@ -29,6 +29,8 @@ def write_outputs(store, out: Mapping[str, Any], cfg: Mapping[str, Any],
     from capaudit.core.safe_write import write_text
     from capaudit.io.annotation_store import annotation_provenance
 
+    if not (json_out or markdown or html):
+        return None        # nothing asked: no payload, no hash of the annotation files
     payload = leaderboard_payload(out)
     config = {**cfg, "run_id": out.get("_run_id"),
               "annotations": annotation_provenance(store, out.get("annotations") or {})}

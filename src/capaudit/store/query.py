@@ -18,6 +18,7 @@ from typing import Iterator
 import duckdb
 
 from capaudit.errors import InputError
+from capaudit.store.db import _first_line
 
 __all__ = ["run_query", "query_stream", "copy_query", "COPY_FORMATS", "BATCH_ROWS"]
 
@@ -29,7 +30,7 @@ _TABLES = ("tables: caption_sets, captions, runs, metrics, caption_details, "
 
 
 def _refusal(exc) -> InputError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in first:
         return InputError(f"query refused: it may read and change only the store, never "
                           f"files, other databases, extensions or settings ({first})",

@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 
 from capaudit.errors import InputError
+from capaudit.store.db import _first_line
 
 __all__ = ["checked_where", "filtered_select", "matching_records", "where_error"]
 
@@ -97,7 +98,7 @@ def checked_where(expr: str) -> str:
 def where_error(exc: Exception, expr: str, path: Path | None = None) -> InputError:
     """DuckDB's failure to evaluate ``expr`` as one line (a field that is not there names
     the fields that are, and reminds that text values are quoted)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     if isinstance(exc, duckdb.BinderException) and "not found" in first:
         return InputError(f"--where {expr!r}: {first.split(': ', 1)[-1]}", path=path,
                           fix="name the record's fields; quote text values "

@@ -181,12 +181,12 @@ class AuditStep(Step):
         from capaudit.audit.shards.sums import sums_plan
         from capaudit.io.caption_shards import shards_name
 
-        self.ok = [t for t in tasks if results[0][t.index]["status"] != "failed"]
-        self.covs = [results[0][t.index]["coverage"] for t in self.ok]
-        self.cov = merged_coverage(self.name or shards_name(self.spec), self.covs, self.ann_ns)
+        self.ok = super().between(tasks, results)      # the shards the first pass did not fail
+        covs = [results[0][t.index]["coverage"] for t in self.ok]
+        self.cov = merged_coverage(self.name or shards_name(self.spec), covs, self.ann_ns)
         coverage.check(self.cov, float(self.cfg.get("min_coverage", 0.5)),
                        bool(self.cfg.get("allow_partial")))
-        self.planned = sums_plan(self.cfg, self.covs)      # (the plan or None, why)
+        self.planned = sums_plan(self.cfg, covs)      # (the plan or None, why)
         plan = self.planned[0]
         return [] if plan is None else sums_jobs(self.ok, plan, self.cfg)
 

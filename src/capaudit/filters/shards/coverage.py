@@ -116,7 +116,7 @@ def counted_shard(task: dict, count, field: str) -> dict:
     """A first pass's task: ``count(task) -> (counts, sha256 as read)`` on one shard, kept
     under ``field`` in its marker (keyed by ``ids_hash`` and the input: a resumed run reads
     the counts back, and the filter pass reuses the input's hash)."""
-    from capaudit.io.markers import same_input
+    from capaudit.io.markers import matches
 
     t0 = time.perf_counter()
     path = task["path"]
@@ -124,8 +124,7 @@ def counted_shard(task: dict, count, field: str) -> dict:
     try:
         fp = files.fingerprint(path, (marker or {}).get("input"), task.get("identity") or None) \
             if marker else None
-        if marker and marker.get("config_hash") == task["ids_hash"] and \
-                same_input(marker.get("input"), fp) and field in marker:
+        if matches(marker, task["ids_hash"], fp) and field in marker:
             return {**marker[field], "shard": task["rel"], "index": task["index"],
                     "status": "resumed"}
         before = paths.stat_of(path)

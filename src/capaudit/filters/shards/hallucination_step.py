@@ -32,7 +32,7 @@ class Driver(_Base):
         from capaudit.filters.shards.evidence_file import run_evidence
 
         self.evidence = run_evidence(store, self.kind, self.opts, root)
-        refs = self.worker_options()["references"]
+        refs = self.refs = self.worker_options()["references"]   # after_first reads them
         if refs:   # the coverage pass counts the images they name: its markers keyed by them
             from capaudit.io.annotation_store import source_sha256
 
@@ -42,7 +42,7 @@ class Driver(_Base):
     def after_first(self, run_name: str, parts: list[dict], root: str):
         from capaudit.filters.shards.coverage import check_coverage
 
-        ev, refs = self.evidence, self.worker_options()["references"]
+        ev, refs = self.evidence, self.refs
         joined = [p.get("references_joined") for p in parts]
         if refs and parts and None not in joined and not sum(joined):
             from capaudit.filters.shards.coverage import reference_ids
