@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from capaudit.errors import InputError
-from capaudit.io.layouts.json import load_json_lines
+from capaudit.io.layouts.json import load_json_lines, utf8_text
 from capaudit.judge.core import Judge
 from capaudit.judge.factuality import sentence_tasks, split_sentences
 
@@ -62,10 +62,10 @@ def read_labels(path: str | Path) -> tuple[list[dict], int]:
         raise InputError("labels file not found", path=path, fix="pass an existing JSONL or CSV")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        raw = list(csv.DictReader(decoded(path).splitlines()))
+        raw = list(csv.DictReader(utf8_text(path).splitlines()))
     elif suffix == ".json":
         try:
-            raw = _from_judge_json(json.loads(decoded(path)))
+            raw = _from_judge_json(json.loads(utf8_text(path)))
         except (json.JSONDecodeError, AttributeError):
             raise InputError("not the JSON output of capaudit audit factuality", path=path,
                              fix="pass that --json file, or labels as JSONL/CSV") from None
@@ -152,12 +152,3 @@ def compute_validate(judge: Judge, rows: list[dict], evidence) -> tuple[list[dic
                     [it["p_yes"] for it in done], [it["source"] for it in done])
     agr["not_scored"] = len(items) - len(done)
     return items, agr
-
-
-def decoded(path: Path) -> str:
-    """The whole file as UTF-8 text; other bytes are one line naming the file and the fix."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
-                         fix="re-encode the file as UTF-8") from None

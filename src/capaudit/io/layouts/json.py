@@ -37,7 +37,7 @@ from typing import IO, Any, Iterator, Mapping
 from capaudit.errors import InputError
 
 __all__ = ["iter_array_pieces", "iter_array_records", "is_json_array", "load_json_document",
-           "load_json_lines", "dumps_like", "revised_in_place", "CHUNK_CHARS",
+           "load_json_lines", "utf8_text", "dumps_like", "revised_in_place", "CHUNK_CHARS",
            "MAX_RECORD_CHARS"]
 
 CHUNK_CHARS = 1 << 20            # characters decoded per read
@@ -170,13 +170,19 @@ def is_json_array(head: bytes) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
 
 
-def load_json_document(path: Path):
-    """Load a whole JSON document with one-line errors (line number from the parser)."""
+def utf8_text(path: Path, encoding: str = "utf-8") -> str:
+    """A whole file's text (``encoding``: ``utf-8``, or ``utf-8-sig`` where a BOM is taken
+    off); bytes that are not UTF-8 are one line naming the first of them and the fix."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Notepad's) as in JSONL
+        return path.read_bytes().decode(encoding)
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
                          fix="re-encode the file as UTF-8") from None
+
+
+def load_json_document(path: Path):
+    """Load a whole JSON document with one-line errors (line number from the parser)."""
+    text = utf8_text(path, "utf-8-sig")  # a BOM (Notepad's) as in JSONL
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
