@@ -44,7 +44,8 @@ import numpy as np
 from capaudit.audit.bootstrap import bootstrap_values, interval
 from capaudit.audit.engine import images_used, point_value
 from capaudit.leaderboard.cells import cell_estimates, cell_table
-from capaudit.leaderboard.columns import GROUPINGS, Column, board_columns, left_out_reasons
+from capaudit.leaderboard.columns import (DROPPED, GROUPINGS, NOTHING_RANKED, Column,
+                                          board_columns, left_out_reasons)
 from capaudit.leaderboard.profiles import Catalogue
 from capaudit.leaderboard.ranking import FLIP_WARN, n_avg, normalise, rank_profile
 from capaudit.leaderboard.status import cell_status, cell_tag, circular_columns, too_few_columns
@@ -179,8 +180,8 @@ def _board_notes(notes: list[str], unranked: str | None) -> list[str]:
     averaged, so which columns a ranking would drop from the average is beside the point."""
     if unranked is None:
         return list(dict.fromkeys(notes))
-    return list(dict.fromkeys([unranked] + [n for n in notes if "from the average" not in n
-                                            and not n.startswith("nothing ranked:")]))
+    return list(dict.fromkeys([unranked] + [n for n in notes if DROPPED not in n
+                                            and not n.startswith(NOTHING_RANKED)]))
 
 
 def _intervals(reps: np.ndarray, values: np.ndarray, ests: list[list]) -> np.ndarray:
@@ -223,12 +224,12 @@ def _averaged(columns: Sequence[Column], values: np.ndarray, names: list[str],
             notes.append(too_few[j])
         elif empty:
             c.averaged = False
-            notes.append(f"dropped from the average: {c.name} (no value for "
+            notes.append(f"{DROPPED}: {c.name} (no value for "
                          f"{', '.join(empty)}: computed for no caption)")
         else:
             keep.append(j)
     if columns and not keep:
-        notes.append("nothing ranked: no column has a value for every set on enough images "
+        notes.append(f"{NOTHING_RANKED} no column has a value for every set on enough images "
                      "(the N-avg is empty, the ranks below are the sets' order)")
     return keep
 

@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from capaudit.leaderboard.profiles import Catalogue
     from capaudit.leaderboard.units import SetEval
 
-__all__ = ["Column", "GROUPINGS", "OWN_GROUPING", "board_columns", "left_out_reasons"]
+__all__ = ["Column", "GROUPINGS", "OWN_GROUPING", "DROPPED", "NOTHING_RANKED", "board_columns",
+           "left_out_reasons"]
+
+#: the words of every note on a column left out of the N-avg, and of the note that nothing is
+#: ranked: an unranked board (``--all-images``) leaves those notes out by them
+DROPPED = "dropped from the average"
+NOTHING_RANKED = "nothing ranked:"
 
 GROUPINGS = {"gender": ("male", "female"), "skin_tone": ("light", "dark")}
 OWN_GROUPING = {"gender_word_recall": "gender", "skin_tone_word_recall": "skin_tone"}
@@ -94,7 +100,7 @@ def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
                 gap_metrics += [(base, by) for by in bys]
             else:
                 why = next((s.skipped[base] for s in sets if base in s.skipped), "not asked for")
-                notes.append(f"{m}: dropped from the average ({why})")
+                notes.append(f"{m}: {DROPPED} ({why})")
         elif m != "gaps" and all(m in s.estimates for s in sets):
             cols.append(Column(m, "bias", direction(m) >= 0, m))
     if cat.include_unlisted:  # bias metrics of the specs (gender error, recall disparity)
@@ -113,7 +119,7 @@ def board_columns(sets: Sequence[SetEval], cat: Catalogue, annotations,
         a, b = GROUPINGS[by]
         cols.append(Column(f"gap:{base}:{by}", "bias", False, base, by, gap=f"{a} − {b}"))
     for why, ms in dropped.items():
-        notes.append(f"dropped from the average: {', '.join(ms)} ({why})")
+        notes.append(f"{DROPPED}: {', '.join(ms)} ({why})")
     return list({c.name: c for c in cols}.values())
 
 

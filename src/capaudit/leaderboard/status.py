@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from capaudit.audit.result_status import partial_note, too_few_note
+from capaudit.leaderboard.columns import DROPPED
 
 __all__ = ["partial_notes", "cell_status", "cell_tag", "too_few_columns", "circular_columns"]
 
@@ -81,7 +82,7 @@ def too_few_columns(sets: Sequence[str], columns, status, n_img: np.ndarray,
         few = [f"{sets[i]}: {int(n_img[i, j]):,}" for i in range(len(sets))
                if status[i][j] == "too-few"]
         if few:
-            out[j] = (f"dropped from the average: {c.name} (too few images, under --min-n "
+            out[j] = (f"{DROPPED}: {c.name} (too few images, under --min-n "
                       f"{min_n}: {', '.join(few)}; shown, never ranked)")
     return out
 
@@ -93,7 +94,7 @@ def circular_columns(sets: Sequence[str], columns, status) -> dict[int, str]:
     for j, c in enumerate(columns):
         hit = [sets[i] for i in range(len(sets)) if status[i][j] == "circular"]
         if hit:
-            out[j] = (f"dropped from the average: {c.name} (circular for {', '.join(hit)}: "
+            out[j] = (f"{DROPPED}: {c.name} (circular for {', '.join(hit)}: "
                       "scored with the evidence its filter used; shown, never ranked)")
     return out
 
