@@ -115,16 +115,16 @@ class BuildStep(Step):
             raise InputError(f"cannot make the output folder ({exc.strerror or exc})",
                              path=self.out_dir, fix="pass --out a new or existing folder "
                                                     "you can write in") from None
-        self.names, todo = [], []
+        self.names, todo, markers = [], [], {}
         for start in range(0, len(self.paired), self.shard_size):
             chunk = self.paired[start:start + self.shard_size]
             name = f"shard-{start // self.shard_size:05d}.tar"
             self.names.append(name)
-            fp = _identity(chunk)
-            if not (matches(read_marker(self.out_dir, name), self.key, fp)
+            fp, markers[name] = _identity(chunk), read_marker(self.out_dir, name)
+            if not (matches(markers[name], self.key, fp)
                     and (self.out_dir / name).is_file()):
                 todo.append(BuildTask(str(self.out_dir), name, self.key, tuple(chunk), fp))
-        _refuse_foreign(self.out_dir, todo)
+        _refuse_foreign(self.out_dir, todo, markers)
         clean_tmp(str(self.out_dir), ["manifest.json", *(  # what killed writers left of ours
             n[:-len(".tar")] + ext for n in self.names for ext in (".tar", ".parquet",
                                                                    MARKER_SUFFIX))])
@@ -141,15 +141,16 @@ class BuildStep(Step):
         return summary
 
 
-def _refuse_foreign(out_dir: Path, tasks: list[BuildTask]) -> None:
+def _refuse_foreign(out_dir: Path, tasks: list[BuildTask], markers: dict) -> None:
     """Stop, before anything is written, where a file this build would replace is not one
     ``shards build`` wrote (the folder is the user's: nothing capaudit did not create is
     overwritten). A shard's files are ours beside a marker of ours naming that shard; with no
     marker (a build stopped between a shard's files), a tar and an index are ours when they
-    hold exactly the samples this shard is to hold. A ``manifest.json`` must be a build's."""
+    hold exactly the samples this shard is to hold (``markers``: each shard's, as the plan
+    read them). A ``manifest.json`` must be a build's."""
     taken = []
     for task in tasks:
-        ours = _ours(read_marker(out_dir, task.name), task.name)
+        ours = _ours(markers[task.name], task.name)
         keys = [_key(p, iid) for p, iid, *_ in task.images]
         stem = task.name[:-len(".tar")]
         for name, held in ((task.name, _tar_keys), (stem + ".parquet", _index_keys),
