@@ -15,12 +15,13 @@ from capaudit.judge.factuality import split_sentences
 
 SETS_M_SENTENCES = [s for _, c in SETS["m"] for s in split_sentences(c)]
 
-# recorded on the code before judged runs became steps (branch i44j, parent 3ac2ce4), with
-# tests/judged_runs.py as it is: the result of each command and the rows it stored
-BEFORE = {"capped": "5906785555859211", "factuality": "aa527b1f1d83bd67",
-          "dcscore": "39c2555f1e8994f6", "faithscore": "9c530a78d18f1e3f",
-          "capscore": "4a4bd962c70eb148", "capability": "80dd12577631e157",
-          "validate": "f9b1c2e0047be6c2", "dry-run": "211b85db1997610f"}
+# recorded on the code before judged runs became steps (3ac2ce4, its src and configs, with
+# tests/judged_runs.py as it is): each command's --json result, in the file's own key order,
+# and the rows it stored
+BEFORE = {"capped": "fc36591a490f9cd6", "factuality": "fececa8198036450",
+          "dcscore": "a423ba61f4a09780", "faithscore": "db3d8c9f950c6f6b",
+          "capscore": "6850729511c45779", "capability": "fedacfdba8debd74",
+          "validate": "e9333b0b725f3fe5", "dry-run": "278199d52c43d13d"}
 
 
 @pytest.fixture(autouse=True)
@@ -187,3 +188,22 @@ def test_ray_judges_as_the_local_workers(tmp_path, monkeypatch, capsys):
     finally:
         ray.shutdown()
     assert _judged(on_ray) == _judged(local)
+
+
+def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
+    """capability reads --annotations in its task: edited in place, the sets are judged
+    again (a part of the old elements is not reused); n_boot and seed change no verdict."""
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+
+    ann = tmp_path / "el.jsonl"
+    ann.write_text('{"image_id": 1, "dimension": "object", "element": "horse"}\n')
+    cfg, _ = split_run({**DEFAULTS, "annotations": str(ann)})
+
+    def key(**over) -> str:
+        return JudgeStep("capaudit.judge.capability", [], None, {**cfg, **over}, "w").key
+    first = key()
+    assert key(n_boot=5, seed=3) == first
+    ann.write_text('{"image_id": 1, "dimension": "object", "element": "a horse"}\n')
+    assert key() != first
+    assert key(limit=3) != key()

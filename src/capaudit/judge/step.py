@@ -95,6 +95,9 @@ class JudgeStep(Step):
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
         self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
         keep = {k: v for k, v in cfg.items() if k not in ("n_boot", "seed", "judge")}
+        for k in ("annotations", "qa"):   # capability's files: their content, not their name
+            if keep.get(k):
+                keep[k] = _file_sha256(keep[k])
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
@@ -194,6 +197,15 @@ def _checksum(sets: list, evidence) -> str:
         for k in sorted(evidence.images, key=str):
             h.update(str(k).encode() + evidence.images[k][0])
     return h.hexdigest()
+
+
+def _file_sha256(path: str) -> str | None:
+    """A file's sha256 (None: unreadable; the metric names it in one line)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _key(module: str, jcfg: JudgeConfig, cfg: dict) -> str:
