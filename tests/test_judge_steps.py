@@ -140,6 +140,15 @@ def test_a_run_killed_after_a_set_resumes_without_judging_it_again(tmp_path, cap
     with Store(tmp_path / "j.duckdb", read_only=True) as st:   # the first run's rows only
         assert st.one("SELECT count(*) FROM runs")[0] == 1
     assert len(list(work.rglob("*.done.json"))) == 1
+    part = next(work.rglob("set-00000.json"))
+    saved = json.loads(part.read_bytes())
+    part.unlink()   # a marker without its part: the set is judged again
+    own_cache(4)
+    with FakeOpenAIServer(answer=_failing_beyond(set(SETS_M_SENTENCES))) as srv:
+        assert _factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 2
+    again = json.loads(part.read_bytes())
+    assert srv.calls > len(SETS_M_SENTENCES) and again["items"] == saved["items"]
+    capsys.readouterr()
     own_cache(3)
     with FakeOpenAIServer(answer=scripted_answer) as srv:
         rc, resumed = _factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")

@@ -101,6 +101,9 @@ class JudgeStep(Step):
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
+        """A task per set (one with a cap), those whose part this judge and configuration
+        already wrote over the same input left out."""
+        from capaudit.core.storage.folder import Folder
         from capaudit.core.storage.urls import join
         from capaudit.io.markers import matches, read_marker
 
@@ -115,7 +118,8 @@ class JudgeStep(Step):
                              self.folder, self.key, {"sha256": _checksum(sets, evidence)})
             self.tasks.append(task)
             if not (self.folder and matches(read_marker(self.folder, task.name), self.key,
-                                            task.input)):
+                                            task.input)
+                    and Folder(self.folder).exists(task.name + ".json")):
                 todo.append(task)
         return todo
 
