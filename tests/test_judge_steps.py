@@ -37,6 +37,7 @@ def test_default_runs_are_byte_identical_to_before_the_move(tmp_path, capsys):
     assert {k: v["rc"] for k, v in out.items()} == dict.fromkeys(out, 0)
     assert out["capped"]["result"]["summary"]["stopped"] == "max-calls 9 reached"
     assert {k: digest(v) for k, v in out.items()} == BEFORE
+    assert not list((tmp_path / "a").glob("*.work"))   # stored: the work folders are gone
 
 
 def _fresh_cache(monkeypatch, tmp_path, name: str) -> None:
