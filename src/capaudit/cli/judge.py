@@ -49,6 +49,15 @@ JUDGE_OPTIONS = [
     ("n_boot", Optional[int], typer.Option(None, "--n-boot", min=0, max=N_BOOT_MAX,
                                                help="bootstrap resamples")),
     ("seed", Optional[int], typer.Option(None, "--seed", min=0, max=SEED_MAX)),
+    ("workers", Optional[int], typer.Option(None, "--workers", min=1,
+                                            help="processes judging sets at once (1); a "
+                                                 "capped run is one task")),
+    ("executor", Optional[str], typer.Option(None, "--executor", help="local (default) or ray")),
+    ("address", Optional[str], typer.Option(None, "--address", help="Ray cluster (auto)")),
+    ("work_dir", Optional[str], typer.Option(None, "--work-dir",
+                                             help="finished sets' verdicts, for a rerun to "
+                                                  "resume (a path or URL; default beside the "
+                                                  "store, removed once stored)")),
     ("json_out", Optional[Path], typer.Option(None, "--json", help="write results as JSON")),
     ("config", Optional[Path], typer.Option(None, "--config", help="YAML (configs/judge.yaml)")),
     ("db", Optional[Path], DbOption),
@@ -58,13 +67,24 @@ _JUDGE_KEYS = {"judge_backend": "backend", "judge_url": "url", "judge_model": "m
                "evidence": "evidence"}
 
 
-def _config(kw: dict, **cli) -> dict:
-    from capaudit.judge.runner import resolve_config
+def _config(kw: dict, **cli) -> tuple[dict, dict]:
+    """(the configuration of the results, how the judging runs); a capped run on several
+    workers is said to be one task."""
+    from capaudit.judge.runner import RUN_DEFAULTS, resolve_config, split_run
 
     judge = {v: kw.get(k) for k, v in _JUDGE_KEYS.items()}
     judge["dry_run"] = kw.get("dry_run") or None
-    return resolve_config(kw.get("config"), judge, n_boot=kw.get("n_boot"), seed=kw.get("seed"),
-                          limit=kw.get("limit"), **cli)
+    cfg, run = split_run(resolve_config(kw.get("config"), judge, n_boot=kw.get("n_boot"),
+                                        seed=kw.get("seed"), limit=kw.get("limit"), **cli,
+                                        **{k: kw.get(k) for k in RUN_DEFAULTS}))
+    from capaudit.executors import EXECUTORS
+
+    EXECUTORS.entry(run["executor"])   # an unknown one: one line before any work
+    if (run["workers"] > 1 or run["executor"] != "local") and \
+            (cfg["judge"]["max_calls"] is not None or cfg["judge"]["max_cost"] is not None):
+        console.print("note: a capped run (--max-calls/--max-cost) judges every set in one "
+                      "task, in order, whatever --workers says")
+    return cfg, run
 
 
 def _store(kw: dict):
@@ -96,6 +116,8 @@ def print_summary(result: dict) -> None:
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
                   f"not judged {s['not_judged']}"
+                  + (f"; {s['resumed_sets']} set(s) resumed from the work folder (their "
+                     "verdicts counted, not their calls)" if s.get("resumed_sets") else "")
                   + (f" (capped: {s['stopped']}; the values rest on the judged units only)"
                      if s["stopped"] else ""))
     if s.get("spent") and s["cost"] is not None and abs(s["spent"] - s["cost"]) > 1e-9:
@@ -146,11 +168,11 @@ def _judged(name: str, module: str, doc: str, extra: list) -> None:
         compute = importlib.import_module(f"capaudit.judge.{module}").compute
         cli = {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()
                if k in {e[0] for e in extra}}
-        cfg = _config(kw, reference=kw.get("reference"), **cli)
+        cfg, run = _config(kw, reference=kw.get("reference"), **cli)
         store = _store(kw)
         res = run_judged(store, name, kw["targets"], cfg, compute,
                          images=kw.get("images"), shards=kw.get("shards"),
-                         reference=kw.get("reference"))
+                         reference=kw.get("reference"), run=run)
         _finish(res, cfg, kw.get("json_out"))
 
     params = [_P("targets", _P.KEYWORD_ONLY, annotation=List[str],
@@ -185,10 +207,10 @@ def validate(**kw):
     """ROC-AUC, macro-F1, kappa and system-level Spearman/Kendall of a judge against labels."""
     from capaudit.judge.runner import run_validate
 
-    cfg = _config(kw, labels=str(kw["labels"]))
+    cfg, run = _config(kw, labels=str(kw["labels"]))
     store = _store(kw)
     res = run_validate(store, cfg, kw["labels"], images=kw.get("images"),
-                       shards=kw.get("shards"), reference=kw.get("reference"))
+                       shards=kw.get("shards"), reference=kw.get("reference"), run=run)
     if not res["summary"]["dry_run"]:
         a = res["agreement"]
         console.print(" ".join(f"{k}={_fmt(a.get(k))}" for k in

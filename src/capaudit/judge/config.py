@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from capaudit.errors import InputError, UsageError
 
-__all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats"]
+__all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats", "priced"]
 
 STATUSES = ("ok", "unparsed", "failed", "not-judged", "dry-run")
 
@@ -152,3 +152,11 @@ class JudgeStats:
     usage_ignored: int = 0       # replies whose server token counts were impossible
     spent: float = 0.0           # what --max-cost counts: the server's reported usage, priced;
     #                              a reply's estimate where it reported none or impossible figures
+
+
+def priced(price: dict | None, tokens_in: float, tokens_out: float) -> float | None:
+    """What tokens cost at a model's ``{input, output}`` $/Mtok (None: no price known)."""
+    if price is None:
+        return None
+    return tokens_in / 1e6 * float(price.get("input", 0)) + \
+        tokens_out / 1e6 * float(price.get("output", 0))

@@ -34,12 +34,19 @@ from dataclasses import asdict
 from typing import Any
 
 from capaudit.errors import InputError
-from capaudit.judge.config import STATUSES, JudgeConfig, JudgeStats, ParseError, Task, Verdict
+from capaudit.judge.config import (STATUSES, JudgeConfig, JudgeStats, ParseError, Task, Verdict,
+                                   priced)
 from capaudit.judge.parse import p_yes_from_logprobs  # re-exported
 from capaudit.judge.parse import verdict_of
 
 __all__ = ["JudgeConfig", "Task", "Verdict", "Judge", "ParseError", "p_yes_from_logprobs",
-           "STATUSES", "JudgeStats"]
+           "STATUSES", "JudgeStats", "judge_id"]
+
+
+def judge_id(identity: dict) -> str:
+    """The short hash naming a judge identity (its fields, ``judge_id`` itself left out)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
 
 class Judge:
     """Renders, sends, parses, retries once, caps; see the module docstring."""
@@ -115,8 +122,7 @@ class Judge:
         ident = {"backend": c.backend, "model": c.model, "params": self.params(),
                  "prompts": {k: v[1] for k, v in sorted(self._templates.items())},
                  "evidence": c.evidence}
-        ident["judge_id"] = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()
-                                           ).hexdigest()[:12]
+        ident["judge_id"] = judge_id(ident)
         return ident
 
     def render(self, task: Task, reminder: str | None = None) -> str:
@@ -132,10 +138,7 @@ class Judge:
         return GenRequest(self.render(task, reminder), img, mime)
 
     def _cost(self, tin: float, tout: float) -> float | None:
-        if self._price is None:
-            return None
-        return tin / 1e6 * float(self._price.get("input", 0)) + \
-            tout / 1e6 * float(self._price.get("output", 0))
+        return priced(self._price, tin, tout)
 
     def _estimate(self, task: Task) -> tuple[int, int]:
         tin = math.ceil(len(self.render(task)) / self.cfg.chars_per_token)

@@ -106,7 +106,7 @@ def _verify(judge: Judge, asks: list[tuple], evidence) -> dict:
 
 
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged, welch
+    from capaudit.judge.stats import Judged
 
     assumed = int(cfg.get("assumed_units", 8))
     if not evidence.references:
@@ -115,7 +115,7 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         raise InputError("dcscore needs the human captions of the same images",
                          fix="pass --reference SET")
     refs = evidence.references_for
-    out, per_caption_f1 = Judged(), {}
+    out = Judged()
     for s in sets:
         ref_text = [refs(i) for i in s.image_ids]
         units = _decompose(judge, list(s.captions) + ref_text, assumed)
@@ -124,12 +124,21 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         rows, caps = _caption_rows(s, units, ref_text, pairs, verified)
         out.items[s.name] = rows
         out.values[s.name] = _set_values(judge, s.image_ids, caps, cfg)
-        per_caption_f1[s.name] = [x["f1"] if x else None for x in caps["har"]]
-    names = list(per_caption_f1)
-    if len(names) >= 2:
-        out.extra["welch_har_f1"] = {"score": "per-caption HAR F1", "a": names[0], "b": names[1],
-                                     **welch(per_caption_f1[names[0]], per_caption_f1[names[1]])}
+    out.extra.update(across(out))
     return out
+
+
+def across(out: "Judged") -> dict:
+    """What spans the sets: Welch's t-test of the first two sets' per-caption HAR F1 (their
+    ``caption-har`` rows), run again when sets were judged apart."""
+    from capaudit.judge.stats import welch
+
+    if len(out.items) < 2:
+        return {}
+    a, b = list(out.items)[:2]
+    f1 = {n: [r["score"] for r in out.items[n] if r["kind"] == "caption-har"] for n in (a, b)}
+    return {"welch_har_f1": {"score": "per-caption HAR F1", "a": a, "b": b,
+                             **welch(f1[a], f1[b])}}
 
 
 def _match(judge: Judge, units: dict, captions, ref_text: list[str], assumed: int) -> dict:
@@ -223,3 +232,4 @@ def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
 
 
 compute.needs_evidence = "image"
+compute.across = across

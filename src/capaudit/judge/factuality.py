@@ -108,7 +108,7 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     """The ``audit factuality`` metric: per-sentence and per-caption rows, three criteria."""
     from capaudit.judge.stats import Judged, label
 
-    out, shares = Judged(), {}
+    out = Judged()
     for s in sets:
         rows = judge_sentences(judge, s.image_ids, s.captions, evidence)
         summ = summarize(rows, s.image_ids, cfg["n_boot"], cfg["seed"])
@@ -124,14 +124,22 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         out.values[s.name] = {label(f"factuality.{k}", judge.cfg.evidence): v
                               for k, v in summ["metrics"].items()}
         out.extra[s.name] = {"counts": summ["counts"]}
-        shares[s.name] = [c["share"] for c in summ["captions"]]
-    if len(shares) >= 2:
-        from capaudit.judge.stats import welch
-
-        a, b = list(shares)[:2]
-        out.extra["welch_caption_share"] = {"score": "per-caption share of factual sentences",
-                                            "a": a, "b": b, **welch(shares[a], shares[b])}
+    out.extra.update(across(out))
     return out
 
 
+def across(out: "Judged") -> dict:
+    """What spans the sets: Welch's t-test of the first two sets' per-caption shares of
+    factual sentences (their caption rows), run again when sets were judged apart."""
+    from capaudit.judge.stats import welch
+
+    if len(out.items) < 2:
+        return {}
+    a, b = list(out.items)[:2]
+    shares = {n: [r["score"] for r in out.items[n] if r["kind"] == "caption"] for n in (a, b)}
+    return {"welch_caption_share": {"score": "per-caption share of factual sentences",
+                                    "a": a, "b": b, **welch(shares[a], shares[b])}}
+
+
 compute.needs_evidence = "image"
+compute.across = across

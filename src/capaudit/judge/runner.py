@@ -5,7 +5,8 @@ arithmetic after; the rest -- resolving the config (CLI > YAML > defaults),
 checking the evidence before any call, the dry run that builds no backend,
 the caps, the summary, one transaction for all results, the provenance
 beside ``--json`` -- is the same and lives here once. A metric module
-provides ``compute(judge, sets, evidence, cfg) -> Judged``.
+provides ``compute(judge, sets, evidence, cfg) -> Judged``; the judging itself is a step of
+the runner (:mod:`.step`: a task per set, on local workers or Ray, resumed after a kill).
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from typing import Callable
 from capaudit.judge.core import Judge, JudgeConfig
 from capaudit.judge.stats import Judged, label  # re-exported: what a metric module returns
 
-__all__ = ["DEFAULTS", "resolve_config", "Judged", "run_judged", "default_yaml", "label"]
+__all__ = ["DEFAULTS", "resolve_config", "Judged", "run_judged", "default_yaml", "label",
+           "split_run", "RUN_DEFAULTS"]
 
+# how the judging runs (workers, executor, Ray address, work folder): no part of the results,
+# so neither stored with the run's configuration nor written beside --json
+RUN_DEFAULTS: dict = {"workers": 1, "executor": "local", "address": None, "work_dir": None}
 DEFAULTS: dict = {"judge": asdict(JudgeConfig()), "n_boot": 1000, "seed": 0, "limit": None,
-            "assumed_units": 8}
+            "assumed_units": 8, **RUN_DEFAULTS}
 
 
 def default_yaml() -> Path | None:
@@ -45,13 +50,21 @@ def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     check_number("limit", cfg.get("limit"), 1, None, optional=True, flag="--limit")
     check_number("n_boot", cfg.get("n_boot"), 0, N_BOOT_MAX, flag="--n-boot")
     check_number("seed", cfg.get("seed"), 0, SEED_MAX, flag="--seed")
+    check_number("workers", cfg.get("workers"), 1, 1024, flag="--workers")
     return cfg
+
+
+def split_run(cfg: dict) -> tuple[dict, dict]:
+    """(the configuration of the results, how the judging runs: :data:`RUN_DEFAULTS`)."""
+    return ({k: v for k, v in cfg.items() if k not in RUN_DEFAULTS},
+            {k: cfg.get(k, v) for k, v in RUN_DEFAULTS.items()})
 
 
 def run_judged(store, command: str, targets: list[str], cfg: dict,
                compute: Callable, *, images=None, shards=None, reference=None,
-               judge: Judge | None = None) -> dict:
-    """Run one judged metric on ``targets``; store unless it is a dry run."""
+               run: dict | None = None) -> dict:
+    """Run one judged metric on ``targets``; store unless it is a dry run (``run``: how
+    the judging runs, :data:`RUN_DEFAULTS`)."""
     from capaudit.judge.evidence import build_evidence, load_captions, reference_evidence
 
     jcfg = JudgeConfig.from_mapping(cfg["judge"])
@@ -61,12 +74,7 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
                               reference=reference) if need == "image" else \
         reference_evidence(store, reference, ids) if need == "reference" else None
-    judge = judge or Judge(jcfg)
-    try:
-        out = compute(judge, sets, evidence, cfg)
-    finally:
-        judge.close()
-    summary = judge.summary()
+    out, summary, done = judged(store, command, compute.__module__, sets, evidence, cfg, run)
     if summary["stopped"]:  # every value of a capped run says so, wherever it is shown
         note = f"capped: {summary['not_judged']:,} units not judged ({summary['stopped']})"
         for vals in out.values.values():
@@ -81,7 +89,30 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     if not jcfg.dry_run:
         result["run_id"] = store_judged(store, command, cfg, result, {
             s.name: (out.items.get(s.name, []), out.values.get(s.name, {})) for s in sets})
+    done()
     return result
+
+
+def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
+           run: dict | None) -> tuple[Judged, dict, Callable[[], None]]:
+    """The sets judged by the runner (:class:`.step.JudgeStep`): the merged result, the
+    summary, and what removes the work folder once the results are stored."""
+    from dataclasses import replace
+
+    from capaudit.core.storage.urls import local_path
+    from capaudit.core.storage.work_folder import default_work_dir, remove_work
+    from capaudit.judge.step import JudgeStep
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
+
+    Judge(replace(JudgeConfig.from_mapping(cfg["judge"]), dry_run=True))  # its checks, now
+    run = {**RUN_DEFAULTS, **(run or {})}
+    work = run["work_dir"] or (default_work_dir(getattr(store, "path", ""),
+                                                command.replace(" ", "-"), "judge-work"))
+    step = JudgeStep(module, sets, evidence, cfg, str(work))
+    out, summary = run_step(step, RunOptions(run["executor"], run["workers"], run["address"]))
+    up_to = None if run["work_dir"] or local_path(work) is None else local_path(work).parent
+    return out, summary, lambda: remove_work(step.folder, up_to=up_to) if step.folder else None
 
 
 def store_judged(store, command: str, cfg: dict, result: dict, per_set: dict) -> int:
@@ -102,22 +133,20 @@ def store_judged(store, command: str, cfg: dict, result: dict, per_set: dict) ->
 
 
 def run_validate(store, cfg: dict, labels, *, images=None, shards=None, reference=None,
-                 judge: Judge | None = None) -> dict:
+                 run: dict | None = None) -> dict:
     """``capaudit judge validate``: judge the labelled sentences, report agreement."""
     from capaudit.judge.evidence import build_evidence
-    from capaudit.judge.validate import compute_validate, read_labels
+    from capaudit.judge.validate import Labels, read_labels
 
     rows, ties = read_labels(labels)
     jcfg = JudgeConfig.from_mapping(cfg["judge"])
-    evidence = build_evidence(store, jcfg, [r["image_id"] for r in rows], images=images,
-                              shards=shards, reference=reference)
-    judge = judge or Judge(jcfg)
-    try:
-        items, agr = compute_validate(judge, rows, evidence)
-    finally:
-        judge.close()
-    summary = judge.summary()
+    ids = [r["image_id"] for r in rows]
+    evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
+                              reference=reference)
     name = Path(labels).stem
+    out, summary, done = judged(store, "judge validate", "capaudit.judge.validate",
+                                [Labels(name, ids, rows)], evidence, cfg, run)
+    items, agr = out.items[name], out.extra["agreement"]
     result = {"command": "judge validate", "judge": summary.pop("judge"), "summary": summary,
               "agreement": agr, "ties": ties, "items": {name: items}}
     if not jcfg.dry_run:
@@ -126,4 +155,5 @@ def run_validate(store, cfg: dict, labels, *, images=None, shards=None, referenc
                   for k in ("roc_auc", "macro_f1", "accuracy", "kappa", "spearman", "kendall")}
         result["run_id"] = store_judged(store, "judge validate", cfg, result,
                                         {name: (items, values)})
+    done()
     return result

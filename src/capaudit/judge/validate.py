@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from capaudit.errors import InputError
@@ -26,7 +27,7 @@ from capaudit.io.layouts.json import load_json_lines, utf8_text
 from capaudit.judge.core import Judge
 from capaudit.judge.factuality import sentence_tasks, split_sentences
 
-__all__ = ["read_labels", "agreement", "compute_validate"]
+__all__ = ["read_labels", "agreement", "compute_validate", "Labels", "compute"]
 
 NEED = ("image_id", "caption", "sentence_idx")
 _TRUE = {"yes", "true", "1", "factual", "correct"}
@@ -152,3 +153,22 @@ def compute_validate(judge: Judge, rows: list[dict], evidence) -> tuple[list[dic
                     [it["p_yes"] for it in done], [it["source"] for it in done])
     agr["not_scored"] = len(items) - len(done)
     return items, agr
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A labels file as the runner's one unit of judging (:mod:`.step`): its name, the
+    image ids its evidence is cut to, its rows."""
+
+    name: str
+    image_ids: list
+    rows: list
+
+
+def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+    """The step's view of :func:`compute_validate`: the items and the agreement."""
+    from capaudit.judge.stats import Judged
+
+    (labels,) = sets
+    items, agr = compute_validate(judge, labels.rows, evidence)
+    return Judged(items={labels.name: items}, extra={"agreement": agr})
