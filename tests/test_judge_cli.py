@@ -398,3 +398,32 @@ def test_max_cost_counts_estimates_where_the_server_reports_no_usage(coco50, tmp
     assert f"capped: max-cost {cap} reached" in " ".join(capsys.readouterr().out.split())
     with Store(db, read_only=True) as st:
         assert st.one("SELECT status FROM runs ORDER BY run_id DESC LIMIT 1")[0] == "capped"
+
+
+@pytest.mark.parametrize("off", ["off", "false", "'off'", '"Off"'])   # YAML's bool, then text
+def test_cache_off_in_the_yaml_keeps_no_answers(off, coco50, tmp_path, capsys):
+    """``judge: cache: off`` (docs/judges.md): no response cache file is written and a rerun
+    asks again; YAML's ``null`` would be the default (a cache), as for every option."""
+    d, *_ = coco50
+    conf = tmp_path / "judge.yaml"
+    conf.write_text(f"judge:\n  cache: {off}\n")
+    args = ["audit", "factuality", d / "nic.jsonl", "--limit", 2, "--images", d / "img",
+            "--db", tmp_path / "j.duckdb", "--json", tmp_path / "f.json", "--config", conf]
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        assert run(*args, "--judge-url", srv.base_url) == 0
+        first = srv.calls
+        assert run(*args, "--judge-url", srv.base_url) == 0
+    summary = json.loads((tmp_path / "f.json").read_text())["summary"]
+    assert first > 0 and srv.calls == 2 * first and summary["cache_hits"] == 0
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_cache_setting_that_is_no_path_is_one_line(coco50, tmp_path, capsys):
+    d, *_ = coco50
+    conf = tmp_path / "judge.yaml"
+    conf.write_text("judge:\n  cache: [a, b]\n")
+    rc = run("audit", "factuality", d / "nic.jsonl", "--images", d / "img", "--judge-url",
+             "http://127.0.0.1:9/v1", "--db", tmp_path / "j.duckdb", "--config", conf)
+    err = capsys.readouterr().err
+    assert rc == 2 and "judge cache must be default, off or a file path" in err, err
+    assert "Traceback" not in err and not (tmp_path / "j.duckdb").exists()

@@ -47,7 +47,7 @@ class JudgeConfig:
     deadline_s: float | None = None  # a whole request (default 3 x timeout_s): a server that
     #                                  drips its answer a byte at a time cannot hold the run
     max_retries: int = 3
-    cache: str | None = "default"    # the user cache dir's judge.sqlite; a path; None: off
+    cache: str | None = "default"    # the user cache dir's judge.sqlite; a path; "off" (None): off
     dry_run: bool = False
     max_calls: int | None = None
     max_cost: float | None = None
@@ -80,6 +80,11 @@ class JudgeConfig:
             for side in ("input", "output"):
                 check_number(f"judge prices {model} {side}", price.get(side, 0), 0, None,
                              integer=False)
+        if self.cache is False or (isinstance(self.cache, str) and self.cache.lower() == "off"):
+            self.cache = None   # YAML's null means "the default" there, so "off" says off
+        if self.cache is not None and not isinstance(self.cache, str):
+            raise UsageError(f"judge cache must be default, off or a file path, not "
+                             f"{_short(self.cache)}", fix="cache: off")
         for key in ("logprobs", "dry_run"):
             if not isinstance(getattr(self, key), bool):
                 raise UsageError(f"judge {key} must be true or false, not "
