@@ -33,6 +33,7 @@ _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 SAMPLE_ROWS = 2048  # rows whose mean caption length sets the rows per streamed batch
+_READ_JSON = "read_json({}, format='newline_delimited', maximum_object_size=16777216{})"
 
 
 def _q(path: Path | str) -> str:
@@ -239,15 +240,11 @@ class JsonlReader(_DuckReader):
         the caption read as a JSON value means one that is not a string is seen
         as such (not turned into text).
         """
-        if columns:
-            spec = ", ".join(f"{_q(c)}: {_q(t)}" for c, t in columns.items())
-            return (f"read_json({_q(path)}, format='newline_delimited', "
-                    f"maximum_object_size=16777216, columns={{{spec}}})")
-        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
+        spec = ", ".join(f"{_q(c)}: {_q(t)}" for c, t in (columns or {}).items())
+        return _READ_JSON.format(_q(path), f", columns={{{spec}}}" if columns else "")
 
     def where_source(self, path: Path) -> str:
-        return (f"read_json({_q(path)}, format='newline_delimited', "
-                f"maximum_object_size=16777216, sample_size=-1)")
+        return _READ_JSON.format(_q(path), ", sample_size=-1")
 
     def scan(self, path: Path) -> InputError | None:
         return scan_jsonl(path, self._chosen[1] or self.caption_col, self.caption_candidates)
