@@ -30,7 +30,6 @@ the run stops with an error naming the server.
 
 from __future__ import annotations
 
-import base64
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ from typing import Iterable, Iterator, Mapping
 from capaudit.errors import CapauditError, InputError
 from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.evidence import evidence_files, given_kind, load_evidence
+from capaudit.llm.base import GenRequest
 from capaudit.llm.chat import ChatFn, make_chat
 from capaudit.io.images import find_image
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
@@ -144,13 +144,10 @@ class CritiqueReviseFilter(Filter):
 
     def _messages(self, kind: str, doc: CaptionDoc, image, **fields) -> list:
         text = self.prompts[kind].format_map({**fields, "evidence": self._evidence_text(doc)})
-        content: list | str = text
-        if image is not None:
-            data = base64.b64encode(image[0]).decode("ascii")
-            content = [{"type": "text", "text": text},
-                       {"type": "image_url", "image_url": {"url": f"data:{image[1]};base64,{data}"}}]
-        return [{"role": "system", "content": "You are a careful visual fact checker."},
-                {"role": "user", "content": content}]
+        request = GenRequest(text, system="You are a careful visual fact checker.")
+        if image is not None:   # (bytes, MIME type): sent as a data: URL part
+            request.image, request.image_mime = image
+        return request.messages()
 
     def _call(self, kind: str, fn: ChatFn, messages: list) -> str | None:
         try:

@@ -123,12 +123,6 @@ class SupportSets(Mapping):
 
         return Counted(support, self.counts.get(key) or {})
 
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
     def __contains__(self, key) -> bool:
         return key in self.sets
 

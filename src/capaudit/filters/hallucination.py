@@ -56,8 +56,7 @@ from capaudit.errors import InputError
 from capaudit.filters.declared import DEFAULTS
 from capaudit.filters.base import (CaptionDoc, CaptionResult, Decision, Filter, FilterContext,
                                    SentenceScore)
-from capaudit.filters.evidence import (EVIDENCE_KINDS, evidence_names, given_kind,
-                                       load_detections, load_evidence, resolve_evidence)
+from capaudit.filters.evidence import evidence_names, given_kind, load_evidence
 from capaudit.filters.mention_scan import (NOTES, NOTES_KEPT, ScanCache, add_facts, no_cyclic_gc,
                                            notes_text)
 from capaudit.filters.nonvisual import NON_VISUAL_MODES
@@ -66,8 +65,7 @@ from capaudit.filters.sentence_notes import SentenceNotes
 from capaudit.filters.referents import flag_orphans
 from capaudit.text.objects import MODES, VISUAL_MODE
 
-__all__ = ["HallucinationFilter", "load_evidence", "load_detections", "resolve_evidence",
-           "EVIDENCE_KINDS"]
+__all__ = ["HallucinationFilter", "load_evidence"]
 
 HALLU_ACTIONS = ("drop-sentence", "drop-caption", "flag")
 #: captions scored per batch by :meth:`HallucinationFilter.apply` (their parses run together)

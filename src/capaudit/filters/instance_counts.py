@@ -17,21 +17,7 @@ from __future__ import annotations
 
 from capaudit.filters.scored import Scored
 
-__all__ = ["Counted", "count_contradiction"]
-
-
-def count_contradiction(counts: dict, category: str, tokens: list[str], index: int, support):
-    """``support``, or 0 when the image holds an exact number of ``category`` (``counts``)
-    and the sentence's mention at ``index`` states another."""
-    exact = counts.get(category)
-    if exact is None or support is None or not support:
-        return support
-    from capaudit.text.attributes import attached
-
-    said = attached(tokens, index).count
-    if said is None or said == exact:
-        return support
-    return Scored(0.0, f"instances: {said} against {exact} (count)")   # as the references'
+__all__ = ["Counted"]
 
 
 class Counted(dict):
@@ -43,4 +29,14 @@ class Counted(dict):
         self.counts = counts
 
     def contradicted(self, category: str, tokens: list[str], index: int, support):
-        return count_contradiction(self.counts, category, tokens, index, support)
+        """``support``, or 0 when the image holds an exact number of ``category``
+        (``counts``) and the sentence's mention at ``index`` states another."""
+        exact = self.counts.get(category)
+        if exact is None or support is None or not support:
+            return support
+        from capaudit.text.attributes import attached
+
+        said = attached(tokens, index).count
+        if said is None or said == exact:
+            return support
+        return Scored(0.0, f"instances: {said} against {exact} (count)")   # as the references'

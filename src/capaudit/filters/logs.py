@@ -19,12 +19,9 @@ from capaudit.store import filter_log as _log
 __all__ = ["filter_run_info", "read_log", "log_counts", "sharded_run", "shard_log_files",
            "read_shard_log", "shard_log_counts", "shard_review_rows", "log_captions"]
 
-_has_tables = _log.has_tables
-
-
 def filter_run_info(store, set_name: str) -> dict | None:
     """The ``filter_runs`` row of an output set (None when it is not a filtered set)."""
-    if not _has_tables(store):
+    if not _log.has_tables(store):
         return None
     row = _log.run_row(store, set_name)
     if row is None:
@@ -38,14 +35,14 @@ def filter_run_info(store, set_name: str) -> dict | None:
 def read_log(store, set_name: str, actions: tuple[str, ...] | None = ("flag", "revise", "drop"),
              limit: int | None = None) -> pa.Table:
     """Log rows of ``set_name`` (default: everything but plain keeps)."""
-    if not _has_tables(store):
+    if not _log.has_tables(store):
         return pa.Table.from_pylist([], schema=LOG_SCHEMA)
     return _log.log_rows(store, set_name, actions, limit)
 
 
 def log_counts(store, set_name: str) -> dict:
     """Counts recomputed from the stored log; ``ok`` says whether in = kept + dropped."""
-    if not _has_tables(store):
+    if not _log.has_tables(store):
         return {}
     by = _log.action_counts(store, set_name)
     n_in = sum(by.values())
@@ -136,16 +133,11 @@ def shard_log_counts(info: dict) -> dict:
     from collections import Counter
 
     by: Counter = Counter()
-    captions, kept_captions, last = 0, 0, None
-    for batch in log_batches(info, ["shard", "row_idx", "new_row_idx", "action"]):
-        by.update(batch.column("action").to_pylist())
-        for shard, row, new in zip(batch.column("shard").to_pylist(),
-                                   batch.column("row_idx").to_pylist(),
-                                   batch.column("new_row_idx").to_pylist()):
-            if (shard, row) != last:
-                captions += 1
-                kept_captions += new is not None
-                last = (shard, row)
+    captions, kept_captions = 0, 0
+    for sentences in log_captions(info, ["shard", "row_idx", "new_row_idx", "action"]):
+        by.update(r[3] for r in sentences)
+        captions += 1
+        kept_captions += sentences[0][2] is not None
     n_in = sum(by.values())
     kept = sum(by.get(a, 0) for a in KEPT_ACTIONS)
     summary = info["summary"]

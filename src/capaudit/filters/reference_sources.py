@@ -57,28 +57,28 @@ def _add(refs: dict, iid, text) -> None:
         refs.setdefault(int(iid), []).append(text)
 
 
+def _by_image(batches) -> dict[int, list[str]]:
+    """The captions of Arrow ``batches`` (``image_id``, ``caption``) by image id."""
+    refs: dict[int, list[str]] = {}
+    for batch in batches:
+        cols = batch.select(["image_id", "caption"]).to_pydict()
+        for iid, cap in zip(cols["image_id"], cols["caption"]):
+            _add(refs, iid, cap)
+    return refs
+
+
 def references_from_file(path: Path) -> dict[int, list[str]]:
     """A caption file read by its ``sets add`` reader: its captions by image id."""
     from capaudit.io.readers.base import detect_format, get_reader
 
-    refs: dict[int, list[str]] = {}
-    for batch in get_reader(detect_format(path)).read(path):
-        cols = batch.to_pydict()
-        for iid, cap in zip(cols["image_id"], cols["caption"]):
-            _add(refs, iid, cap)
-    return refs
+    return _by_image(get_reader(detect_format(path)).read(path))
 
 
 def references_from_set(store, name: str) -> dict[int, list[str]]:
     """A stored set's captions by image id."""
     from capaudit.store.filter_log import caption_stream
 
-    refs: dict[int, list[str]] = {}
-    for chunk in caption_stream(store, store.get_set(name).set_id, 8192):
-        cols = chunk.select(["image_id", "caption"]).to_pydict()
-        for iid, cap in zip(cols["image_id"], cols["caption"]):
-            _add(refs, iid, cap)
-    return refs
+    return _by_image(caption_stream(store, store.get_set(name).set_id, 8192))
 
 
 def _records(path: Path):

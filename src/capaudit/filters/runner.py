@@ -91,14 +91,13 @@ def _output_rows(filter_name: str, fb: FilteredBatch) -> pa.Table:
     return pa.Table.from_pydict(out, schema=_OUT_SCHEMA)
 
 
-def apply_filter(filt: Filter, docs: Iterable[CaptionDoc], context: FilterContext | None = None,
-                 tick: Callable[[int], None] | None = None) -> FilterOutput:
+def apply_filter(filt: Filter, docs: Iterable[CaptionDoc]) -> FilterOutput:
     """Run ``filt`` over ``docs`` (no store writes), everything kept in memory: for small
     inputs and tests; :func:`run_filter` streams."""
-    filt.setup(context)
+    filt.setup()
     summary = FilterSummary(filt.name)
     tables, log = [], {k: [] for k in LOG_SCHEMA.names if k not in ("set_name", "run_id")}
-    for fb in filter_batches(filt, docs, summary, tick=tick):
+    for fb in filter_batches(filt, docs, summary):
         tables.append(_output_rows(filt.name, fb))
         for k in log:
             log[k] += fb.log.cols[k]
@@ -165,7 +164,7 @@ def _scoring(store, score_evidence):
 
 def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any] | None = None,
                out: str | None = None, *, replace: bool = False, run_id: int | None = None,
-               filt: Filter | None = None, tick: Callable[[int], None] | None = None,
+               tick: Callable[[int], None] | None = None,
                score_evidence: tuple[str, str | None] | None = None):
     """Filter a stored set into ``out``, streaming: the set is read, filtered and written
     (new captions, log rows) in batches inside one transaction, so memory does not grow
@@ -179,10 +178,9 @@ def run_filter(store, set_name: str, filter_name: str, options: Mapping[str, Any
         raise InputError("no output set name", fix="pass --out NEWSET")
     store.get_set(set_name)  # clear error for an unknown input set
     _check_out(store, set_name, out, replace)
-    if filt is None:
-        from capaudit.filters.options import make_filter
+    from capaudit.filters.options import make_filter
 
-        filt = make_filter(filter_name, options or {})
+    filt = make_filter(filter_name, options or {})
     scoring = _scoring(store, score_evidence)
     filt.setup(FilterContext(store, set_name))
     tally = None

@@ -115,9 +115,9 @@ def _batch_rows(batch: pa.RecordBatch, id_col: str | None, cap_col: str, path: P
             yield iid, text
 
 
-def _wanted(names: list[str], path) -> list[str]:
-    return [c for c in (_pick(names, ID_COLUMNS, path, "image id", False),
-                        _pick(names, CAPTION_COLUMNS, path, "caption", True)) if c]
+def _columns(names: list[str], path) -> tuple[str | None, str]:
+    return (_pick(names, ID_COLUMNS, path, "image id", False),
+            _pick(names, CAPTION_COLUMNS, path, "caption", True))
 
 
 def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
@@ -127,7 +127,8 @@ def _columnar_batches(path, source, options=None) -> Iterator[pa.RecordBatch]:
     if Path(name_of(path)).suffix == ".parquet":
         from capaudit.io.layouts.parquet import record_batches
 
-        yield from record_batches(source, lambda names: _wanted(names, path), BATCH, options)
+        yield from record_batches(source, lambda names: [c for c in _columns(names, path) if c],
+                                  BATCH, options)
         return
     from capaudit.io.layouts.arrow import record_batches
 
@@ -139,9 +140,7 @@ def _columnar_rows(path, source, guard=_no_guard, options=None
     row0, cols = 0, None
     for batch in _columnar_batches(path, source, options):
         if cols is None:
-            names = batch.schema.names
-            cols = (_pick(names, ID_COLUMNS, path, "image id", False),
-                    _pick(names, CAPTION_COLUMNS, path, "caption", True))
+            cols = _columns(batch.schema.names, path)
         yield from _batch_rows(batch, cols[0], cols[1], path, row0, guard)
         row0 += batch.num_rows
 

@@ -186,33 +186,28 @@ def _safe_key(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(key))
 
 
-def _hf_columns(store, info):
-    """Caption, image key/id, namespace and the per-caption details of the set's latest
-    audit (``audit_run_id``; only the caption columns when it was never audited), as Arrow."""
-    return exports.captions_with_details(store, info.set_id, info.name,
-                                         exports.latest_audit_run(store, info.name))
-
-
 def _export_layout(store, info, to: str, tmp, report: dict | None = None) -> None:
     """COCO captions JSON written to the open file ``tmp``, or a ``datasets`` folder at the
-    path ``tmp``."""
-    rows = store.captions(info.name, "row_idx, image_key, image_id, caption, namespace, "
-                                     "meta").to_pylist()
+    path ``tmp``: the set's caption, image key/id, namespace and the per-caption details of
+    its latest audit (``audit_run_id``; only the caption columns when it was never
+    audited)."""
     if to == "hf":
         from capaudit.errors import require
 
         datasets = require("datasets", "hf", "exporting a datasets folder")
-        ds = datasets.Dataset.from_dict(_hf_columns(store, info).to_pydict())
+        columns = exports.captions_with_details(store, info.set_id, info.name,
+                                                exports.latest_audit_run(store, info.name))
+        ds = datasets.Dataset.from_dict(columns.to_pydict())
         ds.save_to_disk(str(tmp))
         return
-    if to == "coco":
-        bad = next((r for r in rows if r["image_id"] is None), None)
-        if bad is not None:
-            raise InputError(f"caption row {bad['row_idx']} has no integer image id "
-                             f"('{bad['image_key']}'): COCO JSON needs one",
-                             fix="export with --to jsonl or sharegpt4v instead")
-        data = _coco_document(info, rows, report)
-    tmp.write(json.dumps(data, ensure_ascii=False, indent=1))
+    rows = store.captions(info.name, "row_idx, image_key, image_id, caption, namespace, "
+                                     "meta").to_pylist()
+    bad = next((r for r in rows if r["image_id"] is None), None)   # to == "coco"
+    if bad is not None:
+        raise InputError(f"caption row {bad['row_idx']} has no integer image id "
+                         f"('{bad['image_key']}'): COCO JSON needs one",
+                         fix="export with --to jsonl or sharegpt4v instead")
+    tmp.write(json.dumps(_coco_document(info, rows, report), ensure_ascii=False, indent=1))
 
 
 def _coco_document(info, rows: list[dict], report: dict | None) -> dict:

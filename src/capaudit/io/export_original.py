@@ -30,13 +30,10 @@ from typing import Iterator
 
 from capaudit.errors import InputError
 from capaudit.io.rewrite.formats import REWRITE_FORMATS
-from capaudit.io.rewrite.layouts import ANSWER_ROLES, QUESTION_ROLES, TOKEN_DROP_WHY
+from capaudit.io.rewrite.layouts import TOKEN_DROP_WHY
 
-__all__ = ["export_original", "root_set", "ORIGINAL_FORMATS", "RECORD_FORMATS",
-           "TOKEN_DROP_WHY", "ANSWER_ROLES", "QUESTION_ROLES"]
+__all__ = ["export_original", "root_set", "ORIGINAL_FORMATS", "TOKEN_DROP_WHY"]
 
-RECORD_FORMATS = ("sharegpt4v", "llava", "sharegpt", "capsfusion", "jsonl", "coco-results",
-                  "json")
 ORIGINAL_FORMATS = tuple(f for f in REWRITE_FORMATS if f != "webdataset")
 _NOT_ORIGINAL = ("karpathy", "fusecap", "hf", "webdataset", "filter")
 

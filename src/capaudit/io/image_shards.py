@@ -53,7 +53,7 @@ class Sample:
 def list_shards(path: str | Path) -> list:
     """The ``.tar`` shards of a folder or one shard: local ``Path`` objects, or URL strings
     for a remote folder, glob, brace list or manifest (:mod:`capaudit.core.storage.listing`)."""
-    from capaudit.core.storage.urls import on_disk
+    from capaudit.core.storage.urls import on_disk, shown_url
 
     if not on_disk(path):
         from capaudit.core.storage.listing import list_files
@@ -61,19 +61,13 @@ def list_shards(path: str | Path) -> list:
         found = [e.location for e in list_files(str(path), manifest=True)
                  if e.name.endswith(".tar")]
         if not found:
-            raise InputError("no .tar shards here", path=_shown(path),
+            raise InputError("no .tar shards here", path=shown_url(path),
                              fix="point --shards to a webdataset folder or .tar files")
         return found
     path = Path(path)
     if not path.exists():
         raise InputError("no such shard folder or file", path=path, fix="check --shards")
     return shard_paths(path)
-
-
-def _shown(location) -> str:
-    from capaudit.core.storage.urls import shown_url
-
-    return shown_url(location)
 
 
 def read_shard(tar_path: str | Path) -> Iterator[Sample]:

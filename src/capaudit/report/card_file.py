@@ -113,8 +113,7 @@ def write_card(out: str | Path, section: str, audit_meta: dict[str, Any],
     return said
 
 
-def audit_card(store, sets: list[str], out: str | Path, cfg, *, license: str | None = None,
-               versions: dict | None = None, command: str | None = None):
+def audit_card(store, sets: list[str], out: str | Path, cfg, *, license: str | None = None):
     """Audit ``sets`` (as ``audit compare`` does, each on all its own images) and merge the
     result into the card at ``out``: the one path of ``capaudit audit card`` and
     :meth:`capaudit.api.AuditStore.card`. Returns ``(comparison, messages)``."""
@@ -127,8 +126,7 @@ def audit_card(store, sets: list[str], out: str | Path, cfg, *, license: str | N
     require("huggingface_hub", "hf", "writing a Hugging Face dataset card")  # before the audit
     check_file_target(Path(out))  # a link, the store or a source is refused before any work
     cmp = compare_sets(store, sets, cfg, same_images=False)
-    meta, section = dataset_card(cmp, store, cfg, versions or package_versions(),
-                                 command or current_command())
+    meta, section = dataset_card(cmp, store, cfg, package_versions(), current_command())
     counts = [int(meta["capaudit_audit"]["sets"][n]["captions"] or 0) for n in cmp.names]
     said = write_card(out, escape_markdown_html(section), meta["capaudit_audit"], counts,
                       license, title=", ".join(cmp.names))

@@ -50,18 +50,12 @@ from capaudit.audit.runner import resolve_target, run_audit
 from capaudit.errors import InputError
 
 __all__ = [
-    "LIC_NOT_COMPUTED",
-    "Basis",
     "Comparison",
     "compare_sets",
     "ordered",
     "parent_costs",
     "rank",
 ]
-
-# why a CHAIR value is 0 by construction: decided where the value is made (audit.result_status)
-HUMAN_COCO_FORMATS, BY_CONSTRUCTION, FILTERED_BY_GT = (
-    result_status.HUMAN_COCO_FORMATS, result_status.BY_CONSTRUCTION, result_status.FILTERED_BY_GT)
 
 
 @dataclass
@@ -156,8 +150,9 @@ def flag_circular(cmp: Comparison) -> None:
         for m in cmp.metrics:
             r = cmp.result(name, m)
             if r is not None and not r.skipped and r.status in result_status.UNRANKED:
+                # why a CHAIR value is 0 by construction: said where the value is made
                 cmp.flags[(name, m)] = "; ".join(t for t in r.notes if not t.startswith(
-                    ("partial", "too few"))) or BY_CONSTRUCTION
+                    ("partial", "too few"))) or result_status.BY_CONSTRUCTION
 
 
 def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
@@ -171,7 +166,7 @@ def compare_sets(store, names: Sequence[str], cfg: Mapping | None = None,
     # a copy: the LOTUS options prepared for the audit stay out of the caller's config
     cfg = dataclasses.replace(AuditConfig.of(cfg))
     resolved = [resolve_target(store, n) for n in names]
-    human = {t.name for t in resolved if set_format(store, t) in HUMAN_COCO_FORMATS}
+    human = {t.name for t in resolved if set_format(store, t) in result_status.HUMAN_COCO_FORMATS}
     if len({t.name for t in resolved}) != len(resolved):
         raise InputError(f"two targets share the name {[t.name for t in resolved]}",
                          fix="register them under distinct set names")

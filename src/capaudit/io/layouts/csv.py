@@ -23,6 +23,9 @@ __all__ = ["delimiter", "has_header", "raw_records", "records", "record_row", "r
 #: ``sets add`` stores, ``filter run --shards`` reads too (Python's csv stops at 128 KiB)
 FIELD_LIMIT = 1 << 21
 
+#: how a last record that opens a quote it never closes is refused (see :func:`raw_records`)
+NEVER_CLOSED = "a quote this record opens is never closed"
+
 _DATA_CELL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://\S+|\S+\.(?:jpe?g|png|gif|webp))$", re.IGNORECASE)
 
 
@@ -80,7 +83,7 @@ def _closed(text: str, delim: str) -> None:
             pass
     except csv.Error as exc:
         if "unexpected end of data" in str(exc):
-            raise csv.Error("a quote this record opens is never closed") from None
+            raise csv.Error(NEVER_CLOSED) from None
 
 
 def records(path: Path) -> Iterator[tuple[int, list[str]]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from capaudit.errors import InputError
+from capaudit.io.layouts.json import utf8_line
 
 __all__ = ["LINE", "lines", "token_lines", "split", "revised"]
 
@@ -24,15 +25,7 @@ def lines(fh: IO[bytes], path) -> Iterator[tuple[int, str]]:
     rows (``meta.src``) and the writer's must be the same lines, and a caption may hold a
     lone ``\\r`` (a text-mode split there put a revision on the wrong line)."""
     for row, raw in enumerate(fh, start=1):
-        yield row, _decoded(raw, path, row)
-
-
-def _decoded(raw: bytes, path, row: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not valid UTF-8", path=path, row=row,
-                         fix="re-encode the file as UTF-8") from None
+        yield row, utf8_line(raw, path, row)
 
 
 def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
@@ -40,7 +33,7 @@ def token_lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, re.Match]]:
     in the same loop: one generator less per caption); a line that is not UTF-8 or not a
     token line is named by its row."""
     for row, raw in enumerate(fh, start=1):
-        text = _decoded(raw, path, row)
+        text = utf8_line(raw, path, row)
         line = text.rstrip("\r\n")
         if row == 1:   # a BOM is no part of the first image's name
             line = line.removeprefix("\ufeff")

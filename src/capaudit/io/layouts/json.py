@@ -37,8 +37,8 @@ from typing import IO, Any, Iterator, Mapping
 from capaudit.errors import InputError
 
 __all__ = ["iter_array_pieces", "iter_array_records", "is_json_array", "load_json_document",
-           "load_json_lines", "utf8_text", "dumps_like", "revised_in_place", "CHUNK_CHARS",
-           "MAX_RECORD_CHARS"]
+           "load_json_lines", "utf8_text", "utf8_line", "dumps_like", "revised_in_place",
+           "CHUNK_CHARS", "MAX_RECORD_CHARS"]
 
 CHUNK_CHARS = 1 << 20            # characters decoded per read
 MAX_RECORD_CHARS = 256 << 20     # one record larger than this is refused, not buffered
@@ -180,6 +180,15 @@ def utf8_text(path: Path, encoding: str = "utf-8") -> str:
                          fix="re-encode the file as UTF-8") from None
 
 
+def utf8_line(raw: bytes, path, row: int) -> str:
+    """One line of a file as text; bytes that are not UTF-8 are one line naming its row."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8", path=path, row=row,
+                         fix="re-encode the file as UTF-8") from None
+
+
 def load_json_document(path: Path):
     """Load a whole JSON document with one-line errors (line number from the parser)."""
     text = utf8_text(path, "utf-8-sig")  # a BOM (Notepad's) as in JSONL
@@ -202,10 +211,7 @@ def load_json_lines(path: Path) -> Iterator[tuple[int, object]]:
             if not raw.strip():
                 continue
             try:
-                yield row, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise InputError("not valid UTF-8", path=path, row=row,
-                                 fix="re-encode the file as UTF-8") from None
+                yield row, json.loads(utf8_line(raw, path, row))
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg})", path=path, row=row,
                                  fix="one JSON object per line") from None

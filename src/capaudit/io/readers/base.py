@@ -22,8 +22,6 @@ import pyarrow as pa
 
 from capaudit.core.registry import Registry
 from capaudit.errors import InputError
-# the JSON layout's readers, named here too for the readers and annotation files that import
-# them from this module
 from capaudit.io.layouts.json import load_json_document
 
 READERS: Registry = Registry("caption format", group="readers")  # base set below

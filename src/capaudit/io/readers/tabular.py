@@ -25,7 +25,7 @@ from capaudit.io.readers.columns import (CAPTION_CANDIDATES, ID_CANDIDATES, miss
                                          not_captions, pick_id_column, refuse_row_numbers)
 from capaudit.io.layouts import csv as csv_layout
 from capaudit.io.readers.rescan import (compressed, jsonl_record_row, nested_records,
-                                          oversized, scan_csv, scan_jsonl)
+                                          oversized, scan_csv, scan_jsonl, tsv_left_open)
 
 # a column naming the dataset; ``namespace``: the one capaudit's jsonl/parquet exports write
 DATASET_COLUMNS = ("namespace", "dataset_id", "dataset", "dataset_name")
@@ -33,6 +33,7 @@ _INT_TYPES = {"BIGINT", "INTEGER", "UBIGINT", "UINTEGER", "SMALLINT", "USMALLINT
               "UTINYINT"}
 _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL"}
 SAMPLE_ROWS = 2048  # rows whose mean caption length sets the rows per streamed batch
+_READ_JSON = "read_json({}, format='newline_delimited', maximum_object_size=16777216{})"
 
 
 def _q(path: Path | str) -> str:
@@ -239,15 +240,11 @@ class JsonlReader(_DuckReader):
         the caption read as a JSON value means one that is not a string is seen
         as such (not turned into text).
         """
-        if columns:
-            spec = ", ".join(f"{_q(c)}: {_q(t)}" for c, t in columns.items())
-            return (f"read_json({_q(path)}, format='newline_delimited', "
-                    f"maximum_object_size=16777216, columns={{{spec}}})")
-        return f"read_json({_q(path)}, format='newline_delimited', maximum_object_size=16777216)"
+        spec = ", ".join(f"{_q(c)}: {_q(t)}" for c, t in (columns or {}).items())
+        return _READ_JSON.format(_q(path), f", columns={{{spec}}}" if columns else "")
 
     def where_source(self, path: Path) -> str:
-        return (f"read_json({_q(path)}, format='newline_delimited', "
-                f"maximum_object_size=16777216, sample_size=-1)")
+        return _READ_JSON.format(_q(path), ", sample_size=-1")
 
     def scan(self, path: Path) -> InputError | None:
         return scan_jsonl(path, self._chosen[1] or self.caption_col, self.caption_candidates)
@@ -257,13 +254,6 @@ class JsonlReader(_DuckReader):
         return index + 1 if compressed(path) else jsonl_record_row(path, index)
 
 
-def _quote(delim: str) -> str:
-    """A .csv's quote is ``"`` (RFC 4180, as the ``--shards`` reader reads it): left to
-    DuckDB's sniffer, a file whose last record opens a quote it never closes was read with
-    no quoting, every caption's quotes kept as text. A .tsv is left to the sniffer."""
-    return ", quote='\"'" if delim == "," else ""
-
-
 class CsvReader(_DuckReader):
     name = "csv"
 
@@ -271,22 +261,28 @@ class CsvReader(_DuckReader):
     def sniff(cls, path: Path, head: bytes) -> bool:
         return not path.is_dir() and path.suffix.lower() in {".csv", ".tsv"}
 
-    def source(self, path: Path, columns: dict[str, str] | None = None) -> str:
+    def source(self, path: Path, columns: dict[str, str] | None = None,
+               typed: str = "all_varchar=true, ") -> str:
+        """A .csv's quote is ``"`` (RFC 4180, as the ``--shards`` reader reads it): left to
+        DuckDB's sniffer, a file whose last record opens a quote it never closes was read
+        with no quoting, every caption's quotes kept as text. A .tsv is left to the sniffer
+        (its quotes may be text)."""
         delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
-        return f"read_csv({_q(path)}, header={header}, all_varchar=true, delim='{delim}'" \
-               f"{_quote(delim)})"
+        quote = ", quote='\"'" if delim == "," else ""
+        return f"read_csv({_q(path)}, header={header}, {typed}delim='{delim}'{quote})"
 
     def where_source(self, path: Path) -> str:
         """Typed as DuckDB sniffs them: ``question_id < 10`` compares numbers."""
-        delim, header = csv_layout.delimiter(path), str(csv_layout.has_header(path)).lower()
-        return f"read_csv({_q(path)}, header={header}, delim='{delim}'{_quote(delim)})"
+        return self.source(path, typed="")
 
-    def record_row(self, path: Path, index: int) -> int:
-        """File line of data record ``index`` (the header is line 1, as in a spreadsheet)."""
-        return csv_layout.record_row(path, index)
+    def select_sql(self, path: Path, con) -> str:
+        """A .tsv's unclosed last quote, which the sniffer would keep as text, is refused."""
+        if (err := tsv_left_open(path)) is not None:
+            raise err
+        return super().select_sql(path, con)
 
-    def scan(self, path: Path) -> InputError | None:
-        return scan_csv(path)
+    record_row = staticmethod(csv_layout.record_row)   # the header is line 1, as in a sheet
+    scan = staticmethod(scan_csv)
 
 
 class ParquetReader(_DuckReader):
