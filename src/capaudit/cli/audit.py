@@ -115,13 +115,13 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
 def _write_json(store, results: dict, json_out: str, cfg, run_id, own: dict) -> None:
     """The results as JSON (``file_scores``: a CHAIR output's own scores beside capaudit's),
     provenance beside it (settings, seed, the annotations' sha256)."""
-    from capaudit.audit.runner import write_json
-    from capaudit.core.config import provenance_beside
+    from capaudit.audit.runner import results_json
+    from capaudit.core.config import write_json
     from capaudit.io.annotation_store import annotation_provenance
 
-    write_json(results, json_out, {"file_scores": own} if own else None)
     ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
-    provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
+    write_json(json_out, {**results_json(results), **({"file_scores": own} if own else {})},
+               {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
 
 
 def _print_results(results: dict, min_n: int = 30) -> None:
