@@ -184,8 +184,6 @@ def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
     configuration's folder, a user's file) stays, and so does the folder holding it; a link
     is never followed."""
     if local_path(made) is None:   # a URL: this configuration's objects, then nothing above
-        from capaudit.core.storage.folder import Folder
-
         Folder(str(made)).remove_tree()
         return
     made = local_path(made)
