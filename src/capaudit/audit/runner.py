@@ -22,8 +22,6 @@ without a store no details are built at all.
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from capaudit.audit import annotation_coverage as coverage
@@ -34,7 +32,7 @@ from capaudit.io.targets import StreamTarget, Target, load_target, resolve_targe
 from capaudit.errors import InputError
 
 __all__ = ["AuditConfig", "DEFAULTS", "run_audit", "metric_names", "audit_target",
-           "audit_stream_target", "store_metrics", "results_json", "write_json", "Target",
+           "audit_stream_target", "store_metrics", "results_json", "Target",
            "StreamTarget", "load_target", "resolve_target", "mark_circular_values"]
 
 DEFAULTS: dict[str, Any] = AuditConfig.defaults()  # every setting with its default
@@ -232,10 +230,3 @@ def results_json(results: dict[str, Any]) -> dict:
     return {"sets": {n: results[n].to_dict() for n in names},
             "coverage": {n: results[n].meta.get("coverage") for n in names}}
 
-
-def write_json(results: dict[str, Any], path: str | Path, extra: dict | None = None) -> Path:
-    """``audit run --json``: the results, plus ``extra`` top-level entries (file_scores)."""
-    from capaudit.core.safe_write import write_text
-
-    return write_text(path, json.dumps({**results_json(results), **(extra or {})}, indent=2),
-                      parents=True)

@@ -1,10 +1,10 @@
-"""``capaudit audit``: run, compare, words (and lic / amplification from their modules)."""
+"""``capaudit audit``: run, compare, words, card (and lic / amplification from their modules)."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
 
@@ -115,13 +115,13 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
 def _write_json(store, results: dict, json_out: str, cfg, run_id, own: dict) -> None:
     """The results as JSON (``file_scores``: a CHAIR output's own scores beside capaudit's),
     provenance beside it (settings, seed, the annotations' sha256)."""
-    from capaudit.audit.runner import write_json
-    from capaudit.core.config import provenance_beside
+    from capaudit.audit.runner import results_json
+    from capaudit.core.config import write_json
     from capaudit.io.annotation_store import annotation_provenance
 
-    write_json(results, json_out, {"file_scores": own} if own else None)
     ann = annotation_provenance(store, getattr(results.get("_annotations"), "sources", {}))
-    provenance_beside(json_out, {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
+    write_json(json_out, {**results_json(results), **({"file_scores": own} if own else {})},
+               {**cfg, "run_id": run_id, "annotations": ann}, cfg.seed)
 
 
 def _print_results(results: dict, min_n: int = 30) -> None:
@@ -233,10 +233,42 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")
 
 
+
+def card_command(
+        sets: List[str] = typer.Argument(..., help="Registered set names or caption files"),
+        out: Path = typer.Option(..., "--out", help="The card to write or merge into "
+                                 "(markdown with YAML metadata), e.g. README.md of the dataset"),
+        disparity: Optional[str] = typer.Option("gender", "--disparity",
+                                                help="Gaps by group: gender, skin_tone, "
+                                                     "gender,skin_tone or none"),
+        instances: Optional[Path] = opt.Instances, chair_gt: Optional[Path] = opt.ChairGT,
+        demographics: Optional[Path] = opt.Demographics, metrics: Optional[str] = opt.Metrics,
+        n_boot: Optional[int] = opt.NBoot, seed: Optional[int] = opt.Seed,
+        allow_partial: Optional[bool] = opt.AllowPartial, min_n: Optional[int] = opt.MinN,
+        license: Optional[str] = typer.Option(None, "--license", help="The data's license "
+                                              "(a Hub id such as cc-by-4.0), for a card "
+                                              "that has none; an existing one is kept"),
+        config: Optional[Path] = opt.Config, db: Path = DbOption) -> None:
+    """Write the audit into a Hugging Face dataset card: merged into the card at --out (its
+    metadata and text kept, capaudit's section between markers replaced on a rerun), every
+    metric with n, interval and status, the annotations by sha256, what each filter
+    removed, the independent score of a circular value, provenance without local paths."""
+    from capaudit.report.card_file import audit_card
+
+    cfg = audit_config(config, metrics=metrics, n_boot=n_boot, seed=seed,
+                       allow_partial=allow_partial, min_n=min_n,
+                       disparity=None if (disparity or "none") == "none" else disparity,
+                       **annotation_cli(instances, chair_gt, demographics))
+    store = open_store(db, create=True)
+    cmp, said = audit_card(store, sets, out, cfg, license=license)
+    console.print(f"card: {out} ({len(cmp.names)} set(s), {len(cmp.metrics)} metrics)")
+    for line in said:
+        console.print(line, style="yellow")
+
+
 def register(app: typer.Typer) -> None:
     """Attach the audit sub-app; lic, amplification and disparity live in their own modules
     (import-light: torch and the like load only when a command runs)."""
-    from capaudit.cli.audit_card import card_command
     from capaudit.cli.audit_disparity import disparity_command
     from capaudit.cli.audit_leaderboard import leaderboard_command
     from capaudit.cli.audit_lic import lic_command

@@ -25,10 +25,10 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     success unless ``keep_work``: a killed run leaves it, and a rerun resumes from it."""
     from capaudit.report.compare import Comparison
     from capaudit.cli.compare_view import print_compare
-    from capaudit.audit.runner import store_metrics, write_json
+    from capaudit.audit.runner import results_json, store_metrics
     from capaudit.audit.shards.outputs import attach_details
     from capaudit.audit.shards.run import run_sharded
-    from capaudit.core.config import current_command, package_versions, provenance_beside
+    from capaudit.core.config import current_command, package_versions, write_json
     from capaudit.io.annotation_store import resolve_annotations
     from capaudit.core.storage.urls import local_path, shown_url
     from capaudit.io.caption_shards import shards_name
@@ -65,8 +65,7 @@ def run_shards(shards: str, name: str | None, cfg: AuditConfig | dict, executor:
     if not keep_work:
         remove_work(made, up_to=up_to)
     if json_out:
-        write_json({name: res}, json_out)
-        provenance_beside(json_out, {**stored, "run_id": run_id}, cfg.seed)
+        write_json(json_out, results_json({name: res}), {**stored, "run_id": run_id}, cfg.seed)
         json_out = shown_url(json_out)
     console.print(res.meta["coverage"]["line"], markup=False)
     print_compare(Comparison([name], list(res.results), {name: res}))

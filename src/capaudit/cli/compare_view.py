@@ -76,12 +76,9 @@ def _width(console, table: Table) -> int:
     return Measurement.get(console, console.options.update_width(100_000), table).maximum
 
 
-def compare_tables(cmp, width: int | None = None, console=None) -> list[Table]:
-    """The tables to print so that none is wider than ``width`` (default: the console)."""
-    from capaudit.cli.common import console as default_console
-
-    console = console or default_console
-    width = width or console.width
+def compare_tables(cmp, console) -> list[Table]:
+    """The tables to print so that none is wider than the console."""
+    width = console.width
     wide = wide_table(cmp)
     if _width(console, wide) <= width:
         return [wide]
@@ -98,7 +95,7 @@ def print_compare(cmp, console=None) -> None:
     from capaudit.cli.common import console as default_console
 
     console = console or default_console
-    for table in compare_tables(cmp, console=console):
+    for table in compare_tables(cmp, console):
         console.print(table)
     for line in notes(cmp):
         console.print(Text(line, style="yellow"))

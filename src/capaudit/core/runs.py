@@ -1,7 +1,9 @@
-"""The ``runs`` row around a command's work, shared by the CLI and :mod:`capaudit.api`."""
+"""The ``runs`` row around a command's work, shared by the CLI and :mod:`capaudit.api`;
+whether the process behind a run (or a work folder's lock) still lives."""
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -33,3 +35,14 @@ def recorded_run(store, config: dict, seed: int | None = None) -> Iterator[int]:
         store.finish_run(run_id, "failed")
         raise
     store.finish_run(run_id, "ok")
+
+
+def process_alive(pid) -> bool:
+    """Whether process ``pid`` of this host still lives (``os.kill(pid, 0)``)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return True   # exists under another user (or cannot tell): leave it alone
+    return True

@@ -33,7 +33,6 @@ from capaudit.enrich.adapters.base import ADAPTERS, Context, load_prompt, prompt
 from capaudit.llm.base import Stats, make_backend
 from capaudit.core.ranges import check_number
 from capaudit.errors import InputError
-from capaudit.core.storage.work_folder import work_dir_lock  # noqa: F401  (re-exported)
 from capaudit.io.image_shards import list_shards, read_shard
 from capaudit.io.markers import as_folder, clean_tmp, config_hash, input_fingerprint, read_marker
 from capaudit.runner.step import Step, once_per_worker
@@ -239,8 +238,8 @@ def run_enrich(shards_dir: str | Path, out_dir: str | Path, adapter: str, config
                on_start: Callable[[int, int], None] | None = None) -> dict:
     """Run the adapter over every shard not yet done; returns the summary and the table.
 
-    Holds the work directory (:func:`work_dir_lock`) while it plans, runs,
-    assembles and writes ``failures.jsonl`` (this run's failed samples).
+    Holds the work directory (:func:`~capaudit.core.storage.work_folder.work_dir_lock`)
+    while it plans, runs, assembles and writes ``failures.jsonl`` (this run's failed samples).
     """
     from capaudit.runner.run import run_step
     from capaudit.runner.step import RunOptions

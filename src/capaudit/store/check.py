@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 
 from capaudit.errors import InputError
+from capaudit.store.db import _first_line
 from capaudit.store.opener import damaged
 
 __all__ = ["StoreCheck", "check_store"]
@@ -33,11 +34,6 @@ class StoreCheck:
         return self.problem is None and all(isinstance(v, int) for v in self.tables.values())
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
-
-
 def check_store(path: str | Path) -> StoreCheck:
     """Open ``path`` read-only (the opener's path and file-kind checks, not its refusal of
     damage) and read every table in full."""
@@ -52,7 +48,7 @@ def check_store(path: str | Path) -> StoreCheck:
     try:
         con = connect(real, read_only=True, external=False, sandbox=True)
     except duckdb.Error as exc:
-        report.problem = f"DuckDB cannot open it: {_first_line(exc)}"
+        report.problem = f"DuckDB cannot open it: {_first_line(exc)[:200]}"
         return report
     try:
         _read_all(con, real, report)
@@ -68,7 +64,7 @@ def _read_all(con, real: Path, report: StoreCheck) -> None:
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             "ORDER BY table_name").fetchall()]
     except duckdb.Error as exc:
-        report.problem = f"its catalog cannot be read: {_first_line(exc)}"
+        report.problem = f"its catalog cannot be read: {_first_line(exc)[:200]}"
         return
     for name in names:
         quoted = '"' + name.replace('"', '""') + '"'
@@ -76,7 +72,7 @@ def _read_all(con, real: Path, report: StoreCheck) -> None:
             report.tables[name] = con.execute(
                 f"SELECT count(*), bit_xor(hash(t)) FROM {quoted} t").fetchone()[0]
         except duckdb.Error as exc:
-            report.tables[name] = f"unreadable: {_first_line(exc)}"
+            report.tables[name] = f"unreadable: {_first_line(exc)[:200]}"
     if "meta" not in names:
         report.problem = report.problem or ("not a capaudit store: it has no meta table"
                                             if names else "an empty DuckDB database")

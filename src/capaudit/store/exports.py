@@ -15,11 +15,6 @@ __all__ = ["caption_batches", "copy_to_parquet", "captions_by_image", "latest_au
 CHUNK_ROWS = 16_384
 
 
-def _rows_sql(set_id: int, meta: bool = False) -> str:
-    return (f"SELECT row_idx, image_key, image_id, caption{', meta' if meta else ''}, "
-            f"namespace FROM captions WHERE set_id = {int(set_id)} ORDER BY row_idx")
-
-
 def caption_batches(store, set_id: int, batch_size: int = CHUNK_ROWS, *, meta: bool = False):
     """Arrow batches of ``(row_idx, image_key, image_id, caption[, meta], namespace)`` of the
     set in stored order (each row's ``meta`` JSON text with ``meta``), range by range
@@ -41,7 +36,9 @@ def copy_to_parquet(store, set_id: int, path: str | Path) -> None:
                 writer = pq.ParquetWriter(str(path), batch.schema, compression="snappy")
             writer.write_batch(batch)
         if writer is None:   # an empty set: the columns, no rows
-            empty = store.con.sql(_rows_sql(set_id) + " LIMIT 0").to_arrow_table()
+            empty = store.con.sql("SELECT row_idx, image_key, image_id, caption, namespace "
+                                  f"FROM captions WHERE set_id = {int(set_id)} LIMIT 0"
+                                  ).to_arrow_table()
             writer = pq.ParquetWriter(str(path), empty.schema, compression="snappy")
     finally:
         if writer is not None:

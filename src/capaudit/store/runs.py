@@ -16,6 +16,7 @@ import socket
 from typing import Mapping
 
 from capaudit.core.redact import redact, redact_values
+from capaudit.core.runs import process_alive
 
 __all__ = ["RunLog", "jsonable"]
 
@@ -52,7 +53,8 @@ class RunLog:
         """
         rows = self.sql("SELECT run_id, pid FROM runs WHERE status = 'running' AND pid IS NOT "
                         "NULL AND host = ?", [socket.gethostname()])
-        dead = [run_id for run_id, pid in rows if not _pid_alive(pid)]
+        # a pid equal to ours is a reused one: this process has not started that run
+        dead = [run_id for run_id, pid in rows if pid == os.getpid() or not process_alive(pid)]
         for run_id in dead:
             self.con.execute("UPDATE runs SET status = 'killed' WHERE run_id = ?", [run_id])
         return len(dead)
@@ -69,19 +71,6 @@ class RunLog:
                           json.dumps(extra, default=jsonable),
                           int(images) if isinstance(images, (int, float)) else None,
                           extra.get("status") if isinstance(extra.get("status"), str) else None])
-
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # a reused pid: this process has not started that run
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True   # exists under another user (or cannot tell): leave it alone
-    return True
 
 
 def jsonable(obj):

@@ -50,14 +50,7 @@ def hierarchy(mode: str = VISUAL_MODE) -> dict[str, frozenset[str]]:
     hierarchy); a name the lexicon lacks is left out."""
     if mode != VISUAL_MODE:
         return {}
-    cats = set(get_lexicon(mode).categories)
-    children: dict[str, set[str]] = {}
-    for line in parents_path().read_text(encoding="utf-8").splitlines():
-        parent, _, kids = line.partition(":")
-        parent = parent.strip()
-        if parent in cats:
-            children.setdefault(parent, set()).update(
-                k.strip() for k in kids.split(",") if k.strip() in cats)
+    children = _listed(parents_path(), mode)
 
     def below(cat: str, seen: frozenset = frozenset()) -> set[str]:
         out = set()
@@ -83,14 +76,20 @@ def parts(mode: str = VISUAL_MODE) -> dict[str, frozenset[str]]:
     which the CHAIR ground truth judges; empty for COCO's modes."""
     if mode != VISUAL_MODE:
         return {}
+    listed = _listed(synonyms_path().with_name("visual_objects_parts.txt"), mode)
+    return {whole: frozenset(found) for whole, found in listed.items() if found}
+
+
+def _listed(path, mode: str) -> dict[str, set[str]]:
+    """``{head: its names}`` of a hand-written ``head: name, ...`` file, in the order of the
+    lines; a name the lexicon lacks is left out, and so is a line whose head it lacks."""
     cats = set(get_lexicon(mode).categories)
-    out: dict[str, frozenset[str]] = {}
-    for line in synonyms_path().with_name("visual_objects_parts.txt").read_text(
-            encoding="utf-8").splitlines():
-        whole, _, names = line.partition(":")
-        found = frozenset(n.strip() for n in names.split(",") if n.strip() in cats)
-        if whole.strip() in cats and found:
-            out[whole.strip()] = found
+    out: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        head, _, names = line.partition(":")
+        if head.strip() in cats:
+            out.setdefault(head.strip(), set()).update(
+                n.strip() for n in names.split(",") if n.strip() in cats)
     return out
 
 

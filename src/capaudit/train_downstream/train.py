@@ -138,10 +138,9 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
         trainer.restore(ckpt)
         del ckpt
     resumed_from = trainer.step
-    from capaudit.core.safe_write import write_text
+    from capaudit.core.config import write_json
 
-    write_text(run / "runtime.json", json.dumps({**plan.as_dict(), "device": str(device)},
-                                                indent=2))
+    write_json(run / "runtime.json", {**plan.as_dict(), "device": str(device)}, parents=False)
     log = os.fdopen(os.open(run / "train_log.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT
                             | getattr(os, "O_NOFOLLOW", 0), 0o666), "a", encoding="utf-8")
     t_start = time.perf_counter()
@@ -156,7 +155,7 @@ def train_downstream(image_ids, captions, shards: str | Path, model: str | Path,
                "resumed_from_step": resumed_from, "device": str(device),
                "precision": cfg.precision, "seconds": round(time.perf_counter() - t_start, 2),
                "peak_mem_mb": round(peak_memory_mb(device), 1), "runtime": plan.as_dict()}
-    write_text(run / "done.json", json.dumps(summary, indent=2))
+    write_json(run / "done.json", summary, parents=False)
     return summary
 
 

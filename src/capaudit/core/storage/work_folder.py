@@ -38,6 +38,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: no lock
     fcntl = None
 
+from capaudit.core.runs import process_alive
 from capaudit.core.storage.folder import Folder
 from capaudit.core.storage.remote_write import Exists
 from capaudit.core.storage.urls import local_path
@@ -60,18 +61,8 @@ def _holder(folder: Folder) -> dict:
     return held if isinstance(held, dict) else {}
 
 
-def _alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError, TypeError, OverflowError):
-        return True
-    return True
-
-
 def _stale(held: dict) -> bool:
-    if held.get("host") == socket.gethostname() and not _alive(held.get("pid")):
+    if held.get("host") == socket.gethostname() and not process_alive(held.get("pid")):
         return True
     beat = held.get("beat")
     return not isinstance(beat, (int, float)) or time.time() - beat > STALE_S
@@ -193,8 +184,6 @@ def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
     configuration's folder, a user's file) stays, and so does the folder holding it; a link
     is never followed."""
     if local_path(made) is None:   # a URL: this configuration's objects, then nothing above
-        from capaudit.core.storage.folder import Folder
-
         Folder(str(made)).remove_tree()
         return
     made = local_path(made)
