@@ -24,7 +24,7 @@ from capaudit.core.storage import paths
 from capaudit.core.storage.urls import join, name_of, shown_url
 from capaudit.io import shard_files as files
 from capaudit.filters.shards import plan
-from capaudit.filters.shards.steps import SHARDED_FILTERS, shard_step
+from capaudit.filters.shards.steps import SHARDED_FILTERS, shard_step, warm_worker
 from capaudit.runner.step import RunOptions, Step
 
 __all__ = ["run_sharded_filter", "SHARDED_FILTERS"]
@@ -99,6 +99,7 @@ class FilterStep(Step):
         self.shared = ((work, "work folder", "--work-dir"), (given_out, "output folder", "--out"))
         self.passes = (parts.first_pass, filter_shard) if parts.first_pass else (filter_shard,)
         self.worker_opts, self.guard, self.written = parts.worker_options(), None, []
+        self.warm_up = (warm_worker, (cfg["filter"], self.worker_opts))
 
     def plan(self, root: str, workers: int) -> list[dict]:
         """What the workers read, written once; the markers' keys; a task per shard; DST
