@@ -136,3 +136,22 @@ def test_the_filter_steps_warm_up_loads_the_parser_only_when_its_options_parse(g
                                                                    worker_opts])],
                          capture_output=True, text=True, check=True, env=os.environ)
     assert json.loads(out.stdout) == [int(parses), parses, True]
+
+
+def slow_warm_up(folder: str) -> None:
+    import time
+
+    time.sleep(5)
+    Path(folder, f"warmed-{os.getpid()}").write_text("the warm-up ran to its end")
+
+
+class _PlanFails(_Warmed):
+    def plan(self, root: str, workers: int) -> list[dict]:
+        raise InputError("the output folder holds a file capaudit did not write")
+
+
+def test_workers_warming_up_for_a_plan_that_fails_are_ended_with_the_runs_one_line(tmp_path):
+    """The plan's one line, and the workers still warming up ended, not waited for."""
+    with pytest.raises(InputError, match="holds a file capaudit did not write"):
+        run_step(_PlanFails(tmp_path, slow_warm_up), RunOptions(workers=2))
+    assert mp.active_children() == [] and not list(tmp_path.glob("warmed-*"))
