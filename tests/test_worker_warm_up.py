@@ -155,3 +155,17 @@ def test_workers_warming_up_for_a_plan_that_fails_are_ended_with_the_runs_one_li
     with pytest.raises(InputError, match="holds a file capaudit did not write"):
         run_step(_PlanFails(tmp_path, slow_warm_up), RunOptions(workers=2))
     assert mp.active_children() == [] and not list(tmp_path.glob("warmed-*"))
+
+
+def test_only_a_run_that_starts_afresh_warms_its_workers_up(tmp_path):
+    """A rerun (its work folder left by an earlier run) may find every shard done: its
+    workers are not made to load a parser; a URL work folder is not looked up."""
+    from capaudit.filters.shards.run import fresh_warm_up
+    from capaudit.filters.shards.steps import warm_worker
+
+    opts = {"object_mode": "corrected"}
+    assert fresh_warm_up(str(tmp_path / "work"), "hallucination", opts) == (
+        warm_worker, ("hallucination", opts))
+    (tmp_path / "work").mkdir()
+    assert fresh_warm_up(str(tmp_path / "work"), "hallucination", opts) is None
+    assert fresh_warm_up("s3://bucket/work", "hallucination", opts) is not None
