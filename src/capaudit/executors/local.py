@@ -11,6 +11,12 @@ worker interrupted while it imports or waits prints a screenful of ``KeyboardInt
 tracebacks. So workers are started with SIGINT ignored (an ignored signal stays ignored
 across ``exec``, before any of their code runs); the parent alone answers Ctrl-C: it stops
 its workers at once (what they finished is kept) and the CLI prints one line, exit 130.
+
+Start-up and exit are on every run's critical path: :meth:`LocalExecutor.warm` starts the
+workers early, each running a warm-up (the lazy loads its first task would pay: imports, a
+model) while the caller still plans; and a worker's exit skips the interpreter's tear-down
+(:func:`_exit_at_once`: one that had loaded a parser took 0.25-0.45 s to free it, which the
+caller's ``close`` waited for).
 """
 
 from __future__ import annotations
@@ -31,20 +37,35 @@ class LocalExecutor:
         a step's passes over the same shards start them, and import in them, once."""
         self.workers = max(1, int(workers))
         self._pool: ProcessPoolExecutor | None = None
+        self._given = False   # a task was handed to the pool (not only warm-ups)
+
+    def warm(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Start the workers now, each calling ``fn(arg)`` (a module-level function) before
+        its first task. A warm-up only does early what the tasks would do on their own, so
+        its failure is ignored there: the task meets the same error where it always did."""
+        if self.workers == 1 or self._pool is not None:
+            return
+        self._pool = self._new_pool(self.workers, (fn, arg))
+        with _sigint_ignored():
+            for _ in range(self.workers):   # each submit starts a worker (all at once < 3.11)
+                self._pool.submit(_started)
+
+    def _new_pool(self, workers: int, warm_up: tuple | None) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(warm_up,))
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         tasks = list(tasks)
-        if self.workers == 1 or len(tasks) <= 1:
+        if self.workers == 1 or (len(tasks) <= 1 and self._pool is None):  # none warmed
             for task in tasks:
                 yield task, fn(task)
             return
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                             mp_context=mp.get_context("spawn"),
-                                             initializer=_end_with_parent)
+            self._pool = self._new_pool(min(self.workers, len(tasks)), None)
         try:
             with _sigint_ignored():  # the workers start (at submit) ignoring Ctrl-C
                 futures = {self._pool.submit(fn, t): t for t in tasks}
+            self._given = True
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -70,9 +91,48 @@ class LocalExecutor:
                 proc.join(2)
 
     def close(self) -> None:
+        """The workers finish what runs and exit; workers given no task (warmed up for a
+        plan that failed or left nothing to do) are ended at once (:meth:`stop`)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            if self._given:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            else:
+                self.stop()
+            self._pool, self._given = None, False
+
+
+def _start_worker(warm_up: tuple | None) -> None:
+    """Each worker's start: it dies with its parent and exits at once, then runs the
+    warm-up, if any (see :meth:`LocalExecutor.warm`)."""
+    import atexit
+
+    _end_with_parent()
+    atexit.register(_exit_at_once)   # first: the last handler to run
+    if warm_up is not None:
+        fn, arg = warm_up
+        with contextlib.suppress(Exception):
+            fn(arg)
+
+
+def _started() -> None:
+    """The task that makes the pool start a worker (:meth:`LocalExecutor.warm`)."""
+
+
+def _exit_at_once() -> None:
+    """A worker's last exit handler: the handlers its tasks registered have run (files
+    removed, stores closed), its results were handed back (the pool's worker returned);
+    what is left is the interpreter freeing every object one by one, a model's millions
+    among them, which the pool's ``shutdown`` waits for. Logging's handler, registered
+    before this one, is run here; the pool's own ran as its worker returned."""
+    import os
+    import sys
+
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _end_with_parent() -> None:

@@ -116,6 +116,8 @@ class HallucinationFilter(Filter):
         return self.options["object_mode"] in ("corrected", VISUAL_MODE)
 
     _non_visual = property(lambda self: self.options["non_visual"] != "judge")
+    #: whether a sentence may be parsed (the compound rule, or non-visual cues): spaCy loaded
+    parses = property(lambda self: self._modifiers or self._non_visual)
 
     def setup(self, context: FilterContext | None = None) -> None:
         if self.evidence is None:   # the kind's evidence, with the references when given
@@ -133,7 +135,7 @@ class HallucinationFilter(Filter):
                 context.store, context.set_name, self.kind, self.evidence.keys(),
                 (self.source or "").removeprefix("file:"), float(self.options["min_coverage"]),
                 bool(self.options["allow_partial"]))
-        if self._modifiers or self._non_visual:
+        if self.parses:
             parser_available()  # fail now, naming the extra, not at the first hallucination
         from capaudit.filters.undecided_judge import undecided_judge
 
@@ -151,8 +153,7 @@ class HallucinationFilter(Filter):
     def _judged(self, doc: CaptionDoc, scan, support: dict) -> list[tuple]:
         """Per sentence with a mention: ``(index, mentions, supports, negated, parse?)``,
         computed once per caption and image in a batch (for the parse, then for the score)."""
-        return self._scans.judged(doc, scan, support, self.threshold,
-                                  self._modifiers or self._non_visual)
+        return self._scans.judged(doc, scan, support, self.threshold, self.parses)
 
     def _prepare(self, docs: list[CaptionDoc]) -> None:
         """Analyse a batch of captions and parse, together, the sentences scoring will ask

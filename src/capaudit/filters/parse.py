@@ -21,7 +21,8 @@ from functools import lru_cache
 from capaudit.filters.spacy_pipeline import (SPACY_MODELS, UNREAD, _nlp,  # noqa: F401 (tests)
                                              parser_available, token_lemma)
 
-__all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "mention_span",
+__all__ = ["parse_tokens", "parse_many", "token_lemma", "parser_available", "warm_parser",
+           "mention_span",
            "modifier_heads", "mention_notes", "non_visual_cue", "MODIFIER_DEPS", "SPACY_MODELS"]
 
 #: dependency labels by which a noun modifies the noun it depends on
@@ -61,6 +62,12 @@ def parse_many(sentences: list[list[str]]) -> list:
         for doc in docs:
             component.set_annotations(doc, ruler_matches(doc, compiled))
     return docs
+
+
+def warm_parser() -> None:
+    """The pipeline and the ruler's compiled patterns loaded now (a worker's warm-up: its
+    first parse would load them)."""
+    _ruler()
 
 
 @lru_cache(maxsize=1)

@@ -6,8 +6,9 @@ with one line unless ``skip_bad`` and the failure is not fatal: it is then left 
 listed), the parts merged. The executor is started when a pass first has work (a run that
 resumes with nothing left over URL folders starts no Ray) and the folders every node must
 reach are checked as it starts; with a local folder, which only a started cluster can say
-its nodes share or not, it is started first, before anything is written. It is closed
-whatever happens.
+its nodes share or not, it is started first, before anything is written; several local workers
+of a step with a warm-up (:attr:`.step.Step.warm_up`) are started first too, to warm up while
+the driver plans. It is closed whatever happens.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def run_step(step: Step, opts: RunOptions) -> Any:
                 require_shared(started[0], location, what=what, flag=flag)
         return started[0]
     try:
+        if step.warm_up and workers > 1 and opts.executor == "local":
+            executor().warm(*step.warm_up)   # the workers load while the driver plans
         if not all(is_url(location) for location, _, _ in step.shared):
             executor()    # a local folder, refused on a cluster of nodes: before any write
         with work_dir_lock(step.work_dir) if step.work_dir else nullcontext("") as root:

@@ -44,6 +44,10 @@ class Step:
     shared: Sequence[tuple[str, str, str]] = ()
     work_dir: str | Path = ""
     passes: Sequence[Callable[[Any], dict]] = ()
+    #: ``(fn, arg)``: ``fn(arg)`` in each local worker as it starts (a module-level function,
+    #: a picklable argument), the lazy loads its first task would pay (imports, a model) done
+    #: while the driver plans; the workers are then started before the plan. None: none.
+    warm_up: tuple[Callable[[Any], Any], Any] | None = None
 
     def plan(self, root: str, workers: int) -> list:
         """A task per shard (``root``: the work folder, held by this run)."""

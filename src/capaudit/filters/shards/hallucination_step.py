@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from capaudit.filters.shards.steps import NO_FILES, Driver as _Base
 
-__all__ = ["Driver", "build", "begin"]
+__all__ = ["Driver", "build", "begin", "warm"]
 
 
 class Driver(_Base):
@@ -77,3 +77,15 @@ def begin(filt) -> None:
     from capaudit.filters.base import FilterContext
 
     filt.setup(FilterContext(guarded=True))
+
+
+def warm(options: dict) -> None:
+    """A new worker's warm-up (:func:`.steps.warm_worker`): the filter's modules, what its
+    setup reads, and the parser only when these options parse (as its setup asks)."""
+    from capaudit.filters.base import FILTERS
+    import capaudit.io.annotation_store  # noqa: F401 (setup's source_sha256: the store, DuckDB)
+
+    if FILTERS.get("hallucination")(None, **options).parses:
+        from capaudit.filters.parse import warm_parser
+
+        warm_parser()

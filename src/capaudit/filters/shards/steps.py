@@ -13,7 +13,9 @@ filter decides caption by caption or on the whole corpus. A step module holds on
   into a decision: ``(guard, task fields, files written)``; the fields key the filter pass);
 * ``build(task)``, in a worker: the task's filter, built once per process and
   configuration (:func:`capaudit.filters.shards.task.worker_filter` caches it);
-* ``begin(filt)``, in a worker: before a shard's first caption (counts of its own).
+* ``begin(filt)``, in a worker: before a shard's first caption (counts of its own);
+* ``warm(options)``, optional, in a new local worker before its first task: what the
+  filter's first shard would load for these options (:func:`warm_worker`).
 
 A filter without an entry here is refused with one line and runs on a registered set.
 """
@@ -24,7 +26,8 @@ import importlib
 
 from capaudit.filters.evidence import EVIDENCE_OPTIONS
 
-__all__ = ["STEPS", "SHARDED_FILTERS", "shard_step", "Driver", "NO_EVIDENCE", "NO_FILES"]
+__all__ = ["STEPS", "SHARDED_FILTERS", "shard_step", "Driver", "NO_EVIDENCE", "NO_FILES",
+           "warm_worker"]
 
 STEPS = {"hallucination": "capaudit.filters.shards.hallucination_step",
          "gender-neutral": "capaudit.filters.shards.gender_neutral_step",
@@ -67,3 +70,21 @@ class Driver:
 
 def begin(filt) -> None:
     """Nothing to reset before a shard (a filter that keeps no per-run counts)."""
+
+
+#: what every shard task imports on a worker's first shard: the passes, the readers and
+#: writers of the records, the evidence's columnar file
+TASK_MODULES = ("capaudit.filters.shards.coverage", "capaudit.filters.shards.task",
+                "capaudit.filters.shards.evidence_file", "capaudit.io.rewrite",
+                "capaudit.io.readers", "capaudit.filters.stream")
+
+
+def warm_worker(filter_and_options: tuple[str, dict]) -> None:
+    """A new local worker's warm-up (:attr:`capaudit.runner.step.Step.warm_up`), run while
+    the driver plans: the task modules, then the filter's own step's ``warm(options)``."""
+    name, options = filter_and_options
+    for module in TASK_MODULES:
+        importlib.import_module(module)
+    warm = getattr(shard_step(name), "warm", None)
+    if warm is not None:
+        warm(options)
