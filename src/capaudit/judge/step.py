@@ -79,9 +79,11 @@ def judge_part(task: JudgeTask) -> dict:
     from capaudit.core.storage.folder import Folder
     from capaudit.io.markers import write_marker
 
-    Folder(task.folder).make().write_bytes(task.name + ".json", json.dumps(part).encode())
+    text = json.dumps(part)
+    Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())
     write_marker(task.folder, task.name, task.key, {"input": task.input})
-    return {"shard": task.label, "status": "done"}
+    # handed back as written: a worker's memory:// folder is not the driver's
+    return {"shard": task.label, "status": "done", "part": json.loads(text)}
 
 
 class JudgeStep(Step):
@@ -128,11 +130,8 @@ class JudgeStep(Step):
         summed and the identity of the judges joined."""
         from importlib import import_module
 
-        from capaudit.core.storage.folder import Folder
-
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
-        parts = [handed.get(t.name) or json.loads(Folder(t.folder).read_bytes(t.name + ".json"))
-                 for t in self.tasks]
+        parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
         for p, old in zip(parts, resumed):   # its verdicts count, its calls were another run's
             if old:
@@ -151,6 +150,20 @@ class JudgeStep(Step):
         if any(resumed):
             summary["resumed_sets"] = sum(len(t.sets) for t, r in zip(self.tasks, resumed) if r)
         return out, summary
+
+
+def _read_part(task: JudgeTask) -> dict:
+    """A part a run before this one wrote (gone since the plan: one line, the rerun judges
+    its set again)."""
+    from capaudit.core.storage.folder import Folder
+    from capaudit.errors import InputError
+
+    data = Folder(task.folder).read_bytes(task.name + ".json")
+    if data is None:
+        raise InputError(f"the verdicts of {task.label} left the work folder during the run",
+                         path=task.folder, fix="run the command again (that set is judged "
+                                               "again); leave the work folder alone meanwhile")
+    return json.loads(data)
 
 
 def merged_summary(jcfg: JudgeConfig, summaries: list[dict]) -> dict:

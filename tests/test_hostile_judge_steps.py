@@ -1,0 +1,94 @@
+"""A hostile user's pass over judged runs as steps of the runner (judge/step.py): a work
+folder no worker shares with the driver (``memory://``), run settings of the wrong type in
+the YAML, a part taken from the work folder while the run holds it. Each was a traceback
+(or a folder named ``True`` made in the working directory) before it was fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from judged_runs import all_outputs, corpus
+
+from capaudit.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _judged(out: dict) -> dict:
+    return {k: {p: v["result"][p] for p in ("items", "values", "extra")}
+            for k, v in out.items()}
+
+
+def test_a_memory_work_folder_on_two_workers_judges_as_one_worker(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Each worker process has a memory:// of its own: the driver read back no part (a
+    TypeError traceback); the parts now come back with their summaries, as written."""
+    one = all_outputs(tmp_path / "one", which=("factuality",))
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache-two"))
+    two = all_outputs(tmp_path / "two", ("--workers", 2, "--work-dir", "memory://hostile/w"),
+                      which=("factuality",))
+    assert "Traceback" not in capsys.readouterr().err
+    assert two["factuality"]["rc"] == 0
+    assert _judged(two) == _judged(one)
+    assert two["factuality"]["result"]["summary"]["ok"] > 0
+
+
+BAD_YAML = ["executor: [local]", "executor: true", "executor: 5", "address: [x]",
+            "work_dir: [a]", "work_dir: true", "work_dir: 5", "work_dir: ''"]
+
+
+@pytest.mark.parametrize("yaml", BAD_YAML)
+def test_run_settings_of_the_wrong_type_in_the_yaml_are_one_line(yaml, tmp_path, capsys):
+    c = corpus(tmp_path / "corpus")
+    (tmp_path / "bad.yaml").write_text(yaml + "\n")
+    before = set(os.listdir(tmp_path))
+    rc = main([str(a) for a in ["audit", "factuality", c["m"], c["n"], "--images", c["img"],
+                                "--judge-url", "http://127.0.0.1:9/v1", "--config",
+                                tmp_path / "bad.yaml", "--db", tmp_path / "j.duckdb"]])
+    err = capsys.readouterr().err
+    key = yaml.split(":")[0]
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{key} (--{key.replace('_', '-')}) must be non-empty text" in err
+    assert set(os.listdir(tmp_path)) == before   # no folder "True", "5" or "['a']"
+
+
+def test_numbers_given_as_yaml_text_are_numbers(tmp_path, capsys):
+    """``workers: '2'`` passed the range check and was then compared with 1 (a TypeError);
+    ``n_boot: '50'`` judges as 50."""
+    from capaudit.judge.runner import resolve_config
+
+    (tmp_path / "text.yaml").write_text("workers: '2'\nn_boot: '50'\nseed: '3'\n")
+    cfg = resolve_config(tmp_path / "text.yaml", {})
+    assert (cfg["workers"], cfg["n_boot"], cfg["seed"]) == (2, 50, 3)
+    assert resolve_config(tmp_path / "text.yaml", {}, workers=1)["workers"] == 1  # CLI > YAML
+
+
+def test_a_part_gone_from_the_work_folder_during_the_run_is_one_line(tmp_path):
+    """A set planned as done whose part is removed before the merge: one line naming the
+    set, not ``json.loads(None)``."""
+    from capaudit.errors import InputError
+    from capaudit.io.markers import write_marker
+    from capaudit.judge.evidence import Captions
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+
+    cfg, _ = split_run(DEFAULTS)
+    step = JudgeStep("capaudit.judge.factuality", [Captions("m", [1], ["A dog."], "m.jsonl")],
+                     None, cfg, str(tmp_path / "w"))
+    step.plan(str(tmp_path / "w"), 1)
+    folder, task = step.folder, step.tasks[0]
+    os.makedirs(folder)
+    with open(os.path.join(folder, task.name + ".json"), "w") as fh:
+        json.dump({"items": {}, "values": {}, "extra": {}, "summary": {}}, fh)
+    write_marker(folder, task.name, step.key, {"input": task.input})
+    assert step.plan(str(tmp_path / "w"), 1) == []    # done: nothing to judge
+    os.remove(os.path.join(folder, task.name + ".json"))
+    with pytest.raises(InputError, match="verdicts of m left the work folder"):
+        step.merge(step.tasks, [{}])
