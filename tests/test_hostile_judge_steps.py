@@ -92,3 +92,53 @@ def test_a_part_gone_from_the_work_folder_during_the_run_is_one_line(tmp_path):
     os.remove(os.path.join(folder, task.name + ".json"))
     with pytest.raises(InputError, match="verdicts of m left the work folder"):
         step.merge(step.tasks, [{}])
+
+
+def _factuality(tmp_path, *extra) -> int:
+    c = corpus(tmp_path / "corpus")
+    rc = main([str(a) for a in ["audit", "factuality", c["m"], c["n"], "--images", c["img"],
+                                "--judge-url", "http://127.0.0.1:9/v1", "--db",
+                                tmp_path / "j.duckdb", *extra]])
+    return rc
+
+
+@pytest.mark.parametrize("where", ["disk", "memory"])
+def test_a_users_lock_file_in_the_work_folder_is_left_alone(where, tmp_path, capsys):
+    """capaudit keeps its lock at WORK/.lock: a user's own .lock there was overwritten with
+    a pid and removed after the run (on a disk), or read as a stale lock and removed (on
+    object storage). Now: one line, the file as it was, nothing judged."""
+    from capaudit.core.storage.folder import Folder
+
+    work = str(tmp_path / "mine") if where == "disk" else "memory://hostile-lock/mine"
+    folder = Folder(work).make()
+    folder.write_bytes(".lock", b"my notes: do not delete\n")
+    folder.write_bytes("notes.txt", b"mine")
+    rc = _factuality(tmp_path, "--work-dir", work)
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "did not write" in err, err
+    assert folder.read_bytes(".lock") == b"my notes: do not delete\n"
+    assert folder.read_bytes("notes.txt") == b"mine"
+
+
+def test_a_second_judged_run_on_a_held_work_folder_names_a_run(tmp_path, capsys):
+    """The line said 'another capaudit enrich' whatever held the folder."""
+    import subprocess
+    import sys
+
+    from storage_servers import subprocess_env
+
+    work = tmp_path / "w"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom capaudit.core.storage.work_folder "
+         "import work_dir_lock\nwith work_dir_lock(sys.argv[1]):\n    print('held', flush=True)"
+         "\n    time.sleep(60)", str(work)], stdout=subprocess.PIPE, text=True,
+        env=subprocess_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        rc = _factuality(tmp_path, "--work-dir", work)
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert rc == 2 and f"another capaudit run (pid {holder.pid})" in err, err
+    assert err.count("\n") == 1
