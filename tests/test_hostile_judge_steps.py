@@ -142,3 +142,34 @@ def test_a_second_judged_run_on_a_held_work_folder_names_a_run(tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and f"another capaudit run (pid {holder.pid})" in err, err
     assert err.count("\n") == 1
+
+
+def test_a_set_the_judge_partly_failed_is_judged_again_by_the_rerun(tmp_path, capsys):
+    """The judge server died in the middle of a set: that set's units it did not answer are
+    'failed', the next set fails the run. The half-failed set was marked done, so the rerun
+    resumed it and stored its failures where an uninterrupted run judged every unit."""
+    from test_judge_steps import SETS_M_SENTENCES, _factuality as factuality, _failing_beyond
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    def own_cache(n: int) -> None:
+        (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
+                                             "  max_retries: 0\n")
+    work = tmp_path / "work"
+    own_cache(1)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o", second="k")
+    assert rc == 0 and whole["summary"]["failed"] == 0
+    own_cache(2)   # one sentence of m unanswered, then nothing of k: the run fails
+    answered = set(SETS_M_SENTENCES) - {"A horse eats grass."}
+    with FakeOpenAIServer(answer=_failing_beyond(answered)) as srv:
+        assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 2
+    assert "did not answer" in capsys.readouterr().err
+    assert not list(work.rglob("*.done.json"))   # m is not done: a unit of it failed
+    own_cache(3)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")
+    assert rc == 0 and rerun["summary"]["failed"] == 0 and "resumed_sets" not in rerun["summary"]
+    for part in ("items", "values", "extra"):
+        assert rerun[part] == whole[part]

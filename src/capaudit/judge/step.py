@@ -80,8 +80,9 @@ def judge_part(task: JudgeTask) -> dict:
     from capaudit.io.markers import write_marker
 
     text = json.dumps(part)
-    Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())
-    write_marker(task.folder, task.name, task.key, {"input": task.input})
+    if not part["summary"]["failed"]:   # units the judge did not answer: judged again by a
+        Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())   # rerun
+        write_marker(task.folder, task.name, task.key, {"input": task.input})
     # handed back as written: a worker's memory:// folder is not the driver's
     return {"shard": task.label, "status": "done", "part": json.loads(text)}
 
