@@ -173,3 +173,29 @@ def test_a_set_the_judge_partly_failed_is_judged_again_by_the_rerun(tmp_path, ca
     assert rc == 0 and rerun["summary"]["failed"] == 0 and "resumed_sets" not in rerun["summary"]
     for part in ("items", "values", "extra"):
         assert rerun[part] == whole[part]
+
+
+def test_a_rerun_with_another_n_boot_or_seed_does_not_resume_the_old_intervals(tmp_path,
+                                                                               capsys):
+    """A part holds its set's values, bootstrapped in its task: a rerun with another
+    --n-boot / --seed resumed them and stored the first run's intervals under the new
+    configuration (the part's key left n_boot and seed out)."""
+    from test_judge_steps import SETS_M_SENTENCES, _factuality as factuality, _failing_beyond
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    (tmp_path / "quick.yaml").write_text("judge:\n  max_retries: 0\n")
+    work = tmp_path / "work"
+    with FakeOpenAIServer(answer=_failing_beyond(set(SETS_M_SENTENCES))) as srv:
+        assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 2
+    assert len(list(work.rglob("*.done.json"))) == 1   # m done, bootstrapped 50 times
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work, "--n-boot", 7,
+                               "--seed", 5, second="k")
+        assert rc == 0
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o",
+                               "--n-boot", 7, "--seed", 5, second="k")
+    capsys.readouterr()
+    assert rc == 0 and rerun["values"] == whole["values"]
+    assert "resumed_sets" not in rerun["summary"]

@@ -4,8 +4,8 @@ Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and
 numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
 first two) is ``compute.across``, run again in the merge over all the sets' rows. So a task
 judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
-counts, written whole, then its marker keyed by the judge, the configuration without
-``n_boot``/``seed`` and the set's captions and evidence) on local processes or Ray; a killed
+counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
+and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
 run resumes without judging the sets done again. The merge (:meth:`JudgeStep.merge`) sums
 the counts, joins the prompts each judge used into the one identity, and the caller stores
 everything in one transaction.
@@ -97,7 +97,8 @@ class JudgeStep(Step):
         self.jcfg = JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
         self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
-        keep = {k: v for k, v in cfg.items() if k not in ("n_boot", "seed", "judge")}
+        # n_boot and seed too: a part holds its set's values, bootstrapped in its task
+        keep = {k: v for k, v in cfg.items() if k != "judge"}
         for k in ("annotations", "qa"):   # capability's files: their content, not their name
             if keep.get(k):
                 keep[k] = _file_sha256(keep[k])
