@@ -149,13 +149,13 @@ def test_a_set_the_judge_partly_failed_is_judged_again_by_the_rerun(tmp_path, ca
     'failed', the next set fails the run. The half-failed set was marked done, so the rerun
     resumed it and stored its failures where an uninterrupted run judged every unit."""
     from test_judge_steps import SETS_M_SENTENCES, _factuality as factuality, _failing_beyond
+    from test_judge_steps import own_response_cache
 
     from capaudit.enrich.testing import FakeOpenAIServer
     from judge_script import scripted_answer
 
     def own_cache(n: int) -> None:
-        (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
-                                             "  max_retries: 0\n")
+        own_response_cache(tmp_path, n)
     work = tmp_path / "work"
     own_cache(1)
     with FakeOpenAIServer(answer=scripted_answer) as srv:

@@ -109,6 +109,12 @@ def _factuality(tmp_path, url: str, *extra, second: str = "n") -> tuple[int, dic
     return rc, json.loads(out.read_text()) if rc == 0 else None
 
 
+def own_response_cache(tmp_path, n: int) -> None:
+    """quick.yaml: response cache number ``n`` (one per run: only markers spare calls)."""
+    (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
+                                         "  max_retries: 0\n")
+
+
 # a second set sharing no sentence with m
 OTHER = [(1, "A horse stands in a field."), (3, "A unicorn sits at a table. It is lovely."),
          (4, "A dog runs.")]
@@ -122,8 +128,7 @@ def test_a_run_killed_after_a_set_resumes_without_judging_it_again(tmp_path, cap
     from judge_script import scripted_answer
 
     def own_cache(n: int) -> None:
-        (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
-                                             "  max_retries: 0\n")
+        own_response_cache(tmp_path, n)
     work = tmp_path / "work"
     own_cache(1)
     with FakeOpenAIServer(answer=scripted_answer) as srv:
