@@ -503,7 +503,7 @@ def test_second_enrich_on_the_same_work_dir_is_refused(tmp_path, cli):
             assert first.poll() is None, first.stderr.read()
             time.sleep(0.02)
         second = cli(*args)
-        _one_line_error(second, str(work), "another capaudit enrich", str(first.pid))
+        _one_line_error(second, str(work), "another capaudit run", str(first.pid))
         assert first.poll() is None, "the refusal must come while the first run is going"
         assert first.wait(timeout=60) == 0, first.stderr.read()
         first.stderr.close()

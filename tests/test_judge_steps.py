@@ -109,6 +109,12 @@ def _factuality(tmp_path, url: str, *extra, second: str = "n") -> tuple[int, dic
     return rc, json.loads(out.read_text()) if rc == 0 else None
 
 
+def own_response_cache(tmp_path, n: int) -> None:
+    """quick.yaml: response cache number ``n`` (one per run: only markers spare calls)."""
+    (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
+                                         "  max_retries: 0\n")
+
+
 # a second set sharing no sentence with m
 OTHER = [(1, "A horse stands in a field."), (3, "A unicorn sits at a table. It is lovely."),
          (4, "A dog runs.")]
@@ -122,8 +128,7 @@ def test_a_run_killed_after_a_set_resumes_without_judging_it_again(tmp_path, cap
     from judge_script import scripted_answer
 
     def own_cache(n: int) -> None:
-        (tmp_path / "quick.yaml").write_text(f"judge:\n  cache: {tmp_path / str(n)}.sqlite\n"
-                                             "  max_retries: 0\n")
+        own_response_cache(tmp_path, n)
     work = tmp_path / "work"
     own_cache(1)
     with FakeOpenAIServer(answer=scripted_answer) as srv:
@@ -202,7 +207,8 @@ def test_ray_judges_as_the_local_workers(tmp_path, monkeypatch, capsys):
 
 def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
     """capability reads --annotations in its task: edited in place, the sets are judged
-    again (a part of the old elements is not reused); n_boot and seed change no verdict."""
+    again (a part of the old elements is not reused); n_boot and seed change the part's
+    intervals, so its key too."""
     from capaudit.judge.runner import DEFAULTS, split_run
     from capaudit.judge.step import JudgeStep
 
@@ -213,7 +219,7 @@ def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
     def key(**over) -> str:
         return JudgeStep("capaudit.judge.capability", [], None, {**cfg, **over}, "w").key
     first = key()
-    assert key(n_boot=5, seed=3) == first
+    assert key() == first and key(n_boot=5) != first and key(seed=3) != first   # its CIs
     ann.write_text('{"image_id": 1, "dimension": "object", "element": "a horse"}\n')
     assert key() != first
     assert key(limit=3) != key()

@@ -47,11 +47,25 @@ def resolve_config(config: str | Path | None, judge_cli: dict, **cli) -> dict:
     JudgeConfig.from_mapping(cfg["judge"])  # unknown keys: one line now
     # the YAML's values too (the CLI's are checked as they are parsed): --limit -1 once
     # judged 39 of 40 captions and --limit 0 all 40, paid calls each
-    check_number("limit", cfg.get("limit"), 1, None, optional=True, flag="--limit")
-    check_number("n_boot", cfg.get("n_boot"), 0, N_BOOT_MAX, flag="--n-boot")
-    check_number("seed", cfg.get("seed"), 0, SEED_MAX, flag="--seed")
-    check_number("workers", cfg.get("workers"), 1, 1024, flag="--workers")
+    # the number itself, not its YAML text ('2' compared with 1 was a TypeError)
+    cfg["limit"] = check_number("limit", cfg.get("limit"), 1, None, optional=True,
+                                flag="--limit")
+    cfg["n_boot"] = check_number("n_boot", cfg.get("n_boot"), 0, N_BOOT_MAX, flag="--n-boot")
+    cfg["seed"] = check_number("seed", cfg.get("seed"), 0, SEED_MAX, flag="--seed")
+    cfg["workers"] = check_number("workers", cfg.get("workers"), 1, 1024, flag="--workers")
+    for key in ("executor", "address", "work_dir"):   # a YAML list or bool was a traceback,
+        _check_text(key, cfg.get(key))                # or a folder named "True" made
     return cfg
+
+
+def _check_text(key: str, value) -> None:
+    """``executor``, ``address``, ``work_dir``: text (or absent), in one line otherwise."""
+    from capaudit.errors import UsageError
+
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        flag = "--" + key.replace("_", "-")
+        raise UsageError(f"{key} ({flag}) must be non-empty text, not {repr(value)[:80]}",
+                         fix=f"give {key} one name, path or URL in the YAML, or pass {flag}")
 
 
 def split_run(cfg: dict) -> tuple[dict, dict]:

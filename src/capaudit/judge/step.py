@@ -4,8 +4,8 @@ Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and
 numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
 first two) is ``compute.across``, run again in the merge over all the sets' rows. So a task
 judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
-counts, written whole, then its marker keyed by the judge, the configuration without
-``n_boot``/``seed`` and the set's captions and evidence) on local processes or Ray; a killed
+counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
+and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
 run resumes without judging the sets done again. The merge (:meth:`JudgeStep.merge`) sums
 the counts, joins the prompts each judge used into the one identity, and the caller stores
 everything in one transaction.
@@ -79,9 +79,12 @@ def judge_part(task: JudgeTask) -> dict:
     from capaudit.core.storage.folder import Folder
     from capaudit.io.markers import write_marker
 
-    Folder(task.folder).make().write_bytes(task.name + ".json", json.dumps(part).encode())
-    write_marker(task.folder, task.name, task.key, {"input": task.input})
-    return {"shard": task.label, "status": "done"}
+    text = json.dumps(part)
+    if not part["summary"]["failed"]:   # units the judge did not answer: judged again by a
+        Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())   # rerun
+        write_marker(task.folder, task.name, task.key, {"input": task.input})
+    # handed back as written: a worker's memory:// folder is not the driver's
+    return {"shard": task.label, "status": "done", "part": json.loads(text)}
 
 
 class JudgeStep(Step):
@@ -94,7 +97,8 @@ class JudgeStep(Step):
         self.jcfg = JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
         self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
-        keep = {k: v for k, v in cfg.items() if k not in ("n_boot", "seed", "judge")}
+        # n_boot and seed too: a part holds its set's values, bootstrapped in its task
+        keep = {k: v for k, v in cfg.items() if k != "judge"}
         for k in ("annotations", "qa"):   # capability's files: their content, not their name
             if keep.get(k):
                 keep[k] = _file_sha256(keep[k])
@@ -128,11 +132,8 @@ class JudgeStep(Step):
         summed and the identity of the judges joined."""
         from importlib import import_module
 
-        from capaudit.core.storage.folder import Folder
-
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
-        parts = [handed.get(t.name) or json.loads(Folder(t.folder).read_bytes(t.name + ".json"))
-                 for t in self.tasks]
+        parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
         for p, old in zip(parts, resumed):   # its verdicts count, its calls were another run's
             if old:
@@ -151,6 +152,20 @@ class JudgeStep(Step):
         if any(resumed):
             summary["resumed_sets"] = sum(len(t.sets) for t, r in zip(self.tasks, resumed) if r)
         return out, summary
+
+
+def _read_part(task: JudgeTask) -> dict:
+    """A part a run before this one wrote (gone since the plan: one line, the rerun judges
+    its set again)."""
+    from capaudit.core.storage.folder import Folder
+    from capaudit.errors import InputError
+
+    data = Folder(task.folder).read_bytes(task.name + ".json")
+    if data is None:
+        raise InputError(f"the verdicts of {task.label} left the work folder during the run",
+                         path=task.folder, fix="run the command again (that set is judged "
+                                               "again); leave the work folder alone meanwhile")
+    return json.loads(data)
 
 
 def merged_summary(jcfg: JudgeConfig, summaries: list[dict]) -> dict:

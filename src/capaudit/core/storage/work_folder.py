@@ -75,6 +75,8 @@ def _take(folder: Folder, me: dict) -> None:
         return
     except Exists:
         held = _holder(folder)
+    if "token" not in held:   # not a lock capaudit wrote: the user's file, never removed
+        raise _foreign(folder)
     if not _stale(held):
         raise InputError(f"another capaudit run (host {held.get('host', '?')}, pid "
                          f"{held.get('pid', '?')}) is using this work folder", path=folder,
@@ -87,6 +89,12 @@ def _take(folder: Folder, me: dict) -> None:
     except Exists:
         raise InputError("another capaudit run took this work folder just now", path=folder,
                          fix="wait for it to finish, or pass another --work-dir") from None
+
+
+def _foreign(where) -> InputError:
+    return InputError(f"this work folder holds a file {LOCK_NAME} that capaudit did not write "
+                      "(capaudit keeps its lock there)", path=where,
+                      fix=f"move {LOCK_NAME} elsewhere, or pass another --work-dir")
 
 
 @contextlib.contextmanager
@@ -116,7 +124,7 @@ def remote_lock(location: str) -> Iterator[Folder]:
 
 @contextlib.contextmanager
 def work_dir_lock(work: str | Path) -> Iterator[Path]:
-    """Hold the work directory alone: a second ``enrich`` on it stops with one line.
+    """Hold the work directory alone: a second run on it stops with one line.
 
     Two runs on one directory would both send every request (and pay twice)
     and delete each other's temporary files. An OS lock (``flock``) dies with
@@ -151,9 +159,12 @@ def work_dir_lock(work: str | Path) -> Iterator[Path]:
         except OSError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
-            raise InputError(f"another capaudit enrich (pid {holder}) is using this work "
+            raise InputError(f"another capaudit run (pid {holder}) is using this work "
                              "directory", path=work,
                              fix="wait for it to finish, or pass another --work-dir") from None
+        held = os.pread(fh.fileno(), 64, 0).strip()
+        if held and not held.isdigit():   # neither empty nor a pid: the user's .lock,
+            raise _foreign(work)          # neither overwritten nor removed
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

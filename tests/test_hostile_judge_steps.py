@@ -1,0 +1,201 @@
+"""A hostile user's pass over judged runs as steps of the runner (judge/step.py): a work
+folder no worker shares with the driver (``memory://``), run settings of the wrong type in
+the YAML, a part taken from the work folder while the run holds it. Each was a traceback
+(or a folder named ``True`` made in the working directory) before it was fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from judged_runs import all_outputs, corpus
+
+from capaudit.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _judged(out: dict) -> dict:
+    return {k: {p: v["result"][p] for p in ("items", "values", "extra")}
+            for k, v in out.items()}
+
+
+def test_a_memory_work_folder_on_two_workers_judges_as_one_worker(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Each worker process has a memory:// of its own: the driver read back no part (a
+    TypeError traceback); the parts now come back with their summaries, as written."""
+    one = all_outputs(tmp_path / "one", which=("factuality",))
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache-two"))
+    two = all_outputs(tmp_path / "two", ("--workers", 2, "--work-dir", "memory://hostile/w"),
+                      which=("factuality",))
+    assert "Traceback" not in capsys.readouterr().err
+    assert two["factuality"]["rc"] == 0
+    assert _judged(two) == _judged(one)
+    assert two["factuality"]["result"]["summary"]["ok"] > 0
+
+
+BAD_YAML = ["executor: [local]", "executor: true", "executor: 5", "address: [x]",
+            "work_dir: [a]", "work_dir: true", "work_dir: 5", "work_dir: ''"]
+
+
+@pytest.mark.parametrize("yaml", BAD_YAML)
+def test_run_settings_of_the_wrong_type_in_the_yaml_are_one_line(yaml, tmp_path, capsys):
+    c = corpus(tmp_path / "corpus")
+    (tmp_path / "bad.yaml").write_text(yaml + "\n")
+    before = set(os.listdir(tmp_path))
+    rc = main([str(a) for a in ["audit", "factuality", c["m"], c["n"], "--images", c["img"],
+                                "--judge-url", "http://127.0.0.1:9/v1", "--config",
+                                tmp_path / "bad.yaml", "--db", tmp_path / "j.duckdb"]])
+    err = capsys.readouterr().err
+    key = yaml.split(":")[0]
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{key} (--{key.replace('_', '-')}) must be non-empty text" in err
+    assert set(os.listdir(tmp_path)) == before   # no folder "True", "5" or "['a']"
+
+
+def test_numbers_given_as_yaml_text_are_numbers(tmp_path, capsys):
+    """``workers: '2'`` passed the range check and was then compared with 1 (a TypeError);
+    ``n_boot: '50'`` judges as 50."""
+    from capaudit.judge.runner import resolve_config
+
+    (tmp_path / "text.yaml").write_text("workers: '2'\nn_boot: '50'\nseed: '3'\n")
+    cfg = resolve_config(tmp_path / "text.yaml", {})
+    assert (cfg["workers"], cfg["n_boot"], cfg["seed"]) == (2, 50, 3)
+    assert resolve_config(tmp_path / "text.yaml", {}, workers=1)["workers"] == 1  # CLI > YAML
+
+
+def test_a_part_gone_from_the_work_folder_during_the_run_is_one_line(tmp_path):
+    """A set planned as done whose part is removed before the merge: one line naming the
+    set, not ``json.loads(None)``."""
+    from capaudit.errors import InputError
+    from capaudit.io.markers import write_marker
+    from capaudit.judge.evidence import Captions
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+
+    cfg, _ = split_run(DEFAULTS)
+    step = JudgeStep("capaudit.judge.factuality", [Captions("m", [1], ["A dog."], "m.jsonl")],
+                     None, cfg, str(tmp_path / "w"))
+    step.plan(str(tmp_path / "w"), 1)
+    folder, task = step.folder, step.tasks[0]
+    os.makedirs(folder)
+    with open(os.path.join(folder, task.name + ".json"), "w") as fh:
+        json.dump({"items": {}, "values": {}, "extra": {}, "summary": {}}, fh)
+    write_marker(folder, task.name, step.key, {"input": task.input})
+    assert step.plan(str(tmp_path / "w"), 1) == []    # done: nothing to judge
+    os.remove(os.path.join(folder, task.name + ".json"))
+    with pytest.raises(InputError, match="verdicts of m left the work folder"):
+        step.merge(step.tasks, [{}])
+
+
+def _factuality(tmp_path, *extra) -> int:
+    c = corpus(tmp_path / "corpus")
+    rc = main([str(a) for a in ["audit", "factuality", c["m"], c["n"], "--images", c["img"],
+                                "--judge-url", "http://127.0.0.1:9/v1", "--db",
+                                tmp_path / "j.duckdb", *extra]])
+    return rc
+
+
+@pytest.mark.parametrize("where", ["disk", "memory"])
+def test_a_users_lock_file_in_the_work_folder_is_left_alone(where, tmp_path, capsys):
+    """capaudit keeps its lock at WORK/.lock: a user's own .lock there was overwritten with
+    a pid and removed after the run (on a disk), or read as a stale lock and removed (on
+    object storage). Now: one line, the file as it was, nothing judged."""
+    from capaudit.core.storage.folder import Folder
+
+    work = str(tmp_path / "mine") if where == "disk" else "memory://hostile-lock/mine"
+    folder = Folder(work).make()
+    folder.write_bytes(".lock", b"my notes: do not delete\n")
+    folder.write_bytes("notes.txt", b"mine")
+    rc = _factuality(tmp_path, "--work-dir", work)
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "did not write" in err, err
+    assert folder.read_bytes(".lock") == b"my notes: do not delete\n"
+    assert folder.read_bytes("notes.txt") == b"mine"
+
+
+def test_a_second_judged_run_on_a_held_work_folder_names_a_run(tmp_path, capsys):
+    """The line said 'another capaudit enrich' whatever held the folder."""
+    import subprocess
+    import sys
+
+    from storage_servers import subprocess_env
+
+    work = tmp_path / "w"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom capaudit.core.storage.work_folder "
+         "import work_dir_lock\nwith work_dir_lock(sys.argv[1]):\n    print('held', flush=True)"
+         "\n    time.sleep(60)", str(work)], stdout=subprocess.PIPE, text=True,
+        env=subprocess_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        rc = _factuality(tmp_path, "--work-dir", work)
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert rc == 2 and f"another capaudit run (pid {holder.pid})" in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_set_the_judge_partly_failed_is_judged_again_by_the_rerun(tmp_path, capsys):
+    """The judge server died in the middle of a set: that set's units it did not answer are
+    'failed', the next set fails the run. The half-failed set was marked done, so the rerun
+    resumed it and stored its failures where an uninterrupted run judged every unit."""
+    from test_judge_steps import SETS_M_SENTENCES, _factuality as factuality, _failing_beyond
+    from test_judge_steps import own_response_cache
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    def own_cache(n: int) -> None:
+        own_response_cache(tmp_path, n)
+    work = tmp_path / "work"
+    own_cache(1)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o", second="k")
+    assert rc == 0 and whole["summary"]["failed"] == 0
+    own_cache(2)   # one sentence of m unanswered, then nothing of k: the run fails
+    answered = set(SETS_M_SENTENCES) - {"A horse eats grass."}
+    with FakeOpenAIServer(answer=_failing_beyond(answered)) as srv:
+        assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 2
+    assert "did not answer" in capsys.readouterr().err
+    assert not list(work.rglob("*.done.json"))   # m is not done: a unit of it failed
+    own_cache(3)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")
+    assert rc == 0 and rerun["summary"]["failed"] == 0 and "resumed_sets" not in rerun["summary"]
+    for part in ("items", "values", "extra"):
+        assert rerun[part] == whole[part]
+
+
+def test_a_rerun_with_another_n_boot_or_seed_does_not_resume_the_old_intervals(tmp_path,
+                                                                               capsys):
+    """A part holds its set's values, bootstrapped in its task: a rerun with another
+    --n-boot / --seed resumed them and stored the first run's intervals under the new
+    configuration (the part's key left n_boot and seed out)."""
+    from test_judge_steps import SETS_M_SENTENCES, _factuality as factuality, _failing_beyond
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    (tmp_path / "quick.yaml").write_text("judge:\n  max_retries: 0\n")
+    work = tmp_path / "work"
+    with FakeOpenAIServer(answer=_failing_beyond(set(SETS_M_SENTENCES))) as srv:
+        assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 2
+    assert len(list(work.rglob("*.done.json"))) == 1   # m done, bootstrapped 50 times
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work, "--n-boot", 7,
+                               "--seed", 5, second="k")
+        assert rc == 0
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o",
+                               "--n-boot", 7, "--seed", 5, second="k")
+    capsys.readouterr()
+    assert rc == 0 and rerun["values"] == whole["values"]
+    assert "resumed_sets" not in rerun["summary"]
