@@ -44,19 +44,10 @@ _TSV = 'image_id\tcaption\n139\tA woman stands in the dining area at the table.\
        '285\ta bear says "hi"\n'
 
 
-@pytest.mark.parametrize("last", ['632\t"never closed\n', '632\t"never closed',
-                                  '632\t"never\nclosed\n'], ids=["newline", "at-eof", "2-lines"])
-def test_a_tsv_whose_last_quote_is_never_closed_is_refused_by_sets_add_and_shards(
-        tmp_path, capsys, last):
-    """DuckDB's sniffer read this .tsv with no quoting and ``sets add`` stored '"never closed'
-    while ``filter run --shards`` refused it: both now say the same line, exit 2, store
-    nothing."""
-    path = tmp_path / "in" / "part.tsv"
-    path.parent.mkdir()
-    path.write_text(_TSV + last)
+def _refused_by_both(tmp_path, capsys, path, said: str) -> None:
+    """``sets add`` and ``filter run --shards`` refuse ``path`` with the line ``said``, exit
+    2, and store nothing."""
     db = str(tmp_path / "s.duckdb")
-    said = f"{path}, row 4: malformed CSV (a quote this record opens is never closed) " \
-           "(fix: close the quote this record opens;"
     code, err = _run(capsys, "sets", "add", "s", str(path), "--db", db)
     assert code == 2 and err.startswith(f"capaudit: error: {said}") and "\n" not in err, err
     code, err = _run(capsys, "filter", "run", "--shards", str(path), "--filter",
@@ -67,6 +58,21 @@ def test_a_tsv_whose_last_quote_is_never_closed_is_refused_by_sets_add_and_shard
 
     with Store(db) as store:
         assert store.find_set("s") is None
+
+
+@pytest.mark.parametrize("last", ['632\t"never closed\n', '632\t"never closed',
+                                  '632\t"never\nclosed\n'], ids=["newline", "at-eof", "2-lines"])
+def test_a_tsv_whose_last_quote_is_never_closed_is_refused_by_sets_add_and_shards(
+        tmp_path, capsys, last):
+    """DuckDB's sniffer read this .tsv with no quoting and ``sets add`` stored '"never closed'
+    while ``filter run --shards`` refused it: both now say the same line, exit 2, store
+    nothing."""
+    path = tmp_path / "in" / "part.tsv"
+    path.parent.mkdir()
+    path.write_text(_TSV + last)
+    said = f"{path}, row 4: malformed CSV (a quote this record opens is never closed) " \
+           "(fix: close the quote this record opens;"
+    _refused_by_both(tmp_path, capsys, path, said)
 
 
 def test_a_tsv_whose_quotes_are_text_is_stored_as_before(tmp_path, capsys):
@@ -81,3 +87,20 @@ def test_a_tsv_whose_quotes_are_text_is_stored_as_before(tmp_path, capsys):
         caps = store.captions("s").column("caption").to_pylist()
     assert caps == ["A woman stands in the dining area at the table.", 'a bear says "hi"',
                     "a bed"]
+
+
+def test_a_tsv_quote_left_open_before_more_than_2_mib_is_refused_by_sets_add_and_shards(
+        tmp_path, capsys):
+    """Python's csv reads the open quote on to the end of the file as one field and stops at
+    its 2 MiB field limit (not at the end of data): ``sets add`` stored the quote as text
+    while ``--shards`` refused row 3; both now say the same line, exit 2, store nothing."""
+    from capaudit.io.layouts.csv import FIELD_LIMIT
+
+    path = tmp_path / "in" / "part.tsv"
+    path.parent.mkdir()
+    rows = "".join(f"{i}\ta dog number {i} sits on a red mat\n" for i in range(3, 60_000))
+    path.write_text('image_id\tcaption\n1\ta dog\n2\t"a cat on a mat\n' + rows)
+    assert FIELD_LIMIT < path.stat().st_size < FIELD_LIMIT + (1 << 20)
+    said = f"{path}, row 3: malformed CSV (field larger than field limit ({FIELD_LIMIT})) " \
+           "(fix: close the quote this record opens;"
+    _refused_by_both(tmp_path, capsys, path, said)

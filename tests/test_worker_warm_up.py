@@ -169,3 +169,46 @@ def test_only_a_run_that_starts_afresh_warms_its_workers_up(tmp_path):
     (tmp_path / "work").mkdir()
     assert fresh_warm_up(str(tmp_path / "work"), "hallucination", opts) is None
     assert fresh_warm_up("s3://bucket/work", "hallucination", opts) is not None
+
+
+_DRIVER = '''\
+import atexit, os, sys
+from pathlib import Path
+
+FOLDER = Path(sys.argv[1])
+# module level: run again in each spawned worker (as __mp_main__) before the pool's
+# initializer, as the CLI's modules register close_open_stores at import
+atexit.register(Path(FOLDER, f"main-{os.getpid()}").write_text, "exited")
+
+
+def nothing(_):
+    pass
+
+
+def pid(_):
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    from capaudit.executors.local import LocalExecutor
+
+    pool = LocalExecutor(2)
+    pool.warm(nothing, None)
+    workers = sorted({p for _, p in pool.map_unordered(pid, range(6))})
+    pool.close()
+    print(os.getpid(), *workers)
+'''
+
+
+def test_exit_handlers_the_main_module_registered_run_in_each_worker(tmp_path):
+    """A handler registered before the pool's initializer (the main module re-run in the
+    worker as ``__mp_main__``: the CLI's ``close_open_stores``) runs at the worker's exit,
+    as the driver's does: the fast exit calls every handler, not only the later ones."""
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True, check=True, env=os.environ, cwd=tmp_path)
+    driver, *workers = out.stdout.split()
+    assert workers and driver not in workers and out.stderr == ""
+    assert (tmp_path / f"main-{driver}").read_text() == "exited"
+    assert all((tmp_path / f"main-{p}").read_text() == "exited" for p in workers)

@@ -102,12 +102,12 @@ class LocalExecutor:
 
 
 def _start_worker(warm_up: tuple | None) -> None:
-    """Each worker's start: it dies with its parent and exits at once, then runs the
-    warm-up, if any (see :meth:`LocalExecutor.warm`)."""
-    import atexit
+    """Each worker's start: it dies with its parent and exits at once (:func:`_exit_at_once`),
+    then runs the warm-up, if any (see :meth:`LocalExecutor.warm`)."""
+    import threading
 
     _end_with_parent()
-    atexit.register(_exit_at_once)   # first: the last handler to run
+    threading._register_atexit(_exit_last)   # runs once the worker's tasks are over
     if warm_up is not None:
         fn, arg = warm_up
         with contextlib.suppress(Exception):
@@ -118,21 +118,38 @@ def _started() -> None:
     """The task that makes the pool start a worker (:meth:`LocalExecutor.warm`)."""
 
 
+def _exit_last() -> None:
+    """Registers :func:`_exit_at_once` as the worker's newest exit handler, i.e. the first
+    to run. Called by ``threading``'s shutdown, which the worker's process runs after its
+    last task and its pool loop (``BaseProcess._bootstrap``), the last Python code before
+    the interpreter's exit; so no handler is registered above it."""
+    import atexit
+
+    atexit.register(_exit_at_once)
+
+
 def _exit_at_once() -> None:
-    """A worker's last exit handler: the handlers its tasks registered have run (files
-    removed, stores closed), its results were handed back (the pool's worker returned);
-    what is left is the interpreter freeing every object one by one, a model's millions
-    among them, which the pool's ``shutdown`` waits for. Logging's handler, registered
-    before this one, is run here; the pool's own ran as its worker returned."""
+    """A worker's exit: every other exit handler, then ``os._exit``. It runs first (see
+    :func:`_exit_last`) and calls all the others itself, each once, in their usual order
+    (newest first): those its tasks and warm-up registered (temp copies removed), those
+    its modules registered at import, the ones the re-run main module (``__mp_main__``,
+    imported before the pool's initializer) registered among them (``close_open_stores``
+    for the CLI: a store left open is closed, no ``.wal`` left beside it), logging's. Its
+    results were handed back (the pool's worker returned). What is left is the
+    interpreter freeing every object one by one, a model's millions among them, which the
+    pool's ``shutdown`` waits for: skipped."""
+    import atexit
     import os
     import sys
 
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
+    atexit.unregister(_exit_at_once)   # the run below must not call it again
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
 
 
 def _end_with_parent() -> None:

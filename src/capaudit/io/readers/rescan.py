@@ -107,19 +107,25 @@ def scan_csv(path: Path) -> InputError | None:
     return no_records(path) if width is None else None
 
 
+#: how Python's csv stops at a field longer than its limit (an open quote read on to the end)
+_FIELD_TOO_LARGE = "field larger than field limit"
+
+
 def tsv_left_open(path: Path) -> InputError | None:
     """A .tsv whose last record opens a quote it never closes, named as :func:`scan_csv`
     names it. DuckDB's sniffer reads such a file with no quoting, storing the quote as text,
     where the ``--shards`` reader (Python's csv) refuses it; a .csv is read with ``quote='"'``
-    and refused by DuckDB itself. Only a file in which a field starts with a quote is read
-    through here; any other error is left to DuckDB, as before."""
+    and refused by DuckDB itself. A quote left open with more than ``FIELD_LIMIT`` (2 MiB)
+    after it ends Python's read with csv's field-limit error instead: refused the same way
+    (as is a closed field that long, which ``--shards`` refuses too). Only a file in which a
+    field starts with a quote is read through here; any other error is left to DuckDB."""
     if csv_layout.delimiter(path) != "\t" or not _field_opens_quote(path):
         return None
     try:
         for _ in csv_layout.records(path):
             pass
     except csv.Error as e:
-        if str(e) == csv_layout.NEVER_CLOSED:
+        if str(e) == csv_layout.NEVER_CLOSED or str(e).startswith(_FIELD_TOO_LARGE):
             return scan_csv(path)
     except UnicodeDecodeError:
         pass
