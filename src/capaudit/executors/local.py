@@ -107,7 +107,9 @@ def _start_worker(warm_up: tuple | None) -> None:
     import threading
 
     _end_with_parent()
-    threading._register_atexit(_exit_last)   # runs once the worker's tasks are over
+    register_late = getattr(threading, "_register_atexit", None)   # CPython 3.9+, private
+    if register_late is not None:   # without it, the interpreter's own (slower) exit
+        register_late(_exit_last)   # runs once the worker's tasks are over
     if warm_up is not None:
         fn, arg = warm_up
         with contextlib.suppress(Exception):
