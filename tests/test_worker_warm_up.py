@@ -154,6 +154,11 @@ def test_workers_warming_up_for_a_plan_that_fails_are_ended_with_the_runs_one_li
     """The plan's one line, and the workers still warming up ended, not waited for."""
     with pytest.raises(InputError, match="holds a file capaudit did not write"):
         run_step(_PlanFails(tmp_path, slow_warm_up), RunOptions(workers=2))
+    import time
+
+    ended = time.monotonic() + 2   # a terminated child can take a moment to be reaped;
+    while mp.active_children() and time.monotonic() < ended:   # the warm-up lasts 5 s
+        time.sleep(0.05)
     assert mp.active_children() == [] and not list(tmp_path.glob("warmed-*"))
 
 
