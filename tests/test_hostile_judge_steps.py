@@ -199,3 +199,23 @@ def test_a_rerun_with_another_n_boot_or_seed_does_not_resume_the_old_intervals(t
     capsys.readouterr()
     assert rc == 0 and rerun["values"] == whole["values"]
     assert "resumed_sets" not in rerun["summary"]
+
+
+def test_a_stored_run_with_failed_units_leaves_no_lock_behind(tmp_path, capsys):
+    """A set with failed units writes no part, so its key folder was never made and
+    remove_work returned before the lock: ``<store>.work/…/.lock`` stayed after the run
+    was stored."""
+    from test_judge_steps import _factuality as factuality, own_response_cache
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import prompt_text, scripted_answer
+
+    def answer(body):   # a sentence of both sets: each has a failed unit
+        bad = "Sentence: <<A man rides a surfboard on a wave.>>" in prompt_text(body)
+        return {"status": 400} if bad else scripted_answer(body)
+    own_response_cache(tmp_path, 1)
+    with FakeOpenAIServer(answer=answer) as srv:
+        rc, out = factuality(tmp_path, srv.base_url)
+    assert "stored as run 1" in capsys.readouterr().out
+    assert rc == 0 and out["summary"]["failed"] >= 2
+    assert not (tmp_path / "j.duckdb.work").exists()

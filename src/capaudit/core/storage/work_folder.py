@@ -198,9 +198,10 @@ def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
         Folder(str(made)).remove_tree()
         return
     made = local_path(made)
-    if made.is_symlink() or not made.is_dir():
+    if made.is_symlink():
         return
-    shutil.rmtree(made)
+    if made.is_dir():   # a run whose every task failed a unit wrote none: the lock still goes
+        shutil.rmtree(made)
     lock = made.parent / LOCK_NAME
     if lock.is_file() and not lock.is_symlink():
         lock.unlink()
