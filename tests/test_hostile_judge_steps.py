@@ -219,3 +219,18 @@ def test_a_stored_run_with_failed_units_leaves_no_lock_behind(tmp_path, capsys):
     assert "stored as run 1" in capsys.readouterr().out
     assert rc == 0 and out["summary"]["failed"] >= 2
     assert not (tmp_path / "j.duckdb.work").exists()
+
+
+def test_a_judged_failure_names_its_set_and_no_flag_the_command_lacks(tmp_path, capsys):
+    """A bad annotation row said 'shard m failed: … pass --skip-bad-shards': judged
+    commands have no such flag, and the failure is fatal whatever it would say."""
+    c = corpus(tmp_path / "corpus")
+    (tmp_path / "el.jsonl").write_text(json.dumps({"image_id": "x", "dimension": "object",
+                                                   "element": "horse"}) + "\n")
+    rc = main([str(a) for a in ["audit", "capability", c["m"], "--annotations",
+                                tmp_path / "el.jsonl", "--judge-url", "http://127.0.0.1:9/v1",
+                                "--db", tmp_path / "j.duckdb"]])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "set m failed: " in err and "image_id is not an integer" in err, err
+    assert "skip-bad-shards" not in err and "shard" not in err, err

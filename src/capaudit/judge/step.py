@@ -91,6 +91,7 @@ class JudgeStep(Step):
     """The sets of one judged command, a task each (one with a cap); see the module."""
 
     passes = (judge_part,)
+    unit = "set"   # a failure line names the set: "set m failed: ..."
 
     def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = ""):
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
