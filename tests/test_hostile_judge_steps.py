@@ -234,3 +234,36 @@ def test_a_judged_failure_names_its_set_and_no_flag_the_command_lacks(tmp_path, 
     assert rc == 2 and err.count("\n") == 1, err
     assert "set m failed: " in err and "image_id is not an integer" in err, err
     assert "skip-bad-shards" not in err and "shard" not in err, err
+
+
+def test_a_kill_between_a_part_and_its_marker_never_resumes_the_wrong_part(tmp_path,
+                                                                           monkeypatch, capsys):
+    """A set judged again over a new input overwrote its part before the old marker was
+    removed: killed between the two, the old input's marker stood over the new input's
+    part, and a rerun over the old input resumed those verdicts (of another set)."""
+    from test_judge_steps import _factuality as factuality, own_response_cache
+
+    import capaudit.io.markers as markers
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    work = tmp_path / "work"
+    own_response_cache(tmp_path, 1)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o")
+        assert rc == 0
+        with monkeypatch.context() as m:   # m and n marked done, then the run fails (no store)
+            m.setattr("capaudit.judge.runner.store_judged",
+                      lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+            assert factuality(tmp_path, srv.base_url, "--work-dir", work)[0] == 130
+
+        def killed(*a, **k):
+            raise KeyboardInterrupt   # the kill: the part of k written, its marker not
+        with monkeypatch.context() as m:
+            m.setattr(markers, "write_marker", killed)
+            assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 130
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work)
+    capsys.readouterr()
+    assert rc == 0 and rerun["summary"].get("resumed_sets") == 1   # m alone; n judged again
+    for part in ("items", "values", "extra"):
+        assert rerun[part] == whole[part]

@@ -77,12 +77,16 @@ def judge_part(task: JudgeTask) -> dict:
     if not task.folder:
         return {"shard": task.label, "status": "done", "part": part}
     from capaudit.core.storage.folder import Folder
-    from capaudit.io.markers import write_marker
+    from capaudit.io.markers import marker_name, write_marker
 
     text = json.dumps(part)
     if not part["summary"]["failed"]:   # units the judge did not answer: judged again by a
-        Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())   # rerun
-        write_marker(task.folder, task.name, task.key, {"input": task.input})
+        folder = Folder(task.folder).make()                                          # rerun
+        # an earlier input's marker goes before its part is replaced: a kill in between
+        # never leaves it standing over this input's part
+        folder.remove(marker_name(task.name))
+        folder.write_bytes(task.name + ".json", text.encode())
+        write_marker(task.folder, task.name, task.key, {"input": task.input}, stale=False)
     # handed back as written: a worker's memory:// folder is not the driver's
     return {"shard": task.label, "status": "done", "part": json.loads(text)}
 
