@@ -267,3 +267,30 @@ def test_a_kill_between_a_part_and_its_marker_never_resumes_the_wrong_part(tmp_p
     assert rc == 0 and rerun["summary"].get("resumed_sets") == 1   # m alone; n judged again
     for part in ("items", "values", "extra"):
         assert rerun[part] == whole[part]
+
+
+def test_a_lock_released_between_the_check_and_the_read_is_taken(monkeypatch):
+    """Run A removed its remote .lock after run B found it there and before B read it: B
+    read nothing and said the folder held a .lock capaudit did not write."""
+    import socket
+    import time
+
+    from capaudit.core.storage.folder import Folder
+    from capaudit.core.storage.work_folder import remote_lock
+
+    url = "memory://hostile-race/w"
+    folder = Folder(url).make()
+    folder.write_bytes(".lock", json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                            "token": "a" * 16, "beat": time.time()}).encode())
+    read = Folder.read_bytes
+
+    def released_then_read(self, name):
+        if name == ".lock":
+            Folder.remove(self, ".lock")   # run A ends just now
+        return read(self, name)
+    monkeypatch.setattr(Folder, "read_bytes", released_then_read)
+    with remote_lock(url):
+        monkeypatch.setattr(Folder, "read_bytes", read)
+        assert json.loads(folder.read_bytes(".lock"))["pid"] == os.getpid()
+        assert json.loads(folder.read_bytes(".lock"))["token"] != "a" * 16
+    assert folder.read_bytes(".lock") is None
