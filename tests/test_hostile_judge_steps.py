@@ -294,3 +294,28 @@ def test_a_lock_released_between_the_check_and_the_read_is_taken(monkeypatch):
         assert json.loads(folder.read_bytes(".lock"))["pid"] == os.getpid()
         assert json.loads(folder.read_bytes(".lock"))["token"] != "a" * 16
     assert folder.read_bytes(".lock") is None
+
+
+def test_capabilitys_files_are_declared_to_a_cluster_of_nodes(tmp_path, monkeypatch):
+    """A task reads --annotations/--qa at their path: on nodes sharing no disk each task
+    failed 'annotation file not found'. They are declared, so a local path is refused in
+    one line before any call."""
+    import capaudit.executors as executors
+    from test_runner import _Cluster
+
+    from capaudit.errors import InputError
+    from capaudit.judge.evidence import Captions
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
+
+    monkeypatch.setattr(executors, "get_executor", lambda name, workers, **kw: _Cluster())
+    for flag in ("annotations", "qa"):
+        files = {"annotations": "s3://b/el.jsonl", "qa": "s3://b/qa.jsonl",
+                 flag: str(tmp_path / f"{flag}.jsonl")}
+        cfg, _ = split_run({**DEFAULTS, **files})
+        step = JudgeStep("capaudit.judge.capability", [Captions("m", [1], ["A dog."], "m")],
+                         None, cfg, "memory://hostile-nodes/w")
+        with pytest.raises(InputError, match=f"share no disk.*--{flag}"):
+            run_step(step, RunOptions(executor="cluster"))

@@ -33,6 +33,8 @@ __all__ = ["JudgeStep", "JudgeTask", "judge_part", "capped"]
 _RUNTIME = ("url", "api_key_env", "concurrency", "timeout_s", "deadline_s", "max_retries",
             "cache", "dry_run")
 # what a run spends: a part another run judged (resumed) brings its verdicts, not these
+# capability's --annotations and --qa: read in each task
+_FILES = (("annotations", "annotation file"), ("qa", "QA file"))
 _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "cost", "spent",
           "usage_ignored")
 
@@ -101,12 +103,15 @@ class JudgeStep(Step):
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
         self.jcfg = JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
-        self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        # capability's files are read in each task, at their path: every node must reach them
+        files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
+        work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        self.shared = work + tuple(files)
         # n_boot and seed too: a part holds its set's values, bootstrapped in its task
         keep = {k: v for k, v in cfg.items() if k != "judge"}
-        for k in ("annotations", "qa"):   # capability's files: their content, not their name
+        for k, _ in _FILES:   # capability's files: their content, not their name
             if keep.get(k):
-                keep[k] = _file_sha256(keep[k])
+                keep[k] = _content(keep[k])
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
@@ -223,11 +228,14 @@ def _checksum(sets: list, evidence) -> str:
     return h.hexdigest()
 
 
-def _file_sha256(path: str) -> str | None:
+def _content(path: str) -> str | None:
     """A file's sha256 (None: unreadable; the metric names it in one line)."""
+    from pathlib import Path
+
+    from capaudit.io.ingest import fingerprint
+
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return fingerprint(Path(path))
     except OSError:
         return None
 
