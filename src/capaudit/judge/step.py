@@ -99,9 +99,11 @@ class JudgeStep(Step):
     passes = (judge_part,)
     unit = "set"   # a failure line names the set: "set m failed: ..."
 
-    def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = ""):
+    def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = "", *,
+                 jcfg: JudgeConfig | None = None):
+        """``jcfg``: ``cfg["judge"]`` as the caller parsed it (None: parsed here)."""
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
-        self.jcfg = JudgeConfig.from_mapping(cfg["judge"])
+        self.jcfg = jcfg or JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
         # capability's files are read in each task, at their path: every node must reach them
         files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
