@@ -319,3 +319,28 @@ def test_capabilitys_files_are_declared_to_a_cluster_of_nodes(tmp_path, monkeypa
                          None, cfg, "memory://hostile-nodes/w")
         with pytest.raises(InputError, match=f"share no disk.*--{flag}"):
             run_step(step, RunOptions(executor="cluster"))
+
+
+@pytest.mark.parametrize("spread", [("--workers", 2), ("--executor", "ray")])
+def test_a_dry_run_counts_in_this_process(spread, tmp_path, monkeypatch, capsys):
+    """A dry run only counts tokens: it started worker processes (``--workers 2``) or Ray
+    (``--executor ray``) to do so."""
+    import capaudit.executors as executors
+    from capaudit.executors.local import LocalExecutor
+
+    started = []
+
+    def get_executor(name, workers=1, **kw):
+        started.append((name, workers))
+        return LocalExecutor(1)
+    monkeypatch.setattr(executors, "get_executor", get_executor)
+    assert _factuality(tmp_path, "--dry-run", *spread) == 0
+    assert "dry run" in capsys.readouterr().out
+    assert started == [("local", 1)]
+
+
+@pytest.mark.parametrize("dry", [(), ("--dry-run",)])
+def test_an_unknown_executor_is_one_line_dry_run_or_not(dry, tmp_path, capsys):
+    assert _factuality(tmp_path, "--executor", "nope", *dry) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err and "Traceback" not in err, err

@@ -117,6 +117,7 @@ def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
 
     from capaudit.core.storage.urls import local_path
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
+    from capaudit.executors import EXECUTORS
     from capaudit.judge.step import JudgeStep
     from capaudit.runner.run import run_step
     from capaudit.runner.step import RunOptions
@@ -126,7 +127,11 @@ def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
     work = run["work_dir"] or (default_work_dir(getattr(store, "path", ""),
                                                 command.replace(" ", "-"), "judge-work"))
     step = JudgeStep(module, sets, evidence, cfg, str(work), jcfg=jcfg)
-    out, summary = run_step(step, RunOptions(run["executor"], run["workers"], run["address"]))
+    EXECUTORS.entry(run["executor"])   # an unknown one: one line, a dry run's too
+    # a dry run only counts tokens: in this process, no worker or Ray started for it
+    opts = RunOptions("local", 1) if jcfg.dry_run else \
+        RunOptions(run["executor"], run["workers"], run["address"])
+    out, summary = run_step(step, opts)
     up_to = None if run["work_dir"] or local_path(work) is None else local_path(work).parent
     return out, summary, lambda: remove_work(step.folder, up_to=up_to) if step.folder else None
 
