@@ -2,7 +2,7 @@
 
 Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and a set's
 numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
-first two) is ``compute.across``, run again in the merge over all the sets' rows. So a task
+first two) is ``compute.across``, run by the merge over all the sets' rows. So a task
 judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
 counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
 and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
