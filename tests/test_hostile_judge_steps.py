@@ -199,3 +199,148 @@ def test_a_rerun_with_another_n_boot_or_seed_does_not_resume_the_old_intervals(t
     capsys.readouterr()
     assert rc == 0 and rerun["values"] == whole["values"]
     assert "resumed_sets" not in rerun["summary"]
+
+
+def test_a_stored_run_with_failed_units_leaves_no_lock_behind(tmp_path, capsys):
+    """A set with failed units writes no part, so its key folder was never made and
+    remove_work returned before the lock: ``<store>.work/…/.lock`` stayed after the run
+    was stored."""
+    from test_judge_steps import _factuality as factuality, own_response_cache
+
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import prompt_text, scripted_answer
+
+    def answer(body):   # a sentence of both sets: each has a failed unit
+        bad = "Sentence: <<A man rides a surfboard on a wave.>>" in prompt_text(body)
+        return {"status": 400} if bad else scripted_answer(body)
+    own_response_cache(tmp_path, 1)
+    with FakeOpenAIServer(answer=answer) as srv:
+        rc, out = factuality(tmp_path, srv.base_url)
+    assert "stored as run 1" in capsys.readouterr().out
+    assert rc == 0 and out["summary"]["failed"] >= 2
+    assert not (tmp_path / "j.duckdb.work").exists()
+
+
+def test_a_judged_failure_names_its_set_and_no_flag_the_command_lacks(tmp_path, capsys):
+    """A bad annotation row said 'shard m failed: … pass --skip-bad-shards': judged
+    commands have no such flag, and the failure is fatal whatever it would say."""
+    c = corpus(tmp_path / "corpus")
+    (tmp_path / "el.jsonl").write_text(json.dumps({"image_id": "x", "dimension": "object",
+                                                   "element": "horse"}) + "\n")
+    rc = main([str(a) for a in ["audit", "capability", c["m"], "--annotations",
+                                tmp_path / "el.jsonl", "--judge-url", "http://127.0.0.1:9/v1",
+                                "--db", tmp_path / "j.duckdb"]])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "set m failed: " in err and "image_id is not an integer" in err, err
+    assert "skip-bad-shards" not in err and "shard" not in err, err
+
+
+def test_a_kill_between_a_part_and_its_marker_never_resumes_the_wrong_part(tmp_path,
+                                                                           monkeypatch, capsys):
+    """A set judged again over a new input overwrote its part before the old marker was
+    removed: killed between the two, the old input's marker stood over the new input's
+    part, and a rerun over the old input resumed those verdicts (of another set)."""
+    from test_judge_steps import _factuality as factuality, own_response_cache
+
+    import capaudit.io.markers as markers
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    work = tmp_path / "work"
+    own_response_cache(tmp_path, 1)
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, whole = factuality(tmp_path, srv.base_url, "--work-dir", tmp_path / "o")
+        assert rc == 0
+        with monkeypatch.context() as m:   # m and n marked done, then the run fails (no store)
+            m.setattr("capaudit.judge.runner.store_judged",
+                      lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+            assert factuality(tmp_path, srv.base_url, "--work-dir", work)[0] == 130
+
+        def killed(*a, **k):
+            raise KeyboardInterrupt   # the kill: the part of k written, its marker not
+        with monkeypatch.context() as m:
+            m.setattr(markers, "write_marker", killed)
+            assert factuality(tmp_path, srv.base_url, "--work-dir", work, second="k")[0] == 130
+        rc, rerun = factuality(tmp_path, srv.base_url, "--work-dir", work)
+    capsys.readouterr()
+    assert rc == 0 and rerun["summary"].get("resumed_sets") == 1   # m alone; n judged again
+    for part in ("items", "values", "extra"):
+        assert rerun[part] == whole[part]
+
+
+def test_a_lock_released_between_the_check_and_the_read_is_taken(monkeypatch):
+    """Run A removed its remote .lock after run B found it there and before B read it: B
+    read nothing and said the folder held a .lock capaudit did not write."""
+    import socket
+    import time
+
+    from capaudit.core.storage.folder import Folder
+    from capaudit.core.storage.work_folder import remote_lock
+
+    url = "memory://hostile-race/w"
+    folder = Folder(url).make()
+    folder.write_bytes(".lock", json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                            "token": "a" * 16, "beat": time.time()}).encode())
+    read = Folder.read_bytes
+
+    def released_then_read(self, name):
+        if name == ".lock":
+            Folder.remove(self, ".lock")   # run A ends just now
+        return read(self, name)
+    monkeypatch.setattr(Folder, "read_bytes", released_then_read)
+    with remote_lock(url):
+        monkeypatch.setattr(Folder, "read_bytes", read)
+        assert json.loads(folder.read_bytes(".lock"))["pid"] == os.getpid()
+        assert json.loads(folder.read_bytes(".lock"))["token"] != "a" * 16
+    assert folder.read_bytes(".lock") is None
+
+
+def test_capabilitys_files_are_declared_to_a_cluster_of_nodes(tmp_path, monkeypatch):
+    """A task reads --annotations/--qa at their path: on nodes sharing no disk each task
+    failed 'annotation file not found'. They are declared, so a local path is refused in
+    one line before any call."""
+    import capaudit.executors as executors
+    from test_runner import _Cluster
+
+    from capaudit.errors import InputError
+    from capaudit.judge.evidence import Captions
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+    from capaudit.runner.run import run_step
+    from capaudit.runner.step import RunOptions
+
+    monkeypatch.setattr(executors, "get_executor", lambda name, workers, **kw: _Cluster())
+    for flag in ("annotations", "qa"):
+        files = {"annotations": "s3://b/el.jsonl", "qa": "s3://b/qa.jsonl",
+                 flag: str(tmp_path / f"{flag}.jsonl")}
+        cfg, _ = split_run({**DEFAULTS, **files})
+        step = JudgeStep("capaudit.judge.capability", [Captions("m", [1], ["A dog."], "m")],
+                         None, cfg, "memory://hostile-nodes/w")
+        with pytest.raises(InputError, match=f"share no disk.*--{flag}"):
+            run_step(step, RunOptions(executor="cluster"))
+
+
+@pytest.mark.parametrize("spread", [("--workers", 2), ("--executor", "ray")])
+def test_a_dry_run_counts_in_this_process(spread, tmp_path, monkeypatch, capsys):
+    """A dry run only counts tokens: it started worker processes (``--workers 2``) or Ray
+    (``--executor ray``) to do so."""
+    import capaudit.executors as executors
+    from capaudit.executors.local import LocalExecutor
+
+    started = []
+
+    def get_executor(name, workers=1, **kw):
+        started.append((name, workers))
+        return LocalExecutor(1)
+    monkeypatch.setattr(executors, "get_executor", get_executor)
+    assert _factuality(tmp_path, "--dry-run", *spread) == 0
+    assert "dry run" in capsys.readouterr().out
+    assert started == [("local", 1)]
+
+
+@pytest.mark.parametrize("dry", [(), ("--dry-run",)])
+def test_an_unknown_executor_is_one_line_dry_run_or_not(dry, tmp_path, capsys):
+    assert _factuality(tmp_path, "--executor", "nope", *dry) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err and "Traceback" not in err, err

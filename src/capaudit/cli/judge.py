@@ -78,10 +78,12 @@ def _config(kw: dict, **cli) -> tuple[dict, dict]:
                                         seed=kw.get("seed"), limit=kw.get("limit"), **cli,
                                         **{k: kw.get(k) for k in RUN_DEFAULTS}))
     from capaudit.executors import EXECUTORS
+    from capaudit.judge.config import JudgeConfig
+    from capaudit.judge.step import capped
 
     EXECUTORS.entry(run["executor"])   # an unknown one: one line before any work
     if (run["workers"] > 1 or run["executor"] != "local") and \
-            (cfg["judge"]["max_calls"] is not None or cfg["judge"]["max_cost"] is not None):
+            capped(JudgeConfig.from_mapping(cfg["judge"])):
         console.print("note: a capped run (--max-calls/--max-cost) judges every set in one "
                       "task, in order, whatever --workers says")
     return cfg, run

@@ -124,13 +124,12 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         rows, caps = _caption_rows(s, units, ref_text, pairs, verified)
         out.items[s.name] = rows
         out.values[s.name] = _set_values(judge, s.image_ids, caps, cfg)
-    out.extra.update(across(out))
     return out
 
 
 def across(out: "Judged") -> dict:
     """What spans the sets: Welch's t-test of the first two sets' per-caption HAR F1 (their
-    ``caption-har`` rows), run again when sets were judged apart."""
+    ``caption-har`` rows), run by the merge over every set's rows."""
     from capaudit.judge.stats import welch
 
     if len(out.items) < 2:

@@ -124,13 +124,12 @@ def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
         out.values[s.name] = {label(f"factuality.{k}", judge.cfg.evidence): v
                               for k, v in summ["metrics"].items()}
         out.extra[s.name] = {"counts": summ["counts"]}
-    out.extra.update(across(out))
     return out
 
 
 def across(out: "Judged") -> dict:
     """What spans the sets: Welch's t-test of the first two sets' per-caption shares of
-    factual sentences (their caption rows), run again when sets were judged apart."""
+    factual sentences (their caption rows), run by the merge over every set's rows."""
     from capaudit.judge.stats import welch
 
     if len(out.items) < 2:

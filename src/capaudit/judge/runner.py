@@ -88,7 +88,8 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
                               reference=reference) if need == "image" else \
         reference_evidence(store, reference, ids) if need == "reference" else None
-    out, summary, done = judged(store, command, compute.__module__, sets, evidence, cfg, run)
+    out, summary, done = judged(store, command, compute.__module__, sets, evidence, cfg, run,
+                                jcfg)
     if summary["stopped"]:  # every value of a capped run says so, wherever it is shown
         note = f"capped: {summary['not_judged']:,} units not judged ({summary['stopped']})"
         for vals in out.values.values():
@@ -108,23 +109,29 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
 
 
 def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
-           run: dict | None) -> tuple[Judged, dict, Callable[[], None]]:
-    """The sets judged by the runner (:class:`.step.JudgeStep`): the merged result, the
-    summary, and what removes the work folder once the results are stored."""
+           run: dict | None, jcfg: JudgeConfig) -> tuple[Judged, dict, Callable[[], None]]:
+    """The sets judged by the runner (:class:`.step.JudgeStep`; ``jcfg``: ``cfg["judge"]``
+    as the caller parsed it): the merged result, the summary, and what removes the work
+    folder once the results are stored."""
     from dataclasses import replace
 
     from capaudit.core.storage.urls import local_path
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
+    from capaudit.executors import EXECUTORS
     from capaudit.judge.step import JudgeStep
     from capaudit.runner.run import run_step
     from capaudit.runner.step import RunOptions
 
-    Judge(replace(JudgeConfig.from_mapping(cfg["judge"]), dry_run=True))  # its checks, now
+    Judge(replace(jcfg, dry_run=True))  # its checks, now
     run = {**RUN_DEFAULTS, **(run or {})}
     work = run["work_dir"] or (default_work_dir(getattr(store, "path", ""),
                                                 command.replace(" ", "-"), "judge-work"))
-    step = JudgeStep(module, sets, evidence, cfg, str(work))
-    out, summary = run_step(step, RunOptions(run["executor"], run["workers"], run["address"]))
+    step = JudgeStep(module, sets, evidence, cfg, str(work), jcfg=jcfg)
+    EXECUTORS.entry(run["executor"])   # an unknown one: one line, a dry run's too
+    # a dry run only counts tokens: in this process, no worker or Ray started for it
+    opts = RunOptions("local", 1) if jcfg.dry_run else \
+        RunOptions(run["executor"], run["workers"], run["address"])
+    out, summary = run_step(step, opts)
     up_to = None if run["work_dir"] or local_path(work) is None else local_path(work).parent
     return out, summary, lambda: remove_work(step.folder, up_to=up_to) if step.folder else None
 
@@ -159,7 +166,7 @@ def run_validate(store, cfg: dict, labels, *, images=None, shards=None, referenc
                               reference=reference)
     name = Path(labels).stem
     out, summary, done = judged(store, "judge validate", "capaudit.judge.validate",
-                                [Labels(name, ids, rows)], evidence, cfg, run)
+                                [Labels(name, ids, rows)], evidence, cfg, run, jcfg)
     items, agr = out.items[name], out.extra["agreement"]
     result = {"command": "judge validate", "judge": summary.pop("judge"), "summary": summary,
               "agreement": agr, "ties": ties, "items": {name: items}}

@@ -2,7 +2,7 @@
 
 Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and a set's
 numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
-first two) is ``compute.across``, run again in the merge over all the sets' rows. So a task
+first two) is ``compute.across``, run by the merge over all the sets' rows. So a task
 judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
 counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
 and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
@@ -33,6 +33,8 @@ __all__ = ["JudgeStep", "JudgeTask", "judge_part", "capped"]
 _RUNTIME = ("url", "api_key_env", "concurrency", "timeout_s", "deadline_s", "max_retries",
             "cache", "dry_run")
 # what a run spends: a part another run judged (resumed) brings its verdicts, not these
+# capability's --annotations and --qa: read in each task
+_FILES = (("annotations", "annotation file"), ("qa", "QA file"))
 _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "cost", "spent",
           "usage_ignored")
 
@@ -77,12 +79,16 @@ def judge_part(task: JudgeTask) -> dict:
     if not task.folder:
         return {"shard": task.label, "status": "done", "part": part}
     from capaudit.core.storage.folder import Folder
-    from capaudit.io.markers import write_marker
+    from capaudit.io.markers import marker_name, write_marker
 
     text = json.dumps(part)
     if not part["summary"]["failed"]:   # units the judge did not answer: judged again by a
-        Folder(task.folder).make().write_bytes(task.name + ".json", text.encode())   # rerun
-        write_marker(task.folder, task.name, task.key, {"input": task.input})
+        folder = Folder(task.folder).make()                                          # rerun
+        # an earlier input's marker goes before its part is replaced: a kill in between
+        # never leaves it standing over this input's part
+        folder.remove(marker_name(task.name))
+        folder.write_bytes(task.name + ".json", text.encode())
+        write_marker(task.folder, task.name, task.key, {"input": task.input}, stale=False)
     # handed back as written: a worker's memory:// folder is not the driver's
     return {"shard": task.label, "status": "done", "part": json.loads(text)}
 
@@ -91,17 +97,23 @@ class JudgeStep(Step):
     """The sets of one judged command, a task each (one with a cap); see the module."""
 
     passes = (judge_part,)
+    unit = "set"   # a failure line names the set: "set m failed: ..."
 
-    def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = ""):
+    def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = "", *,
+                 jcfg: JudgeConfig | None = None):
+        """``jcfg``: ``cfg["judge"]`` as the caller parsed it (None: parsed here)."""
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
-        self.jcfg = JudgeConfig.from_mapping(cfg["judge"])
+        self.jcfg = jcfg or JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
-        self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        # capability's files are read in each task, at their path: every node must reach them
+        files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
+        work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        self.shared = work + tuple(files)
         # n_boot and seed too: a part holds its set's values, bootstrapped in its task
         keep = {k: v for k, v in cfg.items() if k != "judge"}
-        for k in ("annotations", "qa"):   # capability's files: their content, not their name
+        for k, _ in _FILES:   # capability's files: their content, not their name
             if keep.get(k):
-                keep[k] = _file_sha256(keep[k])
+                keep[k] = _content(keep[k])
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
@@ -218,11 +230,14 @@ def _checksum(sets: list, evidence) -> str:
     return h.hexdigest()
 
 
-def _file_sha256(path: str) -> str | None:
+def _content(path: str) -> str | None:
     """A file's sha256 (None: unreadable; the metric names it in one line)."""
+    from pathlib import Path
+
+    from capaudit.io.ingest import fingerprint
+
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return fingerprint(Path(path))
     except OSError:
         return None
 

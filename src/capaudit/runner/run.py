@@ -51,7 +51,8 @@ def run_step(step: Step, opts: RunOptions) -> Any:
                 jobs += len(todo)
                 if opts.on_start:
                     opts.on_start(jobs, workers)
-                results.append(run_pass(executor(), fn, todo, opts) if todo else {})
+                unit = getattr(step, "unit", "shard")
+                results.append(run_pass(executor(), fn, todo, opts, unit) if todo else {})
             for ex in started:       # gone before the merge (the driver's memory)
                 ex.close()
             return step.merge(tasks, results)
@@ -60,7 +61,8 @@ def run_step(step: Step, opts: RunOptions) -> Any:
             ex.close()
 
 
-def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions) -> dict[int, dict]:
+def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions,
+             unit: str = "shard") -> dict[int, dict]:
     """``fn`` over ``todo``: the summaries by the task's place in ``todo``, each told to
     ``on_shard`` as it completes. Several local workers are handed the largest shards first
     (:func:`largest_first`); the summaries keep their places, so the merge is the same."""
@@ -72,7 +74,7 @@ def run_pass(ex, fn: Callable[[Any], dict], todo: list, opts: RunOptions) -> dic
         if opts.on_shard:
             opts.on_shard(summary)
         if summary.get("status") == "failed" and (summary.get("fatal") or not opts.skip_bad):
-            raise shard_failed(summary)
+            raise shard_failed(summary, unit)
     return done
 
 
@@ -87,9 +89,16 @@ def largest_first(todo: list) -> list:
     return sorted(todo, key=lambda t: -size(t))
 
 
-def shard_failed(summary: dict) -> InputError:
-    """The one line of a failed shard: its error, and its fix or ``--skip-bad-shards``."""
+def shard_failed(summary: dict, unit: str = "shard") -> InputError:
+    """The one line of a failed task (``unit``: what the step calls it, :attr:`Step.unit`):
+    its error, and its fix; ``--skip-bad-shards`` only where it would leave the task out (a
+    fatal failure stops the run whatever it says)."""
     err, fix = summary["error"], summary.get("fix")
-    return InputError(f"shard {summary['shard']} failed: {err}", fix=None if "(fix:" in err
-                      else (f"{fix}; or " if fix else "repair it, or ")
-                      + "pass --skip-bad-shards to leave it out and list it")
+    if "(fix:" in err:
+        fix = None
+    elif summary.get("fatal"):
+        fix = fix or "repair it"
+    else:
+        fix = (f"{fix}; or " if fix else "repair it, or ") + \
+            "pass --skip-bad-shards to leave it out and list it"
+    return InputError(f"{unit} {summary['shard']} failed: {err}", fix=fix)

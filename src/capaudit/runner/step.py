@@ -39,6 +39,7 @@ class Step:
     worker's worth); ``shared``: ``(location, what, flag)`` of each folder every node of a
     cluster must reach; ``work_dir``: the folder this run holds alone ("": none held)."""
 
+    unit: str = "shard"   # what a task's failure line calls it ("shard NAME failed: ...")
     worker_mb: float | None = None   # None: the workers asked for (work not measured in bytes)
     sizes: Sequence[int | None] = ()
     shared: Sequence[tuple[str, str, str]] = ()

@@ -53,7 +53,11 @@ HEARTBEAT_S, STALE_S = 60.0, 300.0
 
 
 def _holder(folder: Folder) -> dict:
-    data = folder.read_bytes(LOCK_NAME)
+    return _parsed(folder.read_bytes(LOCK_NAME))
+
+
+def _parsed(data: bytes | None) -> dict:
+    """Who holds a remote lock, from its bytes ({}: none, or not capaudit's)."""
     try:
         held = json.loads(data.decode("utf-8")) if data else {}
     except (ValueError, UnicodeDecodeError):
@@ -74,16 +78,18 @@ def _take(folder: Folder, me: dict) -> None:
         folder.write_bytes(LOCK_NAME, data, exclusive=True)
         return
     except Exists:
-        held = _holder(folder)
-    if "token" not in held:   # not a lock capaudit wrote: the user's file, never removed
-        raise _foreign(folder)
-    if not _stale(held):
-        raise InputError(f"another capaudit run (host {held.get('host', '?')}, pid "
-                         f"{held.get('pid', '?')}) is using this work folder", path=folder,
-                         fix="wait for it to finish, or pass another --work-dir (a lock left "
-                             f"by a run killed on another machine expires {STALE_S:g} s "
-                             "after its last heartbeat)")
-    folder.remove(LOCK_NAME)
+        raw = folder.read_bytes(LOCK_NAME)
+    if raw is not None:   # None: its run removed it since; nothing to judge, take it below
+        held = _parsed(raw)
+        if "token" not in held:   # not a lock capaudit wrote: the user's file, never removed
+            raise _foreign(folder)
+        if not _stale(held):
+            raise InputError(f"another capaudit run (host {held.get('host', '?')}, pid "
+                             f"{held.get('pid', '?')}) is using this work folder", path=folder,
+                             fix="wait for it to finish, or pass another --work-dir (a lock "
+                                 f"left by a run killed on another machine expires "
+                                 f"{STALE_S:g} s after its last heartbeat)")
+        folder.remove(LOCK_NAME)
     try:
         folder.write_bytes(LOCK_NAME, data, exclusive=True)
     except Exists:
@@ -198,9 +204,10 @@ def remove_work(made: str | Path, *, up_to: str | Path | None = None) -> None:
         Folder(str(made)).remove_tree()
         return
     made = local_path(made)
-    if made.is_symlink() or not made.is_dir():
+    if made.is_symlink():
         return
-    shutil.rmtree(made)
+    if made.is_dir():   # a run whose every task failed a unit wrote none: the lock still goes
+        shutil.rmtree(made)
     lock = made.parent / LOCK_NAME
     if lock.is_file() and not lock.is_symlink():
         lock.unlink()
