@@ -427,3 +427,17 @@ def test_a_cache_setting_that_is_no_path_is_one_line(coco50, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "judge cache must be default, off or a file path" in err, err
     assert "Traceback" not in err and not (tmp_path / "j.duckdb").exists()
+
+
+def test_two_targets_of_one_name_are_one_line(coco50, tmp_path, capsys):
+    """As ``audit run`` refuses them: a judged run keys its results by set name, so the second
+    set's values replaced the first's."""
+    d, *_ = coco50
+    db = tmp_path / "j.duckdb"
+    rc = run("audit", "factuality", d / "nic.jsonl", d / "nic.jsonl", "--images", d / "img",
+             "--judge-url", "http://127.0.0.1:9/v1", "--db", db)
+    err = capsys.readouterr().err
+    assert rc == 2 and "two targets share the name ['nic', 'nic']" in err, err
+    assert err.count("\n") == 1
+    with Store(db, read_only=True) as st:
+        assert st.one("SELECT count(*) FROM runs")[0] == 0

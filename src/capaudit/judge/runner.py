@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
+from capaudit.errors import InputError
 from capaudit.judge.core import Judge, JudgeConfig
 from capaudit.judge.stats import Judged, label  # re-exported: what a metric module returns
 
@@ -83,6 +84,10 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
 
     jcfg = JudgeConfig.from_mapping(cfg["judge"])
     sets = [load_captions(store, t, cfg.get("limit")) for t in targets]
+    names = [s.name for s in sets]
+    if len(set(names)) != len(names):   # results are keyed by name: one would replace the other
+        raise InputError(f"two targets share the name {names}", fix="register them under "
+                         "distinct set names")
     ids = [i for s in sets for i in s.image_ids]
     need = compute.needs_evidence   # "image" (image or references), "reference" or None
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
