@@ -51,8 +51,7 @@ def run_step(step: Step, opts: RunOptions) -> Any:
                 jobs += len(todo)
                 if opts.on_start:
                     opts.on_start(jobs, workers)
-                unit = getattr(step, "unit", "shard")
-                results.append(run_pass(executor(), fn, todo, opts, unit) if todo else {})
+                results.append(run_pass(executor(), fn, todo, opts, step.unit) if todo else {})
             for ex in started:       # gone before the merge (the driver's memory)
                 ex.close()
             return step.merge(tasks, results)
