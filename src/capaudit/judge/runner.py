@@ -5,8 +5,10 @@ arithmetic after; the rest -- resolving the config (CLI > YAML > defaults),
 checking the evidence before any call, the dry run that builds no backend,
 the caps, the summary, one transaction for all results, the provenance
 beside ``--json`` -- is the same and lives here once. A metric module
-provides ``compute(judge, sets, evidence, cfg) -> Judged``; the judging itself is a step of
-the runner (:mod:`.step`: a task per set, on local workers or Ray, resumed after a kill).
+provides ``rows`` (the judging of some captions) and ``values`` (a set's arithmetic over its
+parts), ``compute(judge, sets, evidence, cfg) -> Judged`` the two over whole sets
+(:mod:`.parts`); the judging itself is a step of the runner (:mod:`.step`: a task per set,
+or per chunk of a set with several workers, on local workers or Ray, resumed after a kill).
 """
 
 from __future__ import annotations
