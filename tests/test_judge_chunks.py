@@ -113,6 +113,39 @@ def test_one_worker_or_a_cap_keeps_a_task_per_set_and_validate_is_never_cut(tmp_
     assert [g[:2] for g in task_groups("capaudit.judge.dcscore", [s, n], capped, 2)] == \
         [("set-00000", "m, n")]
     assert len(task_groups("capaudit.judge.validate", [s], jcfg, 2)) == 1
+    one_image = replace(s, image_ids=[7] * len(s.captions))   # one chunk: the set's own task
+    assert [(g[0], g[3]) for g in task_groups("capaudit.judge.factuality", [one_image], jcfg,
+                                              2)] == [("set-00000", ())]
+
+
+def test_a_set_without_annotated_images_is_refused_before_any_call(tmp_path, capsys,
+                                                                  monkeypatch):
+    """capability's check sees the sets whole (a chunk of one cannot tell): the second set
+    is refused before the first is judged, whatever the workers, and no work folder is
+    left."""
+    from capaudit.cli.main import main
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAPAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "a.jsonl").write_text('{"image_id": 1, "caption": "a horse"}\n')
+    (tmp_path / "b.jsonl").write_text('{"image_id": 2, "caption": "a dog"}\n'
+                                      '{"image_id": 3, "caption": "a cat"}\n')
+    (tmp_path / "el.jsonl").write_text(
+        '{"image_id": 1, "dimension": "object", "element": "horse"}\n')
+    for workers in (1, 2):
+        with FakeOpenAIServer(answer=scripted_answer) as srv:
+            rc = main([str(a) for a in ["audit", "capability", tmp_path / "a.jsonl",
+                                        tmp_path / "b.jsonl", "--annotations",
+                                        tmp_path / "el.jsonl", "--judge-url", srv.base_url,
+                                        "--db", tmp_path / "j.duckdb", "--workers", workers]])
+        err = capsys.readouterr().err
+        assert rc == 2 and srv.calls == 0
+        assert err.strip() == ("capaudit: error: no annotated element for any image of 'b' "
+                               "(fix: check that the annotation image ids are the set's "
+                               "image ids)"), err
+    assert not list(tmp_path.glob("*.work"))
 
 
 # a set whose second chunk (images 3 and 4) shares no sentence with its first (2 and 1)

@@ -89,9 +89,6 @@ def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
 
     _, dims, qa = _annotations(cfg)
     rows = joined(parts)
-    if not rows:
-        raise InputError(f"no annotated element for any image of '{s.name}'",
-                         fix="check that the annotation image ids are the set's image ids")
     vals, prec, hit = {}, [], []
     for d in dims:
         rs = [r for r in rows if r["kind"] == d]
@@ -119,11 +116,23 @@ def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
     return rows, vals, None
 
 
+def check(sets, cfg) -> None:
+    """Before any call (a chunk cannot tell): a set none of whose images is annotated is
+    one line."""
+    by_image = _annotations(cfg)[0]
+    for s in sets:
+        if not any(by_image.get(i) for i in s.image_ids):
+            raise InputError(f"no annotated element for any image of '{s.name}'",
+                             fix="check that the annotation image ids are the set's image ids")
+
+
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     from capaudit.judge.parts import computed
 
+    check(sets, cfg)
     return computed(rows, values, judge, sets, evidence, cfg)
 
 
 compute.needs_evidence = None   # the judge reads caption and annotation, not the image
 compute.by_image = True   # chunks of whole images judge as the set (:mod:`.parts`)
+compute.check = check

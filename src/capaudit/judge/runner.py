@@ -90,6 +90,8 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     if len(set(names)) != len(names):   # results are keyed by name: one would replace the other
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
+    if getattr(compute, "check", None):   # what the metric refuses, before any call
+        compute.check(sets, cfg)
     ids = [i for s in sets for i in s.image_ids]
     need = compute.needs_evidence   # "image" (image or references), "reference" or None
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
