@@ -211,8 +211,8 @@ def test_ray_judges_as_the_local_workers(tmp_path, monkeypatch, capsys):
 
 def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
     """capability reads --annotations in its task: edited in place, the sets are judged
-    again (a part of the old elements is not reused); n_boot and seed change the part's
-    intervals, so its key too."""
+    again (a part of the old elements is not reused); n_boot and seed change its key too
+    (kept from when a part held its set's intervals)."""
     from capaudit.judge.runner import DEFAULTS, split_run
     from capaudit.judge.step import JudgeStep
 

@@ -115,7 +115,8 @@ class JudgeStep(Step):
         files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
         work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
         self.shared = work + tuple(files)
-        # n_boot and seed too: a part holds its set's values, bootstrapped in its task
+        # n_boot and seed too, as when a part held its set's intervals (it holds rows now:
+        # they could leave the key, so that another --n-boot resumes; not done)
         keep = {k: v for k, v in cfg.items() if k != "judge"}
         for k, _ in _FILES:   # capability's files: their content, not their name
             if keep.get(k):
