@@ -55,7 +55,7 @@ class JudgeTask:
     folder: str          # where its part and marker go ("": a dry run, nothing written)
     key: str
     input: dict
-    idx: tuple = ()      # per set: the set's caption indices of this chunk (None: all)
+    idx: tuple = ()      # a chunk: (its caption indices in its set,); (): whole sets
     size: int = 0        # its captions: several workers take the largest first
 
 
@@ -72,7 +72,8 @@ def judge_part(task: JudgeTask) -> dict:
     from capaudit.judge.core import Judge
 
     try:
-        judge, rows = Judge(JudgeConfig.from_mapping(task.judge)), import_module(task.module).rows
+        rows = import_module(task.module).rows
+        judge = Judge(JudgeConfig.from_mapping(task.judge))
         try:   # a part per set (or chunk): its rows, its caption indices in the set
             parts = [{"idx": list(range(len(s.image_ids))) if idx is None else list(idx),
                       **rows(judge, s, task.evidence, task.cfg)}
