@@ -223,17 +223,27 @@ def test_a_stored_run_with_failed_units_leaves_no_lock_behind(tmp_path, capsys):
 
 def test_a_judged_failure_names_its_set_and_no_flag_the_command_lacks(tmp_path, capsys):
     """A bad annotation row said 'shard m failed: … pass --skip-bad-shards': judged
-    commands have no such flag, and the failure is fatal whatever it would say."""
+    commands have no such flag, and the failure is fatal whatever it would say. The
+    annotations are read before any task now (``capability.check``): the line names the
+    file and row; a task's failure (the judge did not answer) names its set."""
     c = corpus(tmp_path / "corpus")
     (tmp_path / "el.jsonl").write_text(json.dumps({"image_id": "x", "dimension": "object",
                                                    "element": "horse"}) + "\n")
-    rc = main([str(a) for a in ["audit", "capability", c["m"], "--annotations",
-                                tmp_path / "el.jsonl", "--judge-url", "http://127.0.0.1:9/v1",
-                                "--db", tmp_path / "j.duckdb"]])
-    err = capsys.readouterr().err
-    assert rc == 2 and err.count("\n") == 1, err
-    assert "set m failed: " in err and "image_id is not an integer" in err, err
-    assert "skip-bad-shards" not in err and "shard" not in err, err
+    (tmp_path / "quick.yaml").write_text("judge:\n  max_retries: 0\n")
+
+    def capability(annotations) -> str:
+        rc = main([str(a) for a in ["audit", "capability", c["m"], "--annotations",
+                                    annotations, "--judge-url", "http://127.0.0.1:9/v1",
+                                    "--db", tmp_path / "j.duckdb", "--config",
+                                    tmp_path / "quick.yaml"]])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1, err
+        assert "skip-bad-shards" not in err and "shard" not in err, err
+        return err
+    err = capability(tmp_path / "el.jsonl")
+    assert "el.jsonl, row 1: image_id is not an integer" in err, err
+    err = capability(c["el"])
+    assert "set m failed: the judge did not answer at http://127.0.0.1:9/v1" in err, err
 
 
 def test_a_kill_between_a_part_and_its_marker_never_resumes_the_wrong_part(tmp_path,

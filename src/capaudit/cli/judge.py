@@ -118,8 +118,7 @@ def print_summary(result: dict) -> None:
                   f"{s['cache_hits']} cache hits, cost {cost}, {s['seconds']:.1f} s; "
                   f"ok {s['ok']}, unparsed {s['unparsed']}, failed {s['failed']}, "
                   f"not judged {s['not_judged']}"
-                  + (f"; {s['resumed_sets']} set(s) resumed from the work folder (their "
-                     "verdicts counted, not their calls)" if s.get("resumed_sets") else "")
+                  + _resumed(s)
                   + (f" (capped: {s['stopped']}; the values rest on the judged units only)"
                      if s["stopped"] else ""))
     if s.get("spent") and s["cost"] is not None and abs(s["spent"] - s["cost"]) > 1e-9:
@@ -128,6 +127,14 @@ def print_summary(result: dict) -> None:
     if s.get("usage_ignored"):
         console.print(f"warning: the server's token counts of {s['usage_ignored']} replies were "
                       "negative or absurd; counted as 0 (tokens and cost above are too low)")
+
+
+def _resumed(s: dict) -> str:
+    """What the work folder spared: whole sets, or chunks of a set (several workers)."""
+    what = "; ".join(f"{s[k]} {unit} resumed" for k, unit in (
+        ("resumed_sets", "set(s)"), ("resumed_parts", "part(s) of a set")) if s.get(k))
+    return f"; {what} from the work folder (their verdicts counted, not their calls)" \
+        if what else ""
 
 
 def print_values(result: dict) -> None:

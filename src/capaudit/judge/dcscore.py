@@ -105,26 +105,36 @@ def _verify(judge: Judge, asks: list[tuple], evidence) -> dict:
             for k, v in zip(uniq, judge.run(tasks))}
 
 
-def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    from capaudit.judge.stats import Judged
-
+def rows(judge: Judge, s, evidence, cfg) -> dict:
+    """A chunk judged (:mod:`.parts`): its detail rows, and each caption's
+    :func:`unit_scores` of both directions (``har``, ``mar``), which the rows do not hold
+    and the set's values need."""
     assumed = int(cfg.get("assumed_units", 8))
     if not evidence.references:
         from capaudit.errors import InputError
 
         raise InputError("dcscore needs the human captions of the same images",
                          fix="pass --reference SET")
-    refs = evidence.references_for
-    out = Judged()
-    for s in sets:
-        ref_text = [refs(i) for i in s.image_ids]
-        units = _decompose(judge, list(s.captions) + ref_text, assumed)
-        pairs = _match(judge, units, s.captions, ref_text, assumed)
-        verified = _verify(judge, _unmatched(s, units, ref_text, pairs), evidence)
-        rows, caps = _caption_rows(s, units, ref_text, pairs, verified)
-        out.items[s.name] = rows
-        out.values[s.name] = _set_values(judge, s.image_ids, caps, cfg)
-    return out
+    ref_text = [evidence.references_for(i) for i in s.image_ids]
+    units = _decompose(judge, list(s.captions) + ref_text, assumed)
+    pairs = _match(judge, units, s.captions, ref_text, assumed)
+    verified = _verify(judge, _unmatched(s, units, ref_text, pairs), evidence)
+    rows, caps = _caption_rows(s, units, ref_text, pairs, verified)
+    return {"rows": rows, **caps}
+
+
+def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
+    """The set's rows in its order and its values (:func:`_set_values`)."""
+    from capaudit.judge.parts import joined, per_caption
+
+    caps = {d: per_caption(parts, d, len(s.captions)) for d in ("har", "mar")}
+    return joined(parts), _set_values(evidence_kind, s.image_ids, caps, cfg), None
+
+
+def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+    from capaudit.judge.parts import computed
+
+    return computed(rows, values, judge, sets, evidence, cfg)
 
 
 def across(out: "Judged") -> dict:
@@ -197,7 +207,7 @@ def _caption_rows(s, units: dict, ref_text: list[str], pairs: dict,
     return rows, caps
 
 
-def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
+def _set_values(evidence_kind: str, image_ids, caps: dict[str, list], cfg) -> dict:
     """A set's values per direction: precision, recall and F1 with image-bootstrap
     intervals, hallucination and omission rates, and those rates per unit type."""
     from capaudit.judge.stats import label, ratio_table
@@ -212,10 +222,10 @@ def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
                    [int(x is not None and x["f1"] is not None) for x in scs])},
             cfg["n_boot"], cfg["seed"])
         for k, v in t.items():
-            vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = v
+            vals[label(f"dcscore.{d}.{k}", evidence_kind)] = v
         for k, src in (("hallucination", "precision"), ("omission", "recall")):
             v = t[src]
-            vals[label(f"dcscore.{d}.{k}", judge.cfg.evidence)] = {
+            vals[label(f"dcscore.{d}.{k}", evidence_kind)] = {
                 "value": None if v["value"] is None else 1 - v["value"], "n": v["n"],
                 "ci_low": None if v["ci_high"] is None else 1 - v["ci_high"],
                 "ci_high": None if v["ci_low"] is None else 1 - v["ci_low"]}
@@ -224,7 +234,7 @@ def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
             for k, num, den in (("hallucination", tot[1] - tot[0], tot[1]),
                                 ("omission", tot[3] - tot[2], tot[3])):
                 if den:
-                    name = label(f"dcscore.{d}.{k}", judge.cfg.evidence)
+                    name = label(f"dcscore.{d}.{k}", evidence_kind)
                     vals[f"{name}[{typ}]"] = {"metric": name, "grp": typ,
                                               "value": num / den, "n": int(den)}
     return vals
@@ -232,3 +242,4 @@ def _set_values(judge: Judge, image_ids, caps: dict[str, list], cfg) -> dict:
 
 compute.needs_evidence = "image"
 compute.across = across
+compute.by_image = True   # chunks of whole images judge as the set (:mod:`.parts`)

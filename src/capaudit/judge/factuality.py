@@ -104,27 +104,36 @@ def status_counts(rows: list[dict]) -> dict:
     return out
 
 
+def rows(judge: Judge, s, evidence, cfg) -> dict:
+    """A chunk's sentence rows (:mod:`.parts`): what the judge said of each sentence."""
+    rows = judge_sentences(judge, s.image_ids, s.captions, evidence)
+    for r in rows:
+        r["prompt"] = PROMPT
+    return {"rows": rows}
+
+
+def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
+    """The set's sentence rows, then a row per caption; the three criteria; the counts."""
+    from capaudit.judge.parts import joined
+    from capaudit.judge.stats import label
+
+    rows = joined(parts)
+    summ = summarize(rows, s.image_ids, cfg["n_boot"], cfg["seed"])
+    rows += [{"caption_idx": c, "image_id": iid, "kind": "caption", "unit_idx": -1,
+              "text": cap, "status": "ok" if sc["judged"] else "unparsed",
+              "label": None if sc["all_factual"] is None else str(sc["all_factual"]).lower(),
+              "score": sc["share"], "prompt": PROMPT}
+             for c, (iid, cap, sc) in enumerate(zip(s.image_ids, s.captions, summ["captions"]))]
+    return (rows, {label(f"factuality.{k}", evidence_kind): v
+                   for k, v in summ["metrics"].items()},
+            {s.name: {"counts": summ["counts"]}})
+
+
 def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
     """The ``audit factuality`` metric: per-sentence and per-caption rows, three criteria."""
-    from capaudit.judge.stats import Judged, label
+    from capaudit.judge.parts import computed
 
-    out = Judged()
-    for s in sets:
-        rows = judge_sentences(judge, s.image_ids, s.captions, evidence)
-        summ = summarize(rows, s.image_ids, cfg["n_boot"], cfg["seed"])
-        for r in rows:
-            r["prompt"] = PROMPT
-        rows += [{"caption_idx": c, "image_id": iid, "kind": "caption", "unit_idx": -1,
-                  "text": cap, "status": "ok" if sc["judged"] else "unparsed",
-                  "label": None if sc["all_factual"] is None else str(sc["all_factual"]).lower(),
-                  "score": sc["share"], "prompt": PROMPT}
-                 for c, (iid, cap, sc) in enumerate(zip(s.image_ids, s.captions,
-                                                         summ["captions"]))]
-        out.items[s.name] = rows
-        out.values[s.name] = {label(f"factuality.{k}", judge.cfg.evidence): v
-                              for k, v in summ["metrics"].items()}
-        out.extra[s.name] = {"counts": summ["counts"]}
-    return out
+    return computed(rows, values, judge, sets, evidence, cfg)
 
 
 def across(out: "Judged") -> dict:
@@ -142,3 +151,4 @@ def across(out: "Judged") -> dict:
 
 compute.needs_evidence = "image"
 compute.across = across
+compute.by_image = True   # chunks of whole images judge as the set (:mod:`.parts`)

@@ -5,8 +5,10 @@ arithmetic after; the rest -- resolving the config (CLI > YAML > defaults),
 checking the evidence before any call, the dry run that builds no backend,
 the caps, the summary, one transaction for all results, the provenance
 beside ``--json`` -- is the same and lives here once. A metric module
-provides ``compute(judge, sets, evidence, cfg) -> Judged``; the judging itself is a step of
-the runner (:mod:`.step`: a task per set, on local workers or Ray, resumed after a kill).
+provides ``rows`` (the judging of some captions) and ``values`` (a set's arithmetic over its
+parts), ``compute(judge, sets, evidence, cfg) -> Judged`` the two over whole sets
+(:mod:`.parts`); the judging itself is a step of the runner (:mod:`.step`: a task per set,
+or per chunk of a set with several workers, on local workers or Ray, resumed after a kill).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     if len(set(names)) != len(names):   # results are keyed by name: one would replace the other
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
+    if getattr(compute, "check", None):   # what the metric refuses, before any call
+        compute.check(sets, cfg)
     ids = [i for s in sets for i in s.image_ids]
     need = compute.needs_evidence   # "image" (image or references), "reference" or None
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,

@@ -1,17 +1,21 @@
-"""Judged runs as a step of the runner (:mod:`capaudit.runner`): a task per target set.
+"""Judged runs as a step of the runner (:mod:`capaudit.runner`): a task per target set, or
+per chunk of a set with several workers.
 
-Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and a set's
-numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
-first two) is ``compute.across``, run by the merge over all the sets' rows. So a task
-judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
-counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
-and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
-run resumes without judging the sets done again. The merge (:meth:`JudgeStep.merge`) sums
-the counts, joins the prompts each judge used into the one identity, and the caller stores
-everything in one transaction.
+Why per set: a set's numbers (ratios, bootstrap intervals) need all its captions, what spans
+the sets (Welch's test of the first two) is ``compute.across``, run by the merge over all the
+sets' rows. A task judges its sets (or chunks) with a judge of its own (:func:`judge_part`:
+the metric's ``rows`` of each, :mod:`.parts`, and its counts, written whole, then its marker
+keyed by the judge, the configuration and its captions and evidence) on local processes or
+Ray; a killed run resumes without judging the tasks done again. The merge
+(:meth:`JudgeStep.merge`) computes each set's values from its parts (the metric's
+``values``), sums the counts, joins the prompts each judge used into the one identity, and
+the caller stores everything in one transaction.
 
-A capped run (``max_calls``/``max_cost``) is one task holding every set in order, whatever
-the workers: the cap is held by one judge's counts, and the units it reaches are today's.
+With several workers a set is cut into as many chunks of whole images (``compute.by_image``
+metrics; :func:`task_groups`), so one big set is judged in parallel and resumed by chunk;
+one worker keeps a task per set, whose requests are batched as they always were. A capped
+run (``max_calls``/``max_cost``) is one task holding every set in order, whatever the
+workers: the cap is held by one judge's counts, and the units it reaches are today's.
 A dry run writes nothing: its tasks hand their parts back in their summaries.
 """
 
@@ -51,6 +55,8 @@ class JudgeTask:
     folder: str          # where its part and marker go ("": a dry run, nothing written)
     key: str
     input: dict
+    idx: tuple = ()      # a chunk: (its caption indices in its set,); (): whole sets
+    size: int = 0        # its captions: several workers take the largest first
 
 
 def capped(judge_cfg: JudgeConfig) -> bool:
@@ -66,16 +72,17 @@ def judge_part(task: JudgeTask) -> dict:
     from capaudit.judge.core import Judge
 
     try:
+        rows = import_module(task.module).rows
         judge = Judge(JudgeConfig.from_mapping(task.judge))
-        try:
-            out = import_module(task.module).compute(judge, list(task.sets), task.evidence,
-                                                     task.cfg)
+        try:   # a part per set (or chunk): its rows, its caption indices in the set
+            parts = [{"idx": list(range(len(s.image_ids))) if idx is None else list(idx),
+                      **rows(judge, s, task.evidence, task.cfg)}
+                     for s, idx in zip(task.sets, task.idx or [None] * len(task.sets))]
         finally:
             judge.close()
     except CapauditError as exc:
         return {"shard": task.label, "status": "failed", "fatal": True, "error": str(exc)}
-    part = {"items": out.items, "values": out.values, "extra": out.extra,
-            "summary": judge.summary()}
+    part = {"parts": parts, "summary": judge.summary()}
     if not task.folder:
         return {"shard": task.label, "status": "done", "part": part}
     from capaudit.core.storage.folder import Folder
@@ -109,7 +116,8 @@ class JudgeStep(Step):
         files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
         work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
         self.shared = work + tuple(files)
-        # n_boot and seed too: a part holds its set's values, bootstrapped in its task
+        # n_boot and seed too, as when a part held its set's intervals (it holds rows now:
+        # they could leave the key, so that another --n-boot resumes; not done)
         keep = {k: v for k, v in cfg.items() if k != "judge"}
         for k, _ in _FILES:   # capability's files: their content, not their name
             if keep.get(k):
@@ -117,21 +125,22 @@ class JudgeStep(Step):
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
-        """A task per set (one with a cap), those whose part this judge and configuration
+        """A task per set (one with a cap; with several workers, a task per chunk of whole
+        images of a set, :func:`task_groups`), those whose part this judge and configuration
         already wrote over the same input left out."""
         from capaudit.core.storage.folder import Folder
         from capaudit.core.storage.urls import join
         from capaudit.io.markers import matches, read_marker
 
         self.t0 = time.perf_counter()
-        groups = [self.sets] if capped(self.jcfg) else [[s] for s in self.sets]
         self.folder = join(root, self.key) if self.work_dir else ""
         self.tasks, todo = [], []
-        for i, sets in enumerate(groups):
+        for name, label, sets, idx in task_groups(self.module, self.sets, self.jcfg, workers):
             evidence = _subset(self.evidence, [x for s in sets for x in s.image_ids])
-            task = JudgeTask(f"set-{i:05d}", ", ".join(s.name for s in sets), self.module,
-                             tuple(sets), evidence, dict(self.cfg["judge"]), self.cfg,
-                             self.folder, self.key, {"sha256": _checksum(sets, evidence)})
+            task = JudgeTask(name, label, self.module, tuple(sets), evidence,
+                             dict(self.cfg["judge"]), self.cfg, self.folder, self.key,
+                             {"sha256": _checksum(sets, evidence, idx)}, idx,
+                             sum(len(s.image_ids) for s in sets))
             self.tasks.append(task)
             if not (self.folder and matches(read_marker(self.folder, task.name), self.key,
                                             task.input)
@@ -140,30 +149,61 @@ class JudgeStep(Step):
         return todo
 
     def merge(self, tasks: list, results: list[dict[int, dict]]) -> tuple[Judged, dict]:
-        """Every set's rows and values in the sets' order, ``across`` over them, the counts
-        summed and the identity of the judges joined."""
+        """Every set's values from its parts (the metric's ``values``, :mod:`.parts`) in
+        the sets' order, ``across`` over them, the counts summed and the identity of the
+        judges joined."""
         from importlib import import_module
+
+        from capaudit.judge.parts import folded
 
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
         parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
-        for p, old in zip(parts, resumed):   # its verdicts count, its calls were another run's
-            if old:
+        by_set: dict = {}
+        for t, p, old in zip(self.tasks, parts, resumed):
+            if old:   # its verdicts count, its calls were another run's
                 p["summary"].update({k: JudgeStats.__dataclass_fields__[k].default
                                      for k in _SPENT})
-        out = Judged()
-        for p in parts:
-            out.items.update(p["items"])
-            out.values.update(p["values"])
-            out.extra.update(p["extra"])
-        across = getattr(import_module(self.module).compute, "across", None)
+            for s, rows in zip(t.sets, p["parts"]):
+                by_set.setdefault(s.name, []).append(rows)
+        metric, out = import_module(self.module), Judged()
+        for s in self.sets:
+            folded(out, s.name, metric.values(s, by_set[s.name], self.cfg, self.jcfg.evidence))
+        across = getattr(metric.compute, "across", None)
         if across is not None:
             out.extra.update(across(out))
         summary = merged_summary(self.jcfg, [p["summary"] for p in parts])
         summary["seconds"] = time.perf_counter() - self.t0   # the run's wall time
-        if any(resumed):
-            summary["resumed_sets"] = sum(len(t.sets) for t, r in zip(self.tasks, resumed) if r)
+        for key, chunked in (("resumed_sets", False), ("resumed_parts", True)):
+            n = sum(len(t.sets) for t, r in zip(self.tasks, resumed) if r and
+                    bool(t.idx) == chunked)
+            if n:
+                summary[key] = n
         return out, summary
+
+
+def task_groups(module: str, sets: list, jcfg: JudgeConfig, workers: int) -> list[tuple]:
+    """``(name, label, sets, idx)`` of each task: every set in one (a cap), a set each, or
+    (several workers, a metric whose chunks of whole images judge as its set:
+    ``compute.by_image``) ``workers`` chunks of each set (``idx``: a chunk's caption
+    indices in its set). One worker keeps a task per set: a chunk batches the requests
+    otherwise, so the calls and cache hits would not be today's."""
+    from importlib import import_module
+
+    from capaudit.judge.parts import cut, image_chunks
+
+    if capped(jcfg):
+        return [("set-00000", ", ".join(s.name for s in sets), sets, ())]
+    by_image = workers > 1 and getattr(import_module(module).compute, "by_image", False)
+    out = []
+    for i, s in enumerate(sets):
+        chunks = image_chunks(s.image_ids, workers) if by_image else [None]
+        if len(chunks) < 2:
+            out.append((f"set-{i:05d}", s.name, [s], ()))
+            continue
+        out += [(f"set-{i:05d}-{j + 1:03d}", f"{s.name} (part {j + 1} of {len(chunks)})",
+                 [cut(s, idx)], (tuple(idx),)) for j, idx in enumerate(chunks)]
+    return out
 
 
 def _read_part(task: JudgeTask) -> dict:
@@ -218,11 +258,14 @@ def _subset(evidence, image_ids: list):
                    references={k: v for k, v in evidence.references.items() if k in ids})
 
 
-def _checksum(sets: list, evidence) -> str:
-    """The identity of a task's input: its sets' captions, their images and references."""
+def _checksum(sets: list, evidence, idx: tuple = ()) -> str:
+    """The identity of a task's input: its sets' captions (a chunk's places in its set
+    too), their images and references."""
     h = hashlib.sha256()
     for s in sets:   # Captions, or validate's Labels
         h.update(json.dumps(asdict(s), default=str).encode())
+    if idx:
+        h.update(json.dumps(idx).encode())
     if evidence is not None:
         h.update(json.dumps(sorted(evidence.references.items(), key=str), default=str).encode())
         for k in sorted(evidence.images, key=str):

@@ -165,10 +165,21 @@ class Labels:
     rows: list
 
 
-def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
-    """The step's view of :func:`compute_validate`: the items and the agreement."""
-    from capaudit.judge.stats import Judged
-
-    (labels,) = sets
+def rows(judge: Judge, labels: Labels, evidence, cfg) -> dict:
+    """The labels file judged, whole (:mod:`.parts`; never chunked: its rows carry no
+    caption index to put them back in order)."""
     items, agr = compute_validate(judge, labels.rows, evidence)
-    return Judged(items={labels.name: items}, extra={"agreement": agr})
+    return {"rows": items, "agreement": agr}
+
+
+def values(labels: Labels, parts: list[dict], cfg, evidence_kind: str) -> tuple:
+    """The step's view of :func:`compute_validate`: the items and, beside them, the
+    agreement."""
+    (part,) = parts
+    return part["rows"], None, {"agreement": part["agreement"]}
+
+
+def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+    from capaudit.judge.parts import computed
+
+    return computed(rows, values, judge, sets, evidence, cfg)
