@@ -77,11 +77,12 @@ def _config(kw: dict, **cli) -> tuple[dict, dict]:
     cfg, run = split_run(resolve_config(kw.get("config"), judge, n_boot=kw.get("n_boot"),
                                         seed=kw.get("seed"), limit=kw.get("limit"), **cli,
                                         **{k: kw.get(k) for k in RUN_DEFAULTS}))
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
     from capaudit.judge.config import JudgeConfig
     from capaudit.judge.step import capped
 
-    EXECUTORS.entry(run["executor"])   # an unknown one: one line before any work
+    # an unknown one, or an address it would ignore: one line before any work
+    check_executor(run["executor"], run["address"])
     if (run["workers"] > 1 or run["executor"] != "local") and \
             capped(JudgeConfig.from_mapping(cfg["judge"])):
         console.print("note: a capped run (--max-calls/--max-cost) judges every set in one "

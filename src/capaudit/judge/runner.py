@@ -122,17 +122,17 @@ def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
 
     from capaudit.core.storage.urls import local_path
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
     from capaudit.judge.step import JudgeStep
     from capaudit.runner.run import run_step
     from capaudit.runner.step import RunOptions
 
     Judge(replace(jcfg, dry_run=True))  # its checks, now
     run = {**RUN_DEFAULTS, **(run or {})}
+    check_executor(run["executor"], run["address"])   # one line, a dry run's too
     work = run["work_dir"] or (default_work_dir(getattr(store, "path", ""),
                                                 command.replace(" ", "-"), "judge-work"))
     step = JudgeStep(module, sets, evidence, cfg, str(work), jcfg=jcfg)
-    EXECUTORS.entry(run["executor"])   # an unknown one: one line, a dry run's too
     # a dry run only counts tokens: in this process, no worker or Ray started for it
     opts = RunOptions("local", 1) if jcfg.dry_run else \
         RunOptions(run["executor"], run["workers"], run["address"])
