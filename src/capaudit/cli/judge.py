@@ -97,6 +97,14 @@ def _store(kw: dict):
     return open_store(kw.get("db"), create=True)  # judged results are stored
 
 
+def _location(value):
+    """A file option as text: a URL as given, a path as ``pathlib`` writes it (what the
+    stored configuration held when these options were paths)."""
+    from capaudit.core.storage.urls import is_url
+
+    return value if value is None or is_url(value) else str(Path(value))
+
+
 def _fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
 
@@ -169,8 +177,7 @@ def _judged(name: str, module: str, doc: str, extra: list) -> None:
         from capaudit.judge.runner import run_judged
 
         compute = importlib.import_module(f"capaudit.judge.{module}").compute
-        cli = {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()
-               if k in {e[0] for e in extra}}
+        cli = {k: _location(v) for k, v in kw.items() if k in {e[0] for e in extra}}
         cfg, run = _config(kw, reference=kw.get("reference"), **cli)
         store = _store(kw)
         res = run_judged(store, name, kw["targets"], cfg, compute,
@@ -197,9 +204,11 @@ _judged("dcscore", "dcscore",
         "omission rates per unit type; Welch t-test between the first two sets.", [])
 _judged("capability", "capability",
         "CAPability precision and hit per dimension (and KT-bar with --qa).",
-        [("annotations", Path, typer.Option(..., "--annotations",
-                                            help="element annotations JSONL (docs/judges.md)")),
-         ("qa", Optional[Path], typer.Option(None, "--qa", help="the model's QA answers JSONL"))])
+        [("annotations", str, typer.Option(..., "--annotations",
+                                           help="element annotations JSONL (docs/judges.md); "
+                                                "a path or a URL")),
+         ("qa", Optional[str], typer.Option(None, "--qa", help="the model's QA answers JSONL; "
+                                                              "a path or a URL"))])
 _judged("faithscore", "faithscore",
         "FaithScore and sentence-level FaithScore (atomic facts, each verified).", [])
 _judged("capscore", "capscore",

@@ -2,13 +2,16 @@
 
 Why per set: every judged metric is ``compute(judge, sets, evidence, cfg)``, and a set's
 numbers (ratios, bootstrap intervals) are its own; what spans the sets (Welch's test of the
-first two) is ``compute.across``, run by the merge over all the sets' rows. So a task
-judges one set with a judge of its own (:func:`judge_part`: its verdict rows, values and
-counts, written whole, then its marker keyed by the judge, the configuration (``n_boot``
-and ``seed`` too: the values are bootstrapped there) and the set's captions and evidence) on local processes or Ray; a killed
-run resumes without judging the sets done again. The merge (:meth:`JudgeStep.merge`) sums
-the counts, joins the prompts each judge used into the one identity, and the caller stores
-everything in one transaction.
+first two) is ``compute.across``, run by the merge over all the sets' rows. A metric's own
+files (capability's ``--annotations``/``--qa``: ``compute.read_inputs``) are read once by
+the driver, through the storage layer (a path or a URL), and handed to every task with their
+content (no task reads a path a node of a cluster may not see); their sha256 keys the parts.
+So a task judges one set with a judge of its own (:func:`judge_part`: its verdict rows,
+values and counts, written whole, then its marker keyed by the judge, the configuration
+(``n_boot`` and ``seed`` too: the values are bootstrapped there) and the set's captions and
+evidence) on local processes or Ray; a killed run resumes without judging the sets done
+again. The merge (:meth:`JudgeStep.merge`) sums the counts, joins the prompts each judge
+used into the one identity, and the caller stores everything in one transaction.
 
 A capped run (``max_calls``/``max_cost``) is one task holding every set in order, whatever
 the workers: the cap is held by one judge's counts, and the units it reaches are today's.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from importlib import import_module
 from dataclasses import asdict, dataclass, fields
 
 from capaudit.errors import CapauditError
@@ -33,8 +37,6 @@ __all__ = ["JudgeStep", "JudgeTask", "judge_part", "capped"]
 _RUNTIME = ("url", "api_key_env", "concurrency", "timeout_s", "deadline_s", "max_retries",
             "cache", "dry_run")
 # what a run spends: a part another run judged (resumed) brings its verdicts, not these
-# capability's --annotations and --qa: read in each task
-_FILES = (("annotations", "annotation file"), ("qa", "QA file"))
 _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "cost", "spent",
           "usage_ignored")
 
@@ -51,6 +53,7 @@ class JudgeTask:
     folder: str          # where its part and marker go ("": a dry run, nothing written)
     key: str
     input: dict
+    inputs: dict | None = None   # the metric's files, read by the driver (compute.read_inputs)
 
 
 def capped(judge_cfg: JudgeConfig) -> bool:
@@ -61,15 +64,14 @@ def capped(judge_cfg: JudgeConfig) -> bool:
 def judge_part(task: JudgeTask) -> dict:
     """Judge the task's sets; a failure (the judge did not answer, a bad annotation) is the
     runner's one line, nothing written."""
-    from importlib import import_module
-
     from capaudit.judge.core import Judge
 
     try:
         judge = Judge(JudgeConfig.from_mapping(task.judge))
         try:
+            read = () if task.inputs is None else (task.inputs,)
             out = import_module(task.module).compute(judge, list(task.sets), task.evidence,
-                                                     task.cfg)
+                                                     task.cfg, *read)
         finally:
             judge.close()
     except CapauditError as exc:
@@ -105,15 +107,14 @@ class JudgeStep(Step):
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
         self.jcfg = jcfg or JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
-        # capability's files are read in each task, at their path: every node must reach them
-        files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
-        work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
-        self.shared = work + tuple(files)
+        self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        # a metric's files (capability's --annotations, --qa): read here, once, through the
+        # storage layer (a path or a URL), and handed to every task (no node reads them)
+        read = getattr(import_module(module).compute, "read_inputs", None)
+        self.inputs = read(cfg) if read is not None else None
         # n_boot and seed too: a part holds its set's values, bootstrapped in its task
         keep = {k: v for k, v in cfg.items() if k != "judge"}
-        for k, _ in _FILES:   # capability's files: their content, not their name
-            if keep.get(k):
-                keep[k] = _content(keep[k])
+        keep.update((self.inputs or {}).get("sha256", {}))   # files: their content, not name
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
@@ -131,7 +132,8 @@ class JudgeStep(Step):
             evidence = _subset(self.evidence, [x for s in sets for x in s.image_ids])
             task = JudgeTask(f"set-{i:05d}", ", ".join(s.name for s in sets), self.module,
                              tuple(sets), evidence, dict(self.cfg["judge"]), self.cfg,
-                             self.folder, self.key, {"sha256": _checksum(sets, evidence)})
+                             self.folder, self.key, {"sha256": _checksum(sets, evidence)},
+                             self.inputs)
             self.tasks.append(task)
             if not (self.folder and matches(read_marker(self.folder, task.name), self.key,
                                             task.input)
@@ -142,8 +144,6 @@ class JudgeStep(Step):
     def merge(self, tasks: list, results: list[dict[int, dict]]) -> tuple[Judged, dict]:
         """Every set's rows and values in the sets' order, ``across`` over them, the counts
         summed and the identity of the judges joined."""
-        from importlib import import_module
-
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
         parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
@@ -228,18 +228,6 @@ def _checksum(sets: list, evidence) -> str:
         for k in sorted(evidence.images, key=str):
             h.update(str(k).encode() + evidence.images[k][0])
     return h.hexdigest()
-
-
-def _content(path: str) -> str | None:
-    """A file's sha256 (None: unreadable; the metric names it in one line)."""
-    from pathlib import Path
-
-    from capaudit.io.ingest import fingerprint
-
-    try:
-        return fingerprint(Path(path))
-    except OSError:
-        return None
 
 
 def _key(module: str, jcfg: JudgeConfig, cfg: dict) -> str:
