@@ -179,3 +179,50 @@ def test_file_scores_of_a_chair_file_given_as_a_file(tmp_path, shared, capsys):
     assert main(["audit", "compare", *files, "--report", str(tmp_path / "r"), *chair]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "variant: they differ" in out and "reference_outputs: they differ" not in out
+
+
+def test_a_chair_file_given_as_a_file_is_parsed_once(tmp_path, shared, capsys, monkeypatch):
+    """Its own scores come from what the reader kept as the audit read it: the JSON document
+    is parsed once (report/file_scores once parsed the file a second time), and the lines
+    and ``--json`` are those of the two-parse code (the agreement by row above too)."""
+    import capaudit.io.readers.chair as chair
+
+    _, gt = _ref_and_variant(tmp_path, shared)
+    parsed = []
+
+    def counted(path):
+        parsed.append(path)
+        return load(path)
+    load = chair.load_json_document
+    monkeypatch.setattr(chair, "load_json_document", counted)
+    capsys.readouterr()
+    assert main(["audit", "run", str(tmp_path / "variant.json"), "--chair-gt", gt, "--metrics",
+                 "chair_s,chair_i", "--n-boot", "50", "--json", str(tmp_path / "a.json"),
+                 "--db", str(tmp_path / "f.duckdb")]) == 0
+    assert len(parsed) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "variant: the file's own scores (2 captions, x 100) beside capaudit's: CHAIR_s: " \
+           "file's 50.00, capaudit's 0.00 (n = 2" in out
+    got = json.loads((tmp_path / "a.json").read_text())["file_scores"]["variant"]
+    assert got["agreement"] == {"captions": 2, "judged_otherwise": 1, "first_rows": [2]}
+    assert got["overall"]["CHAIRs"] == 0.5 and got["format"] == "chair"
+
+
+def test_a_chair_file_given_as_a_url_has_its_own_scores(tmp_path, shared, capsys):
+    """A URL (memory:// here) is read from a local copy by the same reader: its own scores
+    are set beside capaudit's as a local file's are (the second parse looked for the URL on
+    the disk and found none, so they were left out)."""
+    from capaudit.core.storage.folder import Folder
+
+    _, gt = _ref_and_variant(tmp_path, shared)
+    url = Folder("memory://chair-own-scores").url("variant.json")
+    Folder("memory://chair-own-scores").write_bytes("variant.json",
+                                                   (tmp_path / "variant.json").read_bytes())
+    got = {}
+    for tag, target in (("url", url), ("file", str(tmp_path / "variant.json"))):
+        capsys.readouterr()
+        assert main(["audit", "run", target, "--chair-gt", gt, "--metrics", "chair_s,chair_i",
+                     "--n-boot", "50", "--json", str(tmp_path / f"{tag}.json"),
+                     "--db", str(tmp_path / f"{tag}.duckdb")]) == 0
+        got[tag] = json.loads((tmp_path / f"{tag}.json").read_text())["file_scores"]
+    assert got["url"] == got["file"] and got["url"]["variant"]["agreement"]["captions"] == 2

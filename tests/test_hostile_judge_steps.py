@@ -221,7 +221,8 @@ def test_a_stored_run_with_failed_units_leaves_no_lock_behind(tmp_path, capsys):
     assert not (tmp_path / "j.duckdb.work").exists()
 
 
-def test_a_judged_failure_names_its_set_and_no_flag_the_command_lacks(tmp_path, capsys):
+def test_a_bad_annotation_row_is_one_line_naming_the_file_and_no_flag_the_command_lacks(
+        tmp_path, capsys):
     """A bad annotation row said 'shard m failed: … pass --skip-bad-shards': judged
     commands have no such flag, and the failure is fatal whatever it would say. The
     annotations are read before any task now (``capability.check``): the line names the
@@ -306,14 +307,15 @@ def test_a_lock_released_between_the_check_and_the_read_is_taken(monkeypatch):
     assert folder.read_bytes(".lock") is None
 
 
-def test_capabilitys_files_are_declared_to_a_cluster_of_nodes(tmp_path, monkeypatch):
-    """A task reads --annotations/--qa at their path: on nodes sharing no disk each task
-    failed 'annotation file not found'. They are declared, so a local path is refused in
-    one line before any call."""
+def test_capabilitys_files_reach_a_cluster_of_nodes_as_their_content(tmp_path, monkeypatch):
+    """A task read --annotations/--qa at their path: on nodes sharing no disk each task
+    failed 'annotation file not found' (and, later, a local path was refused on such a
+    cluster). The driver now reads them once and each task carries their content: local
+    files are judged on two nodes that never see them (removed before the run), and no
+    file but the work folder is declared to the cluster."""
     import capaudit.executors as executors
     from test_runner import _Cluster
 
-    from capaudit.errors import InputError
     from capaudit.judge.evidence import Captions
     from capaudit.judge.runner import DEFAULTS, split_run
     from capaudit.judge.step import JudgeStep
@@ -321,14 +323,24 @@ def test_capabilitys_files_are_declared_to_a_cluster_of_nodes(tmp_path, monkeypa
     from capaudit.runner.step import RunOptions
 
     monkeypatch.setattr(executors, "get_executor", lambda name, workers, **kw: _Cluster())
-    for flag in ("annotations", "qa"):
-        files = {"annotations": "s3://b/el.jsonl", "qa": "s3://b/qa.jsonl",
-                 flag: str(tmp_path / f"{flag}.jsonl")}
-        cfg, _ = split_run({**DEFAULTS, **files})
-        step = JudgeStep("capaudit.judge.capability", [Captions("m", [1], ["A dog."], "m")],
-                         None, cfg, "memory://hostile-nodes/w")
-        with pytest.raises(InputError, match=f"share no disk.*--{flag}"):
-            run_step(step, RunOptions(executor="cluster"))
+    row = {"image_id": 1, "dimension": "object", "element": "dog"}
+    (tmp_path / "el.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "qa.jsonl").write_text(json.dumps({**row, "correct": True}) + "\n")
+    cfg, _ = split_run({**DEFAULTS, "annotations": str(tmp_path / "el.jsonl"),
+                        "qa": str(tmp_path / "qa.jsonl"), "n_boot": 5,
+                        "judge": {**DEFAULTS["judge"], "dry_run": True, "model": "m"}})
+    step = JudgeStep("capaudit.judge.capability", [Captions("m", [1], ["A dog."], "m"),
+                                                   Captions("n", [1], ["A cat."], "n")],
+                     None, cfg, "memory://hostile-nodes/w")
+    assert [flag for _, _, flag in step.shared] == []   # a dry run: not even a work folder
+    judged = JudgeStep("capaudit.judge.capability", [], None,
+                       {**cfg, "judge": DEFAULTS["judge"]}, "memory://hostile-nodes/w")
+    assert [flag for _, _, flag in judged.shared] == ["--work-dir"]
+    (tmp_path / "el.jsonl").unlink()
+    (tmp_path / "qa.jsonl").unlink()
+    out, summary = run_step(step, RunOptions(executor="cluster", workers=2))
+    assert [r["text"] for r in out.items["m"]] == ["dog"] == [r["text"] for r in out.items["n"]]
+    assert summary["est_calls"] == 2
 
 
 @pytest.mark.parametrize("spread", [("--workers", 2), ("--executor", "ray")])
@@ -354,3 +366,38 @@ def test_an_unknown_executor_is_one_line_dry_run_or_not(dry, tmp_path, capsys):
     assert _factuality(tmp_path, "--executor", "nope", *dry) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope" in err and "Traceback" not in err, err
+
+
+def test_a_work_folder_an_older_capaudit_left_is_judged_again_not_merged(tmp_path,
+                                                                         monkeypatch):
+    """Before chunks, a part held a set's items and values (``{"items", "values", "extra",
+    "summary"}``) under a key of the module, judge, prompts and configuration alone; a
+    part now holds rows. A run killed before the upgrade left such a part with its
+    marker: the rerun resumed it and the merge died on ``KeyError: 'parts'``. The key now
+    names what a part holds, so that folder is not this run's."""
+    from capaudit.io.markers import config_hash, write_marker
+    from capaudit.judge.evidence import Captions
+    from capaudit.judge.runner import DEFAULTS, split_run
+    from capaudit.judge.step import JudgeStep
+
+    cfg, _ = split_run(DEFAULTS)
+    step = JudgeStep("capaudit.judge.capscore", [Captions("m", [1], ["A dog."], "m.jsonl")],
+                     None, cfg, str(tmp_path / "w"))
+    [task] = step.plan(str(tmp_path / "w"), 1)
+    # the key caf56b0 computed: config_hash of these four alone (judge/step._key then)
+    new = json.loads(json.dumps(task.input))
+    import capaudit.io.markers as markers
+    seen = []
+    with monkeypatch.context() as patch:
+        patch.setattr(markers, "config_hash", lambda d: seen.append(d) or config_hash(d))
+        JudgeStep("capaudit.judge.capscore", [], None, cfg, str(tmp_path / "w"))
+    old_key = config_hash({k: v for k, v in seen[0].items() if k != "part"})
+    assert old_key != step.key
+    folder = os.path.join(str(tmp_path / "w"), old_key)
+    os.makedirs(folder)
+    with open(os.path.join(folder, task.name + ".json"), "w") as fh:
+        json.dump({"items": {"m": []}, "values": {"m": {}}, "extra": {}, "summary": {}}, fh)
+    write_marker(folder, task.name, old_key, {"input": new})
+    again = JudgeStep("capaudit.judge.capscore", [Captions("m", [1], ["A dog."], "m.jsonl")],
+                      None, cfg, str(tmp_path / "w"))
+    assert [t.name for t in again.plan(str(tmp_path / "w"), 1)] == [task.name]

@@ -225,3 +225,42 @@ def test_a_local_work_folder_for_the_filter_is_refused_on_two_nodes(tmp_path, cl
     assert len(res.stderr.strip().splitlines()) == 1
     assert "2 nodes" in res.stderr and "--work-dir s3://" in res.stderr
     assert not (tmp_path / "w").exists() and not (tmp_path / "out").exists()
+
+
+def test_two_nodes_judge_capability_files_from_s3_or_the_drivers_disk(tmp_path, s3, cluster,
+                                                                      cli):
+    """``audit capability --annotations/--qa`` on two nodes sharing no disk: the files on S3,
+    and on the driver's disk alone (refused on such a cluster before i5c), give the values
+    and verdicts of the local executor: the driver reads them, each task carries their
+    content."""
+    from capaudit.enrich.testing import FakeOpenAIServer
+    from judge_script import scripted_answer
+    from judged_runs import corpus
+    from test_judge_remote_inputs import QA
+
+    c = corpus(tmp_path / "c")
+    qa = tmp_path / "c" / "qa.jsonl"
+    qa.write_text("\n".join(json.dumps({"image_id": i, "dimension": k, "element": e,
+                                        "correct": ok}) for i, k, e, ok in QA))
+    remote = (s3.put_file("in/el.jsonl", c["el"]), s3.put_file("in/qa.jsonl", qa))
+    out = {}
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        def judged(tag, ann, answers, *run):
+            (tmp_path / f"{tag}.yaml").write_text(f"judge:\n  cache: {tmp_path / tag}.sqlite\n")
+            args = ["audit", "capability", str(c["m"]), str(c["n"]), "--annotations", str(ann),
+                    "--qa", str(answers), "--judge-url", srv.base_url, "--n-boot", "50",
+                    "--config", str(tmp_path / f"{tag}.yaml"), "--json",
+                    str(tmp_path / f"{tag}.json"), "--db", str(tmp_path / f"{tag}.duckdb"), *run]
+            res = cli(*args) if not run else _capaudit(cluster, *args)
+            assert res.returncode == 0, res.stderr
+            out[tag] = json.loads((tmp_path / f"{tag}.json").read_text())
+        judged("local", c["el"], qa)
+        on_ray = ["--executor", "ray", "--address", "auto", "--workers", "2", "--work-dir",
+                  s3.url("work")]
+        judged("s3", *remote, *on_ray)
+        judged("disk", c["el"], qa, *on_ray)
+    for tag in ("s3", "disk"):
+        for part in ("values", "items", "extra"):
+            assert out[tag][part] == out["local"][part], (tag, part)
+    assert out["s3"]["values"]["m"]["object.kt_bar"]["n"] >= 1
+    assert s3.keys("work") == []

@@ -28,7 +28,8 @@ from capaudit.audit import annotation_coverage as coverage
 from capaudit.audit import circular
 from capaudit.audit.config import AuditConfig
 from capaudit.audit.result_status import assign_status, mark_by_construction
-from capaudit.io.targets import StreamTarget, Target, load_target, resolve_target
+from capaudit.io.targets import (StreamTarget, Target, load_target, own_scores,
+                               resolve_target)
 from capaudit.errors import InputError
 
 __all__ = ["AuditConfig", "DEFAULTS", "run_audit", "metric_names", "audit_target",
@@ -197,14 +198,14 @@ def run_audit(store, targets: Sequence[str | StreamTarget], cfg: AuditConfig | M
         step = (lambda n, t=t: on_progress(t, n)) if on_progress else None
         cov = covs[t.name]
         res = audit_stream_target(t, coverage.restrict(annotations, cov), cfg, sink, step)
-        if t.n is None:
-            t.n = res.meta["n_captions"]
+        t.n = res.meta["n_captions"] if t.n is None else t.n
         res.results.update(lic.get(t.name, {}))
         coverage.mark_skipped(res.results, cov)
         assign_status(res.results, cov, cfg)
         mark_by_construction(store, t, res.results, cov)
         mark_circular_values(store, t, res.results, coverage.restrict(annotations, cov), cfg)
-        res.meta.update(coverage={**dataclasses.asdict(cov), "line": cov.line()}, source=t.source)
+        res.meta.update(coverage={**dataclasses.asdict(cov), "line": cov.line()}, source=t.source,
+                        own_scores=own_scores(t))   # a CHAIR output's: report/file_scores.py
         results[t.name] = res
 
     if store is not None:

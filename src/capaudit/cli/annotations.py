@@ -63,7 +63,9 @@ def detect(shards: str = typer.Option(..., "--shards", help="Webdataset folder o
            db: Path = DbOption):
     """Detect objects in every image of the shards and store them as instance evidence."""
     from capaudit.enrich.detect_annotations import run_detect_annotations
+    from capaudit.executors.base import check_executor
 
+    check_executor(executor, address)
     options = {"weights": str(weights)} if weights else {}
     src, n, prov = run_detect_annotations(open_store(db), shards, name, detector, options,
                                           min_score, work_dir, executor, workers, address)

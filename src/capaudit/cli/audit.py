@@ -67,6 +67,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         keep_work: bool = opt.KeepWork, config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.runner import run_audit
+    from capaudit.executors.base import check_executor
+
+    check_executor(executor, address)
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
                        seed=seed, workers=workers, min_images=min_images,

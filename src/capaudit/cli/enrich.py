@@ -32,9 +32,9 @@ def shards_build(images: Path = typer.Option(..., "--images", help="folder of im
                  db: Optional[Path] = DbOption):
     """Pair images with a caption set into webdataset tars + parquet indexes."""
     from capaudit.enrich.shards_build import build_shards
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
 
-    EXECUTORS.entry(executor)
+    check_executor(executor, address)
     with open_store(db, read_only=True) as store:
         table = store.captions(captions, "row_idx, image_key, image_id, caption, namespace")
     keep_on_interrupt(f"finished shards are kept in {out}; rerun the same command to resume")
@@ -86,11 +86,11 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
     from capaudit.enrich.adapters import ADAPTERS
     from capaudit.llm.openai import check_api_key_env
     from capaudit.enrich.runner import DEFAULTS, effective_hash, run_enrich
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
     from capaudit.io.image_shards import read_manifest
 
     ADAPTERS.entry(adapter)
-    EXECUTORS.entry(executor)
+    check_executor(executor, address)
     det_opts = {"weights": detector_weights} if detector_weights else {}
     if annotations:
         det_opts["path"] = annotations

@@ -63,6 +63,9 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
     """Filter SET into a new set NEWSET linked to its parent, or a corpus's shards (--shards)
     into cleaned shards of the same layout; every change is logged."""
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
+    from capaudit.executors.base import check_executor
+
+    check_executor(executor, address)
     if (shards is None) == (set_name is None):
         raise InputError("give either a set name or --shards",
                          fix="capaudit filter run SET ... or capaudit filter run --shards SRC "

@@ -77,11 +77,12 @@ def _config(kw: dict, **cli) -> tuple[dict, dict]:
     cfg, run = split_run(resolve_config(kw.get("config"), judge, n_boot=kw.get("n_boot"),
                                         seed=kw.get("seed"), limit=kw.get("limit"), **cli,
                                         **{k: kw.get(k) for k in RUN_DEFAULTS}))
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
     from capaudit.judge.config import JudgeConfig
     from capaudit.judge.step import capped
 
-    EXECUTORS.entry(run["executor"])   # an unknown one: one line before any work
+    # an unknown one, or an address it would ignore: one line before any work
+    check_executor(run["executor"], run["address"])
     if (run["workers"] > 1 or run["executor"] != "local") and \
             capped(JudgeConfig.from_mapping(cfg["judge"])):
         console.print("note: a capped run (--max-calls/--max-cost) judges every set in one "
@@ -94,6 +95,14 @@ def _store(kw: dict):
     if kw.get("dry_run"):
         return open_store(kw.get("db"), read_only=True) if db_path(kw.get("db")).exists() else None
     return open_store(kw.get("db"), create=True)  # judged results are stored
+
+
+def _location(value):
+    """A file option as text: a URL as given, a path as ``pathlib`` writes it (what the
+    stored configuration held when these options were paths)."""
+    from capaudit.core.storage.urls import is_url
+
+    return value if value is None or is_url(value) else str(Path(value))
 
 
 def _fmt(v) -> str:
@@ -175,8 +184,7 @@ def _judged(name: str, module: str, doc: str, extra: list) -> None:
         from capaudit.judge.runner import run_judged
 
         compute = importlib.import_module(f"capaudit.judge.{module}").compute
-        cli = {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items()
-               if k in {e[0] for e in extra}}
+        cli = {k: _location(v) for k, v in kw.items() if k in {e[0] for e in extra}}
         cfg, run = _config(kw, reference=kw.get("reference"), **cli)
         store = _store(kw)
         res = run_judged(store, name, kw["targets"], cfg, compute,
@@ -203,9 +211,11 @@ _judged("dcscore", "dcscore",
         "omission rates per unit type; Welch t-test between the first two sets.", [])
 _judged("capability", "capability",
         "CAPability precision and hit per dimension (and KT-bar with --qa).",
-        [("annotations", Path, typer.Option(..., "--annotations",
-                                            help="element annotations JSONL (docs/judges.md)")),
-         ("qa", Optional[Path], typer.Option(None, "--qa", help="the model's QA answers JSONL"))])
+        [("annotations", str, typer.Option(..., "--annotations",
+                                           help="element annotations JSONL (docs/judges.md); "
+                                                "a path or a URL")),
+         ("qa", Optional[str], typer.Option(None, "--qa", help="the model's QA answers JSONL; "
+                                                              "a path or a URL"))])
 _judged("faithscore", "faithscore",
         "FaithScore and sentence-level FaithScore (atomic facts, each verified).", [])
 _judged("capscore", "capscore",

@@ -34,6 +34,31 @@ EXECUTORS.register("ray", "capaudit.executors.ray:RayExecutor", version="1", ext
                    description="Ray tasks on a local or remote cluster (--address auto)")
 
 
+# the executors that run on a cluster named by ``--address``
+CLUSTER_EXECUTORS = ("ray",)
+
+
+def check_executor(name: str, address: str | None = None) -> None:
+    """:func:`check_address`, and an executor no one registered: one line, for a command to
+    call where its options are resolved, before any work."""
+    EXECUTORS.entry(name)
+    check_address(name, address)
+
+
+def check_address(name: str, address: str | None) -> None:
+    """Refuse, in one line, ``--address`` (or the YAML's ``address:``) with an executor that
+    joins no cluster. Why: the local executor has no cluster to join, so the address was
+    ignored and the run went on on this machine, where the user had meant a cluster. Read by
+    :class:`capaudit.runner.step.RunOptions` (every run of the runner, from the CLI or the
+    API) and by each command before its work."""
+    if address is not None and name not in CLUSTER_EXECUTORS:
+        from capaudit.errors import UsageError
+
+        raise UsageError(f"--address needs --executor ray (the executor here is {name!r}, "
+                         "which joins no cluster)", fix="add --executor ray to run on that "
+                         "cluster, or drop --address (and address: in the YAML) to run here")
+
+
 def get_executor(name: str, workers: int = 1, **options) -> Executor:
     """Instantiate a registered executor by name."""
     return EXECUTORS.get(name)(workers=workers, **options)

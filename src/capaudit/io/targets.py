@@ -43,6 +43,7 @@ class StreamTarget:
     batches: Callable[[], Iterator] | None = None  # a caption file's reader batches, replayable
     padded_from: str | None = None  # the parent set whose images pad it (audit compare)
     images: list | None = None     # a file's distinct images, once read (target_images)
+    reader: object | None = None   # a caption file's reader: what it kept as it read (own_scores)
 
     @property
     def captions(self) -> range:
@@ -89,7 +90,18 @@ def resolve_target(store, target: str) -> StreamTarget:
             row += batch.num_rows
             yield from zip(batch_units(batch), caps)
 
-    return StreamTarget(_file_name(path), str(path), target, rows, batches=batches)
+    return StreamTarget(_file_name(path), str(path), target, rows, batches=batches,
+                        reader=batches.reader)
+
+
+def own_scores(target: StreamTarget) -> tuple[dict, list] | None:
+    """A caption file's own scores as its reader kept them while the audit read it (CHAIR's
+    output: the set's meta with the file's overall scores, and each row's CHAIRs in row
+    order), so they are never parsed a second time; None for a stored set or a file without
+    scores of its own."""
+    meta = getattr(target.reader, "set_meta", None)
+    chairs = getattr(target.reader, "caption_chairs", None)
+    return None if meta is None or chairs is None else (meta, chairs)
 
 
 REPLAY_BYTES = 8 << 20  # a file read whole under this is held for the next pass, not re-read

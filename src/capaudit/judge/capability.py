@@ -19,25 +19,58 @@ but MISSing from the caption / elements answered correctly in QA.
 
 from __future__ import annotations
 
-from pathlib import Path
+import hashlib
 
 from capaudit.errors import InputError
 from capaudit.io.layouts.json import load_json_lines
 from capaudit.judge.core import Judge, Task
 from capaudit.judge.parse import label_answer
 
-__all__ = ["read_elements", "compute", "LABELS"]
+__all__ = ["read_elements", "read_inputs", "compute", "LABELS"]
 
 LABELS = ("COR", "INC", "MISS")
+ELEMENT_KEYS = ("image_id", "dimension", "element")
+QA_KEYS = ELEMENT_KEYS + ("correct",)
 
 
-def read_elements(path: str | Path, need: tuple = ("image_id", "dimension", "element")) -> list[dict]:
+def read_inputs(cfg) -> dict:
+    """``--annotations`` and ``--qa`` (a path or a URL: s3://, gs://, http(s)://, memory://),
+    read once, through the storage layer, by the driver of the run and parsed: what each task
+    is handed (a Ray task on a node that cannot see the driver's disk needs the content, not
+    the path), with each file's sha256, which keys the run's parts."""
+    out: dict = {"sha256": {}}
+    for key, need in (("annotations", ELEMENT_KEYS), ("qa", QA_KEYS)):
+        out[key] = None
+        if cfg.get(key):
+            data = _read(cfg[key])
+            out[key] = _parse(cfg[key], data, need)
+            out["sha256"][key] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def read_elements(location, need: tuple = ELEMENT_KEYS) -> list[dict]:
     """The documented JSONL; a wrong line is one error naming the file, row and fix."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("annotation file not found", path=path, fix="pass an existing JSONL file")
-    out = []
-    for row, obj in load_json_lines(path):    # bad JSON or UTF-8: one line naming the row
+    return _parse(location, _read(location), need)
+
+
+def _read(location) -> bytes:
+    """The file's bytes (a local path, or a URL read through the storage layer)."""
+    from capaudit.core.storage.paths import open_binary
+    from capaudit.core.storage.urls import shown_url
+
+    try:
+        with open_binary(str(location)) as fh:
+            return fh.read()
+    except OSError:   # a local path that is not a readable file (a URL's: one line already)
+        raise InputError("annotation file not found", path=shown_url(str(location)),
+                         fix="pass an existing JSONL file (a path or a URL)") from None
+
+
+def _parse(location, data: bytes, need: tuple) -> list[dict]:
+    from capaudit.core.storage.urls import shown_url
+
+    path, out = shown_url(str(location)), []
+    for row, obj in load_json_lines(path, data):  # bad JSON or UTF-8: one line naming the row
         missing = [k for k in need if not isinstance(obj, dict) or k not in obj]
         if missing:
             raise InputError(f"missing {', '.join(missing)}", path=path, row=row,
@@ -52,21 +85,21 @@ def read_elements(path: str | Path, need: tuple = ("image_id", "dimension", "ele
     return out
 
 
-def _annotations(cfg) -> tuple[dict, list, dict | None]:
-    """(the elements by image id, every dimension, the QA answers or None)."""
-    elements = read_elements(cfg["annotations"])
+def _annotations(inputs: dict) -> tuple[dict, list, dict | None]:
+    """(the elements by image id, every dimension, the QA answers or None) of
+    :func:`read_inputs`."""
+    elements = inputs["annotations"]
     qa = {(q["image_id"], q["dimension"], q["element"]): bool(q["correct"])
-          for q in read_elements(cfg["qa"], ("image_id", "dimension", "element", "correct"))} \
-        if cfg.get("qa") else None
+          for q in inputs["qa"]} if inputs["qa"] is not None else None
     by_image: dict = {}
     for e in elements:
         by_image.setdefault(e["image_id"], []).append(e)
     return by_image, sorted({e["dimension"] for e in elements}), qa
 
 
-def rows(judge: Judge, s, evidence, cfg) -> dict:
+def rows(judge: Judge, s, evidence, cfg, inputs: dict) -> dict:
     """A chunk judged (:mod:`.parts`): a row per caption and element of its image."""
-    by_image = _annotations(cfg)[0]
+    by_image = _annotations(inputs)[0]
     rows, tasks = [], []
     parse = label_answer(LABELS)
     for c, (iid, cap) in enumerate(zip(s.image_ids, s.captions)):
@@ -82,12 +115,12 @@ def rows(judge: Judge, s, evidence, cfg) -> dict:
     return {"rows": rows}
 
 
-def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
+def values(s, parts: list[dict], cfg, evidence_kind: str, inputs: dict) -> tuple:
     """The set's rows in its order; precision and hit per dimension and their mean."""
     from capaudit.judge.parts import joined
     from capaudit.judge.stats import label, ratio_table
 
-    _, dims, qa = _annotations(cfg)
+    _, dims, qa = _annotations(inputs)
     rows = joined(parts)
     vals, prec, hit = {}, [], []
     for d in dims:
@@ -116,23 +149,26 @@ def values(s, parts: list[dict], cfg, evidence_kind: str) -> tuple:
     return rows, vals, None
 
 
-def check(sets, cfg) -> None:
+def check(sets, cfg, inputs: dict) -> None:
     """Before any call (a chunk cannot tell): a set none of whose images is annotated is
     one line."""
-    by_image = _annotations(cfg)[0]
+    by_image = _annotations(inputs)[0]
     for s in sets:
         if not any(by_image.get(i) for i in s.image_ids):
             raise InputError(f"no annotated element for any image of '{s.name}'",
                              fix="check that the annotation image ids are the set's image ids")
 
 
-def compute(judge: Judge, sets, evidence, cfg) -> "Judged":
+def compute(judge: Judge, sets, evidence, cfg, inputs: dict | None = None) -> "Judged":
+    """``inputs``: :func:`read_inputs` of ``cfg``, read by the run's driver (None: read here)."""
     from capaudit.judge.parts import computed
 
-    check(sets, cfg)
-    return computed(rows, values, judge, sets, evidence, cfg)
+    inputs = inputs if inputs is not None else read_inputs(cfg)
+    check(sets, cfg, inputs)
+    return computed(rows, values, judge, sets, evidence, cfg, inputs)
 
 
 compute.needs_evidence = None   # the judge reads caption and annotation, not the image
 compute.by_image = True   # chunks of whole images judge as the set (:mod:`.parts`)
 compute.check = check
+compute.read_inputs = read_inputs   # by the run's driver, once (judge/runner.py)

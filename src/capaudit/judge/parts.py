@@ -21,7 +21,7 @@ from typing import Callable
 
 from capaudit.judge.stats import Judged
 
-__all__ = ["image_chunks", "cut", "joined", "per_caption", "computed", "folded"]
+__all__ = ["image_chunks", "cut", "joined", "per_caption", "part", "computed", "folded"]
 
 
 def image_chunks(image_ids: list, k: int) -> list[list[int]]:
@@ -73,10 +73,18 @@ def folded(out: Judged, name: str, result: tuple) -> None:
     out.extra.update(extra or {})
 
 
-def computed(rows: Callable, values: Callable, judge, sets, evidence, cfg) -> Judged:
+def part(rows: Callable, judge, s, idx, evidence, cfg, *read) -> dict:
+    """A chunk judged: its caption indices in its set (``idx``; None: the whole set ``s``)
+    and the metric's ``rows`` of it (``read``: the metric's own files,
+    ``compute.read_inputs``, where it has them)."""
+    return {"idx": list(range(len(s.image_ids))) if idx is None else list(idx),
+            **rows(judge, s, evidence, cfg, *read)}
+
+
+def computed(rows: Callable, values: Callable, judge, sets, evidence, cfg, *read) -> Judged:
     """A metric's ``compute``: each set judged as one chunk, then its values."""
     out = Judged()
     for s in sets:
-        part = {"idx": list(range(len(s.image_ids))), **rows(judge, s, evidence, cfg)}
-        folded(out, s.name, values(s, [part], cfg, judge.cfg.evidence))
+        whole = part(rows, judge, s, None, evidence, cfg, *read)
+        folded(out, s.name, values(s, [whole], cfg, judge.cfg.evidence, *read))
     return out

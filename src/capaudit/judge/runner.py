@@ -90,15 +90,17 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     if len(set(names)) != len(names):   # results are keyed by name: one would replace the other
         raise InputError(f"two targets share the name {names}", fix="register them under "
                          "distinct set names")
+    read = getattr(compute, "read_inputs", None)   # the metric's own files: read once, here
+    inputs = read(cfg) if read is not None else None
     if getattr(compute, "check", None):   # what the metric refuses, before any call
-        compute.check(sets, cfg)
+        compute.check(sets, cfg, inputs)
     ids = [i for s in sets for i in s.image_ids]
     need = compute.needs_evidence   # "image" (image or references), "reference" or None
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
                               reference=reference) if need == "image" else \
         reference_evidence(store, reference, ids) if need == "reference" else None
     out, summary, done = judged(store, command, compute.__module__, sets, evidence, cfg, run,
-                                jcfg)
+                                jcfg, inputs)
     if summary["stopped"]:  # every value of a capped run says so, wherever it is shown
         note = f"capped: {summary['not_judged']:,} units not judged ({summary['stopped']})"
         for vals in out.values.values():
@@ -118,25 +120,26 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
 
 
 def judged(store, command: str, module: str, sets: list, evidence, cfg: dict,
-           run: dict | None, jcfg: JudgeConfig) -> tuple[Judged, dict, Callable[[], None]]:
+           run: dict | None, jcfg: JudgeConfig, inputs: dict | None = None
+           ) -> tuple[Judged, dict, Callable[[], None]]:
     """The sets judged by the runner (:class:`.step.JudgeStep`; ``jcfg``: ``cfg["judge"]``
-    as the caller parsed it): the merged result, the summary, and what removes the work
-    folder once the results are stored."""
+    as the caller parsed it; ``inputs``: the metric's own files as read): the merged
+    result, the summary, and what removes the work folder once the results are stored."""
     from dataclasses import replace
 
     from capaudit.core.storage.urls import local_path
     from capaudit.core.storage.work_folder import default_work_dir, remove_work
-    from capaudit.executors import EXECUTORS
+    from capaudit.executors.base import check_executor
     from capaudit.judge.step import JudgeStep
     from capaudit.runner.run import run_step
     from capaudit.runner.step import RunOptions
 
     Judge(replace(jcfg, dry_run=True))  # its checks, now
     run = {**RUN_DEFAULTS, **(run or {})}
+    check_executor(run["executor"], run["address"])   # one line, a dry run's too
     work = run["work_dir"] or (default_work_dir(getattr(store, "path", ""),
                                                 command.replace(" ", "-"), "judge-work"))
-    step = JudgeStep(module, sets, evidence, cfg, str(work), jcfg=jcfg)
-    EXECUTORS.entry(run["executor"])   # an unknown one: one line, a dry run's too
+    step = JudgeStep(module, sets, evidence, cfg, str(work), jcfg=jcfg, inputs=inputs)
     # a dry run only counts tokens: in this process, no worker or Ray started for it
     opts = RunOptions("local", 1) if jcfg.dry_run else \
         RunOptions(run["executor"], run["workers"], run["address"])

@@ -2,11 +2,14 @@
 per chunk of a set with several workers.
 
 Why per set: a set's numbers (ratios, bootstrap intervals) need all its captions, what spans
-the sets (Welch's test of the first two) is ``compute.across``, run by the merge over all the
-sets' rows. A task judges its sets (or chunks) with a judge of its own (:func:`judge_part`:
-the metric's ``rows`` of each, :mod:`.parts`, and its counts, written whole, then its marker
-keyed by the judge, the configuration and its captions and evidence) on local processes or
-Ray; a killed run resumes without judging the tasks done again. The merge
+the sets (Welch's test of the first two) is ``compute.across``, run by the merge over all
+the sets' rows. A metric's own files (capability's ``--annotations``/``--qa``:
+``compute.read_inputs``) are read once by the driver, through the storage layer (a path or
+a URL), and handed to every task with their content (no task reads a path a node of a
+cluster may not see); their sha256 keys the parts. A task judges its sets (or chunks) with
+a judge of its own (:func:`judge_part`: the metric's ``rows`` of each, :mod:`.parts`, and
+its counts, written whole, then its marker keyed by the judge, the configuration and its
+captions and evidence) on local processes or Ray; a killed run resumes without judging the tasks done again. The merge
 (:meth:`JudgeStep.merge`) computes each set's values from its parts (the metric's
 ``values``), sums the counts, joins the prompts each judge used into the one identity, and
 the caller stores everything in one transaction.
@@ -25,6 +28,7 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, fields
+from importlib import import_module
 
 from capaudit.errors import CapauditError
 from capaudit.judge.config import JudgeConfig, JudgeStats, priced
@@ -37,8 +41,6 @@ __all__ = ["JudgeStep", "JudgeTask", "judge_part", "capped"]
 _RUNTIME = ("url", "api_key_env", "concurrency", "timeout_s", "deadline_s", "max_retries",
             "cache", "dry_run")
 # what a run spends: a part another run judged (resumed) brings its verdicts, not these
-# capability's --annotations and --qa: read in each task
-_FILES = (("annotations", "annotation file"), ("qa", "QA file"))
 _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "cost", "spent",
           "usage_ignored")
 
@@ -47,7 +49,7 @@ _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "c
 class JudgeTask:
     name: str            # set-NNNNN: its part and marker
     label: str           # the set (or sets) it judges, named in a failure line
-    module: str          # capaudit.judge.NAME, whose compute judges the sets
+    module: str          # capaudit.judge.NAME, whose rows judge the sets (or chunks)
     sets: tuple          # the sets (their captions) this task judges, in order
     evidence: object     # their images and references only (None: the metric needs none)
     judge: dict          # JudgeConfig as a mapping
@@ -57,6 +59,7 @@ class JudgeTask:
     input: dict
     idx: tuple = ()      # a chunk: (its caption indices in its set,); (): whole sets
     size: int = 0        # its captions: several workers take the largest first
+    inputs: dict | None = None   # the metric's files, read by the driver (compute.read_inputs)
 
 
 def capped(judge_cfg: JudgeConfig) -> bool:
@@ -67,29 +70,28 @@ def capped(judge_cfg: JudgeConfig) -> bool:
 def judge_part(task: JudgeTask) -> dict:
     """Judge the task's sets; a failure (the judge did not answer, a bad annotation) is the
     runner's one line, nothing written."""
-    from importlib import import_module
-
     from capaudit.judge.core import Judge
+    from capaudit.judge.parts import part
 
     try:
         rows = import_module(task.module).rows
+        read = () if task.inputs is None else (task.inputs,)
         judge = Judge(JudgeConfig.from_mapping(task.judge))
         try:   # a part per set (or chunk): its rows, its caption indices in the set
-            parts = [{"idx": list(range(len(s.image_ids))) if idx is None else list(idx),
-                      **rows(judge, s, task.evidence, task.cfg)}
+            parts = [part(rows, judge, s, idx, task.evidence, task.cfg, *read)
                      for s, idx in zip(task.sets, task.idx or [None] * len(task.sets))]
         finally:
             judge.close()
     except CapauditError as exc:
         return {"shard": task.label, "status": "failed", "fatal": True, "error": str(exc)}
-    part = {"parts": parts, "summary": judge.summary()}
+    written = {"parts": parts, "summary": judge.summary()}
     if not task.folder:
-        return {"shard": task.label, "status": "done", "part": part}
+        return {"shard": task.label, "status": "done", "part": written}
     from capaudit.core.storage.folder import Folder
     from capaudit.io.markers import marker_name, write_marker
 
-    text = json.dumps(part)
-    if not part["summary"]["failed"]:   # units the judge did not answer: judged again by a
+    text = json.dumps(written)
+    if not written["summary"]["failed"]:   # units the judge did not answer: judged again by a
         folder = Folder(task.folder).make()                                          # rerun
         # an earlier input's marker goes before its part is replaced: a kill in between
         # never leaves it standing over this input's part
@@ -107,21 +109,20 @@ class JudgeStep(Step):
     unit = "set"   # a failure line names the set: "set m failed: ..."
 
     def __init__(self, module: str, sets: list, evidence, cfg: dict, work_dir: str = "", *,
-                 jcfg: JudgeConfig | None = None):
-        """``jcfg``: ``cfg["judge"]`` as the caller parsed it (None: parsed here)."""
+                 jcfg: JudgeConfig | None = None, inputs: dict | None = None):
+        """``jcfg``: ``cfg["judge"]`` as the caller parsed it (None: parsed here);
+        ``inputs``: the metric's files as the caller read them (``compute.read_inputs``;
+        None: read here, once, through the storage layer: no node reads them)."""
         self.module, self.sets, self.evidence, self.cfg = module, sets, evidence, cfg
         self.jcfg = jcfg or JudgeConfig.from_mapping(cfg["judge"])
         self.work_dir = "" if self.jcfg.dry_run else str(work_dir)
-        # capability's files are read in each task, at their path: every node must reach them
-        files = [(str(cfg[k]), what, f"--{k}") for k, what in _FILES if cfg.get(k)]
-        work = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
-        self.shared = work + tuple(files)
+        self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
+        read = getattr(import_module(module).compute, "read_inputs", None)
+        self.inputs = inputs if inputs is not None or read is None else read(cfg)
         # n_boot and seed too, as when a part held its set's intervals (it holds rows now:
         # they could leave the key, so that another --n-boot resumes; not done)
         keep = {k: v for k, v in cfg.items() if k != "judge"}
-        for k, _ in _FILES:   # capability's files: their content, not their name
-            if keep.get(k):
-                keep[k] = _content(keep[k])
+        keep.update((self.inputs or {}).get("sha256", {}))   # files: their content, not name
         self.key = _key(module, self.jcfg, keep)
 
     def plan(self, root: str, workers: int) -> list[JudgeTask]:
@@ -140,7 +141,7 @@ class JudgeStep(Step):
             task = JudgeTask(name, label, self.module, tuple(sets), evidence,
                              dict(self.cfg["judge"]), self.cfg, self.folder, self.key,
                              {"sha256": _checksum(sets, evidence, idx)}, idx,
-                             sum(len(s.image_ids) for s in sets))
+                             sum(len(s.image_ids) for s in sets), self.inputs)
             self.tasks.append(task)
             if not (self.folder and matches(read_marker(self.folder, task.name), self.key,
                                             task.input)
@@ -152,8 +153,6 @@ class JudgeStep(Step):
         """Every set's values from its parts (the metric's ``values``, :mod:`.parts`) in
         the sets' order, ``across`` over them, the counts summed and the identity of the
         judges joined."""
-        from importlib import import_module
-
         from capaudit.judge.parts import folded
 
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
@@ -167,8 +166,10 @@ class JudgeStep(Step):
             for s, rows in zip(t.sets, p["parts"]):
                 by_set.setdefault(s.name, []).append(rows)
         metric, out = import_module(self.module), Judged()
+        read = () if self.inputs is None else (self.inputs,)
         for s in self.sets:
-            folded(out, s.name, metric.values(s, by_set[s.name], self.cfg, self.jcfg.evidence))
+            folded(out, s.name, metric.values(s, by_set[s.name], self.cfg, self.jcfg.evidence,
+                                              *read))
         across = getattr(metric.compute, "across", None)
         if across is not None:
             out.extra.update(across(out))
@@ -188,8 +189,6 @@ def task_groups(module: str, sets: list, jcfg: JudgeConfig, workers: int) -> lis
     ``compute.by_image``) ``workers`` chunks of each set (``idx``: a chunk's caption
     indices in its set). One worker keeps a task per set: a chunk batches the requests
     otherwise, so the calls and cache hits would not be today's."""
-    from importlib import import_module
-
     from capaudit.judge.parts import cut, image_chunks
 
     if capped(jcfg):
@@ -273,18 +272,6 @@ def _checksum(sets: list, evidence, idx: tuple = ()) -> str:
     return h.hexdigest()
 
 
-def _content(path: str) -> str | None:
-    """A file's sha256 (None: unreadable; the metric names it in one line)."""
-    from pathlib import Path
-
-    from capaudit.io.ingest import fingerprint
-
-    try:
-        return fingerprint(Path(path))
-    except OSError:
-        return None
-
-
 def _key(module: str, jcfg: JudgeConfig, cfg: dict) -> str:
     """The judge (its settings that change verdicts, every judge prompt's wording) and the
     configuration: what a part's marker must hold for the part to be reused."""
@@ -294,4 +281,7 @@ def _key(module: str, jcfg: JudgeConfig, cfg: dict) -> str:
     names = sorted({p.stem for p in PACKAGED_PROMPTS.glob("judge_*.txt")} | set(jcfg.prompts))
     prompts = {n: prompt_hash(load_prompt(n, jcfg.prompts.get(n))) for n in names}
     judge = {k: v for k, v in asdict(jcfg).items() if k not in _RUNTIME}
-    return config_hash({"module": module, "judge": judge, "prompts": prompts, "cfg": cfg})
+    # "part": what a part holds (a metric's rows); a work folder an older capaudit left,
+    # whose parts held values, is judged again, not merged
+    return config_hash({"module": module, "judge": judge, "prompts": prompts, "cfg": cfg,
+                        "part": "rows"})

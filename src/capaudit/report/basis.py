@@ -78,7 +78,8 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
     ``pad``'s count per image (a filtered set on its ``parent``'s images: the coverage guard
     then counts those images as the set's, so an empty caption keeps its image's id)."""
     if keep is None and pad is None:
-        return StreamTarget(t.name, t.source, t.spec, t.rows, n, images=t.images)
+        return StreamTarget(t.name, t.source, t.spec, t.rows, n, images=t.images,
+                            reader=t.reader)
 
     def rows():
         seen: Counter = Counter()
@@ -92,7 +93,8 @@ def _restrict(t: StreamTarget, keep: set | None, pad: Counter | None, n: int,
                     yield iid, ""
 
     # a file's images: all of the file's, as the coverage guard counts them (not the kept)
-    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent, images=t.images)
+    return StreamTarget(t.name, t.source, t.spec, rows, n, padded_from=parent, images=t.images,
+                        reader=t.reader)
 
 
 def set_format(store, t: StreamTarget) -> str | None:
@@ -167,7 +169,8 @@ def _sample(t: StreamTarget, k: int, seed: int) -> StreamTarget:
             if mask[j]:
                 yield row
 
-    return StreamTarget(t.name, t.source, t.spec, rows, k, padded_from=t.padded_from)
+    return StreamTarget(t.name, t.source, t.spec, rows, k, padded_from=t.padded_from,
+                        reader=t.reader)
 
 
 def size_dependent(metrics) -> list[str]:

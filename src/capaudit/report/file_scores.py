@@ -98,8 +98,11 @@ def file_scores(store, run_id: int | None, results: Mapping,
     out: dict[str, dict] = {}
     for name in (n for n in results if not n.startswith("_")):
         info = store.find_set(name) if store is not None else None
+        # a file audited unregistered: its own scores as its reader kept them (audit/runner.py)
         meta, theirs = ((info.meta, None) if info is not None else
-                        _given_file(results[name].meta.get("source")))
+                        results[name].meta.get("own_scores") or (None, None))
+        if theirs is not None:
+            theirs = [_number(v) for v in theirs]
         got = file_metrics(meta)
         if got is None:
             continue
@@ -119,25 +122,3 @@ def file_scores(store, run_id: int | None, results: Mapping,
                          "first_rows": [r + 1 for r in agreement[2]]}}
     return out
 
-
-def _given_file(source: str | None) -> tuple[dict | None, list | None]:
-    """A CHAIR output audited as a file, not registered (``audit run chair.json``): its own
-    scores read back from it (the set's meta and each sentence's CHAIRs, in row order, as
-    ``sets add`` would keep them); ``(None, None)`` for any other target."""
-    import json
-    from pathlib import Path
-
-    from capaudit.errors import InputError
-    from capaudit.io.readers import detect_format, get_reader
-    from capaudit.io.readers.chair import ChairOutputReader
-
-    path = Path(source) if source and not source.startswith("set:") else None
-    try:
-        if path is None or not path.is_file() or detect_format(path) != ChairOutputReader.name:
-            return None, None
-    except InputError:        # a layout no reader knows: no scores of its own
-        return None, None
-    reader = get_reader(ChairOutputReader.name)
-    theirs = [json.loads(m or "{}").get("chair", {}).get("CHAIRs")
-              for batch in reader.read(path) for m in batch.column("meta").to_pylist()]
-    return getattr(reader, "set_meta", None), [_number(v) for v in theirs]

@@ -33,6 +33,11 @@ class RunOptions:
     on_shard: Callable[[dict], Any] | None = None
     on_start: Callable[[int, int], Any] | None = None
 
+    def __post_init__(self):
+        from capaudit.executors.base import check_address
+
+        check_address(self.executor, self.address)   # an address the executor would ignore
+
 
 class Step:
     """The protocol, with its defaults. ``sizes``: the shards' bytes (None: not known, one

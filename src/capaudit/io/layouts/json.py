@@ -30,6 +30,7 @@ malformed or truncated record, one nested too deeply, one larger than
 from __future__ import annotations
 
 import codecs
+import io
 import json
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping
@@ -203,10 +204,11 @@ def load_json_document(path: Path):
                          fix="flatten the document (captions need only a few levels)") from None
 
 
-def load_json_lines(path: Path) -> Iterator[tuple[int, object]]:
+def load_json_lines(path: Path | str, data: bytes | None = None) -> Iterator[tuple[int, object]]:
     """``(1-based row, value)`` of each non-blank line of a JSONL file, with one-line errors
-    naming the row (readers and annotation files share it)."""
-    with open(path, "rb") as fh:
+    naming the row (readers and annotation files share it); ``data``: the file's bytes, read
+    already (a URL's, through the storage layer), ``path`` then only names it."""
+    with open(path, "rb") if data is None else io.BytesIO(data) as fh:
         for row, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue

@@ -66,12 +66,18 @@ class ChairOutputReader(CaptionReader):
         if isinstance(overall, dict):
             self.set_meta = {"file_metrics": {"format": self.name, "overall": overall,
                                               "captions": len(sentences)}}
-        yield from id_caption_batches(self._rows(sentences, path), CHAIR_NAMESPACE, self)
+        # each row's own CHAIRs (None: none), in row order, kept as the rows are read: what
+        # `audit run FILE` sets beside capaudit's per caption (report/file_scores.py) without
+        # parsing the file a second time
+        self.caption_chairs: list = []
+        yield from id_caption_batches(self._rows(sentences, path, self.caption_chairs),
+                                      CHAIR_NAMESPACE, self)
 
     @staticmethod
-    def _rows(sentences: list, path: Path) -> Iterator[tuple]:
+    def _rows(sentences: list, path: Path, chairs: list) -> Iterator[tuple]:
         for i, iid, sent in checked_records(sentences, "sentence", path):
-            meta = {"src": i}
-            if isinstance(sent.get("metrics"), dict):   # the file's own scores of the caption
-                meta["chair"] = sent["metrics"]
+            meta, own = {"src": i}, sent.get("metrics")
+            if isinstance(own, dict):   # the file's own scores of the caption
+                meta["chair"] = own
+            chairs.append(own.get("CHAIRs") if isinstance(own, dict) else None)
             yield iid, sent["caption"], json.dumps(meta, ensure_ascii=False)
