@@ -87,3 +87,36 @@ def test_every_run_of_the_runner_holds_the_rule():
         RunOptions("local", 2, "auto")
     assert RunOptions("ray", 2, "auto").address == "auto"
     assert RunOptions("local", 2).address is None
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["audit", "run", "nic", "--executor", "ray", "--address", "auto"], "--executor"),
+    (["audit", "run", "nic", "--skip-bad-shards"], "--skip-bad-shards"),
+    (["filter", "run", "nic", "--out", "clean", "--filter", "hallucination", "--executor",
+      "ray", "--address", "auto"], "--executor"),
+    (["filter", "run", "nic", "--out", "clean", "--filter", "gender-neutral", "--workers",
+      "2"], "--workers"),
+    (["filter", "run", "nic", "--out", "clean", "--filter", "gender-neutral", "--where",
+      "id < 3"], "--where"),
+])
+def test_a_run_without_shards_refuses_what_only_shards_read(args, flag, tmp_path, capsys):
+    """``--executor ray --address`` on a registered set passed the address check and then
+    ran in this process, the cluster (or workers, or --where) silently ignored: refused in
+    one line, before the store is opened."""
+    rc = main([str(a) for a in args] + ["--db", str(tmp_path / "s.duckdb")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{flag} applies to" in err and "--shards" in err, err
+    assert not any(tmp_path.iterdir()), "nothing made"
+
+
+def test_a_file_url_names_the_local_file(tmp_path):
+    """``file:///PATH`` is how the project says "this path on every node": the annotation
+    file given so was 'not found' (``open`` of the URL text)."""
+    from capaudit.judge.capability import read_inputs
+
+    (tmp_path / "el.jsonl").write_text('{"image_id": 1, "dimension": "object", '
+                                       '"element": "a dog"}\n')
+    path = read_inputs({"annotations": str(tmp_path / "el.jsonl")})
+    url = read_inputs({"annotations": f"file://{tmp_path / 'el.jsonl'}"})
+    assert url == path and path["by_image"][1][0]["element"] == "a dog"

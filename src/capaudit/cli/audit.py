@@ -9,7 +9,8 @@ from typing import List, Optional
 import typer
 
 from capaudit.cli import options as opt
-from capaudit.cli.common import DbOption, audit_config, console, esc, open_store, progress
+from capaudit.cli.common import (DbOption, audit_config, console, esc, open_store, progress,
+                                 refuse_shard_options)
 from capaudit.cli.options import annotation_cli, lotus_cli
 from capaudit.errors import InputError
 
@@ -92,9 +93,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                              fix="capaudit audit run SET ... or capaudit audit run --shards DIR")
         return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db,
                           keep_work)
-    if keep_work or work_dir:
-        raise InputError(f"{'--keep-work' if keep_work else '--work-dir'} applies to a sharded "
-                         "audit only", fix="drop it, or audit shards with --shards DIR")
+    refuse_shard_options("a sharded audit", "drop it, or audit shards with --shards DIR",
+                         keep_work=keep_work, work_dir=work_dir, executor=executor != "local",
+                         address=address is not None, skip_bad_shards=skip_bad)
     store = open_store(db, create=True)  # caption files given as targets are registered
     if json_out:   # a link, the store or a source as --json: refused before the audit runs
         from capaudit.core.safe_write import check_file_target

@@ -128,6 +128,19 @@ class ShardProgress:
                         description=f"{self.label} ({self.caps:,} captions, {rate:,.0f}/s)")
 
 
+def refuse_shard_options(what: str, fix: str, **given) -> None:
+    """Options that only a run over shards reads (``--executor ray``, ``--address``,
+    ``--workers``, ``--work-dir``, ...), given to a run without ``--shards``: one line naming
+    the first. Why: such a run went on in this process and ignored them, where the user had
+    meant a cluster, workers or a work folder. ``given``: each flag (``_`` for ``-``) and
+    whether the command line set it."""
+    from capaudit.errors import InputError
+
+    for flag, set_ in given.items():
+        if set_:
+            raise InputError(f"--{flag.replace('_', '-')} applies to {what} only", fix=fix)
+
+
 def print_skipped(failed: list[dict]) -> None:
     """The shards ``--skip-bad-shards`` left out, each with its one-line error."""
     for s in failed:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from capaudit.cli import options as opt
 from capaudit.cli.common import (DbOption, console, deprecated_spelling, open_store, progress,
-                                 recorded_run)
+                                 recorded_run, refuse_shard_options)
 from capaudit.cli.filter_summary import _print_summary
 from capaudit.cli.filter_flags import (OVERRIDES_HELP, OverridesCommand, current_overrides,
                                        given_options, with_filter_options)
@@ -84,6 +84,13 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
                                   "where": where}, db=db)
     from capaudit.filters.runner import filter_set
 
+    refuse_shard_options("filter run --shards", "drop it to filter the set here, or filter shards with "
+                         "--shards SRC --out DST", executor=executor != "local",
+                         address=address is not None, workers=workers != 1,
+                         work_dir=work_dir is not None, skip_bad_shards=skip_bad,
+                         keep_work=keep_work, format=fmt is not None,
+                         caption_col=caption_col is not None, id_col=id_col is not None,
+                         turns=turns is not None, where=where is not None)
     store = open_store(db)
     n = store.get_set(set_name).n_captions
     with progress(transient=True) as bar:

@@ -56,7 +56,8 @@ def check_address(name: str, address: str | None) -> None:
 
         raise UsageError(f"--address needs --executor ray (the executor here is {name!r}, "
                          "which joins no cluster)", fix="add --executor ray to run on that "
-                         "cluster, or drop --address (and address: in the YAML) to run here")
+                         "cluster, or drop the address (--address, or address: in a judged "
+                         "command's YAML) to run here")
 
 
 def get_executor(name: str, workers: int = 1, **options) -> Executor:

@@ -37,15 +37,23 @@ def read_inputs(cfg) -> dict:
     """``--annotations`` and ``--qa`` (a path or a URL: s3://, gs://, http(s)://, memory://),
     read once, through the storage layer, by the driver of the run and parsed: what each task
     is handed (a Ray task on a node that cannot see the driver's disk needs the content, not
-    the path), with each file's sha256, which keys the run's parts."""
-    out: dict = {"sha256": {}}
+    the path), with each file's sha256, which keys the run's parts: ``by_image`` (the
+    elements of each image id, in the file's order), ``dims`` (every dimension, sorted),
+    ``qa`` (``(image_id, dimension, element) -> correct``, or None) and ``sha256``."""
+    read: dict = {"annotations": None, "qa": None}
+    sha256 = {}
     for key, need in (("annotations", ELEMENT_KEYS), ("qa", QA_KEYS)):
-        out[key] = None
         if cfg.get(key):
             data = _read(cfg[key])
-            out[key] = _parse(cfg[key], data, need)
-            out["sha256"][key] = hashlib.sha256(data).hexdigest()
-    return out
+            read[key] = _parse(cfg[key], data, need)
+            sha256[key] = hashlib.sha256(data).hexdigest()
+    by_image: dict = {}
+    for e in read["annotations"] or ():
+        by_image.setdefault(e["image_id"], []).append(e)
+    qa = {(q["image_id"], q["dimension"], q["element"]): bool(q["correct"])
+          for q in read["qa"]} if read["qa"] is not None else None
+    return {"by_image": by_image, "qa": qa, "sha256": sha256,
+            "dims": sorted({e["dimension"] for e in read["annotations"] or ()})}
 
 
 def read_elements(location, need: tuple = ELEMENT_KEYS) -> list[dict]:
@@ -85,21 +93,9 @@ def _parse(location, data: bytes, need: tuple) -> list[dict]:
     return out
 
 
-def _annotations(inputs: dict) -> tuple[dict, list, dict | None]:
-    """(the elements by image id, every dimension, the QA answers or None) of
-    :func:`read_inputs`."""
-    elements = inputs["annotations"]
-    qa = {(q["image_id"], q["dimension"], q["element"]): bool(q["correct"])
-          for q in inputs["qa"]} if inputs["qa"] is not None else None
-    by_image: dict = {}
-    for e in elements:
-        by_image.setdefault(e["image_id"], []).append(e)
-    return by_image, sorted({e["dimension"] for e in elements}), qa
-
-
 def rows(judge: Judge, s, evidence, cfg, inputs: dict) -> dict:
     """A chunk judged (:mod:`.parts`): a row per caption and element of its image."""
-    by_image = _annotations(inputs)[0]
+    by_image = inputs["by_image"]
     rows, tasks = [], []
     parse = label_answer(LABELS)
     for c, (iid, cap) in enumerate(zip(s.image_ids, s.captions)):
@@ -120,7 +116,7 @@ def values(s, parts: list[dict], cfg, evidence_kind: str, inputs: dict) -> tuple
     from capaudit.judge.parts import joined
     from capaudit.judge.stats import label, ratio_table
 
-    _, dims, qa = _annotations(inputs)
+    dims, qa = inputs["dims"], inputs["qa"]
     rows = joined(parts)
     vals, prec, hit = {}, [], []
     for d in dims:
@@ -152,7 +148,7 @@ def values(s, parts: list[dict], cfg, evidence_kind: str, inputs: dict) -> tuple
 def check(sets, cfg, inputs: dict) -> None:
     """Before any call (a chunk cannot tell): a set none of whose images is annotated is
     one line."""
-    by_image = _annotations(inputs)[0]
+    by_image = inputs["by_image"]
     for s in sets:
         if not any(by_image.get(i) for i in s.image_ids):
             raise InputError(f"no annotated element for any image of '{s.name}'",

@@ -89,7 +89,7 @@ def open_binary(path: str) -> IO[bytes]:
         from capaudit.core.storage.fs import open_input
 
         return open_input(path)
-    return open(path, "rb")
+    return open(local_path(path), "rb")   # a path, or a file:// URL
 
 
 @contextmanager
