@@ -101,6 +101,34 @@ def test_ruler_matches_equal_the_matchers(shared):
     assert n > 30_000
 
 
+def test_ruler_matches_equal_the_matchers_on_the_patterns_own_words():
+    """The words the ruler's first tokens name or search for ("nothin'", "y'all", "ai n't",
+    "gon na", "do", "is"...) next to other words, in several orders: the lookup (which
+    merges every other word into one signature) gives the Matcher's matches."""
+    import random
+
+    from spacy.tokens import Doc
+
+    from capaudit.filters.parse import _nlp, _ruler, _words
+    from capaudit.filters.ruler_match import ruler_matches
+
+    nlp = _nlp()
+    component, compiled = _ruler()
+    named = sorted(w for w in compiled["words"] if isinstance(w, str))
+    assert len(named) > 50 and compiled["regexes"]
+    pool = named + ["nothin'", "nuthin'", "y'", "y", "all", "dog", "dogs", "the", "a", "run",
+                    "ran", "to", "there", "'s", "n't", "na", "ta", "on", "that", ".", ","]
+    rng = random.Random(7)
+    sents = [[rng.choice(pool) for _ in range(rng.randint(1, 12))] for _ in range(1500)]
+    docs = nlp.pipe((Doc(nlp.vocab, words=_words(s)) for s in sents),
+                    disable=["attribute_ruler", "lemmatizer"])
+    n = 0
+    for doc in docs:
+        assert ruler_matches(doc, compiled) == component.match(doc)
+        n += len(doc)
+    assert n > 8_000 and -1 in compiled["named"].values()
+
+
 def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
     """parse._nlp loads without spaCy's tokenizer (neither its data nor the one
     ``Language.__init__`` would build: a stand-in that refuses text), entities, sentence
