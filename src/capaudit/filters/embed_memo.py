@@ -13,7 +13,7 @@ over ``k`` in the same order whatever the number of rows: checked bitwise for ba
 1 to 8,366 rows), then adds the bias and takes the maximum piece per row; the layer norm
 normalizes each row by its own moments; dropout is off outside training. So a token's
 embedding is a function of its feature row, and computing it once per distinct row, in
-any batch, gives the same floats (``tests/test_parse_cues.py`` compares the tok2vec
+any batch, gives the same floats (``tests/test_embed_memo.py`` compares the tok2vec
 output bitwise with the pipeline as spaCy loads it). The encoder (the window layers, whose
 output depends on the neighbours) runs on every token as before.
 
