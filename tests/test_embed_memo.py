@@ -85,3 +85,26 @@ def test_a_pipeline_without_that_embedding_is_left_as_it_is():
         got = blank.get_pipe("tok2vec").model.predict(docs)
         assert [g.shape for g in got] == [(8, 96), (0, 96)] == [w.shape for w in want]
         assert (got[0].view("u4") == want[0].view("u4")).all()
+
+
+def test_training_forgets_what_was_remembered():
+    """A training call changes the weights the remembered rows were computed with: the memo
+    starts again (it kept answering with the old weights' rows)."""
+    from spacy.tokens import Doc
+
+    from capaudit.filters.parse import _nlp
+
+    try:
+        nlp = _nlp()
+    except Exception as exc:   # no English model installed
+        pytest.skip(str(exc))
+    layer = nlp.get_pipe("tok2vec").model.layers[0]
+    if layer.name != "remembered_embed":
+        pytest.skip("this pipeline's tok2vec is not remembered")
+    memo = layer._func.__self__
+    docs = [Doc(nlp.vocab, words=["a", "dog", "on", "a", "bed"])]
+    before = len(memo.rows)   # what earlier parses in this process left
+    layer.predict(docs)
+    assert memo.rows and len(memo.rows) <= before + 4
+    layer(docs, is_train=True)
+    assert memo.rows == {} and memo.table is None

@@ -17,10 +17,16 @@ any batch, gives the same floats (``tests/test_embed_memo.py`` compares the tok2
 output bitwise with the pipeline as spaCy loads it). The encoder (the window layers, whose
 output depends on the neighbours) runs on every token as before.
 
-Training (``is_train``) goes through the embedding itself, unchanged.
+Training (``is_train``) goes through the embedding itself, unchanged, and forgets what was
+remembered (the weights it was computed with are about to change). Weights loaded into a
+remembered model in place (``from_bytes``/``from_disk``) are not seen: load a new pipeline.
+Parses of one pipeline from several threads take turns in the memo (a lock), so each
+gets the rows it asked for.
 """
 
 from __future__ import annotations
+
+import threading
 
 __all__ = ["remember_embeddings", "LIMIT"]
 
@@ -53,15 +59,29 @@ class _Memo:
         self.embed = embed
         self.rows: dict[bytes, int] = {}
         self.table = None
+        self.lock = threading.Lock()   # rows and table change together
 
     def forward(self, model, docs, is_train: bool):
         if is_train:
+            with self.lock:
+                self.rows, self.table = {}, None
             return self.embed(docs, is_train=True)
-        import numpy as np
-
-        extract, rest = self.embed.layers[0], self.embed.layers[1:]
+        extract = self.embed.layers[0]
         features = extract(docs, is_train=False)[0]
         keys = [[r.tobytes() for r in f] for f in features]
+        with self.lock:
+            out = self._rows_of(keys, features)
+
+        def backprop(dY):
+            raise NotImplementedError("the remembered embedding is for prediction only")
+
+        return out, backprop
+
+    def _rows_of(self, keys: list, features: list) -> list:
+        """Each doc's embedding rows, computing those of rows not seen before."""
+        import numpy as np
+
+        rest = self.embed.layers[1:]
         if sum(map(len, keys)) + len(self.rows) > LIMIT:
             self.rows, self.table = {}, None
         rows, new = self.rows, {}
@@ -79,10 +99,5 @@ class _Memo:
         table = self.table
         if table is None:   # no token in any doc
             table = np.zeros((0, self.embed.get_dim("nO")), np.float32)
-        out = [table[np.fromiter((rows[k] for k in doc_keys), np.intp, len(doc_keys))]
-               for doc_keys in keys]
-
-        def backprop(dY):
-            raise NotImplementedError("the remembered embedding is for prediction only")
-
-        return out, backprop
+        return [table[np.fromiter((rows[k] for k in doc_keys), np.intp, len(doc_keys))]
+                for doc_keys in keys]

@@ -71,8 +71,8 @@ def compile_ruler(ruler):
                 regexes.append(re.compile(lower["REGEX"]).search)
             elif lower is not None:
                 words.update(next(iter(lower.values())) if isinstance(lower, dict) else [lower])
-            if isinstance(first.get("LOWER"), str):
-                by_lower.setdefault(first["LOWER"], []).append(compiled)
+            if isinstance(lower, str):
+                by_lower.setdefault(lower, []).append(compiled)
             elif isinstance(first.get("TAG"), str):
                 by_tag.setdefault(first["TAG"], []).append(compiled)
             else:
