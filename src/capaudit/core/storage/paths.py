@@ -48,7 +48,7 @@ def as_local(location) -> Iterator[tuple[Path, str | None]]:
     None); a remote file (or folder) streamed to a private temporary copy of the same name,
     removed after the block (:func:`capaudit.core.storage.local_copy.local_copy`)."""
     if on_disk(location):
-        yield Path(location), None
+        yield local_path(location), None   # a file:// URL: the file it names
         return
     from capaudit.core.storage.local_copy import local_copy
 
