@@ -211,8 +211,8 @@ def test_ray_judges_as_the_local_workers(tmp_path, monkeypatch, capsys):
 
 def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
     """capability reads --annotations in its task: edited in place, the sets are judged
-    again (a part of the old elements is not reused); n_boot and seed change its key too
-    (kept from when a part held its set's intervals)."""
+    again (a part of the old elements is not reused); what its rows read (assumed_units)
+    changes its key, n_boot and seed do not (only the merge's values read them)."""
     from capaudit.judge.runner import DEFAULTS, split_run
     from capaudit.judge.step import JudgeStep
 
@@ -223,7 +223,8 @@ def test_a_part_is_keyed_by_the_annotations_content_not_their_name(tmp_path):
     def key(**over) -> str:
         return JudgeStep("capaudit.judge.capability", [], None, {**cfg, **over}, "w").key
     first = key()
-    assert key() == first and key(n_boot=5) != first and key(seed=3) != first   # its CIs
+    assert key() == first and key(n_boot=5) == first and key(seed=3) == first
+    assert key(assumed_units=4) != first
     ann.write_text('{"image_id": 1, "dimension": "object", "element": "a horse"}\n')
     assert key() != first
     assert key(limit=3) != key()

@@ -66,7 +66,8 @@ def enrich(adapter: str = typer.Argument(..., help="sharegpt4v | fusecap | capsf
            detector: Optional[str] = typer.Option(None, "--detector"),
            detector_weights: Optional[str] = typer.Option(None, "--detector-weights"),
            annotations: Optional[str] = typer.Option(None, "--annotations",
-                                                     help="instances file (annotations detector)"),
+                                                     help="instances file (annotations detector); "
+                                                          "a path or a URL"),
            ocr: Optional[str] = typer.Option(None, "--ocr", help="tesseract (off by default)"),
            captions: Optional[str] = typer.Option(None, "--captions", help="first | all"),
            executor: str = typer.Option("local", "--executor", help="local | ray"),

@@ -226,7 +226,7 @@ def validate(**kw):
     """ROC-AUC, macro-F1, kappa and system-level Spearman/Kendall of a judge against labels."""
     from capaudit.judge.runner import run_validate
 
-    cfg, run = _config(kw, labels=str(kw["labels"]))
+    cfg, run = _config(kw, labels=_location(kw["labels"]))
     store = _store(kw)
     res = run_validate(store, cfg, kw["labels"], images=kw.get("images"),
                        shards=kw.get("shards"), reference=kw.get("reference"), run=run)
@@ -240,9 +240,9 @@ def validate(**kw):
 
 
 validate.__signature__ = inspect.Signature(
-    [_P("labels", _P.KEYWORD_ONLY, annotation=Path,
+    [_P("labels", _P.KEYWORD_ONLY, annotation=str,
         default=typer.Option(..., "--labels", help="sentence labels (JSONL/CSV) or a factuality "
-                                                   "--json output"))] +
+                                                   "--json output; a path or a URL"))] +
     [_P(n, _P.KEYWORD_ONLY, annotation=t, default=d) for n, t, d in JUDGE_OPTIONS
      if n != "limit"])
 judge_app.command("validate")(validate)

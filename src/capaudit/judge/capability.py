@@ -63,15 +63,9 @@ def read_elements(location, need: tuple = ELEMENT_KEYS) -> list[dict]:
 
 def _read(location) -> bytes:
     """The file's bytes (a local path, or a URL read through the storage layer)."""
-    from capaudit.core.storage.paths import open_binary
-    from capaudit.core.storage.urls import shown_url
+    from capaudit.core.storage.paths import read_whole
 
-    try:
-        with open_binary(str(location)) as fh:
-            return fh.read()
-    except OSError:   # a local path that is not a readable file (a URL's: one line already)
-        raise InputError("annotation file not found", path=shown_url(str(location)),
-                         fix="pass an existing JSONL file (a path or a URL)") from None
+    return read_whole(location, "annotation file", "pass an existing JSONL file (a path or a URL)")
 
 
 def _parse(location, data: bytes, need: tuple) -> list[dict]:

@@ -168,6 +168,7 @@ def store_judged(store, command: str, cfg: dict, result: dict, per_set: dict) ->
 def run_validate(store, cfg: dict, labels, *, images=None, shards=None, reference=None,
                  run: dict | None = None) -> dict:
     """``capaudit judge validate``: judge the labelled sentences, report agreement."""
+    from capaudit.core.storage.urls import name_of
     from capaudit.judge.evidence import build_evidence
     from capaudit.judge.validate import Labels, read_labels
 
@@ -176,7 +177,7 @@ def run_validate(store, cfg: dict, labels, *, images=None, shards=None, referenc
     ids = [r["image_id"] for r in rows]
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
                               reference=reference)
-    name = Path(labels).stem
+    name = Path(name_of(labels)).stem   # a URL's too (its query string left out)
     out, summary, done = judged(store, "judge validate", "capaudit.judge.validate",
                                 [Labels(name, ids, rows)], evidence, cfg, run, jcfg)
     items, agr = out.items[name], out.extra["agreement"]

@@ -40,6 +40,8 @@ __all__ = ["JudgeStep", "JudgeTask", "judge_part", "capped"]
 # a judge's settings that change no verdict: left out of the key of its parts
 _RUNTIME = ("url", "api_key_env", "concurrency", "timeout_s", "deadline_s", "max_retries",
             "cache", "dry_run")
+# what only a set's values read (the merge, every run): left out of the key of its parts
+_VALUES_ONLY = ("n_boot", "seed")
 # what a run spends: a part another run judged (resumed) brings its verdicts, not these
 _SPENT = ("calls", "cache_hits", "tokens_in", "tokens_out", "format_retries", "cost", "spent",
           "usage_ignored")
@@ -119,9 +121,10 @@ class JudgeStep(Step):
         self.shared = ((self.work_dir, "work folder", "--work-dir"),) if self.work_dir else ()
         read = getattr(import_module(module).compute, "read_inputs", None)
         self.inputs = inputs if inputs is not None or read is None else read(cfg)
-        # n_boot and seed too, as when a part held its set's intervals (it holds rows now:
-        # they could leave the key, so that another --n-boot resumes; not done)
-        keep = {k: v for k, v in cfg.items() if k != "judge"}
+        # what a metric's rows read (assumed_units, the files' content), not what only its
+        # values read: the merge bootstraps every set again, so another --n-boot/--seed
+        # resumes the parts and its intervals are a fresh run's
+        keep = {k: v for k, v in cfg.items() if k not in ("judge", *_VALUES_ONLY)}
         keep.update((self.inputs or {}).get("sha256", {}))   # files: their content, not name
         self.key = _key(module, self.jcfg, keep)
 

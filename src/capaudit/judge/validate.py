@@ -56,22 +56,25 @@ def _from_judge_json(data: dict) -> list[dict]:
     return rows
 
 
-def read_labels(path: str | Path) -> tuple[list[dict], int]:
-    """(rows with an integer ``y``, number of tied votes left out)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("labels file not found", path=path, fix="pass an existing JSONL or CSV")
-    suffix = path.suffix.lower()
+def read_labels(location) -> tuple[list[dict], int]:
+    """(rows with an integer ``y``, number of tied votes left out). ``location``: a path or
+    a URL, read once, through the storage layer, by the run's driver (its tasks are handed
+    the rows); a URL is named without its credentials."""
+    from capaudit.core.storage.paths import read_whole
+    from capaudit.core.storage.urls import name_of, shown_url
+
+    data = read_whole(location, "labels file", "pass an existing JSONL or CSV (a path or a URL)")
+    path, suffix = shown_url(str(location)), Path(name_of(location)).suffix.lower()
     if suffix == ".csv":
-        raw = list(csv.DictReader(utf8_text(path).splitlines()))
+        raw = list(csv.DictReader(utf8_text(path, data=data).splitlines()))
     elif suffix == ".json":
         try:
-            raw = _from_judge_json(json.loads(utf8_text(path)))
+            raw = _from_judge_json(json.loads(utf8_text(path, data=data)))
         except (json.JSONDecodeError, AttributeError):
             raise InputError("not the JSON output of capaudit audit factuality", path=path,
                              fix="pass that --json file, or labels as JSONL/CSV") from None
-    else:
-        raw = [obj for _, obj in load_json_lines(path)]   # bad JSON or UTF-8: its row named
+    else:   # bad JSON or UTF-8: its row named
+        raw = [obj for _, obj in load_json_lines(path, data)]
     rows, ties = [], 0
     for row, r in enumerate(raw, 1):
         missing = [k for k in NEED if not isinstance(r, dict) or r.get(k) in (None, "")]

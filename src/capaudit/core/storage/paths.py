@@ -26,13 +26,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-from capaudit.core.storage.urls import is_remote, join, local_path, name_of, on_disk, parent_of
+from capaudit.core.storage.urls import (is_remote, join, local_path, name_of, on_disk,
+                                        parent_of, shown_url)
 from capaudit.errors import InputError
 
-__all__ = ["store_identifies", "write_whole", "as_local", "kept_local", "open_binary", "stat_of", "local_head",
-           "atomic_output", "read_json", "file_size", "is_file", "clean_tmp",
+__all__ = ["store_identifies", "write_whole", "as_local", "kept_local", "open_binary", "stat_of",
+           "local_head", "atomic_output", "read_json", "file_size", "is_file", "clean_tmp",
            "path_kind", "real_path", "absolute", "inside", "remove_file", "remove_empty_dir",
-           "make_folder", "check_out_folder"]
+           "make_folder", "check_out_folder", "read_whole"]
 
 
 def store_identifies(location) -> bool:
@@ -47,10 +48,9 @@ def as_local(location) -> Iterator[tuple[Path, str | None]]:
     None); a remote file (or folder) streamed to a private temporary copy of the same name,
     removed after the block (:func:`capaudit.core.storage.local_copy.local_copy`)."""
     if on_disk(location):
-        yield Path(location), None
+        yield local_path(location), None   # a file:// URL: the file it names
         return
     from capaudit.core.storage.local_copy import local_copy
-    from capaudit.core.storage.urls import shown_url
 
     with local_copy(str(location)) as local:
         yield local, shown_url(location)
@@ -63,7 +63,6 @@ def kept_local(location) -> tuple[Path | None, str | None]:
     if on_disk(location):
         return None, None
     from capaudit.core.storage.local_copy import kept_copy
-    from capaudit.core.storage.urls import shown_url
 
     return kept_copy(location), shown_url(location)
 
@@ -92,6 +91,15 @@ def open_binary(path: str) -> IO[bytes]:
     return open(local_path(path), "rb")   # a path, or a file:// URL
 
 
+def read_whole(location, what: str, fix: str) -> bytes:
+    """A small input's bytes, read once by a run's driver (a path or a URL), or one line."""
+    try:
+        with open_binary(str(location)) as fh:
+            return fh.read()
+    except OSError:   # a local path that is not a readable file (a URL's: one line already)
+        raise InputError(f"{what} not found", path=shown_url(str(location)), fix=fix) from None
+
+
 @contextmanager
 def readable(location, storage_options: dict | None = None, *,
              ranged: bool = False) -> Iterator[tuple]:
@@ -104,8 +112,6 @@ def readable(location, storage_options: dict | None = None, *,
     if local is not None:
         yield local, local
         return
-    from capaudit.core.storage.urls import shown_url
-
     if ranged:
         yield shown_url(location), str(location)
         return

@@ -3,7 +3,8 @@
 Why: to separate the effect of detector errors from the effect of the fusion
 prompt, run FuseCap with perfect tags. Reads the real COCO instances JSON
 (boxes converted from ``[x, y, w, h]`` to ``[x0, y0, x1, y1]``) or the JSONL
-``{"image_id", "categories"}`` form (no boxes). Score is always 1.0.
+``{"image_id", "categories"}`` form (no boxes). Score is always 1.0. The file is a path or
+a URL (read through the storage layer: a private copy of the same name, once per worker).
 """
 
 from __future__ import annotations
@@ -20,15 +21,28 @@ class AnnotationDetector(Detector):
     name = "annotations"
 
     def __init__(self, path: str | None = None, **_):
+        from capaudit.core.storage.paths import as_local, is_file
+        from capaudit.core.storage.urls import local_path, name_of, shown_url
+
+        fix = "pass --annotations PATH (COCO instances JSON or JSONL; a path or a URL)"
         if not path:
-            raise InputError("the annotations detector needs an instances file",
-                             fix="pass --annotations PATH (COCO instances JSON or JSONL)")
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("no such annotations file", path=p,
-                             fix="pass --annotations PATH (COCO instances JSON or JSONL)")
-        self.model_id = f"annotations:{p.name}"
+            raise InputError("the annotations detector needs an instances file", fix=fix)
+        path, on_disk = str(path), local_path(str(path))
+        if not (on_disk.is_file() if on_disk is not None else is_file(path)):
+            raise InputError("no such annotations file", path=shown_url(path), fix=fix)
+        self.model_id = f"annotations:{name_of(path)}"
         self.by_id: dict[int, list[Detection]] = defaultdict(list)
+        # a URL (s3://, gs://, http(s)://...): a private temporary copy of the same name (its
+        # suffix picks the layout), read once per worker like a local file; errors name the URL
+        with as_local(path) as (p, url):
+            try:
+                self._load(p)
+            except InputError as exc:
+                if url is None:
+                    raise
+                raise InputError(str(exc).replace(str(p), url)) from None
+
+    def _load(self, p: Path) -> None:
         if p.suffix.lower() == ".json":
             self._load_coco(p)
         else:

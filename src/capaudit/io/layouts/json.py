@@ -171,11 +171,12 @@ def is_json_array(head: bytes) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
 
 
-def utf8_text(path: Path, encoding: str = "utf-8") -> str:
+def utf8_text(path: Path | str, encoding: str = "utf-8", data: bytes | None = None) -> str:
     """A whole file's text (``encoding``: ``utf-8``, or ``utf-8-sig`` where a BOM is taken
-    off); bytes that are not UTF-8 are one line naming the first of them and the fix."""
+    off); bytes that are not UTF-8 are one line naming the first of them and the fix.
+    ``data``: the file's bytes, read already (a URL's), ``path`` then only names it."""
     try:
-        return path.read_bytes().decode(encoding)
+        return (Path(path).read_bytes() if data is None else data).decode(encoding)
     except UnicodeDecodeError as exc:
         raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path,
                          fix="re-encode the file as UTF-8") from None
