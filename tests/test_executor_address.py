@@ -120,3 +120,6 @@ def test_a_file_url_names_the_local_file(tmp_path):
     path = read_inputs({"annotations": str(tmp_path / "el.jsonl")})
     url = read_inputs({"annotations": f"file://{tmp_path / 'el.jsonl'}"})
     assert url == path and path["by_image"][1][0]["element"] == "a dog"
+    from capaudit.core.storage.paths import is_file
+
+    assert is_file(f"file://{tmp_path / 'el.jsonl'}") and not is_file(f"file://{tmp_path}")

@@ -125,7 +125,9 @@ def run_detect_annotations(store, shards: str, name: str, detector: str = "ssd-m
         raise InputError(f"--min-score {min_score} is not a score", fix="a value in [0, 1]")
     options = dict(options or {})
     paths = list_shards(shards)
-    det = make_detector(detector, options)  # a missing model or extra fails here, once
+    # a missing model or extra fails here, once; the in-process run (one worker) reuses it
+    det = once_per_worker(("detector", detector, json.dumps(options, sort_keys=True)),
+                          lambda: make_detector(detector, options))
     weights = getattr(det, "weights_path", None)
     prov = {"detector": detector, "model_id": det.model_id, "min_score": min_score,
             "weights_sha256": hashlib.sha256(Path(weights).read_bytes()).hexdigest()

@@ -203,9 +203,11 @@ def file_size(path: str) -> int | None:
 
 
 def is_file(path: str) -> bool:
+    """A file (not a link) at a path, a ``file://`` URL, or an object at a URL."""
     if is_remote(path):
         return file_size(path) is not None
-    return os.path.isfile(path) and not os.path.islink(path)
+    local = local_path(path)
+    return os.path.isfile(local) and not os.path.islink(local)
 
 
 def clean_tmp(folder: str, names: list[str]) -> int:
