@@ -92,6 +92,7 @@ def test_every_run_of_the_runner_holds_the_rule():
 @pytest.mark.parametrize("args, flag", [
     (["audit", "run", "nic", "--executor", "ray", "--address", "auto"], "--executor"),
     (["audit", "run", "nic", "--skip-bad-shards"], "--skip-bad-shards"),
+    (["audit", "run", "nic", "--name", "other"], "--name"),   # the set name of shards only
     (["filter", "run", "nic", "--out", "clean", "--filter", "hallucination", "--executor",
       "ray", "--address", "auto"], "--executor"),
     (["filter", "run", "nic", "--out", "clean", "--filter", "gender-neutral", "--workers",

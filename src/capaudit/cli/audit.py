@@ -95,7 +95,8 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                           keep_work)
     refuse_shard_options("a sharded audit", "drop it, or audit shards with --shards DIR",
                          keep_work=keep_work, work_dir=work_dir, executor=executor != "local",
-                         address=address is not None, skip_bad_shards=skip_bad)
+                         address=address is not None, skip_bad_shards=skip_bad,
+                         name=name is not None)
     store = open_store(db, create=True)  # caption files given as targets are registered
     if json_out:   # a link, the store or a source as --json: refused before the audit runs
         from capaudit.core.safe_write import check_file_target
