@@ -11,7 +11,7 @@ from capaudit.core.redact import redact
 
 
 @pytest.mark.parametrize("tail", [": no such file or object (fix: check the path)",
-                                  ", row 1: not valid UTF-8", ": no annotations"])
+                                  ", row 1: not valid UTF-8", ": no rows (an empty file)"])
 def test_a_masked_query_token_keeps_the_separator_after_it(tail):
     url = "https://alice:pw123@h.example/el.jsonl?token=TOKSECRET&sig=SIGSECRET"
     out = redact(url + tail)

@@ -86,10 +86,12 @@ def _parse(location, data: bytes, need: tuple) -> list[dict]:
         try:
             obj["image_id"] = int(obj["image_id"])
         except (TypeError, ValueError):
-            raise InputError("image_id is not an integer", path=path, row=row) from None
+            raise InputError("image_id is not an integer", path=path, row=row,
+                             fix="give each line the COCO image id as a number") from None
         out.append(obj)
-    if not out:
-        raise InputError("no annotations", path=path)
+    if not out:   # --annotations or --qa: named by its keys, not as "annotations"
+        raise InputError("no rows (an empty file)", path=path,
+                         fix=f"one JSON object per line, with {', '.join(need)}")
     return out
 
 
