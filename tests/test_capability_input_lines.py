@@ -29,3 +29,16 @@ def test_an_empty_file_or_a_bad_id_is_one_line_with_a_fix(key, text, said, tmp_p
     assert "\n" not in line
     if key == "qa":
         assert "annotations" not in line and "correct" in line, line
+
+
+@pytest.mark.parametrize("key", ["annotations", "qa"])
+def test_a_missing_file_is_named_by_the_option_that_gave_it(key, tmp_path):
+    """A missing --qa file was "annotation file not found" (so the user looked at the wrong
+    file); each is named by its own option."""
+    (tmp_path / "el.jsonl").write_text(ELEMENT)
+    cfg = {"annotations": str(tmp_path / "el.jsonl"), key: str(tmp_path / "gone.jsonl")}
+    with pytest.raises(InputError) as got:
+        read_inputs(cfg)
+    line = str(got.value)
+    assert f"gone.jsonl: --{key} file not found" in line, line
+    assert f"(fix: pass --{key} an existing JSONL file" in line, line

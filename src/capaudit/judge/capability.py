@@ -44,7 +44,7 @@ def read_inputs(cfg) -> dict:
     sha256 = {}
     for key, need in (("annotations", ELEMENT_KEYS), ("qa", QA_KEYS)):
         if cfg.get(key):
-            data = _read(cfg[key])
+            data = _read(cfg[key], f"--{key}")
             read[key] = _parse(cfg[key], data, need)
             sha256[key] = hashlib.sha256(data).hexdigest()
     by_image: dict = {}
@@ -61,8 +61,9 @@ def read_elements(location, need: tuple = ELEMENT_KEYS) -> list[dict]:
     return _parse(location, _read(location), need)
 
 
-def _read(location) -> bytes:
-    """The file's bytes (a local path, or a URL read through the storage layer)."""
+def _read(location, flag: str = "--annotations") -> bytes:
+    """The file's bytes (a local path, or a URL read through the storage layer); ``flag``:
+    the option that named it (a missing --qa file was called an annotation file)."""
     from capaudit.core.storage.paths import open_binary
     from capaudit.core.storage.urls import shown_url
 
@@ -70,8 +71,8 @@ def _read(location) -> bytes:
         with open_binary(str(location)) as fh:
             return fh.read()
     except OSError:   # a local path that is not a readable file (a URL's: one line already)
-        raise InputError("annotation file not found", path=shown_url(str(location)),
-                         fix="pass an existing JSONL file (a path or a URL)") from None
+        raise InputError(f"{flag} file not found", path=shown_url(str(location)),
+                         fix=f"pass {flag} an existing JSONL file (a path or a URL)") from None
 
 
 def _parse(location, data: bytes, need: tuple) -> list[dict]:
