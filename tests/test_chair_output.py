@@ -226,3 +226,42 @@ def test_a_chair_file_given_as_a_url_has_its_own_scores(tmp_path, shared, capsys
                      "--db", str(tmp_path / f"{tag}.duckdb")]) == 0
         got[tag] = json.loads((tmp_path / f"{tag}.json").read_text())["file_scores"]
     assert got["url"] == got["file"] and got["url"]["variant"]["agreement"]["captions"] == 2
+
+
+def test_compare_names_a_partly_scored_chair_file_by_the_target_that_audits_it(tmp_path, shared,
+                                                                               capsys):
+    """A CHAIR output compared on part of its images, given as a file (not registered): the
+    line's "capaudit audit run X does" names the file, and that command runs (it named the
+    set, which no store holds, so it failed: "'reference_outputs' is neither a registered
+    set nor a file")."""
+    _, gt = _ref_and_variant(tmp_path, shared)
+    chair = ["--chair-gt", gt, "--metrics", "chair_s,chair_i", "--n-boot", "50"]
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"image": "COCO_val2014_000000001290.jpg",
+                               "caption": "a man riding a horse"}) + "\n")
+    ref = str(_reference(shared))
+    capsys.readouterr()
+    assert main(["audit", "compare", ref, str(one), "--report", str(tmp_path / "r"), *chair,
+                 "--db", str(tmp_path / "c.duckdb")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"so they are not set beside them (capaudit audit run {ref} does)" in out, out
+    assert main(["audit", "run", ref, *chair, "--db", str(tmp_path / "c.duckdb")]) == 0
+    assert "reference_outputs: per caption, CHAIR_s agrees on 2 of 2" in \
+        " ".join(capsys.readouterr().out.split())
+
+
+def test_a_chair_file_given_as_a_file_url_is_the_local_file(tmp_path, shared, capsys):
+    """``file:///PATH`` (how the project names "this path on every node"; capability's
+    --annotations take it) as an ``audit run`` target: it was "'file:///...' is neither a
+    registered set nor a file"; it is now the file it names, own scores and all."""
+    _, gt = _ref_and_variant(tmp_path, shared)
+    got = {}
+    for tag, target in (("url", f"file://{tmp_path / 'variant.json'}"),
+                        ("file", str(tmp_path / "variant.json"))):
+        capsys.readouterr()
+        assert main(["audit", "run", target, "--chair-gt", gt, "--metrics", "chair_s,chair_i",
+                     "--n-boot", "50", "--json", str(tmp_path / f"{tag}.json"),
+                     "--db", str(tmp_path / f"{tag}.duckdb")]) == 0, capsys.readouterr().err
+        got[tag] = json.loads((tmp_path / f"{tag}.json").read_text())
+    assert got["url"]["file_scores"]["variant"]["agreement"]["captions"] == 2
+    assert got["url"] == got["file"]   # sets (values, n), coverage, file_scores

@@ -119,6 +119,20 @@ def test_docs_cli_lists_every_option():
     assert len(listed) == len(re.findall(r"^\| `--", doc, flags=re.M))   # each once
 
 
+def test_docs_cli_names_every_command_of_each_option():
+    """Each row's commands are those that take the option: filter run's --shards options
+    (--workers, --where, --format, ...) were missing, so a reader of the table could not
+    learn that filter run takes them (and refuses them without --shards)."""
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    wrong = {}
+    for flag, listed in re.findall(r"^\| `(--[a-z0-9-]+)` \| ([^|]*)\|", doc, flags=re.M):
+        named = {c.strip() for c in listed.split(",") if c.strip()}
+        real = {command for command, *_ in options().get(flag, [])}
+        if named != real:
+            wrong[flag] = (sorted(real - named), sorted(named - real))
+    assert wrong == {}
+
+
 def test_lic_estimate_recovers_a_known_cost_model():
     """A classifier whose cost is known (1.5 s per classifier, 0.25 s per epoch, 2 ms per
     caption-epoch, plus a 4 s first-call warm-up), on a clock it advances itself: the

@@ -25,12 +25,9 @@ def _refused(capsys, tmp_path, args: list) -> str:
 
 GONE = "/nonexistent/capaudit-input"
 COMMANDS = {
-    "audit run SET": ["audit", "run", "nic", "--address", "auto"],
     "audit run --shards": ["audit", "run", "--shards", GONE, "--address", "auto"],
     "filter run --shards": ["filter", "run", "--shards", GONE, "--out", GONE + "-out",
                             "--filter", "hallucination", "--address", "auto"],
-    "filter run SET": ["filter", "run", "nic", "--out", "clean", "--filter", "hallucination",
-                       "--address", "auto"],
     "enrich": ["enrich", "sharegpt4v", "--shards", GONE, "--out", "e", "--llm", "echo",
                "--executor", "local", "--address", "auto"],
     "shards build": ["shards", "build", "--images", GONE, "--captions", "nic", "--out",
@@ -90,8 +87,14 @@ def test_every_run_of_the_runner_holds_the_rule():
 
 
 @pytest.mark.parametrize("args, flag", [
+    # a run without shards joins no cluster: "add --executor ray" (the --address check's
+    # fix) would be refused next, so what is named is that only shards read --address
+    (["audit", "run", "nic", "--address", "auto"], "--address"),
+    (["filter", "run", "nic", "--out", "clean", "--filter", "hallucination", "--address",
+      "auto"], "--address"),
     (["audit", "run", "nic", "--executor", "ray", "--address", "auto"], "--executor"),
     (["audit", "run", "nic", "--skip-bad-shards"], "--skip-bad-shards"),
+    (["audit", "run", "nic", "--name", "other"], "--name"),   # the set name of shards only
     (["filter", "run", "nic", "--out", "clean", "--filter", "hallucination", "--executor",
       "ray", "--address", "auto"], "--executor"),
     (["filter", "run", "nic", "--out", "clean", "--filter", "gender-neutral", "--workers",
@@ -107,6 +110,7 @@ def test_a_run_without_shards_refuses_what_only_shards_read(args, flag, tmp_path
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1, err
     assert f"{flag} applies to" in err and "--shards" in err, err
+    assert NEEDS not in err and "add --executor ray" not in err, err
     assert not any(tmp_path.iterdir()), "nothing made"
 
 

@@ -221,3 +221,22 @@ def test_record_workers_leave_the_commands_signal_handling_to_it():
         for s, h in saved.items():
             signal.signal(s, h)
     assert got == [(signal.SIG_IGN, signal.SIG_DFL, signal.SIG_DFL)] * 3
+
+
+def test_a_second_sigterm_while_the_first_is_handled_is_no_traceback(monkeypatch):
+    """``timeout`` sends SIGTERM to the command and then to its process group (systemd and
+    Kubernetes signal every process too): the second one arrived while the command wrote
+    "terminated by SIGTERM" and ended it in a KeyboardInterrupt traceback (seen 2 runs of 3
+    of ``timeout 110 capaudit audit capability`` on an annotation URL answering 500). Only
+    the first stop raises; the line and exit code are the first's."""
+    import capaudit.cli.main as cli
+
+    monkeypatch.setattr(cli, "_TERMINATED_BY", [])
+    with pytest.raises(KeyboardInterrupt):
+        cli._terminate_as_interrupt(signal.SIGTERM, None)
+    for again in (signal.SIGTERM, signal.SIGHUP):   # the group's copy, then another stop
+        try:
+            cli._terminate_as_interrupt(again, None)
+        except KeyboardInterrupt:   # (uncaught, it would end pytest itself)
+            pytest.fail(f"a {again.name} after the first SIGTERM raised again")
+    assert cli._TERMINATED_BY == [signal.SIGTERM]

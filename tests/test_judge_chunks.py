@@ -217,3 +217,18 @@ def test_a_run_killed_after_one_chunk_resumes_with_the_other_chunks_calls(tmp_pa
     for part in ("items", "values", "extra"):
         assert resumed[part] == whole[part]
     assert not list(work.rglob("*.json"))   # stored: the parts are gone
+
+
+@pytest.mark.parametrize("command", ["audit factuality", "audit dcscore", "audit capability",
+                                     "audit faithscore", "audit capscore", "judge validate"])
+def test_the_help_shows_the_workers_a_judged_run_takes_without_the_flag(command, capsys,
+                                                                        monkeypatch):
+    """Whether a set is cut into chunks depends on --workers: the help showed the audit's
+    default (2) where a judged run without the flag takes one worker (a task per set)."""
+    from capaudit.cli.main import main
+    from capaudit.judge.runner import RUN_DEFAULTS
+
+    monkeypatch.setenv("COLUMNS", "300")
+    main([*command.split(), "--help"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "--workers" in x)
+    assert f"[default: ({RUN_DEFAULTS['workers']})]" in line, line

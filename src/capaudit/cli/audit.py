@@ -70,6 +70,9 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
     from capaudit.audit.runner import run_audit
     from capaudit.executors.base import check_executor
 
+    check_executor(executor, None)   # an unknown executor is named first
+    if targets and not shards:   # no cluster to name: "add --executor ray" would fail next
+        _refuse_shard_options(executor, address, skip_bad, work_dir, keep_work, name)
     check_executor(executor, address)
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
@@ -93,9 +96,6 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
                              fix="capaudit audit run SET ... or capaudit audit run --shards DIR")
         return run_shards(shards, name, cfg, executor, address, skip_bad, work_dir, json_out, db,
                           keep_work)
-    refuse_shard_options("a sharded audit", "drop it, or audit shards with --shards DIR",
-                         keep_work=keep_work, work_dir=work_dir, executor=executor != "local",
-                         address=address is not None, skip_bad_shards=skip_bad)
     store = open_store(db, create=True)  # caption files given as targets are registered
     if json_out:   # a link, the store or a source as --json: refused before the audit runs
         from capaudit.core.safe_write import check_file_target
@@ -286,3 +286,11 @@ def register(app: typer.Typer) -> None:
     audit_app.command("leaderboard")(leaderboard_command)
     audit_app.command("card")(card_command)
     app.add_typer(audit_app, name="audit")
+
+
+def _refuse_shard_options(executor, address, skip_bad, work_dir, keep_work, name) -> None:
+    """``audit run SET`` given what only ``--shards`` reads: one line naming the first."""
+    refuse_shard_options("a sharded audit", "drop it, or audit shards with --shards DIR",
+                         executor=executor != "local", address=address is not None,
+                         keep_work=keep_work, work_dir=work_dir, skip_bad_shards=skip_bad,
+                         name=name is not None)

@@ -65,6 +65,16 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
     from capaudit.executors.base import check_executor
 
+    check_executor(executor, None)   # an unknown executor is named first
+    if shards is None and set_name is not None:   # "add --executor ray" would fail next
+        refuse_shard_options("filter run --shards", "drop it to filter the set here, or "
+                             "filter shards with --shards SRC --out DST",
+                             executor=executor != "local", address=address is not None,
+                             workers=workers != 1, work_dir=work_dir is not None,
+                             skip_bad_shards=skip_bad, keep_work=keep_work,
+                             format=fmt is not None, caption_col=caption_col is not None,
+                             id_col=id_col is not None, turns=turns is not None,
+                             where=where is not None)
     check_executor(executor, address)
     if (shards is None) == (set_name is None):
         raise InputError("give either a set name or --shards",
@@ -84,13 +94,6 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
                                   "where": where}, db=db)
     from capaudit.filters.runner import filter_set
 
-    refuse_shard_options("filter run --shards", "drop it to filter the set here, or filter shards with "
-                         "--shards SRC --out DST", executor=executor != "local",
-                         address=address is not None, workers=workers != 1,
-                         work_dir=work_dir is not None, skip_bad_shards=skip_bad,
-                         keep_work=keep_work, format=fmt is not None,
-                         caption_col=caption_col is not None, id_col=id_col is not None,
-                         turns=turns is not None, where=where is not None)
     store = open_store(db)
     n = store.get_set(set_name).n_captions
     with progress(transient=True) as bar:

@@ -48,7 +48,9 @@ SHOWN: dict[str, str] = {
     "--judge-model": "none (give one)", "--api-key-env": "OPENAI_API_KEY",
     "--max-calls": "no cap", "--max-cost": "no cap", "--evidence": "image",
     "--limit": "every caption", "--qa": "none",
-    **{f"{command}:{flag}": shown for flag, shown in (("--seed", "0"), ("--n-boot", "1000"))
+    # --workers: judge.runner.RUN_DEFAULTS (one task per set), not the audit's 2
+    **{f"{command}:{flag}": shown for flag, shown in (("--seed", "0"), ("--n-boot", "1000"),
+                                                      ("--workers", "1"))
        for command in ("audit factuality", "audit dcscore", "audit capability",
                        "audit faithscore", "audit capscore", "judge validate")},
     # enrichment (capaudit.enrich.runner.DEFAULTS, configs/enrich.yaml)

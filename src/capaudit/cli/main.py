@@ -132,7 +132,12 @@ def _interrupted() -> int:
 def _terminate_as_interrupt(signum, frame) -> None:
     """SIGTERM and SIGHUP (a service stop, a closed terminal) take Ctrl-C's path: workers
     and open connections are stopped, transactions roll back, what is done is kept. By
-    default they killed the process on the spot and left its worker processes running."""
+    default they killed the process on the spot and left its worker processes running.
+    Raised once: the same stop sent again (``timeout`` signals the command and then its
+    process group, as systemd and Kubernetes signal every process of the unit) arrived while
+    the first was being handled and ended the command in a traceback."""
+    if _TERMINATED_BY:   # already on its way out, one line said or about to be
+        return
     _TERMINATED_BY.append(signum)
     raise KeyboardInterrupt
 

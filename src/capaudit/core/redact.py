@@ -31,10 +31,12 @@ _HEADER = re.compile(
     """)
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{4,}")
 _URL_USER = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+# a value ends at "&", a space or a quote; a ":" or "," ends it only where a space or the end
+# follows (a one-line error's "URL?token=X: no such file", "URL?token=X, row 1: ...")
 _KEY_PARAM = re.compile(r"(?i)([?&;](?:api[-_]?key|key|token|access_token|sig|signature|"
                         r"x-(?:amz|goog)-[a-z0-9-]*(?:signature|credential|token)|"
                         r"[a-z0-9_.-]*(?:secret|password|token|credential|signature)"
-                        r"|awsaccesskeyid)=)[^&\s\"']+")
+                        r"|awsaccesskeyid)=)(?:[^&\s\"',:]|[,:](?=[^\s&\"']))+")
 # a credential's name followed by its value: aws_secret_access_key = X, "secret": "X"
 _NAMED = re.compile(r"""(?ix)
     ( ["']? \b (?:aws_secret_access_key|aws_session_token|aws_access_key_id|secret_access_key

@@ -153,7 +153,9 @@ def _file_name(path: Path) -> str:
 
 
 def _target_path(store, target: str) -> Path:
-    path = Path(target)
+    from capaudit.core.storage.urls import local_path
+
+    path = local_path(target)   # a file:// URL: the local file it names
     if not path.exists():
         hint = "register it with capaudit sets add, or give a caption file"
         if store is not None:

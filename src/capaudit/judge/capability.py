@@ -44,7 +44,7 @@ def read_inputs(cfg) -> dict:
     sha256 = {}
     for key, need in (("annotations", ELEMENT_KEYS), ("qa", QA_KEYS)):
         if cfg.get(key):
-            data = _read(cfg[key])
+            data = _read(cfg[key], f"--{key}")
             read[key] = _parse(cfg[key], data, need)
             sha256[key] = hashlib.sha256(data).hexdigest()
     by_image: dict = {}
@@ -61,11 +61,13 @@ def read_elements(location, need: tuple = ELEMENT_KEYS) -> list[dict]:
     return _parse(location, _read(location), need)
 
 
-def _read(location) -> bytes:
-    """The file's bytes (a local path, or a URL read through the storage layer)."""
+def _read(location, flag: str = "--annotations") -> bytes:
+    """The file's bytes (a local path, or a URL read through the storage layer); ``flag``:
+    the option that named it (a missing --qa file was called an annotation file)."""
     from capaudit.core.storage.paths import read_whole
 
-    return read_whole(location, "annotation file", "pass an existing JSONL file (a path or a URL)")
+    return read_whole(location, f"{flag} file",
+                      f"pass {flag} an existing JSONL file (a path or a URL)")
 
 
 def _parse(location, data: bytes, need: tuple) -> list[dict]:
@@ -80,10 +82,12 @@ def _parse(location, data: bytes, need: tuple) -> list[dict]:
         try:
             obj["image_id"] = int(obj["image_id"])
         except (TypeError, ValueError):
-            raise InputError("image_id is not an integer", path=path, row=row) from None
+            raise InputError("image_id is not an integer", path=path, row=row,
+                             fix="give each line the COCO image id as a number") from None
         out.append(obj)
-    if not out:
-        raise InputError("no annotations", path=path)
+    if not out:   # --annotations or --qa: named by its keys, not as "annotations"
+        raise InputError("no rows (an empty file)", path=path,
+                         fix=f"one JSON object per line, with {', '.join(need)}")
     return out
 
 

@@ -81,17 +81,31 @@ def group_references(store, reference: str) -> dict:
     return out
 
 
+def refuse_without_ids(image_ids: list, name: str | None = None) -> None:
+    """Captions without an image id (named by a file name that is no COCO id): the evidence
+    is found by image id, so such captions have none. Said as such: they were counted as
+    "1 image(s) not found" whatever their number, with a fix to put images where they were."""
+    rows = [r for r, i in enumerate(image_ids, 1) if i is None]
+    if rows:
+        of = f" of '{name}'" if name else ""
+        raise InputError(f"{len(rows):,} caption(s){of} have no image id (first: caption "
+                         f"{rows[0]}): a judge's evidence (images, references) is found by "
+                         "image id",
+                         fix="give each caption its image id (an image_id field, or a COCO "
+                             "file name such as COCO_val2014_000000000042.jpg)")
+
+
 def reference_evidence(store, reference: str | None, image_ids: list) -> Evidence:
     """The human captions of every image in ``image_ids`` (all must have one)."""
     if not reference:
         raise InputError("this metric needs the human captions of the same images",
                          fix="pass --reference SET")
+    refuse_without_ids(image_ids)
     refs = group_references(store, reference)
     missing = sorted({i for i in image_ids if i is not None} - set(refs))
-    if missing or None in image_ids:
-        first = missing[0] if missing else "(a caption without image id)"
-        raise InputError(f"{len(missing) or 1} image(s) have no caption in the reference set "
-                         f"'{reference}', first image id {first}",
+    if missing:
+        raise InputError(f"{len(missing)} image(s) have no caption in the reference set "
+                         f"'{reference}', first image id {missing[0]}",
                          fix="use a reference set covering the same images")
     return Evidence("reference-captions", references=refs)
 
@@ -100,6 +114,7 @@ def build_evidence(store, judge_cfg, image_ids: list, *, images: str | None = No
                    shards: str | None = None, reference: str | None = None) -> Evidence:
     """Check and gather the evidence for ``image_ids`` (before any judge call)."""
     kind = judge_cfg.evidence
+    refuse_without_ids(image_ids)
     wanted = {i for i in image_ids if i is not None}
     refs = reference_evidence(store, reference, image_ids).references if reference else {}
     if kind == "reference-captions":
@@ -128,10 +143,9 @@ def build_evidence(store, judge_cfg, image_ids: list, *, images: str | None = No
                          fix="pass --images DIR or --shards DIR (or --evidence "
                              "reference-captions --reference SET for a text-only judge)")
     missing = sorted(wanted - set(found))
-    if missing or None in image_ids:
-        first = missing[0] if missing else "(a caption without image id)"
-        raise InputError(f"{len(missing) or 1} image(s) not found for the VLM judge, first "
-                         f"image id {first}", path=images or shards,
+    if missing:
+        raise InputError(f"{len(missing)} image(s) not found for the VLM judge, first "
+                         f"image id {missing[0]}", path=images or shards,
                          fix="put the images there (COCO file names or <id>.jpg)")
     return Evidence(kind, images=found, references=refs)
 

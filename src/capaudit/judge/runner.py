@@ -82,7 +82,8 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
                run: dict | None = None) -> dict:
     """Run one judged metric on ``targets``; store unless it is a dry run (``run``: how
     the judging runs, :data:`RUN_DEFAULTS`)."""
-    from capaudit.judge.evidence import build_evidence, load_captions, reference_evidence
+    from capaudit.judge.evidence import (build_evidence, load_captions, reference_evidence,
+                                         refuse_without_ids)
 
     jcfg = JudgeConfig.from_mapping(cfg["judge"])
     sets = [load_captions(store, t, cfg.get("limit")) for t in targets]
@@ -94,8 +95,10 @@ def run_judged(store, command: str, targets: list[str], cfg: dict,
     inputs = read(cfg) if read is not None else None
     if getattr(compute, "check", None):   # what the metric refuses, before any call
         compute.check(sets, cfg, inputs)
-    ids = [i for s in sets for i in s.image_ids]
     need = compute.needs_evidence   # "image" (image or references), "reference" or None
+    for s in sets if need else ():   # evidence is found by image id: each set's own line
+        refuse_without_ids(s.image_ids, s.name)
+    ids = [i for s in sets for i in s.image_ids]
     evidence = build_evidence(store, jcfg, ids, images=images, shards=shards,
                               reference=reference) if need == "image" else \
         reference_evidence(store, reference, ids) if need == "reference" else None

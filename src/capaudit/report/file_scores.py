@@ -114,7 +114,7 @@ def file_scores(store, run_id: int | None, results: Mapping,
         lines = beside_lines(name, meta, res, agreement) if not part else [
             f"{name}: {summary_line(meta).split('; ')[0]}, on all its captions; "
             "capaudit's here rest on the compared images only, so they are not set beside "
-            f"them (capaudit audit run {name} does)"]
+            f"them (capaudit audit run {_target(name, info, results[name].meta)} does)"]
         out[name] = {"format": got.get("format"), "captions": got.get("captions"),
                      "overall": got["overall"], "lines": lines,
                      "agreement": None if not agreement or not agreement[0] else {
@@ -122,3 +122,13 @@ def file_scores(store, run_id: int | None, results: Mapping,
                          "first_rows": [r + 1 for r in agreement[2]]}}
     return out
 
+
+
+def _target(name: str, info, meta: Mapping) -> str:
+    """What ``audit run`` audits the set as: its name where registered, else the file (or
+    URL, redacted) it was read from: an unregistered file's name is no target."""
+    import shlex
+
+    from capaudit.core.redact import redact
+
+    return name if info is not None else shlex.quote(redact(meta.get("source") or name))
