@@ -19,7 +19,7 @@ from typing import Iterator
 from capaudit.core.storage.fs import filesystem, retrying
 from capaudit.core.storage.urls import local_path, name_of, protocol_of
 
-__all__ = ["local_copy", "kept_copy"]
+__all__ = ["local_copy", "kept_copy", "named_by_url"]
 
 
 @contextlib.contextmanager
@@ -64,3 +64,15 @@ def kept_copy(location, storage_options: dict | None = None) -> Path:
         _KEPT[location] = ctx.__enter__()
         atexit.register(ctx.__exit__, None, None, None)
     return _KEPT[location]
+
+
+def named_by_url(exc: BaseException, copy: Path, url: str) -> None:
+    """``exc`` (a capaudit error raised while a reader read ``copy``) made to name ``url``
+    where it named the copy, in place: its class, row and fix kept. Why: a private
+    temporary path tells the user nothing, and it is gone when the message is read."""
+    old = str(copy)
+    exc.args = tuple(a.replace(old, url) if isinstance(a, str) else a for a in exc.args)
+    for attr in ("path", "fix"):
+        value = getattr(exc, attr, None)
+        if value is not None and old in str(value):
+            setattr(exc, attr, str(value).replace(old, url))
