@@ -5,7 +5,8 @@
    (``/tmp/capaudit-remote-x1y2/bad.jsonl, row 2: ...``), a path that tells the user nothing
    and is gone when the message is read. ``as_local`` now rewrites a capaudit error raised in
    its block to name the URL: the same class, row and fix, the same words as for the same
-   file on disk (a local path's message is untouched).
+   file on disk (a local path's message is untouched); ``audit run``'s copy, kept for the
+   process and read lazily, has its errors rewritten as it is read.
 2. fsspec's http file system reports a 401/403 (and a 5xx) on ``info`` as a
    ``FileNotFoundError``: a refused file read "no such file or object", and a probe for an
    annotations file said "no such annotations file". A refusal is now one line saying access
@@ -75,6 +76,19 @@ def test_annotations_add_of_a_bad_file_on_memory_names_the_url(tmp_path, capsys,
     err = _same_error_for_url_and_path(capsys, tmp_path, url, tmp_path / "inst.json",
                                        "annotations", "add", "instances")
     assert err.startswith(f"capaudit: error: {url}: malformed JSON"), err
+
+
+@pytest.mark.parametrize("bad", [BAD_ROWS, BAD_ROWS.replace(b'"caption": \n', b'"caption": 5}\n')])
+def test_audit_run_of_a_bad_caption_file_on_memory_names_the_url(bad, tmp_path, capsys,
+                                                                 memory_files):
+    """``audit run`` keeps its copy for the process (read twice: coverage, then the audit),
+    read lazily: its errors are named as it is read."""
+    name = f"caps{len(bad)}.jsonl"   # a URL's copy is kept for the process: one name each
+    url = memory_files(name, bad)
+    (tmp_path / name).write_bytes(bad)
+    err = _same_error_for_url_and_path(capsys, tmp_path, url, tmp_path / name,
+                                       "audit", "run", "--metrics", "length")
+    assert err.startswith(f"capaudit: error: {url}, row 2: "), err
 
 
 def test_as_local_keeps_the_class_row_and_fix_and_leaves_a_path_alone(tmp_path,

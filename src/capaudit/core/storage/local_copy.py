@@ -19,7 +19,7 @@ from typing import Iterator
 from capaudit.core.storage.fs import filesystem, retrying
 from capaudit.core.storage.urls import local_path, name_of, protocol_of
 
-__all__ = ["local_copy", "kept_copy", "named_by_url"]
+__all__ = ["local_copy", "kept_copy", "named_by_url", "url_named"]
 
 
 @contextlib.contextmanager
@@ -76,3 +76,19 @@ def named_by_url(exc: BaseException, copy: Path, url: str) -> None:
         value = getattr(exc, attr, None)
         if value is not None and old in str(value):
             setattr(exc, attr, str(value).replace(old, url))
+
+
+def url_named(make, copy: Path, url: str):
+    """``make`` (a callable giving an iterator that reads ``copy``) whose capaudit errors
+    name ``url`` (:func:`named_by_url`): a kept copy is read lazily, after the call that
+    made it returned; what ``make`` keeps as its ``reader`` is kept too."""
+    from capaudit.errors import CapauditError
+
+    def reading():
+        try:
+            yield from make()
+        except CapauditError as exc:
+            named_by_url(exc, copy, url)
+            raise
+    reading.reader = getattr(make, "reader", None)
+    return reading
