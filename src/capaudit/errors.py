@@ -58,6 +58,17 @@ class DataError(InputError):
     damaged one, a file that is not the format it claims): the fix is in the data."""
 
 
+class StoreFault(InputError):
+    """A store gave no answer about a location: it did not answer in time, or refused access
+    (:class:`AccessRefused`). Not a missing file: a probe (does it exist?) must not take it
+    for absence."""
+
+
+class AccessRefused(StoreFault):
+    """A store refused to let a location be read or written (HTTP 401/403, S3 AccessDenied,
+    no credentials); the fix is the credentials, never printed."""
+
+
 class MissingExtraError(CapauditError):
     """An optional dependency is missing; the message names the extra to install."""
 

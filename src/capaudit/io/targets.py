@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.core.storage.paths import kept_local
-from capaudit.errors import InputError
+from capaudit.errors import CapauditError, InputError
 from capaudit.io.imageids import file_evidence, image_units, infer_namespace, is_digit_key
 
 __all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
@@ -75,7 +75,7 @@ def resolve_target(store, target: str) -> StreamTarget:
                                 lambda: _batches_rows(store.iter_captions(name)), info.n_captions)
     copy, url = kept_local(target)
     if copy is not None:
-        return _named_by_url(resolve_target(None, str(copy)), target, url)
+        return _named_by_url(lambda: resolve_target(None, str(copy)), target, url, copy)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_captions
     from capaudit.io.readers import detect_format, get_reader
@@ -140,11 +140,21 @@ class ReplayBatches:
         self.held = keep
 
 
-def _named_by_url(found, url: str, shown: str):
-    """A caption file read from its local copy, named and sourced by its URL."""
+def _named_by_url(load, url: str, shown: str, copy: Path):
+    """A caption file read from its local copy (``load()``), named and sourced by its URL;
+    its errors, now or as it is read, name the URL too, never the copy."""
+    from capaudit.core.storage.local_copy import named_by_url, url_named
     from capaudit.core.storage.urls import name_of
 
+    try:
+        found = load()
+    except CapauditError as exc:
+        named_by_url(exc, copy, shown)
+        raise
     found.name, found.source = name_of(url).split(".")[0], shown
+    if isinstance(found, StreamTarget):
+        found.rows = url_named(found.rows, copy, shown)
+        found.batches = found.batches and url_named(found.batches, copy, shown)
     return found
 
 
@@ -177,7 +187,7 @@ def load_target(store, target: str) -> Target:
                       tbl.column("caption").to_pylist(), f"set:{target}")
     copy, url = kept_local(target)
     if copy is not None:
-        return _named_by_url(load_target(None, str(copy)), target, url)
+        return _named_by_url(lambda: load_target(None, str(copy)), target, url, copy)
     path = _target_path(store, target)
     from capaudit.io.ingest import check_batch
     from capaudit.io.readers import detect_format, get_reader

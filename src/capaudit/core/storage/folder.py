@@ -206,14 +206,22 @@ def staged(location) -> Iterator[Path]:
 def _cat_or_none(fs, path: str) -> bytes | None:
     try:
         return fs.cat_file(path)
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
+        from capaudit.core.storage.fs import is_missing
+
+        if not is_missing(exc):   # a 403 or a 503 that a backend reported as absence
+            raise
         return None
 
 
 def _info_or_none(fs, path: str) -> dict | None:
     try:
         return fs.info(path)
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
+        from capaudit.core.storage.fs import is_missing
+
+        if not is_missing(exc):   # a 403 or a 503 that a backend reported as absence
+            raise
         return None
 
 

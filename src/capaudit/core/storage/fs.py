@@ -59,10 +59,10 @@ import time
 from typing import Callable, TypeVar
 
 from capaudit.core.storage.urls import BACKENDS, local_path, protocol_of, shown_url
-from capaudit.errors import InputError, require
+from capaudit.errors import AccessRefused, InputError, StoreFault, require
 
 __all__ = ["filesystem", "open_input", "identity", "info_identity", "retrying",
-           "io_error", "is_transient", "DEADLINE_ENV"]
+           "io_error", "is_transient", "is_refused", "is_missing", "DEADLINE_ENV"]
 
 T = TypeVar("T")
 DEADLINE_ENV, DEFAULT_DEADLINE_S = "CAPAUDIT_IO_DEADLINE_S", 300.0
@@ -121,21 +121,52 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an error (or what caused it) carries, if any: fsspec's http file
+    system reports a 403 or a 503 on ``info`` as a ``FileNotFoundError`` caused by it."""
+    for e in (exc, exc.__cause__, exc.__context__):
+        status = None if e is None else getattr(e, "status", None) or getattr(
+            e, "status_code", None)
+        if isinstance(status, int):
+            return status
+    return None
+
+
+def is_refused(exc: BaseException) -> bool:
+    """The store refused access (HTTP 401/403, S3 AccessDenied, no credentials): not a
+    missing object, and no retry cures it."""
+    text = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
+    return _status(exc) in (401, 403) or isinstance(exc, PermissionError) \
+        or any(w in text for w in ("AccessDenied", "Forbidden", "InvalidAccessKeyId",
+                                   "SignatureDoesNotMatch")) \
+        or type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError")
+
+
+def is_missing(exc: BaseException) -> bool:
+    """A ``FileNotFoundError`` that means the object is not there (not a refusal or a
+    server fault that a backend reported as one)."""
+    return isinstance(exc, FileNotFoundError) and not is_refused(exc) \
+        and not is_transient(exc)
+
+
 def io_error(exc: BaseException, url, what: str = "read") -> InputError:
-    """A storage fault as one line naming the location (credentials masked) and the fix."""
+    """A storage fault as one line naming the location (credentials masked) and the fix:
+    a refusal, a missing object and a store that did not answer each say so."""
     name, text = type(exc).__name__, " ".join(str(exc).split())[:200]
-    if isinstance(exc, FileNotFoundError):
-        return InputError("no such file or object", path=shown_url(url), fix="check the path")
-    if isinstance(exc, PermissionError) or "AccessDenied" in text or "Forbidden" in text \
-            or name in ("NoCredentialsError", "PartialCredentialsError"):
-        return InputError(f"cannot {what} here: access denied or no credentials ({name})",
+    if is_refused(exc):
+        status = _status(exc)
+        return AccessRefused(f"cannot {what} here: access refused "
+                          f"({f'HTTP {status}' if status else name}: denied, or no credentials)",
                           path=shown_url(url), fix="check the credentials of this store "
                           "(AWS_PROFILE / AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, "
                           "HF_TOKEN) and its endpoint (AWS_ENDPOINT_URL)")
     if is_transient(exc):
-        return InputError(f"the store did not answer within {_deadline():g} s ({name}: "
-                          f"{shown_url(text)})", path=shown_url(url),
+        said = f"HTTP {_status(exc)}" if _status(exc) else f"{name}: {shown_url(text)}"
+        return StoreFault(f"the store did not answer within {_deadline():g} s ({said})",
+                          path=shown_url(url),
                           fix=f"check the network and the endpoint, or raise {DEADLINE_ENV}")
+    if isinstance(exc, FileNotFoundError):
+        return InputError("no such file or object", path=shown_url(url), fix="check the path")
     return InputError(f"cannot {what} ({name}: {shown_url(text)})", path=shown_url(url),
                       fix="check the path and the store")
 

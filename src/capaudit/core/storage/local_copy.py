@@ -19,7 +19,7 @@ from typing import Iterator
 from capaudit.core.storage.fs import filesystem, retrying
 from capaudit.core.storage.urls import local_path, name_of, protocol_of
 
-__all__ = ["local_copy", "kept_copy"]
+__all__ = ["local_copy", "kept_copy", "named_by_url", "url_named"]
 
 
 @contextlib.contextmanager
@@ -64,3 +64,31 @@ def kept_copy(location, storage_options: dict | None = None) -> Path:
         _KEPT[location] = ctx.__enter__()
         atexit.register(ctx.__exit__, None, None, None)
     return _KEPT[location]
+
+
+def named_by_url(exc: BaseException, copy: Path, url: str) -> None:
+    """``exc`` (a capaudit error raised while a reader read ``copy``) made to name ``url``
+    where it named the copy, in place: its class, row and fix kept. Why: a private
+    temporary path tells the user nothing, and it is gone when the message is read."""
+    old = str(copy)
+    exc.args = tuple(a.replace(old, url) if isinstance(a, str) else a for a in exc.args)
+    for attr in ("path", "fix"):
+        value = getattr(exc, attr, None)
+        if value is not None and old in str(value):
+            setattr(exc, attr, str(value).replace(old, url))
+
+
+def url_named(make, copy: Path, url: str):
+    """``make`` (a callable giving an iterator that reads ``copy``) whose capaudit errors
+    name ``url`` (:func:`named_by_url`): a kept copy is read lazily, after the call that
+    made it returned; what ``make`` keeps as its ``reader`` is kept too."""
+    from capaudit.errors import CapauditError
+
+    def reading():
+        try:
+            yield from make()
+        except CapauditError as exc:
+            named_by_url(exc, copy, url)
+            raise
+    reading.reader = getattr(make, "reader", None)
+    return reading

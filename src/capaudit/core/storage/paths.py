@@ -1,18 +1,14 @@
 """Files named by location strings (a local path or a URL): open, list, stat, write whole,
 remove; the one place that asks whether a location is on a disk or in object storage.
 
-Why by strings: a Ray task receives strings, never a ``Path`` or a file system with its
-credentials; the sharded filter, the annotation and caption readers and the exports name
-their files so and call these functions, which keep the promises on either store:
+Why by strings: a Ray task receives strings, never a file system with its credentials; the
+readers, the sharded filter and the exports call these functions, which keep on either store:
 
-- an output appears whole or not at all (a temporary name renamed on a disk,
-  :mod:`capaudit.core.safe_write`; an upload committed only when complete on object storage,
-  :mod:`capaudit.core.storage.remote_write`: no temporary key, no rename); a link is never
-  followed on a disk, object storage has none;
-- a read is streamed (a remote one in retried blocks, :func:`capaudit.core.storage.fs.
+- an output appears whole or not at all (a temporary name renamed on a disk, never through
+  a link; an upload committed only when complete, :mod:`~capaudit.core.storage.remote_write`);
+- a read is streamed (a remote one in retried blocks, :func:`~capaudit.core.storage.fs.
   open_input`); a reader that needs a path gets a private local copy (:func:`as_local`);
-- an input's identity: a disk file is known by its content (its sha256, hashed while it is
-  read), an object by what its store reports (:func:`store_identifies`, :func:`stat_of`).
+- an input's identity: a disk file's sha256, an object's what its store reports.
 
 fsspec is imported only when a location is a URL.
 """
@@ -28,7 +24,7 @@ from typing import IO, Iterator
 
 from capaudit.core.storage.urls import (is_remote, join, local_path, name_of, on_disk,
                                         parent_of, shown_url)
-from capaudit.errors import InputError
+from capaudit.errors import CapauditError, InputError, StoreFault
 
 __all__ = ["store_identifies", "write_whole", "as_local", "kept_local", "open_binary", "stat_of",
            "local_head", "atomic_output", "read_json", "file_size", "is_file", "clean_tmp",
@@ -45,21 +41,25 @@ def store_identifies(location) -> bool:
 @contextmanager
 def as_local(location) -> Iterator[tuple[Path, str | None]]:
     """``(a local path holding location, its URL as shown)``: a local path as it is (no URL:
-    None); a remote file (or folder) streamed to a private temporary copy of the same name,
-    removed after the block (:func:`capaudit.core.storage.local_copy.local_copy`)."""
+    None); a remote file (or folder) as a private temporary copy of the same name, removed
+    after the block (:mod:`~capaudit.core.storage.local_copy`); a capaudit error raised in
+    the block names the URL, never the copy (same class, row and fix)."""
     if on_disk(location):
         yield local_path(location), None   # a file:// URL: the file it names
         return
-    from capaudit.core.storage.local_copy import local_copy
+    from capaudit.core.storage.local_copy import local_copy, named_by_url
 
     with local_copy(str(location)) as local:
-        yield local, shown_url(location)
+        try:
+            yield local, shown_url(location)
+        except CapauditError as exc:
+            named_by_url(exc, local, shown_url(location))
+            raise
 
 
 def kept_local(location) -> tuple[Path | None, str | None]:
-    """:func:`as_local` for a file read more than once (a caption file given to ``audit
-    run``: the coverage pass, then the audit): ``(None, None)`` for a local path (read in
-    place); for a URL a copy that lives until the process ends, and the URL as shown."""
+    """:func:`as_local` for a file read more than once (``audit run``'s captions): ``(None,
+    None)`` for a local path; for a URL a copy kept until the process ends, the URL shown."""
     if on_disk(location):
         return None, None
     from capaudit.core.storage.local_copy import kept_copy
@@ -82,8 +82,8 @@ def write_whole(path, data: bytes) -> None:
 
 
 def open_binary(path: str) -> IO[bytes]:
-    """``path`` opened for reading in binary (a remote one read in retried blocks, never
-    downloaded whole); a local file's fault is the ``OSError`` of ``open``."""
+    """``path`` opened for reading in binary (a remote one in retried blocks); a local
+    file's fault is the ``OSError`` of ``open``."""
     if is_remote(path):
         from capaudit.core.storage.fs import open_input
 
@@ -92,7 +92,7 @@ def open_binary(path: str) -> IO[bytes]:
 
 
 def read_whole(location, what: str, fix: str) -> bytes:
-    """A small input's bytes, read once by a run's driver (a path or a URL), or one line."""
+    """A small input's bytes (a path or a URL), or one line."""
     try:
         with open_binary(str(location)) as fh:
             return fh.read()
@@ -136,8 +136,8 @@ def stat_of(path: str) -> dict:
 
 @contextmanager
 def local_head(path: str, n: int = 1 << 16) -> Iterator[str]:
-    """A local path to sniff a file's format on: the file itself, or for a URL a private
-    temporary file of the same name holding its first ``n`` bytes (one ranged read)."""
+    """A local path to sniff a file's format on: the file itself, or a private temporary
+    file of a URL's name holding its first ``n`` bytes (one ranged read)."""
     if not is_remote(path):
         yield path
         return
@@ -194,7 +194,9 @@ def file_size(path: str) -> int | None:
 
         try:
             return Folder(parent_of(path)).size(name_of(path))
-        except InputError:
+        except InputError as exc:   # a refusal or no answer is not absence: raised
+            if isinstance(exc, StoreFault):
+                raise
             return None
     try:
         return os.stat(path).st_size
@@ -211,9 +213,8 @@ def is_file(path: str) -> bool:
 
 
 def clean_tmp(folder: str, names: list[str]) -> int:
-    """Remove what killed writers left of ``names`` (``.NAME.tmp-PID-RANDOM``, the one
-    writer's temporary names); returns how many. Object storage has none: an upload not
-    committed is never an object."""
+    """Remove (and count) what killed writers left of ``names`` (``.NAME.tmp-PID-RANDOM``);
+    object storage has none: an upload not committed is never an object."""
     if is_remote(folder):
         return 0
     from capaudit.core.safe_write import temp_prefix
@@ -287,8 +288,8 @@ def make_folder(path: str) -> str:
 
 
 def check_out_folder(path: str) -> None:
-    """The one writer's rules for a folder output (not ``/``, the working folder or a
-    link; a file of that name refused); a URL must be one capaudit may write."""
+    """The one writer's rules for a folder output (not ``/``, the working folder, a link or
+    a file); a URL must be one capaudit may write."""
     if is_remote(path):
         from capaudit.core.storage.remote_write import check_writable
 

@@ -34,13 +34,9 @@ class AnnotationDetector(Detector):
         self.by_id: dict[int, list[Detection]] = defaultdict(list)
         # a URL (s3://, gs://, http(s)://...): a private temporary copy of the same name (its
         # suffix picks the layout), read once per worker like a local file; errors name the URL
-        with as_local(path) as (p, url):
-            try:
-                self._load(p)
-            except InputError as exc:
-                if url is None:
-                    raise
-                raise InputError(str(exc).replace(str(p), url)) from None
+        # (as_local rewrites them)
+        with as_local(path) as (p, _):
+            self._load(p)
 
     def _load(self, p: Path) -> None:
         if p.suffix.lower() == ".json":
