@@ -239,3 +239,31 @@ def test_an_s3_refusal_is_named_as_one(monkeypatch):
         assert "secret" not in str(err)
     missing = FileNotFoundError("b/k.jsonl")
     assert is_missing(missing) and not isinstance(io_error(missing, "s3://b/k"), AccessRefused)
+
+
+def test_a_missing_object_whose_name_holds_a_refusal_word_is_missing(memory_files):
+    """A missing object's error holds its own path: ``memory://b/Forbidden/x.jsonl`` was
+    'access refused' (the word matched in the user's name), and every probe failed."""
+    from capaudit.core.storage.paths import file_size, is_file
+
+    for url in ("memory://b/Forbidden/caps.jsonl", "memory://b/AccessDenied.jsonl"):
+        assert file_size(url) is None and not is_file(url)
+
+
+def test_an_s3_403_probe_reads_as_absent_an_http_403_as_refused(answering, monkeypatch):
+    """S3 answers 403 for a missing key to a caller without s3:ListBucket (s3fs: a
+    ``PermissionError``, no status): a probe reads it as absent, as it always did, so an
+    output is still written with least-privilege credentials; an HTTP server's 403 is a
+    refusal."""
+    from capaudit.core.storage import folder as folder_mod
+    from capaudit.core.storage.paths import file_size
+    from capaudit.errors import AccessRefused
+
+    monkeypatch.setenv("CAPAUDIT_IO_DEADLINE_S", "30")
+    with pytest.raises(AccessRefused):
+        file_size(f"{answering}/403/caps.jsonl")
+
+    def denied(fs, path):
+        raise PermissionError("Access Denied")
+    monkeypatch.setattr(folder_mod, "_info_or_none", denied)
+    assert file_size("memory://b/out/caps.jsonl") is None

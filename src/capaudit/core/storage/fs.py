@@ -134,12 +134,17 @@ def _status(exc: BaseException) -> int | None:
 
 def is_refused(exc: BaseException) -> bool:
     """The store refused access (HTTP 401/403, S3 AccessDenied, no credentials): not a
-    missing object, and no retry cures it."""
+    missing object, and no retry cures it. A missing object's error holds the user's own
+    path, so only a status says a ``FileNotFoundError`` is a refusal (``/Forbidden/x``
+    is a name, not an answer)."""
+    if _status(exc) in (401, 403) or isinstance(exc, PermissionError) \
+            or type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
+        return True
+    if isinstance(exc, FileNotFoundError):
+        return False
     text = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
-    return _status(exc) in (401, 403) or isinstance(exc, PermissionError) \
-        or any(w in text for w in ("AccessDenied", "Forbidden", "InvalidAccessKeyId",
-                                   "SignatureDoesNotMatch")) \
-        or type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError")
+    return any(w in text for w in ("AccessDenied", "Forbidden", "InvalidAccessKeyId",
+                                   "SignatureDoesNotMatch"))
 
 
 def is_missing(exc: BaseException) -> bool:
@@ -155,11 +160,14 @@ def io_error(exc: BaseException, url, what: str = "read") -> InputError:
     name, text = type(exc).__name__, " ".join(str(exc).split())[:200]
     if is_refused(exc):
         status = _status(exc)
-        return AccessRefused(f"cannot {what} here: access refused "
-                          f"({f'HTTP {status}' if status else name}: denied, or no credentials)",
-                          path=shown_url(url), fix="check the credentials of this store "
-                          "(AWS_PROFILE / AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, "
-                          "HF_TOKEN) and its endpoint (AWS_ENDPOINT_URL)")
+        refused = AccessRefused(
+            f"cannot {what} here: access refused "
+            f"({f'HTTP {status}' if status else name}: denied, or no credentials)",
+            path=shown_url(url), fix="check the credentials of this store (AWS_PROFILE / "
+            "AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, HF_TOKEN) and its endpoint "
+            "(AWS_ENDPOINT_URL)")
+        refused.status = status   # None: S3's 403, which a missing key also gets (no List)
+        return refused
     if is_transient(exc):
         said = f"HTTP {_status(exc)}" if _status(exc) else f"{name}: {shown_url(text)}"
         return StoreFault(f"the store did not answer within {_deadline():g} s ({said})",

@@ -194,8 +194,10 @@ def file_size(path: str) -> int | None:
 
         try:
             return Folder(parent_of(path)).size(name_of(path))
-        except InputError as exc:   # a refusal or no answer is not absence: raised
-            if isinstance(exc, StoreFault):
+        except InputError as exc:   # a refusal or no answer is not absence: raised, but S3
+            # answers 403 (no status here) for a missing key to a caller without
+            # s3:ListBucket: that probe reads as absent, as it always did
+            if isinstance(exc, StoreFault) and getattr(exc, "status", 0) is not None:
                 raise
             return None
     try:
