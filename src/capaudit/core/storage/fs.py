@@ -134,9 +134,8 @@ def _status(exc: BaseException) -> int | None:
 
 def is_refused(exc: BaseException) -> bool:
     """The store refused access (HTTP 401/403, S3 AccessDenied, no credentials): not a
-    missing object, and no retry cures it. A missing object's error holds the user's own
-    path, so only a status says a ``FileNotFoundError`` is a refusal (``/Forbidden/x``
-    is a name, not an answer)."""
+    missing object, and no retry cures it. A ``FileNotFoundError`` holds the user's own
+    path (``/Forbidden/x`` is a name): only its status can say it was refused."""
     if _status(exc) in (401, 403) or isinstance(exc, PermissionError) \
             or type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
         return True

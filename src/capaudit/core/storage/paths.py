@@ -68,9 +68,8 @@ def kept_local(location) -> tuple[Path | None, str | None]:
 
 
 def write_whole(path, data: bytes) -> None:
-    """Write ``data`` whole or not at all: a local path through a fresh
-    ``.NAME.tmp-PID-RANDOM`` (never through a link), fsync and rename
-    (:mod:`capaudit.core.safe_write`); a URL as an upload committed when complete."""
+    """Write ``data`` whole or not at all: a local path through a fresh ``.NAME.tmp-PID-RANDOM``
+    (never through a link), fsync and rename; a URL as an upload committed when complete."""
     if is_remote(path):
         from capaudit.core.storage.remote_write import write_object
 
@@ -189,14 +188,13 @@ def read_json(path: str) -> dict | None:
 
 
 def file_size(path: str) -> int | None:
+    """Bytes, or None where absent (a status-less S3 403 too: a key's without ListBucket)."""
     if is_remote(path):
         from capaudit.core.storage.folder import Folder
 
         try:
             return Folder(parent_of(path)).size(name_of(path))
-        except InputError as exc:   # a refusal or no answer is not absence: raised, but S3
-            # answers 403 (no status here) for a missing key to a caller without
-            # s3:ListBucket: that probe reads as absent, as it always did
+        except InputError as exc:   # a refusal or no answer is not absence, but S3's 403
             if isinstance(exc, StoreFault) and getattr(exc, "status", 0) is not None:
                 raise
             return None
