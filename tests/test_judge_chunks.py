@@ -202,7 +202,7 @@ def test_a_run_killed_after_one_chunk_resumes_with_the_other_chunks_calls(tmp_pa
     with FakeOpenAIServer(answer=scripted_answer) as srv:
         rc, whole = _factuality(tmp_path, srv.base_url, 1, "--work-dir", tmp_path / "w1")
     assert rc == 0 and whole["summary"]["calls"] == 7   # a call per sentence
-    def killed(tasks, unanswered):
+    def killed(tasks, judged, unanswered):
         """The run killed as the driver hears that the second chunk's judge answered
         nothing (a set with an answered chunk is otherwise stored, its failures counted)."""
         from capaudit.errors import InputError
@@ -216,6 +216,11 @@ def test_a_run_killed_after_one_chunk_resumes_with_the_other_chunks_calls(tmp_pa
     monkeypatch.chdir(tmp_path)
     err = capsys.readouterr().err
     assert rc == 2 and "killed here" in err, err
+    assert [p.name for p in work.rglob("*.done.json")] == ["set-00000-001.done.json"]
+    with FakeOpenAIServer(answer=lambda body: {"status": 500}) as srv:   # judge now gone:
+        rc, _ = _factuality(tmp_path, srv.base_url, 5, "--workers", 2, "--work-dir", work)
+    err = capsys.readouterr().err   # the resumed chunk does not make the set answered
+    assert rc == 2 and err.count("\n") == 1 and "set k failed: the judge did not answer" in err
     assert [p.name for p in work.rglob("*.done.json")] == ["set-00000-001.done.json"]
     import shutil
     shutil.copytree(work, tmp_path / "again")   # resumed with another --workers below

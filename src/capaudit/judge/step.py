@@ -168,8 +168,8 @@ class JudgeStep(Step):
         from capaudit.judge.parts import folded
 
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
-        handed.update(answered_again(self.tasks, {tasks[i].name: r["unanswered"] for i, r in
-                                                  results[0].items() if "unanswered" in r}))
+        handed.update(answered_again(self.tasks, handed, {
+            tasks[i].name: r["unanswered"] for i, r in results[0].items() if "unanswered" in r}))
         parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
         by_set: dict = {}
@@ -199,9 +199,10 @@ class JudgeStep(Step):
         return out, summary
 
 
-def answered_again(tasks: list, unanswered: dict) -> dict:
+def answered_again(tasks: list, judged: dict, unanswered: dict) -> dict:
     """The parts of the chunks whose judge answered nothing (``unanswered``: name -> error),
-    as one worker decides: a set none of whose chunks was answered stops the run with that
+    as one worker decides: a set none of whose chunks judged by this run (``judged``; not
+    those resumed: the judge answered an earlier run) was answered stops the run with that
     line (one worker's judge of the set answered nothing); a chunk of a set whose other
     chunks were answered is judged again to its end here, its units counted as failed."""
     from capaudit.runner.run import shard_failed
@@ -209,7 +210,8 @@ def answered_again(tasks: list, unanswered: dict) -> dict:
     out = {}
     for t in (t for t in tasks if t.name in unanswered):
         name = t.sets[0].name
-        if all(u.name in unanswered for u in tasks if u.idx and u.sets[0].name == name):
+        if all(u.name in unanswered for u in tasks
+               if u.idx and u.sets[0].name == name and u.name in judged):
             raise shard_failed({"shard": name, "error": unanswered[t.name], "fatal": True},
                                JudgeStep.unit)
         again = judge_part(replace(t, patient=True))
