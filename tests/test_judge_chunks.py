@@ -202,12 +202,28 @@ def test_a_run_killed_after_one_chunk_resumes_with_the_other_chunks_calls(tmp_pa
     with FakeOpenAIServer(answer=scripted_answer) as srv:
         rc, whole = _factuality(tmp_path, srv.base_url, 1, "--work-dir", tmp_path / "w1")
     assert rc == 0 and whole["summary"]["calls"] == 7   # a call per sentence
+    def killed(tasks, judged, unanswered):
+        """The run killed as the driver hears that the second chunk's judge answered
+        nothing (a set with an answered chunk is otherwise stored, its failures counted)."""
+        from capaudit.errors import InputError
+
+        assert list(unanswered) == ["set-00000-002"]
+        raise InputError("killed here")
+    monkeypatch.setattr("capaudit.judge.step.answered_again", killed)
     with FakeOpenAIServer(answer=first_chunk_only) as srv:
         rc, _ = _factuality(tmp_path, srv.base_url, 2, "--workers", 2, "--work-dir", work)
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
     err = capsys.readouterr().err
-    assert rc == 2 and "set k (part 2 of 2) failed: the judge did not answer" in err, err
-    assert err.count("\n") == 1
+    assert rc == 2 and "killed here" in err, err
     assert [p.name for p in work.rglob("*.done.json")] == ["set-00000-001.done.json"]
+    with FakeOpenAIServer(answer=lambda body: {"status": 500}) as srv:   # judge now gone:
+        rc, _ = _factuality(tmp_path, srv.base_url, 5, "--workers", 2, "--work-dir", work)
+    err = capsys.readouterr().err   # the resumed chunk does not make the set answered
+    assert rc == 2 and err.count("\n") == 1 and "set k failed: the judge did not answer" in err
+    assert [p.name for p in work.rglob("*.done.json")] == ["set-00000-001.done.json"]
+    import shutil
+    shutil.copytree(work, tmp_path / "again")   # resumed with another --workers below
     with FakeOpenAIServer(answer=scripted_answer) as srv:
         rc, resumed = _factuality(tmp_path, srv.base_url, 3, "--workers", 2, "--work-dir", work)
     assert rc == 0 and srv.calls == resumed["summary"]["calls"] == len(SECOND)
@@ -217,6 +233,14 @@ def test_a_run_killed_after_one_chunk_resumes_with_the_other_chunks_calls(tmp_pa
     for part in ("items", "values", "extra"):
         assert resumed[part] == whole[part]
     assert not list(work.rglob("*.json"))   # stored: the parts are gone
+    with FakeOpenAIServer(answer=scripted_answer) as srv:
+        rc, other = _factuality(tmp_path, srv.base_url, 4, "--work-dir", tmp_path / "again")
+    assert rc == 0 and srv.calls == other["summary"]["calls"] == 7   # nothing reused ...
+    assert other["summary"]["unreused_parts"] == [1, 2]   # ... and said so
+    assert ("1 part(s) an earlier run left with --workers 2 or more were judged again, not reused"
+            in " ".join(capsys.readouterr().out.split()))
+    for part in ("items", "values", "extra"):
+        assert other[part] == whole[part]
 
 
 @pytest.mark.parametrize("command", ["audit factuality", "audit dcscore", "audit capability",

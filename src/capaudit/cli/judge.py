@@ -142,8 +142,11 @@ def _resumed(s: dict) -> str:
     """What the work folder spared: whole sets, or chunks of a set (several workers)."""
     what = "; ".join(f"{s[k]} {unit} resumed" for k, unit in (
         ("resumed_sets", "set(s)"), ("resumed_parts", "part(s) of a set")) if s.get(k))
-    return f"; {what} from the work folder (their verdicts counted, not their calls)" \
-        if what else ""
+    n, m = s.get("unreused_parts") or (0, 0)
+    return (f"; {what} from the work folder (their verdicts counted, not their calls)"
+            if what else "") + (f"; {n} part(s) an earlier run left with --workers {m}"
+                                f"{' or more' * (m > 1)} were judged again, not reused (a "
+                                "killed run resumes with its own --workers)" if n else "")
 
 
 def print_values(result: dict) -> None:

@@ -11,9 +11,15 @@ from typing import Any, Callable
 
 from capaudit.errors import InputError, UsageError
 
-__all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats", "priced"]
+__all__ = ["STATUSES", "ParseError", "JudgeConfig", "Task", "Verdict", "JudgeStats", "priced",
+           "Unanswered"]
 
 STATUSES = ("ok", "unparsed", "failed", "not-judged", "dry-run")
+
+
+class Unanswered(InputError):
+    """A judge none of whose units were answered so far (:meth:`Judge._send`): a set's
+    chunk (several workers) reports it, the set is fatal only if no chunk was answered."""
 
 
 class ParseError(ValueError):

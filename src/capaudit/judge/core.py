@@ -34,8 +34,8 @@ from dataclasses import asdict
 from typing import Any
 
 from capaudit.errors import InputError
-from capaudit.judge.config import (STATUSES, JudgeConfig, JudgeStats, ParseError, Task, Verdict,
-                                   priced)
+from capaudit.judge.config import (STATUSES, JudgeConfig, JudgeStats, ParseError, Task,
+                                   Unanswered, Verdict, priced)
 from capaudit.judge.parse import p_yes_from_logprobs  # re-exported
 from capaudit.judge.parse import verdict_of
 
@@ -50,6 +50,8 @@ def judge_id(identity: dict) -> str:
 
 class Judge:
     """Renders, sends, parses, retries once, caps; see the module docstring."""
+
+    patient = False   # True: a judge that answered nothing so far is not stopped (a chunk)
 
     def __init__(self, cfg: JudgeConfig, backend=None):
         if cfg.evidence not in ("image", "reference-captions"):
@@ -232,12 +234,12 @@ class Judge:
         for v in verdicts:
             setattr(self.stats, v.status.replace("-", "_"),
                     getattr(self.stats, v.status.replace("-", "_")) + 1)
-        if self.stats.failed and not (self.stats.ok or self.stats.unparsed):
+        if self.stats.failed and not (self.stats.ok or self.stats.unparsed or self.patient):
             err = next(v.error for v in verdicts if v.error)
             where = self.cfg.url if self.cfg.backend == "openai" else self.cfg.model
             from capaudit.core.redact import redact
 
-            raise InputError(redact(f"the judge did not answer at {where} ({str(err)[:160]})"),
+            raise Unanswered(redact(f"the judge did not answer at {where} ({str(err)[:160]})"),
                              fix="start the server or correct --judge-url / --judge-model")
         return verdicts
 

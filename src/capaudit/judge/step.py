@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, replace
 from importlib import import_module
 
 from capaudit.errors import CapauditError
-from capaudit.judge.config import JudgeConfig, JudgeStats, priced
+from capaudit.judge.config import JudgeConfig, JudgeStats, Unanswered
 from capaudit.judge.stats import Judged
 from capaudit.runner.step import Step
 
@@ -62,6 +62,7 @@ class JudgeTask:
     idx: tuple = ()      # a chunk: (its caption indices in its set,); (): whole sets
     size: int = 0        # its captions: several workers take the largest first
     inputs: dict | None = None   # the metric's files, read by the driver (compute.read_inputs)
+    patient: bool = False   # a chunk judged to its end though its judge answered nothing
 
 
 def capped(judge_cfg: JudgeConfig) -> bool:
@@ -79,12 +80,15 @@ def judge_part(task: JudgeTask) -> dict:
         rows = import_module(task.module).rows
         read = () if task.inputs is None else (task.inputs,)
         judge = Judge(JudgeConfig.from_mapping(task.judge))
+        judge.patient = task.patient
         try:   # a part per set (or chunk): its rows, its caption indices in the set
             parts = [part(rows, judge, s, idx, task.evidence, task.cfg, *read)
                      for s, idx in zip(task.sets, task.idx or [None] * len(task.sets))]
         finally:
             judge.close()
     except CapauditError as exc:
+        if isinstance(exc, Unanswered) and task.idx:   # a chunk: fatal only if its set's
+            return {"shard": task.label, "status": "done", "unanswered": str(exc)}  # all are
         return {"shard": task.label, "status": "failed", "fatal": True, "error": str(exc)}
     written = {"parts": parts, "summary": judge.summary()}
     if not task.folder:
@@ -150,15 +154,22 @@ class JudgeStep(Step):
                                             task.input)
                     and Folder(self.folder).exists(task.name + ".json")):
                 todo.append(task)
+        from capaudit.judge.merged import left_by_other_workers
+
+        self.unreused = left_by_other_workers(Folder(self.folder).names(), [
+            t.name for t in self.tasks]) if self.folder else []
         return todo
 
     def merge(self, tasks: list, results: list[dict[int, dict]]) -> tuple[Judged, dict]:
         """Every set's values from its parts (the metric's ``values``, :mod:`.parts`) in
         the sets' order, ``across`` over them, the counts summed and the identity of the
         judges joined."""
+        from capaudit.judge.merged import merged_summary
         from capaudit.judge.parts import folded
 
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
+        handed.update(answered_again(self.tasks, handed, {
+            tasks[i].name: r["unanswered"] for i, r in results[0].items() if "unanswered" in r}))
         parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
         by_set: dict = {}
@@ -183,7 +194,31 @@ class JudgeStep(Step):
                     bool(t.idx) == chunked)
             if n:
                 summary[key] = n
+        if self.unreused:
+            summary["unreused_parts"] = self.unreused
         return out, summary
+
+
+def answered_again(tasks: list, judged: dict, unanswered: dict) -> dict:
+    """The parts of the chunks whose judge answered nothing (``unanswered``: name -> error),
+    as one worker decides: a set none of whose chunks judged by this run (``judged``; not
+    those resumed: the judge answered an earlier run) was answered stops the run with that
+    line (one worker's judge of the set answered nothing); a chunk of a set whose other
+    chunks were answered is judged again to its end here, its units counted as failed."""
+    from capaudit.runner.run import shard_failed
+
+    out = {}
+    for t in (t for t in tasks if t.name in unanswered):
+        name = t.sets[0].name
+        if all(u.name in unanswered for u in tasks
+               if u.idx and u.sets[0].name == name and u.name in judged):
+            raise shard_failed({"shard": name, "error": unanswered[t.name], "fatal": True},
+                               JudgeStep.unit)
+        again = judge_part(replace(t, patient=True))
+        if again["status"] == "failed":
+            raise shard_failed(again, JudgeStep.unit)
+        out[t.name] = again["part"]
+    return out
 
 
 def task_groups(module: str, sets: list, jcfg: JudgeConfig, workers: int) -> list[tuple]:
@@ -220,33 +255,6 @@ def _read_part(task: JudgeTask) -> dict:
                          path=task.folder, fix="run the command again (that set is judged "
                                                "again); leave the work folder alone meanwhile")
     return json.loads(data)
-
-
-def merged_summary(jcfg: JudgeConfig, summaries: list[dict]) -> dict:
-    """One summary from the tasks' (in task order): counts summed, the cost priced from the
-    summed tokens as one judge prices them, the first stop, the prompts of all joined."""
-    from capaudit.judge.core import judge_id
-
-    out = {}
-    for f in fields(JudgeStats):
-        vals = [s[f.name] for s in summaries]
-        if f.name in ("cost", "est_cost"):
-            tokens = ("tokens_in", "tokens_out") if f.name == "cost" else \
-                ("est_tokens_in", "est_tokens_out")
-            untouched = all(v == f.default for v in vals)
-            out[f.name] = f.default if untouched else priced(
-                jcfg.prices.get(jcfg.model), *(sum(s[t] for s in summaries) for t in tokens))
-        elif f.name == "stopped":
-            out[f.name] = next((v for v in vals if v), None)
-        else:
-            out[f.name] = sum(vals, f.default)
-    ident = {k: v for k, v in summaries[0]["judge"].items() if k != "judge_id"} \
-        if summaries else {}
-    if ident:
-        ident["prompts"] = dict(sorted({k: v for s in summaries
-                                        for k, v in s["judge"]["prompts"].items()}.items()))
-        ident["judge_id"] = judge_id(ident)
-    return {**out, "judge": ident, "dry_run": jcfg.dry_run}
 
 
 def _subset(evidence, image_ids: list):
