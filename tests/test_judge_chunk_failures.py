@@ -34,6 +34,8 @@ def test_a_chunk_the_judge_never_answered_is_stored_as_one_worker_stores_it(
             rc, runs[workers] = _factuality(tmp_path, srv.base_url, n, "--workers", workers,
                                             "--work-dir", tmp_path / f"w{workers}")
         assert rc == 0, capsys.readouterr().err
+        # every request counts, the unanswered chunk's first pass too (2 workers: 9 and 7)
+        assert runs[workers]["summary"]["calls"] == srv.calls
     one, two = runs[1], runs[2]
     failed = len(SECOND) if which == "second" else 7 - len(SECOND)
     for summary in (one["summary"], two["summary"]):

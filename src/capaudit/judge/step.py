@@ -9,10 +9,10 @@ a URL), and handed to every task with their content (no task reads a path a node
 cluster may not see); their sha256 keys the parts. A task judges its sets (or chunks) with
 a judge of its own (:func:`judge_part`: the metric's ``rows`` of each, :mod:`.parts`, and
 its counts, written whole, then its marker keyed by the judge, the configuration and its
-captions and evidence) on local processes or Ray; a killed run resumes without judging the tasks done again. The merge
-(:meth:`JudgeStep.merge`) computes each set's values from its parts (the metric's
-``values``), sums the counts, joins the prompts each judge used into the one identity, and
-the caller stores everything in one transaction.
+captions and evidence) on local processes or Ray; a killed run resumes without judging the
+tasks done again. The merge (:meth:`JudgeStep.merge`) computes each set's values from its
+parts (the metric's ``values``), sums the counts, joins the prompts each judge used into
+the one identity, and the caller stores everything in one transaction.
 
 With several workers a set is cut into as many chunks of whole images (``compute.by_image``
 metrics; :func:`task_groups`), so one big set is judged in parallel and resumed by chunk;
@@ -88,7 +88,8 @@ def judge_part(task: JudgeTask) -> dict:
             judge.close()
     except CapauditError as exc:
         if isinstance(exc, Unanswered) and task.idx:   # a chunk: fatal only if its set's
-            return {"shard": task.label, "status": "done", "unanswered": str(exc)}  # all are
+            return {"shard": task.label, "status": "done", "unanswered": str(exc),  # all are
+                    "spent": judge.summary()}   # its requests count, whatever comes next
         return {"shard": task.label, "status": "failed", "fatal": True, "error": str(exc)}
     written = {"parts": parts, "summary": judge.summary()}
     if not task.folder:
@@ -169,7 +170,7 @@ class JudgeStep(Step):
 
         handed = {tasks[i].name: r.get("part") for i, r in results[0].items()}
         handed.update(answered_again(self.tasks, handed, {
-            tasks[i].name: r["unanswered"] for i, r in results[0].items() if "unanswered" in r}))
+            tasks[i].name: r for i, r in results[0].items() if "unanswered" in r}))
         parts = [handed.get(t.name) or _read_part(t) for t in self.tasks]
         resumed = [t.name not in handed for t in self.tasks]
         by_set: dict = {}
@@ -200,11 +201,10 @@ class JudgeStep(Step):
 
 
 def answered_again(tasks: list, judged: dict, unanswered: dict) -> dict:
-    """The parts of the chunks whose judge answered nothing (``unanswered``: name -> error),
-    as one worker decides: a set none of whose chunks judged by this run (``judged``; not
-    those resumed: the judge answered an earlier run) was answered stops the run with that
-    line (one worker's judge of the set answered nothing); a chunk of a set whose other
-    chunks were answered is judged again to its end here, its units counted as failed."""
+    """The parts of the chunks whose judge answered nothing (``unanswered``: their results),
+    as one worker decides: a set none of whose chunks judged by this run (``judged``, not
+    resumed) was answered stops the run with that line; another such chunk is judged again
+    to its end here, its units failed, what its first pass spent added."""
     from capaudit.runner.run import shard_failed
 
     out = {}
@@ -212,11 +212,14 @@ def answered_again(tasks: list, judged: dict, unanswered: dict) -> dict:
         name = t.sets[0].name
         if all(u.name in unanswered for u in tasks
                if u.idx and u.sets[0].name == name and u.name in judged):
-            raise shard_failed({"shard": name, "error": unanswered[t.name], "fatal": True},
-                               JudgeStep.unit)
+            raise shard_failed({"shard": name, "error": unanswered[t.name]["unanswered"],
+                                "fatal": True}, JudgeStep.unit)
         again = judge_part(replace(t, patient=True))
         if again["status"] == "failed":
             raise shard_failed(again, JudgeStep.unit)
+        spent, first = again["part"]["summary"], unanswered[t.name]["spent"]
+        spent.update({k: spent[k] + first[k] for k in _SPENT
+                      if None not in (spent[k], first[k])})   # cost None: no price known
         out[t.name] = again["part"]
     return out
 
@@ -292,7 +295,6 @@ def _key(module: str, jcfg: JudgeConfig, cfg: dict) -> str:
     names = sorted({p.stem for p in PACKAGED_PROMPTS.glob("judge_*.txt")} | set(jcfg.prompts))
     prompts = {n: prompt_hash(load_prompt(n, jcfg.prompts.get(n))) for n in names}
     judge = {k: v for k, v in asdict(jcfg).items() if k not in _RUNTIME}
-    # "part": what a part holds (a metric's rows); a work folder an older capaudit left,
-    # whose parts held values, is judged again, not merged
+    # "part": what a part holds (rows); an older capaudit's parts (values) are not merged
     return config_hash({"module": module, "judge": judge, "prompts": prompts, "cfg": cfg,
                         "part": "rows"})

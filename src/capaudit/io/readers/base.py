@@ -170,9 +170,9 @@ def detect_format(path: Path) -> str:
     tried = "; ".join(f"{n} (wants {READERS.get(n).expects or EXPECTS.get(n, n)})"
                       for n in SNIFF_ORDER)
     raise InputError(f"cannot tell the caption format; tried {tried}", path=path,
-                     fix=f"pass --format with one of: {', '.join(sorted(READERS.names()))}"
-                         " (a command without --format, such as audit run: register the file "
-                         "with capaudit sets add NAME FILE --format FORMAT, then give NAME)")
+                     fix="pass --format (a command without it, such as audit run: register the "
+                         "file with capaudit sets add NAME FILE --format FORMAT, then give NAME)"
+                         f", one of: {', '.join(sorted(READERS.names()))}")
 
 
 READERS.base = CaptionReader
