@@ -263,7 +263,7 @@ def test_an_s3_403_probe_reads_as_absent_an_http_403_as_refused(answering, monke
     with pytest.raises(AccessRefused):
         file_size(f"{answering}/403/caps.jsonl")
 
-    def denied(fs, path):
+    def denied(read):
         raise PermissionError("Access Denied")
-    monkeypatch.setattr(folder_mod, "_info_or_none", denied)
+    monkeypatch.setattr(folder_mod, "_or_none", denied)
     assert file_size("memory://b/out/caps.jsonl") is None

@@ -25,7 +25,7 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from capaudit.core.storage.urls import is_url, join, local_path, shown_url
 
@@ -84,7 +84,7 @@ class Folder:
         from capaudit.core.storage.fs import retrying
 
         fs, path = self._fs(name)
-        return retrying(lambda: _cat_or_none(fs, path), self.url(name))
+        return retrying(lambda: _or_none(lambda: fs.cat_file(path)), self.url(name))
 
     def write_bytes(self, name: str, data: bytes, *, exclusive: bool = False) -> None:
         """``data`` as ``name``, whole or not at all; ``exclusive``: only if ``name`` is
@@ -124,7 +124,7 @@ class Folder:
         from capaudit.core.storage.fs import retrying
 
         fs, path = self._fs(name)
-        info = retrying(lambda: _info_or_none(fs, path), self.url(name))
+        info = retrying(lambda: _or_none(lambda: fs.info(path)), self.url(name))
         return None if info is None or info.get("type") == "directory" else info.get("size")
 
     def exists(self, name: str) -> bool:
@@ -203,20 +203,10 @@ def staged(location) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _cat_or_none(fs, path: str) -> bytes | None:
+def _or_none(read: Callable):
+    """``read()``, or None where the object is not there."""
     try:
-        return fs.cat_file(path)
-    except FileNotFoundError as exc:
-        from capaudit.core.storage.fs import is_missing
-
-        if not is_missing(exc):   # a 403 or a 503 that a backend reported as absence
-            raise
-        return None
-
-
-def _info_or_none(fs, path: str) -> dict | None:
-    try:
-        return fs.info(path)
+        return read()
     except FileNotFoundError as exc:
         from capaudit.core.storage.fs import is_missing
 
