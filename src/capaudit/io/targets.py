@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from capaudit.core.storage.paths import kept_local
-from capaudit.errors import CapauditError, InputError
+from capaudit.errors import InputError
 from capaudit.io.imageids import file_evidence, image_units, infer_namespace, is_digit_key
 
 __all__ = ["Target", "StreamTarget", "resolve_target", "load_target", "target_images"]
@@ -143,14 +143,11 @@ class ReplayBatches:
 def _named_by_url(load, url: str, shown: str, copy: Path):
     """A caption file read from its local copy (``load()``), named and sourced by its URL;
     its errors, now or as it is read, name the URL too, never the copy."""
-    from capaudit.core.storage.local_copy import named_by_url, url_named
+    from capaudit.core.storage.local_copy import naming_url, url_named
     from capaudit.core.storage.urls import name_of
 
-    try:
+    with naming_url(copy, shown):
         found = load()
-    except CapauditError as exc:
-        named_by_url(exc, copy, shown)
-        raise
     found.name, found.source = name_of(url).split(".")[0], shown
     if isinstance(found, StreamTarget):
         found.rows = url_named(found.rows, copy, shown)

@@ -19,7 +19,7 @@ from typing import Iterator
 from capaudit.core.storage.fs import filesystem, retrying
 from capaudit.core.storage.urls import local_path, name_of, protocol_of
 
-__all__ = ["local_copy", "kept_copy", "named_by_url", "url_named"]
+__all__ = ["local_copy", "kept_copy", "named_by_url", "naming_url", "url_named"]
 
 
 @contextlib.contextmanager
@@ -78,17 +78,24 @@ def named_by_url(exc: BaseException, copy: Path, url: str) -> None:
             setattr(exc, attr, str(value).replace(old, url))
 
 
+@contextlib.contextmanager
+def naming_url(copy: Path, url: str) -> Iterator[None]:
+    """A block whose capaudit errors name ``url``, never ``copy`` (:func:`named_by_url`)."""
+    from capaudit.errors import CapauditError
+
+    try:
+        yield
+    except CapauditError as exc:
+        named_by_url(exc, copy, url)
+        raise
+
+
 def url_named(make, copy: Path, url: str):
     """``make`` (a callable giving an iterator that reads ``copy``) whose capaudit errors
     name ``url`` (:func:`named_by_url`): a kept copy is read lazily, after the call that
     made it returned; what ``make`` keeps as its ``reader`` is kept too."""
-    from capaudit.errors import CapauditError
-
     def reading():
-        try:
+        with naming_url(copy, url):
             yield from make()
-        except CapauditError as exc:
-            named_by_url(exc, copy, url)
-            raise
     reading.reader = getattr(make, "reader", None)
     return reading

@@ -24,7 +24,7 @@ from typing import IO, Iterator
 
 from capaudit.core.storage.urls import (is_remote, join, local_path, name_of, on_disk,
                                         parent_of, shown_url)
-from capaudit.errors import CapauditError, InputError, StoreFault
+from capaudit.errors import InputError, StoreFault
 
 __all__ = ["store_identifies", "write_whole", "as_local", "kept_local", "open_binary", "stat_of",
            "local_head", "atomic_output", "read_json", "file_size", "is_file", "clean_tmp",
@@ -47,14 +47,10 @@ def as_local(location) -> Iterator[tuple[Path, str | None]]:
     if on_disk(location):
         yield local_path(location), None   # a file:// URL: the file it names
         return
-    from capaudit.core.storage.local_copy import local_copy, named_by_url
+    from capaudit.core.storage.local_copy import local_copy, naming_url
 
-    with local_copy(str(location)) as local:
-        try:
-            yield local, shown_url(location)
-        except CapauditError as exc:
-            named_by_url(exc, local, shown_url(location))
-            raise
+    with local_copy(str(location)) as local, naming_url(local, shown_url(location)):
+        yield local, shown_url(location)
 
 
 def kept_local(location) -> tuple[Path | None, str | None]:
