@@ -45,7 +45,8 @@ def left_by_other_workers(names: list[str], planned: list[str]) -> list[int]:
     only); ``[]``: none. Their chunks differ, so they are judged again, not reused."""
     import re
 
+    planned = set(planned)
     left = [m for m in (re.fullmatch(r"set-\d{5}(?:-(\d{3}))?\.json", n) for n in names)
-            if m and m.group(0)[:-5] not in set(planned)]
+            if m and m.group(0)[:-5] not in planned]
     chunks = [int(m.group(1)) for m in left if m.group(1)]
     return [len(left), max(2, *chunks) if chunks else 1] if left else []
