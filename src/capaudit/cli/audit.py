@@ -68,12 +68,12 @@ def run(targets: List[str] = typer.Argument(None, help="Registered set names or 
         keep_work: bool = opt.KeepWork, config: Path = opt.Config, db: Path = DbOption):
     """Audit each target; print and store every metric with n and a 95% interval."""
     from capaudit.audit.runner import run_audit
-    from capaudit.executors.base import check_executor
+    from capaudit.executors.base import check_address, check_executor
 
     check_executor(executor, None)   # an unknown executor is named first
     if targets and not shards:   # no cluster to name: "add --executor ray" would fail next
         _refuse_shard_options(executor, address, skip_bad, work_dir, keep_work, name)
-    check_executor(executor, address)
+    check_address(executor, address)
 
     cfg = audit_config(config, metrics=metrics, mode=mode, corrected=corrected, n_boot=n_boot,
                        seed=seed, workers=workers, min_images=min_images,
@@ -235,7 +235,6 @@ def words(target: str = typer.Argument(..., help="Set name or caption file"),
         console.print(f"  generated:    {s['mscoco_generated_words']}")
         console.print(f"  ground truth: {s['mscoco_gt_words']}")
         console.print(f"  hallucinated: {s['mscoco_hallucinated_words']}")
-
 
 
 def card_command(

@@ -63,7 +63,7 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
     """Filter SET into a new set NEWSET linked to its parent, or a corpus's shards (--shards)
     into cleaned shards of the same layout; every change is logged."""
     # options: the flags generated from the filters' declared defaults (cli/filter_flags.py)
-    from capaudit.executors.base import check_executor
+    from capaudit.executors.base import check_address, check_executor
 
     check_executor(executor, None)   # an unknown executor is named first
     if shards is None and set_name is not None:   # "add --executor ray" would fail next
@@ -75,7 +75,7 @@ def run(set_name: str = typer.Argument(None, metavar="[SET]", help="Input captio
                              format=fmt is not None, caption_col=caption_col is not None,
                              id_col=id_col is not None, turns=turns is not None,
                              where=where is not None)
-    check_executor(executor, address)
+    check_address(executor, address)
     if (shards is None) == (set_name is None):
         raise InputError("give either a set name or --shards",
                          fix="capaudit filter run SET ... or capaudit filter run --shards SRC "
